@@ -1,0 +1,120 @@
+"""The registry of learning methods: every ``--method NAME`` of the CLI is one entry here.
+
+A method is an object with
+
+- ``name`` and ``summary`` (one line, shown by ``bayesfa fit --help``);
+- ``add_arguments(parser)``: its own ``bayesfa fit`` options (use :func:`add_mcmc_arguments`
+  for the shared sampler options so that they are spelled the same everywhere);
+- ``fit(corpus, options, seed, progress) -> FitResult``;
+- ``predict_log_prob(arrays, options, corpus) -> [n_strings]`` natural-log posterior
+  predictive probabilities of ``corpus``'s strings, from the arrays ``fit`` saved.
+
+Entries are import paths, so that ``bayesfa --help`` imports neither numba nor JAX.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+
+
+class FitResult(NamedTuple):
+    """What a method's ``fit`` returns; :mod:`bayesfa.rundir` saves it.
+
+    arrays : name -> array, everything ``predict_log_prob`` needs.
+    trace : name -> ``[chain, draw]`` array of per-sample diagnostics (may be empty).
+    info : JSON-able facts about the run (timings, acceptance rates, ...).
+    """
+
+    arrays: dict[str, np.ndarray]
+    trace: dict[str, np.ndarray]
+    info: dict[str, Any]
+
+
+class Method(Protocol):
+    name: str
+    summary: str
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult: ...
+
+    def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
+                         corpus: Corpus) -> np.ndarray: ...
+
+
+REGISTRY: dict[str, str] = {
+    "cgs-pfa": "bayesfa.samplers.cgs_pfa:METHOD",
+    "oracle-pfa": "bayesfa.models.oracle_methods:ORACLE_PFA",
+    "oracle-hmm": "bayesfa.models.oracle_methods:ORACLE_HMM",
+    "oracle-pdfa": "bayesfa.models.oracle_methods:ORACLE_PDFA",
+}
+
+
+def method_names() -> list[str]:
+    return list(REGISTRY)
+
+
+def get_method(name: str) -> Method:
+    """The method registered as ``name`` (imports its module)."""
+    try:
+        target = REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown method {name!r}; choose from {', '.join(REGISTRY)}") from None
+    module, attr = target.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or not np.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def add_mcmc_arguments(parser: argparse.ArgumentParser, *, states: int = 10, beta: float | None = 0.1,
+                       iterations: int = 1000, burn_in: int = 500, period: int = 10) -> None:
+    """The sampler options every MCMC method shares, with per-method defaults."""
+    parser.add_argument("--states", type=positive_int, default=states,
+                        help=f"number of states N (besides the initial state 0); default {states}")
+    if beta is not None:
+        parser.add_argument("--beta", type=positive_float, default=beta,
+                            help=f"Dirichlet hyperparameter beta; default {beta}")
+    parser.add_argument("--iterations", type=positive_int, default=iterations,
+                        help=f"sweeps per chain, burn-in included; default {iterations}")
+    parser.add_argument("--burn-in", type=nonnegative_int, default=burn_in,
+                        help=f"sweeps discarded at the start of each chain; default {burn_in}")
+    parser.add_argument("--period", type=positive_int, default=period,
+                        help=f"keep one sample every PERIOD sweeps after burn-in; default {period}")
+    parser.add_argument("--chains", type=positive_int, default=4, help="independent chains; default 4")
+    parser.add_argument("--jobs", type=positive_int, default=1,
+                        help="chains run in parallel processes; default 1 (in this process)")
+
+
+def check_schedule(options: dict[str, Any]) -> int:
+    """Samples per chain, ``(iterations - burn_in) // period``; an :class:`InputError` if 0."""
+    n = (options["iterations"] - options["burn_in"]) // options["period"]
+    if n < 1:
+        raise InputError(f"--iterations {options['iterations']} with --burn-in {options['burn_in']} "
+                         f"and --period {options['period']} keeps no sample")
+    return n
