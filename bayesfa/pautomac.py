@@ -1,0 +1,263 @@
+"""PAutomaC file formats: samples, solutions and model files (reading and writing).
+
+- Sample (``*.pautomac.train``, ``*.pautomac.test``): first line ``<count> <alphabet size>``,
+  then one string a line, ``<length> s1 ... s_length``; the empty string is the line ``0``.
+- Solution (``*.pautomac_solution.txt``): first line ``<count>``, then one probability a line.
+- Model (``*.pautomac_model.txt``): sections ``I: (state)``, ``F: (state)``,
+  ``S: (state,symbol)`` and ``T: (state,symbol,state)``, one ``(…) p`` entry a line. In state
+  q the machine stops with probability F(q); otherwise it emits a with probability S(q,a) and
+  moves to r with probability T(q,a,r): ``trans[a, q, r] = (1 - F(q)) S(q,a) T(q,a,r)``.
+
+Files may have CRLF line endings. Every malformed input raises :class:`InputError` naming
+the file, the line and the problem.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from bayesfa.automata import PFA
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+
+_TOL = 1e-6
+
+
+def _read_lines(path: str | os.PathLike) -> list[str]:
+    """The file's lines without line endings; trailing blank lines dropped."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise InputError("no such file", path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", path) from None
+    except PermissionError:
+        raise InputError("permission denied", path) from None
+    try:
+        text = raw.decode("ascii")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise InputError("not a text file (non-ASCII byte)", path, line) from None
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise InputError("file is empty", path)
+    return lines
+
+
+def _int(token: str, path, line: int, what: str) -> int:
+    try:
+        value = int(token)
+    except ValueError:
+        raise InputError(f"non-numeric {what} {token!r}", path, line) from None
+    return value
+
+
+def _probability(token: str, path, line: int) -> float:
+    try:
+        value = float(token)
+    except ValueError:
+        raise InputError(f"non-numeric probability {token!r}", path, line) from None
+    if math.isnan(value):
+        raise InputError("probability is NaN", path, line)
+    if math.isinf(value):
+        raise InputError("probability is infinite", path, line)
+    if value < 0:
+        raise InputError(f"negative probability {token}", path, line)
+    if value > 1 + _TOL:
+        raise InputError(f"probability {token} is greater than 1", path, line)
+    return value
+
+
+# -- samples ----------------------------------------------------------------------------------
+def read_sample(path: str | os.PathLike) -> Corpus:
+    """Read a PAutomaC train or test file into a :class:`Corpus`."""
+    lines = _read_lines(path)
+    header = lines[0].split()
+    if len(header) != 2:
+        raise InputError(f"header must be '<count> <alphabet size>', got {lines[0].strip()!r}", path, 1)
+    count = _int(header[0], path, 1, "string count")
+    alphabet = _int(header[1], path, 1, "alphabet size")
+    if count < 0:
+        raise InputError(f"negative string count {count}", path, 1)
+    if alphabet < 1:
+        raise InputError(f"alphabet size must be at least 1, got {alphabet}", path, 1)
+    body = lines[1:]
+    if len(body) != count:
+        raise InputError(f"header says {count} strings but the file has {len(body)}", path, 1)
+    strings = []
+    for lineno, text in enumerate(body, start=2):
+        parts = text.split()
+        if not parts:
+            raise InputError("blank line (the empty string is written '0')", path, lineno)
+        try:
+            values = list(map(int, parts))
+        except ValueError:
+            bad = next(p for p in parts if not re.fullmatch(r"[+-]?\d+", p))
+            raise InputError(f"non-numeric token {bad!r}", path, lineno) from None
+        length = values[0]
+        if length < 0:
+            raise InputError(f"negative length {length}", path, lineno)
+        if length != len(values) - 1:
+            raise InputError(f"length field says {length} symbols but the line has {len(values) - 1}",
+                             path, lineno)
+        letters = values[1:]
+        if letters and (min(letters) < 0 or max(letters) >= alphabet):
+            bad = next(v for v in letters if v < 0 or v >= alphabet)
+            raise InputError(f"symbol {bad} outside the alphabet 0..{alphabet - 1}", path, lineno)
+        strings.append(letters)
+    return Corpus.from_strings(strings, alphabet)
+
+
+def write_sample(path: str | os.PathLike, corpus: Corpus) -> None:
+    """Write ``corpus`` in the PAutomaC sample layout (LF line endings)."""
+    lines = [f"{corpus.n_strings} {corpus.alphabet_size}"]
+    for s in corpus.strings():
+        lines.append(" ".join([str(s.size)] + [str(int(v)) for v in s]))
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+# -- solutions --------------------------------------------------------------------------------
+def read_solution(path: str | os.PathLike) -> np.ndarray:
+    """Read a solution (or prediction) file: one probability per test string."""
+    lines = _read_lines(path)
+    header = lines[0].split()
+    if len(header) != 1:
+        raise InputError(f"header must be the number of probabilities, got {lines[0].strip()!r}", path, 1)
+    count = _int(header[0], path, 1, "count")
+    if count < 0:
+        raise InputError(f"negative count {count}", path, 1)
+    body = lines[1:]
+    if len(body) != count:
+        raise InputError(f"header says {count} probabilities but the file has {len(body)}", path, 1)
+    out = np.empty(count)
+    for i, text in enumerate(body):
+        parts = text.split()
+        if len(parts) != 1:
+            raise InputError("expected one probability on the line" if parts else "blank line",
+                             path, i + 2)
+        out[i] = _probability(parts[0], path, i + 2)
+    return out
+
+
+def write_solution(path: str | os.PathLike, probs: np.ndarray) -> None:
+    """Write probabilities in the solution layout (``repr`` precision, LF line endings)."""
+    probs = np.asarray(probs, dtype=np.float64).reshape(-1)
+    if not np.all(np.isfinite(probs)) or np.any(probs < 0):
+        raise ValueError("probabilities must be finite and non-negative")
+    body = "\n".join(repr(float(p)) for p in probs)
+    Path(path).write_text(f"{probs.size}\n{body}\n" if probs.size else "0\n")
+
+
+# -- models -----------------------------------------------------------------------------------
+_SECTIONS = {"I": 1, "F": 1, "S": 2, "T": 3}
+_ENTRY = re.compile(r"^\(([^()]*)\)\s+(\S+)$")
+
+
+def read_model(path: str | os.PathLike) -> PFA:
+    """Read a PAutomaC model file into a :class:`PFA` (see the module docstring)."""
+    lines = _read_lines(path)
+    entries: dict[str, dict[tuple[int, ...], tuple[float, int]]] = {k: {} for k in _SECTIONS}
+    section = None
+    for lineno, raw in enumerate(lines, start=1):
+        text = raw.strip()
+        if not text:
+            continue
+        head = re.match(r"^([A-Za-z]+)\s*:", text)
+        if head:
+            section = head.group(1)
+            if section not in _SECTIONS:
+                raise InputError(f"unknown section {section!r} (expected I, F, S or T)", path, lineno)
+            continue
+        if section is None:
+            raise InputError("entry before any section header", path, lineno)
+        m = _ENTRY.match(text)
+        if not m:
+            raise InputError(f"malformed entry {text!r} in section {section}", path, lineno)
+        fields = [f.strip() for f in m.group(1).split(",")]
+        if len(fields) != _SECTIONS[section]:
+            raise InputError(f"section {section} entries have {_SECTIONS[section]} indices, got {len(fields)}",
+                             path, lineno)
+        key = tuple(_int(f, path, lineno, "index") for f in fields)
+        if min(key) < 0:
+            raise InputError(f"negative index in {text!r}", path, lineno)
+        if key in entries[section]:
+            raise InputError(f"duplicate entry {text!r}", path, lineno)
+        entries[section][key] = (_probability(m.group(2), path, lineno), lineno)
+    for name in ("I", "S", "T"):
+        if not entries[name]:
+            raise InputError(f"section {name} is missing or empty", path)
+    return _assemble(entries, path)
+
+
+def _assemble(entries, path) -> PFA:
+    known = {k[0] for k in entries["S"]} | {k[0] for k in entries["F"]}
+    n_states = 1 + max(known | {k[0] for k in entries["I"]} | {k[0] for k in entries["T"]}
+                       | {k[2] for k in entries["T"]})
+    n_letters = 1 + max(k[1] for k in entries["S"])
+    for name, keys in (("I", [(k[0], k) for k in entries["I"]]), ("T", [(k[0], k) for k in entries["T"]]),
+                       ("T", [(k[2], k) for k in entries["T"]])):
+        for q, key in keys:
+            if q not in known:
+                raise InputError(f"unknown state {q}: it has no S or F entries", path, entries[name][key][1])
+    init = np.zeros(n_states)
+    stop = np.zeros(n_states)
+    stop[[q for q in range(n_states) if q not in known]] = 1.0  # unnamed, unreachable numbers
+    emit = np.zeros((n_states, n_letters))
+    move = np.zeros((n_states, n_letters, n_states))
+    for (q,), (p, _) in entries["I"].items():
+        init[q] = p
+    for (q,), (p, _) in entries["F"].items():
+        stop[q] = p
+    for (q, a), (p, _) in entries["S"].items():
+        emit[q, a] = p
+    for (q, a, r), (p, lineno) in entries["T"].items():
+        if (q, a) in entries["S"]:  # HMM files also list T for symbols q never emits
+            move[q, a, r] = p
+    _check_sum(init.sum(), "initial probabilities (I) sum", path, min(v[1] for v in entries["I"].values()))
+    for q in sorted(known):
+        if stop[q] < 1 - _TOL:
+            lineno = min((ln for (s, _), (_, ln) in entries["S"].items() if s == q), default=None)
+            _check_sum(emit[q].sum(), f"symbol probabilities (S) of state {q} sum", path, lineno)
+    for (q, a), (p, lineno) in entries["S"].items():
+        if p > 0:
+            _check_sum(move[q, a].sum(), f"transition probabilities (T) of ({q},{a}) sum", path, lineno)
+    trans = (1.0 - stop)[None, :, None] * emit.T[:, :, None] * move.transpose(1, 0, 2)
+    # Renormalise away the files' 12-digit rounding so that the PFA is exactly stochastic.
+    outgoing = stop + trans.sum(axis=(0, 2))
+    return PFA(init / init.sum(), trans / outgoing[None, :, None], stop / outgoing)
+
+
+def _check_sum(total: float, what: str, path, lineno) -> None:
+    if abs(total - 1.0) > _TOL:
+        raise InputError(f"{what} to {total:.9g}, not 1", path, lineno)
+
+
+def write_model(path: str | os.PathLike, pfa: PFA) -> None:
+    """Write ``pfa`` as a PAutomaC model file (the inverse of :func:`read_model`)."""
+    out = ["I: (state)"]
+    out += [f"\t({q}) {p!r}" for q, p in enumerate(pfa.init) if p > 0]
+    out.append("F: (state)")
+    out += [f"\t({q}) {p!r}" for q, p in enumerate(pfa.stop) if p > 0]
+    out.append("S: (state,symbol)")
+    emit = pfa.trans.sum(axis=2).T  # [Q, A] = (1 - F) S
+    go = 1.0 - pfa.stop
+    for q in range(pfa.n_states):
+        for a in range(pfa.alphabet_size):
+            if emit[q, a] > 0:
+                out.append(f"\t({q},{a}) {float(emit[q, a] / go[q])!r}")
+    out.append("T: (state,symbol,state)")
+    for q in range(pfa.n_states):
+        for a in range(pfa.alphabet_size):
+            if emit[q, a] > 0:
+                for r in range(pfa.n_states):
+                    if pfa.trans[a, q, r] > 0:
+                        out.append(f"\t({q},{a},{r}) {float(pfa.trans[a, q, r] / emit[q, a])!r}")
+    Path(path).write_text("\n".join(out) + "\n")
