@@ -46,7 +46,9 @@ class PFA:
         if init.shape != (trans.shape[1],) or stop.shape != (trans.shape[1],):
             raise ValueError("init and stop must have shape [Q]")
         _check_distribution(init, "initial distribution", axis=0)
-        outgoing = np.concatenate([stop[:, None], trans.sum(axis=2).T], axis=1)
+        # Every entry, not per-letter sums: a negative entry must not hide behind a large one.
+        outgoing = np.concatenate([stop[:, None],
+                                   trans.transpose(1, 0, 2).reshape(trans.shape[1], -1)], axis=1)
         _check_distribution(outgoing, "outgoing probability (stop + transitions)")
         object.__setattr__(self, "init", init)
         object.__setattr__(self, "trans", trans)
@@ -83,9 +85,11 @@ class PFA:
                                 self.trans.transpose(1, 0, 2).reshape(n_states, -1)], axis=1)
         cdf = np.cumsum(table, axis=1)
         cdf /= cdf[:, -1:]
+        init_cdf = np.cumsum(self.init)
+        init_cdf /= init_cdf[-1]  # ends at exactly 1 > u: never past the last state
         strings = []
         for _ in range(n_strings):
-            q = int(np.searchsorted(np.cumsum(self.init), rng.random() * self.init.sum(), side="right"))
+            q = int(np.searchsorted(init_cdf, rng.random(), side="right"))
             letters = []
             while True:
                 k = int(np.searchsorted(cdf[q], rng.random(), side="right"))

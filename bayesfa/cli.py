@@ -333,6 +333,10 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         print(f"bayesfa: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # e.g. --out in a missing or read-only folder
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"bayesfa: error: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("bayesfa: interrupted", file=sys.stderr)
         return 130

@@ -39,6 +39,8 @@ class Corpus:
         offsets = np.ascontiguousarray(self.offsets, dtype=np.int64)
         object.__setattr__(self, "tokens", tokens)
         object.__setattr__(self, "offsets", offsets)
+        if tokens.ndim != 1:
+            raise ValueError("tokens must be a flat (1-D) array")
         if offsets.ndim != 1 or offsets.size < 1 or offsets[0] != 0 or offsets[-1] != tokens.size:
             raise ValueError("offsets must start at 0 and end at len(tokens)")
         if np.any(np.diff(offsets) < 1):
@@ -49,7 +51,7 @@ class Corpus:
             raise ValueError("the end marker 0 may only close a string")
         if self.alphabet_size < 1:
             raise ValueError("alphabet_size must be at least 1")
-        if tokens.size and tokens.max() > self.alphabet_size:
+        if tokens.size and (tokens.max() > self.alphabet_size or tokens.min() < 0):
             raise ValueError("a letter is outside the alphabet")
 
     # -- construction -------------------------------------------------------------------

@@ -48,20 +48,24 @@ def _read_lines(path: str | os.PathLike) -> list[str]:
     while lines and not lines[-1].strip():
         lines.pop()
     if not lines:
-        raise InputError("file is empty", path)
+        raise InputError("file is empty", path, 1)
     return lines
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
 def _int(token: str, path, line: int, what: str) -> int:
-    try:
-        value = int(token)
-    except ValueError:
-        raise InputError(f"non-numeric {what} {token!r}", path, line) from None
-    return value
+    # Not int() alone: it also reads "1_0" as 10.
+    if not _INTEGER.fullmatch(token):
+        raise InputError(f"non-numeric {what} {token!r}", path, line)
+    return int(token)
 
 
 def _probability(token: str, path, line: int) -> float:
     try:
+        if "_" in token:  # float() reads "0.1_5" as 0.15
+            raise ValueError(token)
         value = float(token)
     except ValueError:
         raise InputError(f"non-numeric probability {token!r}", path, line) from None
@@ -74,6 +78,13 @@ def _probability(token: str, path, line: int) -> float:
     if value > 1 + _TOL:
         raise InputError(f"probability {token} is greater than 1", path, line)
     return value
+
+
+def _check_no_blank_line(body: list[str], path, problem: str) -> None:
+    """A blank line inside the body is reported at its line (before any count mismatch)."""
+    for lineno, text in enumerate(body, start=2):
+        if not text.strip():
+            raise InputError(problem, path, lineno)
 
 
 # -- samples ----------------------------------------------------------------------------------
@@ -90,18 +101,16 @@ def read_sample(path: str | os.PathLike) -> Corpus:
     if alphabet < 1:
         raise InputError(f"alphabet size must be at least 1, got {alphabet}", path, 1)
     body = lines[1:]
+    _check_no_blank_line(body, path, "blank line (the empty string is written '0')")
     if len(body) != count:
         raise InputError(f"header says {count} strings but the file has {len(body)}", path, 1)
     strings = []
     for lineno, text in enumerate(body, start=2):
         parts = text.split()
-        if not parts:
-            raise InputError("blank line (the empty string is written '0')", path, lineno)
-        try:
-            values = list(map(int, parts))
-        except ValueError:
-            bad = next(p for p in parts if not re.fullmatch(r"[+-]?\d+", p))
-            raise InputError(f"non-numeric token {bad!r}", path, lineno) from None
+        bad = next((p for p in parts if not _INTEGER.fullmatch(p)), None)
+        if bad is not None:  # not int(), which also reads "1_0" as 10
+            raise InputError(f"non-numeric token {bad!r}", path, lineno)
+        values = list(map(int, parts))
         length = values[0]
         if length < 0:
             raise InputError(f"negative length {length}", path, lineno)
@@ -135,6 +144,7 @@ def read_solution(path: str | os.PathLike) -> np.ndarray:
     if count < 0:
         raise InputError(f"negative count {count}", path, 1)
     body = lines[1:]
+    _check_no_blank_line(body, path, "blank line")
     if len(body) != count:
         raise InputError(f"header says {count} probabilities but the file has {len(body)}", path, 1)
     out = np.empty(count)
@@ -224,10 +234,13 @@ def _assemble(entries, path) -> PFA:
     _check_sum(init.sum(), "initial probabilities (I) sum", path, min(v[1] for v in entries["I"].values()))
     for q in sorted(known):
         if stop[q] < 1 - _TOL:
-            lineno = min((ln for (s, _), (_, ln) in entries["S"].items() if s == q), default=None)
+            lineno = min((ln for (s, _), (_, ln) in entries["S"].items() if s == q),
+                         default=entries["F"].get((q,), (None, None))[1])  # no S: its F line
             _check_sum(emit[q].sum(), f"symbol probabilities (S) of state {q} sum", path, lineno)
     for (q, a), (p, lineno) in entries["S"].items():
         if p > 0:
+            lineno = min((ln for (s, b, _), (_, ln) in entries["T"].items() if (s, b) == (q, a)),
+                         default=lineno)  # the first T line of (q,a), else its S line
             _check_sum(move[q, a].sum(), f"transition probabilities (T) of ({q},{a}) sum", path, lineno)
     trans = (1.0 - stop)[None, :, None] * emit.T[:, :, None] * move.transpose(1, 0, 2)
     # Renormalise away the files' 12-digit rounding so that the PFA is exactly stochastic.
@@ -243,9 +256,9 @@ def _check_sum(total: float, what: str, path, lineno) -> None:
 def write_model(path: str | os.PathLike, pfa: PFA) -> None:
     """Write ``pfa`` as a PAutomaC model file (the inverse of :func:`read_model`)."""
     out = ["I: (state)"]
-    out += [f"\t({q}) {p!r}" for q, p in enumerate(pfa.init) if p > 0]
+    out += [f"\t({q}) {float(p)!r}" for q, p in enumerate(pfa.init) if p > 0]
     out.append("F: (state)")
-    out += [f"\t({q}) {p!r}" for q, p in enumerate(pfa.stop) if p > 0]
+    out += [f"\t({q}) {float(p)!r}" for q, p in enumerate(pfa.stop) if p > 0]
     out.append("S: (state,symbol)")
     emit = pfa.trans.sum(axis=2).T  # [Q, A] = (1 - F) S
     go = 1.0 - pfa.stop

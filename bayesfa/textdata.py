@@ -1,0 +1,497 @@
+"""Loaders for natural sequences: plain text (one string per line or raw prose) and FASTA.
+
+Every loader returns ``(Corpus, Alphabet)``: the :class:`~bayesfa.corpus.Corpus` holds the
+strings as 0-based letters, the :class:`Alphabet` maps letter ``i`` back to its character.
+As in the PDIA paper (Pfau, Bartlett & Wood 2010) the model restarts at ``q0`` at the start
+of each string, so one sentence (or one FASTA record, or one chunk of it) is one string.
+
+Bad input raises :class:`~bayesfa.errors.InputError` whose one-line message names the
+file, the line (1-based) and the problem, e.g.
+``data/x.fa:12: column 7: character 'N' is not in the alphabet 'ACGT'``.
+
+Overview
+--------
+``load_lines``      one string per line (the PDIA authors' ``aiw.train`` / ``aiw.test``).
+``split_sentences`` raw prose -> sentences (whitespace collapsed, nothing else changed).
+``load_text``       raw prose -> sentences, lower-cased and optionally filtered to a
+                    character set such as :data:`LOWERCASE_AND_SPACE` (the paper's a-z + space).
+``read_fasta``      FASTA records as text; ``load_fasta`` encodes them (one string per
+                    record, or per chunk of ``chunk`` bases).
+``split_corpus``    train / test split by letters (e.g. first 150,000 bases) or by strings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Literal, Sequence
+
+import numpy as np
+
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+
+__all__ = [
+    "Alphabet", "FastaRecord", "LOWERCASE_AND_SPACE", "load_lines", "split_sentences",
+    "load_text", "read_fasta", "load_fasta", "split_corpus",
+]
+
+#: The character set of the PDIA paper's Alice in Wonderland data: ``a``-``z`` and space.
+LOWERCASE_AND_SPACE = "abcdefghijklmnopqrstuvwxyz "
+
+Unknown = Literal["error", "skip"]
+PathLike = str | os.PathLike
+
+
+# ---------------------------------------------------------------------------------------
+# Alphabet
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Alphabet:
+    """An ordered set of characters; letter ``i`` of a corpus is ``symbols[i]``.
+
+    ``Alphabet("ACGT")`` and ``Alphabet(("A", "C", "G", "T"))`` are the same alphabet.
+    Each symbol is exactly one character and no symbol repeats.
+    """
+
+    symbols: tuple[str, ...]
+    _codes: np.ndarray = field(init=False, repr=False, compare=False)   # sorted code points
+    _letters: np.ndarray = field(init=False, repr=False, compare=False)  # letter of each code
+
+    def __post_init__(self):
+        symbols = tuple(self.symbols)
+        for s in symbols:
+            if not isinstance(s, str) or len(s) != 1:
+                raise ValueError(f"alphabet symbols must be single characters, got {s!r}")
+        if len(set(symbols)) != len(symbols):
+            dup = next(s for i, s in enumerate(symbols) if s in symbols[:i])
+            raise ValueError(f"symbol {dup!r} occurs twice in the alphabet")
+        codes = np.fromiter((ord(s) for s in symbols), dtype=np.int64, count=len(symbols))
+        order = np.argsort(codes, kind="stable")
+        object.__setattr__(self, "symbols", symbols)
+        object.__setattr__(self, "_codes", codes[order])
+        object.__setattr__(self, "_letters", order.astype(np.int64))
+
+    @classmethod
+    def from_text(cls, texts: str | Iterable[str]) -> "Alphabet":
+        """The sorted (by code point) distinct characters of ``texts`` (a string or strings)."""
+        if isinstance(texts, str):
+            texts = (texts,)
+        seen: set[str] = set()
+        for t in texts:
+            seen.update(t)
+        return cls(tuple(sorted(seen)))
+
+    # -- views -------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return len(self.symbols)
+
+    def __len__(self) -> int:
+        return len(self.symbols)
+
+    def __contains__(self, char: object) -> bool:
+        return char in self.symbols
+
+    def __str__(self) -> str:
+        return "".join(self.symbols)
+
+    def index(self, char: str) -> int:
+        """The letter of ``char``; a ``KeyError`` if it is not in the alphabet."""
+        try:
+            return self.symbols.index(char)
+        except ValueError:
+            raise KeyError(char) from None
+
+    # -- coding ------------------------------------------------------------------------
+    def _lookup(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(letters, known)``: the letter of each character (-1 if unknown) and a mask."""
+        points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+        if not self._codes.size:
+            return np.full(points.size, -1, dtype=np.int64), np.zeros(points.size, dtype=bool)
+        pos = np.minimum(np.searchsorted(self._codes, points), self._codes.size - 1)
+        known = self._codes[pos] == points
+        letters = np.where(known, self._letters[pos], -1)
+        return letters, known
+
+    def encode(self, text: str, unknown: Unknown = "error") -> np.ndarray:
+        """``text`` as 0-based letters (int64 array).
+
+        A character outside the alphabet raises :class:`InputError` (naming the character and
+        its 0-based position) when ``unknown="error"``; it is dropped when ``unknown="skip"``.
+        """
+        _check_unknown(unknown)
+        letters, known = self._lookup(text)
+        if known.all():
+            return letters
+        if unknown == "skip":
+            return letters[known]
+        i = int(np.argmin(known))
+        raise InputError(f"position {i}: {_unknown_problem(text[i], self)}")
+
+    def decode(self, letters: Sequence[int] | np.ndarray) -> str:
+        """The characters of 0-based ``letters``."""
+        arr = np.asarray(letters, dtype=np.int64).reshape(-1)
+        if arr.size and (arr.min() < 0 or arr.max() >= len(self.symbols)):
+            bad = int(arr[(arr < 0) | (arr >= len(self.symbols))][0])
+            raise InputError(f"letter {bad} is outside the alphabet 0..{len(self.symbols) - 1}")
+        return "".join(self.symbols[i] for i in arr.tolist())
+
+
+def _check_unknown(unknown: str) -> None:
+    if unknown not in ("error", "skip"):
+        raise ValueError(f"unknown must be 'error' or 'skip', got {unknown!r}")
+
+
+def _describe(alphabet: Alphabet) -> str:
+    s = "".join(alphabet.symbols)
+    return repr(s) if len(s) <= 40 else f"of {len(s)} symbols"
+
+
+def _unknown_problem(char: str, alphabet: Alphabet) -> str:
+    return f"character {char!r} (U+{ord(char):04X}) is not in the alphabet {_describe(alphabet)}"
+
+
+def _as_alphabet(alphabet: Alphabet | str | Iterable[str] | None) -> Alphabet | None:
+    if alphabet is None or isinstance(alphabet, Alphabet):
+        return alphabet
+    return Alphabet(tuple(alphabet))
+
+
+# ---------------------------------------------------------------------------------------
+# Reading files
+# ---------------------------------------------------------------------------------------
+def _read_text(path: PathLike) -> str:
+    """The file as text: UTF-8 (a leading BOM is dropped); an InputError if unreadable."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as err:
+        raise InputError(f"cannot read file: {err.strerror or err}", path) from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        col = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
+        raise InputError(f"column {col}: not UTF-8 text (byte 0x{raw[err.start]:02X})",
+                         path, line) from None
+
+
+def _split_lines(text: str, path: PathLike) -> list[str]:
+    """Lines without their ``\\n`` / ``\\r\\n``; a final newline does not start a new line.
+
+    A carriage return anywhere but right before ``\\n`` is an error (old Mac line endings or
+    a damaged file), rather than silently becoming a symbol.
+    """
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    for i, line in enumerate(lines):
+        if line.endswith("\r"):
+            line = lines[i] = line[:-1]
+        if "\r" in line:
+            raise InputError(f"column {line.index(chr(13)) + 1}: stray carriage return "
+                             "(only LF and CRLF line endings are supported)", path, i + 1)
+    return lines
+
+
+def _encode_all(strings: Sequence[str], alphabet: Alphabet | None, unknown: Unknown,
+                locate, path: PathLike) -> tuple[Corpus, Alphabet]:
+    """Encode ``strings``; ``locate(s, i)`` gives ``(line, column)`` of character ``i`` of
+    string ``s`` for the error message."""
+    _check_unknown(unknown)
+    if alphabet is None:
+        alphabet = Alphabet.from_text(strings)
+        if not alphabet.size:
+            raise InputError("no symbols: every string is empty", path)
+    encoded = []
+    for s, text in enumerate(strings):
+        letters, known = alphabet._lookup(text)
+        if not known.all():
+            if unknown == "skip":
+                letters = letters[known]
+            else:
+                i = int(np.argmin(known))
+                line, col = locate(s, i)
+                raise InputError(f"column {col}: {_unknown_problem(text[i], alphabet)}", path, line)
+        encoded.append(letters)
+    return Corpus.from_strings(encoded, alphabet.size), alphabet
+
+
+# ---------------------------------------------------------------------------------------
+# One string per line
+# ---------------------------------------------------------------------------------------
+def load_lines(path: PathLike, alphabet: Alphabet | str | Iterable[str] | None = None,
+               lowercase: bool = False, keep_empty: bool = False,
+               unknown: Unknown = "error") -> tuple[Corpus, Alphabet]:
+    """One string per line, every character a symbol (spaces included).
+
+    Lines end in LF or CRLF; a missing final newline is fine (the ``aiw`` files have none).
+    Nothing is stripped: leading and trailing spaces are letters.
+    Empty lines are skipped, unless ``keep_empty=True``, when each is an empty string.
+    ``alphabet`` (an :class:`Alphabet` or a string of its symbols) defaults to the sorted
+    distinct characters of the file (after ``lowercase``). A character outside a given
+    alphabet is an :class:`InputError` naming line and column (``unknown="error"``), or is
+    dropped (``unknown="skip"``). A file with no strings is an :class:`InputError`.
+    """
+    alphabet = _as_alphabet(alphabet)
+    text = _read_text(path)
+    lines = _split_lines(text, path)
+    if not lines:
+        raise InputError("empty file", path)
+    numbered = [(n, line.lower() if lowercase else line) for n, line in enumerate(lines, 1)
+                if keep_empty or line]
+    if not numbered:
+        raise InputError("no strings: every line is empty (use keep_empty=True to keep them)", path)
+    strings = [line for _, line in numbered]
+    return _encode_all(strings, alphabet, unknown, lambda s, i: (numbered[s][0], i + 1), path)
+
+
+# ---------------------------------------------------------------------------------------
+# Raw prose
+# ---------------------------------------------------------------------------------------
+# A sentence ends at a run of . ! ? (optionally followed by closing quotes or brackets)
+# followed by whitespace or the end of the text, or at a blank line (paragraph break).
+_BOUNDARY = re.compile(r"""[.!?]+["'\u2019\u201d)\]]*(?=\s|\Z)|\n[^\S\n]*\n""")
+
+
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for m in _BOUNDARY.finditer(text):
+        spans.append((start, m.end()))
+        start = m.end()
+    spans.append((start, len(text)))
+    return spans
+
+
+def split_sentences(text: str) -> list[str]:
+    """Raw text -> sentences, with runs of whitespace (newlines included) collapsed to one space.
+
+    A sentence ends after ``.``, ``!`` or ``?`` (a run of them, plus any closing quotes or
+    brackets right after, such as ``?'`` or ``."``) when whitespace or the end of the text
+    follows, and at every blank line, so headings and paragraphs never run together.
+    The punctuation stays with its sentence; empty sentences are dropped. This is a simple
+    rule: abbreviations such as ``Mr.`` end a sentence too.
+    """
+    out = []
+    for a, b in _sentence_spans(text):
+        s = " ".join(text[a:b].split())
+        if s:
+            out.append(s)
+    return out
+
+
+def _normalise(s: str, lowercase: bool, keep: frozenset[str] | None) -> str:
+    if lowercase:
+        s = s.lower()
+    if keep is not None:
+        s = "".join(c if c in keep else " " for c in s)
+    return " ".join(s.split())
+
+
+def load_text(path: PathLike, alphabet: Alphabet | str | Iterable[str] | None = None,
+              lowercase: bool = True, keep: str | Iterable[str] | None = None,
+              unknown: Unknown = "error") -> tuple[Corpus, Alphabet]:
+    """Raw prose -> one string per sentence (see :func:`split_sentences` for the rule).
+
+    Each sentence is lower-cased (``lowercase=True``); then, if ``keep`` is given (e.g.
+    :data:`LOWERCASE_AND_SPACE`, the PDIA paper's a-z and space), every character not in
+    ``keep`` becomes a space, so ``"Duchess's knee"`` reads ``"duchess s knee"`` as in the
+    paper's ``aiw`` files. Whitespace is then collapsed to single spaces and trimmed (a space
+    is the word separator even if ``keep`` lacks it); sentences left empty are dropped.
+    ``alphabet`` defaults to the sorted distinct characters of the sentences; a character
+    outside a given alphabet is an :class:`InputError` naming the line and column where it
+    occurs in the file (``unknown="error"``), or is dropped (``unknown="skip"``).
+    """
+    alphabet = _as_alphabet(alphabet)
+    keepset = None if keep is None else frozenset(keep)
+    text = _read_text(path)
+    if not text.strip():
+        raise InputError("empty file", path)
+    sentences, spans = [], []
+    for a, b in _sentence_spans(text):
+        s = _normalise(text[a:b], lowercase, keepset)
+        if s:
+            sentences.append(s)
+            spans.append((a, b))
+    if not sentences:
+        raise InputError("no sentences left after filtering", path)
+
+    def locate(s: int, i: int) -> tuple[int, int]:
+        # Find the first raw character of the sentence that yields the offending one.
+        char = sentences[s][i]
+        a, b = spans[s]
+        pos = a
+        for pos in range(a, b):
+            c = text[pos].lower() if lowercase else text[pos]
+            if char in c:
+                break
+        line = text.count("\n", 0, pos) + 1
+        return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
+
+    return _encode_all(sentences, alphabet, unknown, locate, path)
+
+
+# ---------------------------------------------------------------------------------------
+# FASTA
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FastaRecord:
+    """One FASTA record: ``header`` is the text after ``>``, ``line`` its line number."""
+
+    header: str
+    line: int
+    sequence: str
+    # per sequence line: its line number, where it starts in ``sequence``, its indentation
+    _line_numbers: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    _line_starts: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    _line_indents: tuple[int, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        """The identifier: the header up to the first whitespace."""
+        parts = self.header.split(maxsplit=1)
+        return parts[0] if parts else ""
+
+    def locate(self, i: int) -> tuple[int, int]:
+        """``(line, column)`` in the file of base ``i`` of ``sequence``."""
+        k = int(np.searchsorted(np.asarray(self._line_starts), i, side="right")) - 1
+        return self._line_numbers[k], i - self._line_starts[k] + self._line_indents[k] + 1
+
+
+def read_fasta(path: PathLike, uppercase: bool = True) -> list[FastaRecord]:
+    """The records of a FASTA file, sequence lines joined (soft-masking upper-cased by default).
+
+    Headers start with ``>``; lines starting with ``;`` are comments; blank lines are ignored;
+    surrounding whitespace of a sequence line (``\\r`` included) is stripped. Errors: an empty
+    file, a sequence line before the first header, a record without sequence.
+    """
+    text = _read_text(path)
+    if not text.strip():
+        raise InputError("empty file", path)
+    records: list[FastaRecord] = []
+    header: str | None = None
+    header_line = 0
+    chunks: list[str] = []
+    numbers: list[int] = []
+    starts: list[int] = []
+    indents: list[int] = []
+    length = 0
+
+    def close():
+        if header is None:
+            return
+        if not length:
+            raise InputError(f"record '>{header}' has no sequence", path, header_line)
+        records.append(FastaRecord(header, header_line, "".join(chunks), tuple(numbers), tuple(starts), tuple(indents)))
+
+    for n, raw in enumerate(text.split("\n"), 1):
+        line = raw.strip()
+        if not line or line.startswith(";"):
+            continue
+        if line.startswith(">"):
+            close()
+            header, header_line = line[1:].strip(), n
+            chunks, numbers, starts, indents, length = [], [], [], [], 0
+            continue
+        if header is None:
+            raise InputError("sequence line before the first '>' header", path, n)
+        if uppercase:
+            line = line.upper()
+        chunks.append(line)
+        numbers.append(n)
+        starts.append(length)
+        indents.append(len(raw) - len(raw.lstrip()))
+        length += len(line)
+    if header is None:
+        raise InputError("no '>' header: not a FASTA file", path)
+    close()
+    return records
+
+
+def load_fasta(path: PathLike, alphabet: Alphabet | str | Iterable[str] | None = "ACGT",
+               uppercase: bool = True, chunk: int | None = None,
+               unknown: Unknown = "error") -> tuple[Corpus, Alphabet]:
+    """FASTA records -> one string per record, or per piece of ``chunk`` bases.
+
+    Records are read by :func:`read_fasta` (lower-case soft-masked repeats are upper-cased
+    when ``uppercase=True``). With ``chunk``, each record is cut into consecutive pieces of
+    ``chunk`` bases, its last piece possibly shorter; pieces never span two records.
+    ``alphabet="ACGT"`` by default (``None``: the sorted distinct characters of the file).
+    A base outside it (``N``, say) is an :class:`InputError` naming line and column
+    (``unknown="error"``), or is dropped (``unknown="skip"``: the bases on either side
+    then become neighbours).
+    """
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer))
+                              or chunk < 1):
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    alphabet = _as_alphabet(alphabet)
+    records = read_fasta(path, uppercase=uppercase)
+    corpus, alphabet = _encode_all([r.sequence for r in records], alphabet, unknown,
+                                   lambda s, i: records[s].locate(i), path)
+    if chunk is None:
+        return corpus, alphabet
+    pieces = []
+    for seq in corpus.strings():
+        pieces.extend(seq[i:i + chunk] for i in range(0, max(seq.size, 1), chunk))
+    return Corpus.from_strings(pieces, alphabet.size), alphabet
+
+
+# ---------------------------------------------------------------------------------------
+# Train / test split
+# ---------------------------------------------------------------------------------------
+def _cut(amount: float | int, total: int, what: str) -> int:
+    if isinstance(amount, bool):
+        raise TypeError("give a fraction (float) or a count (int), not a bool")
+    if isinstance(amount, (int, np.integer)):
+        if not 0 <= amount <= total:
+            raise ValueError(f"count {amount} is outside 0..{total} {what}")
+        return int(amount)
+    amount = float(amount)
+    if not 0.0 <= amount <= 1.0:
+        raise ValueError(f"fraction {amount} is outside [0, 1] (give an int for a count)")
+    return int(round(amount * total))
+
+
+def split_corpus(corpus: Corpus, first: float | int,
+                 by: Literal["letters", "strings"] = "letters") -> tuple[Corpus, Corpus]:
+    """Split ``corpus`` in two: ``(first part, rest)``, both over its alphabet.
+
+    ``first`` is a count (int) or a fraction of the total (float in [0, 1], rounded).
+    ``by="letters"`` (default): the first part holds the first ``first`` letters in reading
+    order, e.g. ``split_corpus(dna, 150_000)`` for the PDIA paper's first 150,000 bases;
+    a string straddling the cut is cut in two (its head ends the first part, its tail starts
+    the rest). A string goes to the first part when it starts before the cut, so an empty
+    string at the cut goes to the rest, unless the cut is at the very end.
+    ``by="strings"``: the first ``first`` strings, the rest after them.
+    """
+    if by == "strings":
+        n = _cut(first, corpus.n_strings, "strings")
+        return corpus.subset(np.arange(n)), corpus.subset(np.arange(n, corpus.n_strings))
+    if by != "letters":
+        raise ValueError(f"by must be 'letters' or 'strings', got {by!r}")
+    total = corpus.n_letters
+    cut = _cut(first, total, "letters")
+    if cut == total:
+        return corpus.subset(np.arange(corpus.n_strings)), corpus.subset(np.arange(0))
+    lengths = corpus.lengths
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    k = int(np.searchsorted(starts, cut, side="left"))   # strings 0..k-1 start before the cut
+    head, tail = [], []
+    strings = corpus.strings()
+    for s in range(corpus.n_strings):
+        if s < k:
+            if ends[s] <= cut:
+                head.append(strings[s])
+            else:
+                m = cut - int(starts[s])
+                head.append(strings[s][:m])
+                tail.append(strings[s][m:])
+        else:
+            tail.append(strings[s])
+    return (Corpus.from_strings(head, corpus.alphabet_size),
+            Corpus.from_strings(tail, corpus.alphabet_size))

@@ -1,0 +1,38 @@
+"""Shared test helpers: where the test data live.
+
+The markers ``slow`` and ``shared_data`` are declared in pyproject.toml; nothing is
+registered here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+#: Small data files kept with the tests (e.g. PAutomaC problem 12).
+TEST_DATA = TESTS_DIR / "data"
+
+
+def shared_data_path() -> Path:
+    """Where ``../shared/data`` should be: ``$BAYESFA_SHARED_DATA``, else next to the checkout.
+
+    The path is returned whether or not it exists (use it at collection time, e.g. to
+    parametrise over the PAutomaC problems; test ``.is_dir()`` yourself).
+    """
+    env = os.environ.get("BAYESFA_SHARED_DATA")
+    if env:
+        return Path(env).expanduser().resolve()
+    return Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The shared data folder (full PAutomaC set, text, DNA); skips the test when absent."""
+    path = shared_data_path()
+    if not path.is_dir():
+        pytest.skip(f"shared data folder {path} not found "
+                    "(set BAYESFA_SHARED_DATA to its location to run this test)")
+    return path

@@ -1,0 +1,219 @@
+"""K-fold cross-validation and the two-stage choice of N and beta (bayesfa.selection).
+
+The method here is a fake: a smoothed unigram model over letters and the end marker, plus a
+penalty on ``states`` and ``beta`` that makes ``states = 30`` and ``beta = 0.05`` the best
+grid points, plus seed-dependent noise so that a seed mix-up changes the table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+from bayesfa.methods import FitResult
+from bayesfa.selection import (best_index, candidate_key, cross_validate, format_table,
+                               kfold_indices, run_fold, run_selection, select_two_stage,
+                               task_seed)
+
+BEST_STATES, BEST_BETA = 30, 0.05
+
+
+class FakeMethod:
+    """Unigram model with an options penalty; records its fits in ``calls`` (this process only)."""
+
+    name = "fake-unigram"
+    summary = "test double"
+
+    def __init__(self):
+        self.calls = []
+
+    def add_arguments(self, parser):
+        pass
+
+    def fit(self, corpus, options, seed, progress):
+        self.calls.append((dict(options), corpus.n_strings, seed))
+        counts = np.bincount(corpus.tokens, minlength=corpus.alphabet_size + 1).astype(float)
+        noise = np.random.default_rng(seed).normal(scale=1e-3)
+        return FitResult({"counts": counts, "noise": np.array(noise)}, {}, {})
+
+    def predict_log_prob(self, arrays, options, corpus):
+        smoothing = 0.0 if options.get("unsmoothed") else 1.0
+        p = arrays["counts"] + smoothing
+        with np.errstate(divide="ignore"):
+            logp = np.log(p / p.sum())
+        per_token = logp[corpus.tokens]
+        out = np.add.reduceat(per_token, corpus.offsets[:-1]) if corpus.n_tokens else np.zeros(0)
+        penalty = (0.05 * ((options["states"] - BEST_STATES) / 10) ** 2
+                   + 0.05 * math.log10(options["beta"] / BEST_BETA) ** 2)
+        return out - penalty + float(arrays["noise"])
+
+
+def toy_corpus(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    strings = [rng.integers(0, 3, size=rng.integers(0, 6)) for _ in range(n)]
+    return Corpus.from_strings(strings, alphabet_size=4)  # letter 3 never occurs
+
+
+BASE = {"iterations": 10, "burn_in": 0, "period": 1, "chains": 1, "jobs": 1}
+STATES = [10, 20, 30, 40]
+BETAS = [0.01, 0.05, 0.5]
+
+
+def strip_time(rows):
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+
+
+def test_kfold_indices_partition():
+    splits = kfold_indices(23, 5, seed=1)
+    assert len(splits) == 5
+    held = np.concatenate([h for _, h in splits])
+    assert sorted(held.tolist()) == list(range(23))
+    for train, h in splits:
+        assert np.intersect1d(train, h).size == 0
+        assert sorted(np.concatenate([train, h]).tolist()) == list(range(23))
+        assert h.size in (4, 5)
+    again = kfold_indices(23, 5, seed=1)
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(splits, again))
+    other = kfold_indices(23, 5, seed=2)
+    assert not all(np.array_equal(a[1], b[1]) for a, b in zip(splits, other))
+    with pytest.raises(InputError):
+        kfold_indices(3, 5, seed=0)
+    with pytest.raises(InputError):
+        kfold_indices(10, 1, seed=0)
+
+
+def test_task_seeds_and_keys():
+    assert candidate_key({"states": np.int64(10), "beta": 0.5}) == "beta=0.5,states=10"
+    assert task_seed(7, "beta=0.5,states=10", 3) == task_seed(7, "beta=0.5,states=10", 3)
+    seeds = {task_seed(7, k, f) for k in ("a", "b") for f in range(4)} | {task_seed(8, "a", 0)}
+    assert len(seeds) == 9
+
+
+def test_cross_validate_sums_held_out_log_probs():
+    corpus, method = toy_corpus(), FakeMethod()
+    [row] = cross_validate(method, corpus, BASE, [{"states": 20, "beta": 0.1}], folds=4, seed=3)
+    splits = kfold_indices(corpus.n_strings, 4, 3)
+    total = 0.0
+    for k, (train, held) in enumerate(splits):
+        res = run_fold(method, corpus, {**BASE, "states": 20, "beta": 0.1}, train, held,
+                       task_seed(3, row["key"], k))
+        assert res["loglik"] == pytest.approx(row["fold_logliks"][k])
+        total += res["loglik"]
+    assert row["mean"] == pytest.approx(total / corpus.n_strings)
+    assert row["se"] > 0 and row["n_zero"] == 0
+    # every fit saw the other folds' strings
+    assert sorted(n for _, n, _ in method.calls[:4]) == sorted(t.size for t, _ in splits)
+
+
+def test_same_seed_same_table():
+    corpus = toy_corpus()
+    grid = [{"states": n, "beta": 0.5} for n in STATES]
+    a = cross_validate(FakeMethod(), corpus, BASE, grid, folds=5, seed=11)
+    b = cross_validate(FakeMethod(), corpus, BASE, list(reversed(grid)), folds=5, seed=11)
+    assert strip_time(a) == strip_time(list(reversed(b)))
+    c = cross_validate(FakeMethod(), corpus, BASE, grid, folds=5, seed=12)
+    assert strip_time(a) != strip_time(c)
+
+
+def test_sequential_and_dask_agree(tmp_path):
+    corpus = toy_corpus()
+    kwargs = dict(states_grid=STATES, beta_grid=BETAS, folds=4, seed=5,
+                  base_options={**BASE, "jobs": 2})
+    seq = run_selection(FakeMethod(), corpus, out_dir=tmp_path / "seq", workers=None, **kwargs)
+    par = run_selection(FakeMethod(), corpus, out_dir=tmp_path / "par", workers=2, **kwargs)
+    for stage in ("stage1", "stage2"):
+        assert strip_time(seq[stage]) == strip_time(par[stage])
+    assert seq["choice"] == par["choice"] == {"states": BEST_STATES, "beta": BEST_BETA}
+    # the fold files are the same too (jobs is not part of what a fit computes)
+    for path in (tmp_path / "seq" / "cv").rglob("fold-*.json"):
+        other = tmp_path / "par" / path.relative_to(tmp_path / "seq")
+        a, b = json.loads(path.read_text()), json.loads(other.read_text())
+        a["result"].pop("seconds"), b["result"].pop("seconds")
+        assert a == b
+
+
+def test_resume_recomputes_only_missing_folds(tmp_path):
+    corpus, method = toy_corpus(), FakeMethod()
+    grid = [{"states": n, "beta": 0.2} for n in STATES]
+    first = cross_validate(method, corpus, BASE, grid, folds=5, seed=2, out_dir=tmp_path)
+    assert len(method.calls) == len(grid) * 5
+    files = sorted((tmp_path / "cv").rglob("fold-*.json"))
+    assert len(files) == len(grid) * 5
+    removed = [files[1], files[7], files[13]]
+    for f in removed:
+        f.unlink()
+    method.calls.clear()
+    second = cross_validate(method, corpus, BASE, grid, folds=5, seed=2, out_dir=tmp_path)
+    assert len(method.calls) == len(removed)
+    assert all(f.exists() for f in removed)
+    assert strip_time(first) == strip_time(second)
+    method.calls.clear()
+    cross_validate(method, corpus, BASE, grid, folds=5, seed=2, out_dir=tmp_path)
+    assert method.calls == []
+    # another seed (or other options) in the same directory is refused, not mixed in
+    with pytest.raises(InputError, match="different cross-validation"):
+        cross_validate(method, corpus, BASE, grid, folds=5, seed=3, out_dir=tmp_path)
+    with pytest.raises(InputError, match="different cross-validation"):
+        cross_validate(method, corpus, {**BASE, "iterations": 20}, grid, folds=5, seed=2,
+                       out_dir=tmp_path)
+
+
+def test_two_stage_picks_preferred_point(tmp_path):
+    corpus, method = toy_corpus(), FakeMethod()
+    sel = select_two_stage(method, corpus, STATES, BETAS, folds=4, seed=9, base_options=BASE,
+                           out_dir=tmp_path)
+    assert sel.choice == {"states": BEST_STATES, "beta": BEST_BETA}
+    assert [r["candidate"] for r in sel.stage1] == [{"states": n, "beta": 0.5} for n in STATES]
+    assert [r["candidate"] for r in sel.stage2] == [{"states": BEST_STATES, "beta": b} for b in BETAS]
+    assert [r.get("chosen", False) for r in sel.stage1] == [n == BEST_STATES for n in STATES]
+    # (30, 0.5) is in both stages and fitted once
+    assert len(method.calls) == (len(STATES) + len(BETAS) - 1) * 4
+    assert sel.stage2[-1]["fold_logliks"] == sel.stage1[STATES.index(BEST_STATES)]["fold_logliks"]
+    saved = json.loads((tmp_path / "selection.json").read_text())
+    assert saved["choice"] == sel.choice and len(saved["stage1"]) == len(STATES)
+    json.dumps(sel.to_dict(), allow_nan=False)
+    text = (tmp_path / "selection.txt").read_text()
+    assert "Stage 1" in text and "Stage 2" in text and "Choice: N = 30, beta = 0.05" in text
+    # a rerun reads everything back
+    method.calls.clear()
+    again = select_two_stage(method, corpus, STATES, BETAS, folds=4, seed=9, base_options=BASE,
+                             out_dir=tmp_path)
+    assert method.calls == [] and strip_time(again.stage2) == strip_time(sel.stage2)
+
+
+def test_single_beta_is_used_in_stage_one():
+    method = FakeMethod()
+    sel = select_two_stage(method, toy_corpus(), STATES, [0.1], folds=3, seed=0, base_options=BASE)
+    assert {r["candidate"]["beta"] for r in sel.stage1} == {0.1}
+    assert sel.choice == {"states": BEST_STATES, "beta": 0.1}
+    assert len(method.calls) == len(STATES) * 3
+    sel = select_two_stage(FakeMethod(), toy_corpus(), [20], BETAS, folds=3, seed=0,
+                           base_options=BASE)
+    assert sel.stage1 == [] and sel.choice == {"states": 20, "beta": BEST_BETA}
+
+
+def test_zero_probability_is_reported():
+    # unsmoothed: a held-out string with a letter its training folds never saw gets p = 0
+    strings = [[0, 1]] * 10 + [[2]]
+    corpus = Corpus.from_strings(strings, alphabet_size=3)
+    grid = [{"states": 30, "beta": 0.05, "unsmoothed": True}, {"states": 10, "beta": 0.5}]
+    rows = cross_validate(FakeMethod(), corpus, BASE, grid, folds=3, seed=0)
+    assert rows[0]["mean"] == -math.inf and rows[0]["n_zero"] == 1
+    assert rows[1]["n_zero"] == 0 and math.isfinite(rows[1]["mean"])
+    assert best_index(rows) == 1
+    assert "-inf" in format_table(rows)
+
+
+def test_format_table():
+    rows = cross_validate(FakeMethod(), toy_corpus(), BASE,
+                          [{"states": 10, "beta": 0.5}, {"states": 30, "beta": 0.5}], folds=3, seed=0)
+    rows[best_index(rows)]["chosen"] = True
+    lines = format_table(rows).splitlines()
+    assert lines[0].split()[:4] == ["candidate", "mean/string", "se", "p=0"]
+    assert lines[2].startswith("*") and "states=30" in lines[2]
+    assert len(lines) == 3
