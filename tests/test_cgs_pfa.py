@@ -1,0 +1,362 @@
+"""Tests of CGS-PFA (Shibata & Yoshinaka 2013, Sect. 2.3, Algorithm 1) against exact enumeration.
+
+Statistical tests use fixed seeds and state their false-alarm rate: with the stated seed each
+either passes or fails deterministically; the rate is the probability that a *correct* sampler
+fails for a seed drawn at random.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pytest
+from numba import njit
+from scipy import stats
+
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+from bayesfa.methods import get_method
+from bayesfa.samplers import _cgs_pfa_kernel as kernel
+from bayesfa.samplers import cgs_pfa
+from bayesfa.validation import exact
+
+# 10 letters over {a, b} (0, 1), one empty string: 2**10 = 1024 paths for N = 2.
+TRAIN = Corpus.from_strings([[0, 1, 0], [1, 1], [], [0, 0, 1, 1], [1]], alphabet_size=2)
+# The empty string's predictive, xi~(0, 0, 0) = (C_000 + N beta) / (C_0 + N A beta), does not
+# depend on z: it is checked for equality, the other strings statistically.
+TEST = Corpus.from_strings([[], [0], [1, 1], [0, 1, 0], [1, 1, 1, 1], [0, 0]], alphabet_size=2)
+N, BETA = 2, 0.5
+CHAINS, BURN_IN, DRAWS = 200, 20, 500
+Z_MAX = 4.0
+# Per non-trivial string, P(|t_199| > 4) = 9e-5; Bonferroni over the 5 strings:
+TEST_FAILURE_RATE = 5e-4
+
+
+# ----------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------
+def chain_state(corpus: Corpus, n_states: int, z: np.ndarray, beta: float):
+    """The kernel's chain state for the path ``z``."""
+    c, ct, ci, recip = cgs_pfa.new_counts(n_states, corpus.alphabet_size + 1)
+    z = np.ascontiguousarray(z, dtype=np.int32)
+    kernel.fill_counts(corpus.tokens, z, c, ct, ci, recip, beta)
+    return z, c, ct, ci, recip
+
+
+def random_path(corpus: Corpus, n_states: int, rng) -> np.ndarray:
+    z = np.zeros(corpus.n_tokens + 1, dtype=np.int32)
+    free = exact.free_positions(corpus.tokens)
+    z[free] = rng.integers(1, n_states + 1, size=free.size)
+    return z
+
+
+def exact_conditional(corpus: Corpus, z: np.ndarray, t: int, n_states: int, beta: float) -> np.ndarray:
+    """``Pr(z_t = k | z^{-t}, alpha)`` for ``k = 1..N`` by brute force from Eq. 4."""
+    n_symbols = corpus.alphabet_size + 1
+    zz = z.astype(np.int64).copy()
+    logp = []
+    for k in range(1, n_states + 1):
+        zz[t] = k
+        logp.append(exact.log_joint(exact.counts(corpus.tokens, zz, n_states, n_symbols), beta))
+    logp = np.array(logp)
+    p = np.exp(logp - logp.max())
+    return p / p.sum()
+
+
+def z_scores(counts: np.ndarray, train: Corpus, test: Corpus, n_states: int, beta: float):
+    """``(estimate, exact, z)`` per test string for counts ``[chain, draw, N+1, A, N+1]``.
+
+    Eq. 6 per chain; the standard error is that of the mean of the (independent) per-chain
+    estimates. Where every sample gives the same value (the empty string) the estimate must
+    equal the exact value to 1e-9, else ``z`` is infinite.
+    """
+    n_chains, n_draws = counts.shape[:2]
+    flat = counts.reshape((n_chains * n_draws,) + counts.shape[2:])
+    prob = np.exp(cgs_pfa.plugin_log_prob(flat, beta, test)).reshape(n_chains, n_draws, -1)
+    per_chain = prob.mean(axis=1)
+    estimate = per_chain.mean(axis=0)
+    se = per_chain.std(axis=0, ddof=1) / np.sqrt(n_chains)
+    truth = np.exp(exact.exact_plugin_predictive(train, test, n_states, beta))
+    diff = estimate - truth
+    constant = np.ptp(prob, axis=(0, 1)) <= 1e-12 * truth
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(constant, np.where(np.abs(diff) <= 1e-9 * truth, 0.0, np.inf), diff / se)
+    return estimate, truth, z
+
+
+@njit(cache=True)
+def _reference_chain(tokens, positions, z, c, ci, rng, beta, burn_in, out, correction, end_prior_n):
+    """A plain float64 transcription of Algorithm 1 / Eq. 9 with switches to break it.
+
+    ``correction=False`` drops the delta term of Eq. 9; ``end_prior_n=False`` uses ``beta``
+    instead of ``N beta`` for the end transition. Same uniforms and inversion as the kernel.
+    """
+    n_states = c.shape[0] - 1
+    n_symbols = c.shape[1]
+    nab = n_states * n_symbols * beta
+    g = np.zeros(n_states + 1)
+    for sweep in range(burn_in + out.shape[0]):
+        u = rng.random(positions.shape[0])
+        for m in range(positions.shape[0]):
+            t = positions[m]
+            ap, a, p, n, old = tokens[t - 1], tokens[t], z[t - 1], z[t + 1], z[t]
+            c[p, ap, old] -= 1
+            c[old, a, n] -= 1
+            ci[old] -= 1
+            b_out = beta
+            if a == 0 and end_prior_n:
+                b_out = n_states * beta
+            total = 0.0
+            for k in range(1, n_states + 1):
+                delta = 1.0 if (correction and p == k and ap == a and k == n) else 0.0
+                g[k] = (c[k, a, n] + b_out) * (c[p, ap, k] + delta + beta) / (ci[k] + nab)
+                total += g[k]
+            target = u[m] * total
+            k = n_states
+            acc = 0.0
+            for kk in range(1, n_states + 1):
+                acc += g[kk]
+                if target < acc:
+                    k = kk
+                    break
+            c[p, ap, k] += 1
+            c[k, a, n] += 1
+            ci[k] += 1
+            z[t] = k
+        if sweep >= burn_in:
+            out[sweep - burn_in] = c
+
+
+def reference_counts(train, n_states, beta, chains, burn_in, draws, seed, correction, end_prior_n):
+    """Counts ``[chain, draw, N+1, A, N+1]`` of :func:`_reference_chain`, seeded like the front."""
+    tokens = train.tokens.astype(np.int64)
+    positions = exact.free_positions(tokens)
+    n_symbols = train.alphabet_size + 1
+    out = np.zeros((chains, draws, n_states + 1, n_symbols, n_states + 1), dtype=np.int64)
+    for ch, ss in enumerate(np.random.SeedSequence(seed).spawn(chains)):
+        rng = np.random.default_rng(ss)
+        z = random_path(train, n_states, rng).astype(np.int64)
+        c = exact.counts(tokens, z, n_states, n_symbols)
+        ci = c.sum(axis=(1, 2))
+        _reference_chain(tokens, positions, z, c, ci, rng, beta, burn_in, out[ch], correction, end_prior_n)
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# (a) the sampler's predictive converges to the exact one
+# ----------------------------------------------------------------------------------------
+def test_predictive_matches_exact_enumeration():
+    res = cgs_pfa.sample_cgs_pfa(TRAIN, N, BETA, iterations=BURN_IN + DRAWS, burn_in=BURN_IN,
+                                 period=1, chains=CHAINS, seed=20130101)
+    estimate, truth, z = z_scores(res.counts, TRAIN, TEST, N, BETA)
+    assert np.all(np.abs(z) < Z_MAX), (estimate, truth, z)
+    # and the front's Eq. 6 estimate is the same mean over all samples
+    np.testing.assert_allclose(np.exp(cgs_pfa.predict_log_prob(res.counts, BETA, TEST)), estimate,
+                               rtol=1e-10)
+
+
+# ----------------------------------------------------------------------------------------
+# (b) the same check fails for deliberately broken kernels (and passes for the reference)
+# ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("correction, end_prior_n, broken", [
+    (True, True, False),  # the plain reference: passes
+    (False, True, True),  # Eq. 9 without the delta correction
+    (True, False, True),  # beta instead of N beta on the end transition (Eq. 2)
+])
+def test_check_detects_broken_kernels(correction, end_prior_n, broken):
+    counts = reference_counts(TRAIN, N, BETA, CHAINS, BURN_IN, DRAWS, 20130101, correction, end_prior_n)
+    _, _, z = z_scores(counts, TRAIN, TEST, N, BETA)
+    if broken:
+        # measured at this seed: max |z| is about 8 (no delta) and 27 (end prior)
+        assert np.max(np.abs(z)) > 2 * Z_MAX, z
+    else:
+        assert np.all(np.abs(z) < Z_MAX), z
+
+
+# ----------------------------------------------------------------------------------------
+# (c) the kernel's conditional is Eq. 9 exactly
+# ----------------------------------------------------------------------------------------
+CORPUS_3 = Corpus.from_strings([[0, 0, 0, 1], [2, 2], [], [1, 0, 0], [0], [2, 1, 1, 1, 2]], alphabet_size=3)
+
+
+@pytest.mark.parametrize("n_states", [1, 3, 5])
+def test_inversion_equals_exact_conditional(n_states):
+    """For every free position of several random paths, the state drawn with uniform ``u`` is
+    the inverse CDF of the brute-force conditional (Eq. 4) at ``u``; deterministic."""
+    rng = np.random.default_rng(7)
+    grid = (np.arange(200) + 0.5) / 200
+    for _ in range(6):
+        z0 = random_path(CORPUS_3, n_states, rng)
+        for t in exact.free_positions(CORPUS_3.tokens):
+            cdf = np.cumsum(exact_conditional(CORPUS_3, z0, t, n_states, BETA))
+            want = 1 + np.searchsorted(cdf, grid, side="right")
+            near = np.min(np.abs(grid[:, None] - cdf[None, :-1]), axis=1, initial=1.0) < 1e-5
+            for u, k in zip(grid[~near], want[~near]):
+                z, c, ct, ci, recip = chain_state(CORPUS_3, n_states, z0, BETA)
+                g = np.zeros(c.shape[2], dtype=np.float32)
+                kernel.sweep_positions(np.array([t]), np.array([u]), CORPUS_3.tokens, z, c, ct, ci,
+                                       recip, g, BETA)
+                assert z[t] == k, (t, u, z[t], k)
+
+
+def test_conditional_goodness_of_fit():
+    """Repeated resampling of one position draws iid from its conditional; chi-square test at
+    positions covering every case of Eq. 9. Each p-value > 1e-3 / n_positions (false-alarm
+    rate 1e-3)."""
+    n_states = 4
+    rng = np.random.default_rng(11)
+    z0 = random_path(CORPUS_3, n_states, rng)
+    # t = 2 in "a a a b": z_{t-1} = z_t = z_{t+1} (the delta term of Eq. 9 and C^{-t} != C at
+    # two k); t = 4: end transition; t = 18 in "c b b b c": a_{t-1} = a_t, z_t = z_{t+1}.
+    z0[1:4] = 2
+    z0[17:20] = [1, 3, 3]
+    tokens = CORPUS_3.tokens
+    positions = [2, 3, 4, 11, 17, 18, 19]
+    n_draws = 4000
+    for t in positions:
+        assert tokens[t - 1] != 0
+        expected = exact_conditional(CORPUS_3, z0, t, n_states, BETA) * n_draws
+        z, c, ct, ci, recip = chain_state(CORPUS_3, n_states, z0, BETA)
+        g = np.zeros(c.shape[2], dtype=np.float32)
+        seen = np.zeros(n_states, dtype=np.int64)
+        for u in rng.random(n_draws):
+            kernel.sweep_positions(np.array([t]), np.array([u]), tokens, z, c, ct, ci, recip, g, BETA)
+            seen[z[t] - 1] += 1
+        keep = expected > 0
+        p_value = stats.chisquare(seen[keep], expected[keep]).pvalue
+        assert p_value > 1e-3 / len(positions), (t, seen, expected)
+
+
+def test_counts_stay_consistent_with_z():
+    rng = np.random.default_rng(3)
+    for n_states in (1, 4, 40):
+        z, c, ct, ci, recip = chain_state(CORPUS_3, n_states, random_path(CORPUS_3, n_states, rng), 0.1)
+        positions = exact.free_positions(CORPUS_3.tokens)
+        kernel.sweeps(50, positions, CORPUS_3.tokens, z, c, ct, ci, recip, rng, 0.1)
+        want = chain_state(CORPUS_3, n_states, z, 0.1)
+        for got, ref in zip((c, ct, ci), want[1:4]):
+            np.testing.assert_array_equal(got, ref)
+        np.testing.assert_allclose(recip, want[4], rtol=1e-6)
+        np.testing.assert_array_equal(c[:, :, n_states + 1:], 0)
+        assert np.all(z[positions] >= 1) and np.all(z[positions] <= n_states)
+        np.testing.assert_array_equal(np.delete(z, positions), 0)
+
+
+def test_log_joint_equals_eq4():
+    rng = np.random.default_rng(5)
+    for n_states, beta in ((1, 0.3), (3, 0.1), (6, 2.0)):
+        z = random_path(CORPUS_3, n_states, rng)
+        _, c, _, _, _ = chain_state(CORPUS_3, n_states, z, beta)
+        want = exact.log_joint(exact.counts(CORPUS_3.tokens, z.astype(np.int64), n_states, 4), beta)
+        assert kernel.log_joint(c, beta) == pytest.approx(want, rel=1e-12, abs=1e-9)
+
+
+def test_trace_and_counts_of_a_run():
+    res = cgs_pfa.sample_cgs_pfa(CORPUS_3, 4, 0.2, iterations=30, burn_in=10, period=4, chains=2, seed=1)
+    assert res.counts.shape == (2, 5, 5, 4, 5) and res.counts.dtype == np.int32
+    for name in ("log_joint", "n_states", "n_edges"):
+        assert getattr(res, name).shape == (2, 5)
+    last = exact.counts(CORPUS_3.tokens, res.z[1].astype(np.int64), 4, 4)
+    np.testing.assert_array_equal(res.counts[1, -1], last)
+    assert res.log_joint[1, -1] == pytest.approx(exact.log_joint(last, 0.2), rel=1e-12)
+    assert res.n_edges[1, -1] == np.count_nonzero(last)
+    assert res.n_states[1, -1] == np.count_nonzero(last[1:].sum(axis=(1, 2)))
+    # every draw's counts describe CORPUS_3: C_0 = strings, C_000 = empty strings, total = T
+    np.testing.assert_array_equal(res.counts.sum(axis=(2, 3, 4)), CORPUS_3.n_tokens)
+    np.testing.assert_array_equal(res.counts[:, :, 0, 0, 0], 1)
+
+
+def test_prediction_does_not_depend_on_chunking(monkeypatch):
+    res = cgs_pfa.sample_cgs_pfa(CORPUS_3, 4, 0.2, iterations=30, burn_in=10, period=2, chains=3, seed=2)
+    whole = cgs_pfa.predict_log_prob(res.counts, 0.2, CORPUS_3)
+    monkeypatch.setattr(cgs_pfa, "_XI_CHUNK_BYTES", 3 * 8 * 5 * 4 * 5)  # 3 samples per chunk
+    np.testing.assert_array_equal(cgs_pfa.predict_log_prob(res.counts, 0.2, CORPUS_3), whole)
+
+
+def test_same_seed_same_result_and_jobs_do_not_matter():
+    kw = dict(n_states=3, beta=0.1, iterations=25, burn_in=5, period=2, chains=3)
+    a = cgs_pfa.sample_cgs_pfa(CORPUS_3, seed=42, **kw)
+    b = cgs_pfa.sample_cgs_pfa(CORPUS_3, seed=42, **kw)
+    c = cgs_pfa.sample_cgs_pfa(CORPUS_3, seed=42, jobs=2, **kw)
+    d = cgs_pfa.sample_cgs_pfa(CORPUS_3, seed=43, **kw)
+    for other in (b, c):
+        for name in ("counts", "log_joint", "n_states", "n_edges", "z"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(other, name))
+    assert not np.array_equal(a.z, d.z)
+    # chains differ from each other
+    assert not np.array_equal(a.z[0], a.z[1])
+
+
+def test_empty_strings():
+    only_empty = Corpus.from_strings([[], []], alphabet_size=2)
+    res = cgs_pfa.sample_cgs_pfa(only_empty, 3, 0.5, iterations=4, burn_in=0, period=2, chains=2, seed=0)
+    assert res.counts.shape == (2, 2, 4, 3, 4)
+    np.testing.assert_array_equal(res.n_states, 0)
+    # Pr(empty) = xi~(0,0,0) = (2 + 3 * 0.5) / (2 + 3 * 3 * 0.5); a letter: 0.5 * 3 / 6.5 * ...
+    lp = cgs_pfa.predict_log_prob(res.counts, 0.5, Corpus.from_strings([[]], 2))
+    assert lp[0] == pytest.approx(np.log(3.5 / 6.5), rel=1e-12)
+    # an empty string in TRAIN: xi~(0,0,0) with C_000 = 1, C_0 = 5
+    res = cgs_pfa.sample_cgs_pfa(TRAIN, N, BETA, iterations=3, burn_in=1, period=1, chains=1, seed=0)
+    lp = cgs_pfa.predict_log_prob(res.counts, BETA, Corpus.from_strings([[]], 2))
+    assert lp[0] == pytest.approx(np.log((1 + N * BETA) / (5 + N * 3 * BETA)), rel=1e-12)
+
+
+def test_argument_checks(monkeypatch):
+    good = dict(n_states=2, beta=0.1, iterations=10, burn_in=5, period=1, chains=1, seed=0)
+    for key, bad in (("n_states", 0), ("beta", 0.0), ("beta", float("nan")), ("iterations", 0),
+                     ("burn_in", -1), ("period", 0), ("chains", 0), ("jobs", 0), ("n_states", 2.5)):
+        with pytest.raises(InputError):
+            cgs_pfa.sample_cgs_pfa(TRAIN, **{**good, key: bad})
+    with pytest.raises(InputError, match="keeps no sample"):
+        cgs_pfa.sample_cgs_pfa(TRAIN, **{**good, "burn_in": 10})
+    monkeypatch.setattr(cgs_pfa, "_MAX_TOKENS", TRAIN.n_tokens)
+    with pytest.raises(InputError, match="float32"):
+        cgs_pfa.sample_cgs_pfa(TRAIN, **good)
+    monkeypatch.undo()
+    res = cgs_pfa.sample_cgs_pfa(TRAIN, **good)
+    with pytest.raises(InputError, match="letters"):
+        cgs_pfa.predict_log_prob(res.counts, 0.1, Corpus.from_strings([[2]], 3))
+
+
+def test_method_protocol():
+    method = get_method("cgs-pfa")
+    assert method is cgs_pfa.METHOD and method.name == "cgs-pfa"
+    parser = argparse.ArgumentParser()
+    method.add_arguments(parser)
+    options = vars(parser.parse_args(["--states", "3", "--iterations", "12", "--burn-in", "4",
+                                      "--period", "2", "--chains", "2"]))
+    assert options["beta"] == 0.1 and options["jobs"] == 1
+    fit = method.fit(CORPUS_3, options, seed=9, progress=False)
+    assert fit.arrays["counts"].shape == (2, 4, 4, 4, 4)
+    assert set(fit.trace) == {"log_joint", "n_states", "n_edges"}
+    assert all(v.shape == (2, 4) for v in fit.trace.values())
+    lp = method.predict_log_prob(fit.arrays, options, CORPUS_3)
+    assert lp.shape == (CORPUS_3.n_strings,) and np.all(np.isfinite(lp)) and np.all(lp < 0)
+    again = method.fit(CORPUS_3, options, seed=9, progress=True)  # the bar goes to stderr
+    np.testing.assert_array_equal(again.arrays["counts"], fit.arrays["counts"])
+
+
+# ----------------------------------------------------------------------------------------
+# heavier
+# ----------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_predictive_matches_exact_three_states_three_letters():
+    """N = 3 over 3 letters (3**9 paths); same protocol and failure rate as above."""
+    train = Corpus.from_strings([[0, 2, 0], [1], [], [2, 2, 1, 0], [1]], alphabet_size=3)
+    test = Corpus.from_strings([[], [2], [0, 0], [2, 2, 1], [1, 0]], alphabet_size=3)
+    res = cgs_pfa.sample_cgs_pfa(train, 3, 0.3, iterations=1030, burn_in=30, period=1, chains=200,
+                                 seed=77, jobs=2)
+    estimate, truth, z = z_scores(res.counts, train, test, 3, 0.3)
+    assert np.all(np.abs(z) < Z_MAX), (estimate, truth, z)
+
+
+@pytest.mark.slow
+def test_forkserver_workers_give_the_same_result(monkeypatch):
+    import multiprocessing
+
+    kw = dict(n_states=3, beta=0.1, iterations=25, burn_in=5, period=2, chains=3, seed=42)
+    a = cgs_pfa.sample_cgs_pfa(CORPUS_3, **kw)
+    monkeypatch.setattr(cgs_pfa, "_mp_context", lambda: multiprocessing.get_context("forkserver"))
+    b = cgs_pfa.sample_cgs_pfa(CORPUS_3, jobs=2, **kw)
+    np.testing.assert_array_equal(a.counts, b.counts)
