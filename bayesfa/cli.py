@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ from bayesfa.errors import InputError
 from bayesfa.methods import get_method, method_names, positive_int
 
 FORMATS = ("pautomac", "lines", "text", "fasta")
+WORKDIR = "partial"  # inside RUN_DIR: a method's finished pieces of an unfinished fit
 # argparse destinations that are not the method's own options.
 _CLI_KEYS = {"command", "train", "test", "out", "seed", "quiet", "method", "format", "func", "json"}
 
@@ -222,7 +224,11 @@ def cmd_fit(args) -> int:
     corpus, alphabet = _load(args.train, args.format)
     options = _options(args)
     start = time.perf_counter()
-    result = method.fit(corpus, options, args.seed, _progress(args))
+    extra = {}
+    if getattr(method, "resumable", False):
+        # finished chains are kept here until the run is saved; a rerun reuses them
+        extra["workdir"] = Path(args.out) / WORKDIR
+    result = method.fit(corpus, options, args.seed, _progress(args), **extra)
     elapsed = time.perf_counter() - start
     train = {"path": str(Path(args.train).resolve()), "sha256": file_sha256(args.train),
              "format": args.format or "pautomac", "n_strings": corpus.n_strings,
@@ -231,6 +237,8 @@ def cmd_fit(args) -> int:
     info = {"seconds": round(elapsed, 3), **result.info}
     save_run(args.out, method=args.method, options=options, seed=args.seed, arrays=result.arrays,
              trace=result.trace, info=info, train=train)
+    if "workdir" in extra:
+        shutil.rmtree(extra["workdir"], ignore_errors=True)
     if not args.quiet:
         print(f"bayesfa: fitted {args.method} on {corpus.n_strings} strings in {elapsed:.1f} s; "
               f"run directory {args.out}", file=sys.stderr)

@@ -9,6 +9,10 @@ A method is an object with
 - ``predict_log_prob(arrays, options, corpus) -> [n_strings]`` natural-log posterior
   predictive probabilities of ``corpus``'s strings, from the arrays ``fit`` saved.
 
+A method with ``resumable = True`` also takes ``fit(..., workdir=PATH)``: it saves each
+finished piece of work (a chain) there and reuses it when the same fit is run again, so an
+interrupted ``bayesfa fit`` loses no finished chain.
+
 Entries are import paths, so that ``bayesfa --help`` imports neither numba nor JAX.
 """
 

@@ -360,3 +360,21 @@ def test_forkserver_workers_give_the_same_result(monkeypatch):
     monkeypatch.setattr(cgs_pfa, "_mp_context", lambda: multiprocessing.get_context("forkserver"))
     b = cgs_pfa.sample_cgs_pfa(CORPUS_3, jobs=2, **kw)
     np.testing.assert_array_equal(a.counts, b.counts)
+
+
+def test_checkpoints_resume_without_rerunning_finished_chains(tmp_path, monkeypatch):
+    corpus = Corpus.from_strings([[0, 1, 1], [1, 0], [], [0, 0, 1, 0]], 2)
+    kwargs = dict(n_states=3, beta=0.3, iterations=60, burn_in=20, period=4, chains=3, seed=11)
+    full = cgs_pfa.sample_cgs_pfa(corpus, **kwargs, checkpoint_dir=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"chain-{c:04d}.npz" for c in range(3)]
+    (tmp_path / "chain-0001.npz").unlink()  # as if interrupted before chain 1 was saved
+    calls = []
+    run_chain = cgs_pfa._run_chain
+    monkeypatch.setattr(cgs_pfa, "_run_chain", lambda *a, **k: calls.append(1) or run_chain(*a, **k))
+    resumed = cgs_pfa.sample_cgs_pfa(corpus, **kwargs, checkpoint_dir=tmp_path)
+    assert len(calls) == 1 and resumed.info["chains_resumed"] == 2
+    np.testing.assert_array_equal(resumed.counts, full.counts)
+    np.testing.assert_array_equal(resumed.log_joint, full.log_joint)
+    # other settings never reuse these chains
+    other = cgs_pfa.sample_cgs_pfa(corpus, **{**kwargs, "beta": 0.4}, checkpoint_dir=tmp_path)
+    assert other.info["chains_resumed"] == 0 and len(calls) == 4

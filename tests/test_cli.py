@@ -152,3 +152,47 @@ def test_version(capsys):
         main(["--version"])
     assert exc_info.value.code == 0
     assert capsys.readouterr().out.startswith("bayesfa ")
+
+
+def test_fit_predict_score_diagnose_perplexity(tmp_path, capsys):
+    """The learner commands on the bundled problem: the run directory format end to end."""
+    run, pred = tmp_path / "run", tmp_path / "pred.txt"
+    train, test = pautomac_path(24, "train"), pautomac_path(24, "test")
+    args = ["fit", str(train), "--method", "cgs-pfa", "--states", "4", "--beta", "0.1",
+            "--iterations", "40", "--burn-in", "20", "--period", "5", "--chains", "2",
+            "--seed", "5", "--out", str(run), "--quiet"]
+    assert main(args) == 0
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["format"] == "bayesfa-run/1" and manifest["method"] == "cgs-pfa"
+    assert manifest["seed"] == 5 and manifest["options"]["states"] == 4
+    assert manifest["train"]["n_strings"] == 20000 and "numpy" in manifest["versions"]
+    assert (run / "trace.nc").is_file() and not (run / "partial").exists()
+    assert main(["predict", str(run), str(test), "--out", str(pred)]) == 0
+    probs = read_solution(pred)
+    assert probs.size == 1000 and probs.min() > 0 and probs.max() < 1
+    capsys.readouterr()
+    assert main(["score", "--json", str(pred), str(pautomac_path(24, "solution"))]) == 0
+    score = json.loads(capsys.readouterr().out)
+    assert 1.0 <= score["ratio"] < 1.2  # a 4-state PFA after 40 sweeps: close, not perfect
+    assert main(["diagnose", "--json", str(run)]) == 0
+    diag = json.loads(capsys.readouterr().out)
+    assert set(diag) == {"log_joint", "n_states", "n_edges"}
+    assert set(diag["log_joint"]) >= {"mean", "rhat", "ess_bulk"}
+    assert main(["perplexity", "--json", str(run), str(test)]) == 0
+    assert json.loads(capsys.readouterr().out)["perplexity"] > 1
+    # same seed, same predictions
+    assert main(args[:-3] + ["--out", str(tmp_path / "again"), "--quiet"]) == 0
+    assert main(["predict", str(tmp_path / "again"), str(test), "--out", str(tmp_path / "p2")]) == 0
+    assert (tmp_path / "p2").read_text() == pred.read_text()
+
+
+def test_predict_rejects_a_larger_alphabet(tmp_path, capsys):
+    run = tmp_path / "run"
+    small = tmp_path / "small.train"
+    small.write_text("3 2\n2 0 1\n0\n1 1\n")
+    assert main(["fit", str(small), "--method", "cgs-pfa", "--states", "2", "--iterations", "10",
+                 "--burn-in", "0", "--period", "1", "--chains", "1", "--out", str(run), "--quiet"]) == 0
+    big = tmp_path / "big.test"
+    big.write_text("1 3\n1 2\n")
+    rc = main(["predict", str(run), str(big), "--out", str(tmp_path / "p")])
+    assert_one_line_error(capsys, rc, big, 1)

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import hashlib
+import json
+import os
 import multiprocessing
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -25,6 +29,7 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
+from bayesfa.rundir import atomic_write
 from bayesfa.methods import FitResult, add_mcmc_arguments, check_schedule
 
 # Sweeps are run in blocks of about this many (N x T) units between progress updates
@@ -193,9 +198,41 @@ def _mp_context():
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+def _chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws,
+                       seed_seq: np.random.SeedSequence) -> str:
+    """What determines a chain's output, as a string (the data by its SHA-256)."""
+    digest = hashlib.sha256(np.ascontiguousarray(tokens).tobytes()).hexdigest()
+    return json.dumps({"format": "bayesfa-cgs-pfa-chain/1", "tokens": digest, "n_symbols": n_symbols,
+                       "n_states": n_states, "beta": float(beta), "burn_in": burn_in, "period": period,
+                       "n_draws": n_draws, "entropy": str(seed_seq.entropy),
+                       "spawn_key": list(seed_seq.spawn_key)}, sort_keys=True)
+
+
+_CHAIN_FIELDS = ("counts", "log_joint", "used", "edges", "z", "seconds")
+
+
+def _load_chain(path: Path, fingerprint: str):
+    """A finished chain saved by :func:`_save_chain` with the same fingerprint, else None."""
+    try:
+        with np.load(path) as npz:
+            if str(npz["fingerprint"]) != fingerprint:
+                return None
+            return tuple(npz[k] if k != "seconds" else float(npz[k]) for k in _CHAIN_FIELDS)
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def _save_chain(path: Path, fingerprint: str, out) -> None:
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            np.savez(f, fingerprint=np.array(fingerprint), **dict(zip(_CHAIN_FIELDS, out)))
+
+    atomic_write(path, write)
+
+
 def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, burn_in: int,
                    period: int, chains: int, seed: int | None, jobs: int = 1,
-                   progress: bool = False) -> CGSResult:
+                   progress: bool = False, checkpoint_dir: str | os.PathLike | None = None) -> CGSResult:
     """Run CGS-PFA (Algorithm 1) on ``corpus`` with ``N = n_states`` states besides state 0.
 
     Each chain starts from a uniformly random ``z``, runs ``burn_in`` sweeps, then records the
@@ -206,6 +243,10 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     With ``jobs > 1`` the chains run in worker processes, forked when this process has no other
     thread and started by a fork server otherwise; in the latter case a script that calls this
     needs the usual ``if __name__ == "__main__":`` guard.
+
+    With ``checkpoint_dir``, every finished chain is saved there at once (atomically), and a
+    later call with the same data, settings and seed reuses the saved chains instead of
+    running them again: an interrupted run loses no finished chain.
     """
     n_draws = _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs)
     tokens = corpus.tokens
@@ -220,21 +261,40 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
         # with jobs > 1 the bar moves when a chain finishes
         bar = tqdm(total=chains * (burn_in + n_draws * period), unit="sweep", desc="cgs-pfa",
                    leave=False, dynamic_ncols=True, file=sys.stderr)
+    prints = [_chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, s)
+              for s in children]
+    paths = [None] * chains
+    outs: list = [None] * chains
+    if checkpoint_dir is not None:
+        Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
+        paths = [Path(checkpoint_dir) / f"chain-{c:04d}.npz" for c in range(chains)]
+        outs = [_load_chain(p, f) if p.exists() else None for p, f in zip(paths, prints)]
+    todo = [c for c in range(chains) if outs[c] is None]
+    sweeps_per_chain = burn_in + n_draws * period
+    if bar is not None:
+        bar.update((chains - len(todo)) * sweeps_per_chain)
+
+    def finish(c, out):
+        outs[c] = out
+        if paths[c] is not None:
+            _save_chain(paths[c], prints[c], out)
+
     t0 = time.perf_counter()
     try:
-        if jobs == 1:
+        if jobs == 1 or len(todo) <= 1:
             on_sweeps = None if bar is None else bar.update
-            outs = [_run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, s, on_sweeps)
-                    for s in children]
+            for c in todo:
+                finish(c, _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws,
+                                     children[c], on_sweeps))
         else:
-            args = [(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, s) for s in children]
-            with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-                futures = [pool.submit(_run_chain_job, a) for a in args]
-                if bar is not None:
-                    for f in concurrent.futures.as_completed(futures):
-                        f.result()
-                        bar.update(burn_in + n_draws * period)
-                outs = [f.result() for f in futures]
+            with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(todo)),
+                                                        mp_context=context) as pool:
+                futures = {pool.submit(_run_chain_job, (tokens, n_symbols, n_states, beta, burn_in,
+                                                        period, n_draws, children[c])): c for c in todo}
+                for f in concurrent.futures.as_completed(futures):
+                    finish(futures[f], f.result())
+                    if bar is not None:
+                        bar.update(sweeps_per_chain)
     finally:
         if bar is not None:
             bar.close()
@@ -246,6 +306,7 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
         "n_free_positions": int(_free_positions(tokens).size),
         "n_tokens": int(tokens.size),
         "jobs": int(jobs),
+        "chains_resumed": int(chains - len(todo)),
         "start_method": None if context is None else context.get_start_method(),
         "seconds": seconds,
         "chain_seconds": [float(s) for s in chain_seconds],
@@ -259,16 +320,18 @@ class _CGSPFA:
     """The ``cgs-pfa`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
     name = "cgs-pfa"
+    resumable = True  # fit(..., workdir=) keeps finished chains there
     summary = "collapsed Gibbs sampling of a fully connected PFA (Shibata & Yoshinaka 2013, Alg. 1)"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_mcmc_arguments(parser, states=10, beta=0.1, iterations=1000, burn_in=500, period=10)
 
-    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
+            workdir: str | os.PathLike | None = None) -> FitResult:
         res = sample_cgs_pfa(corpus, n_states=options["states"], beta=options["beta"],
                              iterations=options["iterations"], burn_in=options["burn_in"],
                              period=options["period"], chains=options["chains"], seed=seed,
-                             jobs=options.get("jobs", 1), progress=progress)
+                             jobs=options.get("jobs", 1), progress=progress, checkpoint_dir=workdir)
         trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges}
         return FitResult({"counts": res.counts}, trace, res.info)
 
