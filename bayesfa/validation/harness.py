@@ -1,0 +1,481 @@
+"""The validation harness: run a method on a toy and compare it with the exact answer.
+
+:func:`compare` fits a method (through :func:`bayesfa.methods.get_method`, or a mutant of
+:mod:`bayesfa.validation.mutants`) on a toy of :mod:`bayesfa.validation.toys` with a small
+budget and compares its posterior predictive ``Pr(b | alpha)`` of every test string (all
+strings up to length 3) with the exact reference for what that method estimates:
+
+``cgs-pfa`` (and its mutants)
+    the plug-in limit ``sum_z Pr(z | alpha) Pr(b | xi~(z))`` (Sect. 2.3, footnote 2), which
+    is what Eq. 6 with ``xi~ = E[xi | alpha, z]`` converges to. The exact posterior
+    predictive ``Pr(b | alpha)`` is reported next to it; the difference is the plug-in bias
+    (Jensen: the plug-in misses the Polya-urn self-reinforcement inside ``b``), which is
+    *not* a sampler error.
+``oracle-pfa``
+    the exact posterior predictive ``Pr(b | alpha)`` of Eq. 5 (NUTS draws ``xi`` itself).
+``oracle-hmm``, ``oracle-pdfa``
+    the exact posterior predictive of their own model by the enumeration of the model's module
+    (``bayesfa.models.hmm.exact_predictive``, ``bayesfa.models.pdfa.exact_predictive``, with
+    the hyperparameters of the fit's options); without one the check reports ``unavailable``
+    and fails (nothing was compared). ``oracle-pdfa`` is run with ``--pdfa-inference mcmc``
+    (:data:`BUDGETS`): its default on toys is the enumeration itself, which would compare
+    the enumeration with itself (that case is still handled: no Monte Carlo error, so the
+    predictive must match to 1e-9).
+
+Tolerance. For each string the per-sample values ``p_s = Pr(b | xi_s)`` form a
+``(chain, draw)`` series; the estimate is their mean and its Monte Carlo standard error is
+``sd / sqrt(ESS)`` (ArviZ's ESS for the mean, which accounts for autocorrelation and
+between-chain differences). ``z = (estimate - reference) / MCSE`` and a string passes when
+``|z| <= z*`` with ``z* = Phi^{-1}(1 - alpha / (2 m))`` over the ``m`` strings (Bonferroni):
+the probability that a correct sampler fails is at most ``alpha`` (default 1e-3) up to the
+normal approximation of the mean and the error of the estimated ESS. Strings whose
+``p_s`` is the same for every sample (e.g. the empty string under CGS-PFA, whose plug-in
+probability depends only on the data) must match to 1e-9 relative.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from bayesfa.corpus import Corpus
+from bayesfa.validation.toys import Toy, format_string, get_toy, all_strings
+
+ALPHA = 1e-3
+
+#: Small per-method budgets (overrides of the method's own defaults) for toy sizes. The
+#: toy sets ``states`` for every method and ``beta`` for the PFA models (Eq. 2); the HMM and
+#: PDFA oracles keep their own hyperparameters (different meanings), set here.
+BUDGETS: dict[str, dict[str, Any]] = {
+    "cgs-pfa": {"iterations": 40_200, "burn_in": 200, "period": 2, "chains": 4, "jobs": 1},
+    "oracle-pfa": {"iterations": 1_500, "burn_in": 500, "period": 1, "chains": 4},
+    "oracle-hmm": {"iterations": 1_500, "burn_in": 500, "period": 1, "chains": 4,
+                   "alpha": 0.5, "beta": 0.5},
+    # MCMC (DiscreteHMCGibbs), not the enumeration the method does by default on toys, so
+    # that the comparison with the exact enumeration tests something
+    "oracle-pdfa": {"iterations": 1_500, "burn_in": 500, "period": 1, "chains": 4,
+                    "pdfa_inference": "mcmc"},
+}
+_TOY_BETA = ("cgs-pfa", "oracle-pfa")
+
+
+# -- report ---------------------------------------------------------------------------------
+
+@dataclass
+class Check:
+    """One statistical check: ``rows`` of a table with ``columns``, its own verdict."""
+
+    name: str
+    passed: bool
+    description: str
+    alpha: float
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(asdict(self))
+
+    def to_table(self) -> str:
+        head = f"[{'PASS' if self.passed else 'FAIL'}] {self.name}: {self.description}"
+        widths = {c: max(len(c), *(len(_fmt(r.get(c))) for r in self.rows)) if self.rows else len(c)
+                  for c in self.columns}
+        lines = [head, "  " + "  ".join(c.rjust(widths[c]) for c in self.columns)]
+        for r in self.rows:
+            lines.append("  " + "  ".join(_fmt(r.get(c)).rjust(widths[c]) for c in self.columns))
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        extra = {k: v for k, v in self.summary.items() if not isinstance(v, (list, dict))}
+        if extra:
+            lines.append("  " + ", ".join(f"{k}={_fmt(v)}" for k, v in extra.items()))
+        return "\n".join(lines)
+
+
+@dataclass
+class Report:
+    """The checks of one method on one toy; ``passed`` when every gating check passed."""
+
+    method: str
+    toy: str
+    checks: list[Check]
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.passed for c in self.checks)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """Rows of the predictive comparison (string, estimate, reference, mcse, z, pass)."""
+        for c in self.checks:
+            if c.name == "predictive":
+                return c.rows
+        return []
+
+    def check(self, name: str) -> Check:
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable({"method": self.method, "toy": self.toy, "passed": self.passed,
+                          "checks": [c.to_dict() for c in self.checks], "info": self.info})
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    def to_table(self) -> str:
+        verdict = "PASSED" if self.passed else "FAILED"
+        parts = [f"validate {self.method} on toy {self.toy!r}: {verdict}"]
+        if "overall_false_alarm_rate" in self.info:
+            parts[0] += (f"\n(each check fails a correct sampler with probability <= "
+                         f"{self.checks[0].alpha:g}; all {len(self.checks)} together <= "
+                         f"{self.info['overall_false_alarm_rate']:g})")
+        parts += [c.to_table() for c in self.checks]
+        for w in self.info.get("warnings", []):
+            parts.append(f"warning: {w}")
+        return "\n\n".join(parts)
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        if v == 0:
+            return "0"
+        if abs(v) >= 1e4 or abs(v) < 1e-3:
+            return f"{v:.3e}"
+        return f"{v:.5f}" if abs(v) < 10 else f"{v:.2f}"
+    if isinstance(v, (list, tuple)):
+        return " ".join(_fmt(x) for x in v)
+    return str(v)
+
+
+def _jsonable(obj):
+    """Plain JSON types; non-finite floats become ``None`` (JSON has no NaN/inf)."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        v = float(obj)
+        return v if math.isfinite(v) else None
+    if obj is None or isinstance(obj, str):
+        return obj
+    return str(obj)
+
+
+# -- methods ------------------------------------------------------------------------------
+
+def resolve_method(name: str):
+    """A registered method, or a mutant ``cgs-pfa:mutant-<variant>``."""
+    from bayesfa.validation import mutants
+
+    if name.startswith(mutants.PREFIX):
+        return mutants.get_mutant(name)
+    from bayesfa.methods import get_method
+
+    return get_method(name)
+
+
+def method_family(name: str) -> str:
+    return "cgs-pfa" if name.startswith("cgs-pfa") else ("oracle" if name.startswith("oracle") else name)
+
+
+def budget_options(name: str, toy: Toy, method=None, overrides: dict | None = None) -> dict[str, Any]:
+    """The method's own defaults (from its ``add_arguments``), with the toy's ``states`` (and
+    ``beta`` for the PFA models) and the small budget of :data:`BUDGETS`, then
+    ``overrides``; budget keys the method does not know are dropped."""
+    method = method or resolve_method(name)
+    parser = argparse.ArgumentParser(add_help=False)
+    method.add_arguments(parser)
+    options = vars(parser.parse_args([]))
+    family = method_family(name)
+    wanted: dict[str, Any] = {"states": toy.n_states}
+    if family in _TOY_BETA or name in _TOY_BETA:
+        wanted["beta"] = toy.beta
+    wanted.update(BUDGETS.get(name, BUDGETS.get(family, {})))
+    for key, value in wanted.items():
+        if key in options:
+            options[key] = value
+    options.update(overrides or {})
+    return options
+
+
+def per_sample_probs(arrays: dict[str, np.ndarray], options: dict[str, Any],
+                     test: Corpus) -> np.ndarray | None:
+    """``Pr(b | xi_s)`` ``[chain, draw, n_strings]`` from a run's arrays when their layout is
+    known: ``counts`` ``[chain, draw, N+1, A, N+1]`` (CGS-PFA: plug-in ``xi~``) or ``xi``
+    ``[chain, draw, Q, A, Q]`` or chain-major ``[S, Q, A, Q]`` (the oracles' draws, PFA form).
+    ``None`` otherwise."""
+    from bayesfa.forward import forward_log_prob, xi_to_pfa
+
+    if "counts" in arrays and np.ndim(arrays["counts"]) == 5:
+        from bayesfa.samplers.cgs_pfa import plugin_log_prob
+
+        c = np.asarray(arrays["counts"])
+        flat = c.reshape((-1,) + c.shape[2:])
+        return np.exp(plugin_log_prob(flat, options["beta"], test)).reshape(c.shape[:2] + (-1,))
+    if "xi" in arrays and np.ndim(arrays["xi"]) in (4, 5):
+        xi = np.asarray(arrays["xi"], dtype=np.float64)
+        if xi.ndim == 4:  # [S, ...] chain-major (the oracles): split by options["chains"]
+            chains = int(options.get("chains", 1))
+            if xi.shape[0] % chains:
+                return None
+            xi = xi.reshape((chains, -1) + xi.shape[1:])
+        flat = xi.reshape((-1,) + xi.shape[2:])
+        t = test.with_alphabet(xi.shape[-2] - 1)
+        return np.exp(forward_log_prob(*xi_to_pfa(flat), t)).reshape(xi.shape[:2] + (-1,))
+    return None
+
+
+def _batch_probs(method, arrays, options, test, trace, n_batches: int = 5) -> np.ndarray | None:
+    """Fallback for unknown array layouts with a leading ``(chain, draw)`` (that of the
+    trace): batch means of ``predict_log_prob`` over ``n_batches`` consecutive blocks of each
+    chain, ``[chain, n_batches, n_strings]``."""
+    shapes = {np.shape(v)[:2] for v in (trace or {}).values() if np.ndim(v) >= 2}
+    leading = {np.shape(v)[:2] for v in arrays.values() if np.ndim(v) >= 2}
+    if len(shapes) != 1 or leading != shapes:
+        return None
+    chains, draws = next(iter(leading))
+    if draws < n_batches:
+        return None
+    edges = np.linspace(0, draws, n_batches + 1).astype(int)
+    out = np.empty((chains, n_batches, test.n_strings))
+    for c in range(chains):
+        for b in range(n_batches):
+            part = {k: (v[c:c + 1, edges[b]:edges[b + 1]] if np.ndim(v) >= 2 else v)
+                    for k, v in arrays.items()}
+            out[c, b] = np.exp(method.predict_log_prob(part, options, test))
+    return out
+
+
+def exact_reference(name: str, toy: Toy, test: Corpus,
+                    options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{"reference": log probs or None, "kind": str, "exact": log Pr(b | alpha) or None}``
+    for method ``name`` fitted with ``options`` (module docstring)."""
+    from bayesfa.validation.reference import path_posterior
+
+    options = options or {}
+    family = method_family(name)
+    if family == "cgs-pfa" or name == "oracle-pfa":
+        beta = options.get("beta", toy.beta)
+        n_states = options.get("states", toy.n_states)
+        pp = path_posterior(toy.train, n_states, beta)
+        exact = pp.exact_predictive(test)
+        if family == "cgs-pfa":
+            return {"reference": pp.plugin_predictive(test), "exact": exact,
+                    "kind": "exact plug-in limit sum_z Pr(z|alpha) Pr(b|xi~(z))"}
+        return {"reference": exact, "exact": exact, "kind": "exact posterior predictive Pr(b|alpha)"}
+    # oracle-hmm / oracle-pdfa: the enumeration of the model's own module, if it has one;
+    # its hyperparameters (after train, test, n_states) are read from the fit's options.
+    import importlib
+    import inspect
+
+    module = {"oracle-hmm": "bayesfa.models.hmm", "oracle-pdfa": "bayesfa.models.pdfa"}.get(name)
+    fn = None
+    if module is not None:
+        try:
+            fn = getattr(importlib.import_module(module), "exact_predictive", None)
+        except ImportError:
+            fn = None
+    if fn is not None:
+        params = list(inspect.signature(fn).parameters)[3:]
+        missing = [p for p in params if p not in options]
+        if not missing:
+            kwargs = {p: options[p] for p in params}
+            ref = np.asarray(fn(toy.train, test, options.get("states", toy.n_states), **kwargs),
+                             dtype=np.float64)
+            what = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+            return {"reference": ref, "exact": ref,
+                    "kind": f"exact posterior predictive of the {name} model ({what}), "
+                            f"{module}.exact_predictive"}
+        return {"reference": None, "exact": None,
+                "kind": f"unavailable ({module}.exact_predictive needs {missing}, not in the options)"}
+    return {"reference": None, "exact": None, "kind": "unavailable"}
+
+
+# -- the predictive comparison --------------------------------------------------------------
+
+def compare(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha: float = ALPHA,
+            options: dict[str, Any] | None = None, test: Corpus | None = None,
+            out=None) -> Report:
+    """Fit ``method_name`` on ``toy`` and compare its posterior predictive with the exact
+    reference (module docstring). Returns a :class:`Report` with one check, ``predictive``.
+
+    ``options`` override the budget of :func:`budget_options`; ``out``, a directory to save
+    the fit in as a run directory (:mod:`bayesfa.rundir`, for ``bayesfa diagnose``)."""
+    toy = get_toy(toy) if isinstance(toy, str) else toy
+    test = all_strings() if test is None else test
+    method = resolve_method(method_name)
+    opts = budget_options(method_name, toy, method, options)
+    t0 = time.perf_counter()
+    fit = method.fit(toy.train, opts, seed, False)
+    fit_seconds = time.perf_counter() - t0
+    if out is not None:
+        from bayesfa.rundir import save_run
+
+        save_run(out, method=method_name, options=opts, seed=seed, arrays=fit.arrays,
+                 trace=fit.trace, info=_jsonable(fit.info),
+                 train={"toy": toy.name, "n_strings": toy.train.n_strings,
+                        "n_letters": toy.train.n_letters,
+                        "alphabet_size": toy.train.alphabet_size})
+    ref = exact_reference(method_name, toy, test, opts)
+
+    logp_method = np.asarray(method.predict_log_prob(fit.arrays, opts, test), dtype=np.float64)
+    probs = per_sample_probs(fit.arrays, opts, test)
+    se_kind = "ArviZ ESS (mean) of the per-sample Pr(b | xi_s)"
+    batch = False
+    enumerated = probs is None and fit.info.get("inference") == "enumerate"
+    if enumerated:
+        se_kind = "none: the method enumerates, its predictive must match to 1e-9"
+    elif probs is None:
+        probs = _batch_probs(method, fit.arrays, opts, test, fit.trace)
+        batch = probs is not None
+        se_kind = "batch means of predict_log_prob (5 blocks per chain), Student t"
+    notes = []
+    rows: list[dict[str, Any]] = []
+    m = test.n_strings
+    crit = float(sps.norm.isf(alpha / (2 * m)))
+    if batch:
+        crit = float(sps.t.isf(alpha / (2 * m), df=probs.shape[0] * probs.shape[1] - 1))
+    consistency = None
+    if probs is not None:
+        est = probs.mean(axis=(0, 1))
+        consistency = float(np.max(np.abs(np.log(est) - logp_method)))
+        if consistency > 1e-6:
+            notes.append(f"predict_log_prob differs from the mean of the per-sample values by "
+                         f"{consistency:.2e} in log: the comparison uses the per-sample values")
+    else:
+        est = np.exp(logp_method)
+    from bayesfa.validation.diagnostics import ess_mean
+
+    all_pass = ref["reference"] is not None
+    for s in range(m):
+        row: dict[str, Any] = {"string": format_string(test.string(s)), "estimate": float(est[s])}
+        refp = None if ref["reference"] is None else float(np.exp(ref["reference"][s]))
+        row["reference"] = refp
+        if probs is not None:
+            x = probs[:, :, s]
+            sd = float(np.std(x, ddof=1)) if x.size > 1 else 0.0
+            if sd <= 1e-12 * max(abs(float(x.mean())), 1e-300):
+                se = 0.0
+            elif batch:
+                se = sd / math.sqrt(x.size)
+            else:
+                ess = ess_mean(x)
+                se = sd / math.sqrt(ess) if ess > 0 else math.nan
+        else:
+            se = 0.0 if enumerated else math.nan
+        row["mcse"] = se
+        if refp is None:
+            row["z"], row["pass"] = None, None
+        elif se == 0.0:
+            ok = abs(est[s] - refp) <= 1e-9 * max(refp, 1e-300)
+            row["z"], row["pass"] = (0.0 if ok else math.inf), bool(ok)
+        elif not math.isfinite(se):
+            row["z"], row["pass"] = None, False
+        else:
+            row["z"] = (est[s] - refp) / se
+            row["pass"] = bool(abs(row["z"]) <= crit)
+        if ref["exact"] is not None and method_family(method_name) == "cgs-pfa":
+            exact = float(np.exp(ref["exact"][s]))
+            row["exact"] = exact
+            row["plugin_bias"] = (refp - exact) if refp is not None else None
+        all_pass = all_pass and bool(row["pass"])
+        rows.append(row)
+    columns = ["string", "estimate", "reference", "mcse", "z", "pass"]
+    if method_family(method_name) == "cgs-pfa":
+        columns += ["exact", "plugin_bias"]
+        biased = [r for r in rows if r["mcse"] and abs(r["plugin_bias"]) > crit * r["mcse"]]
+        notes.append(f"'exact' is the true posterior predictive Pr(b | alpha); the plug-in estimator "
+                     f"of Eq. 6 converges to 'reference' instead. The plug-in bias exceeds "
+                     f"{crit:.2f} MC standard errors for {len(biased)} of {m} strings here.")
+    if ref["reference"] is None:
+        notes.append("no exact reference for this model: nothing to compare with (not a pass)")
+    notes.append(f"false-alarm rate {alpha:g}: two-sided z-test per string at |z| <= {crit:.2f} "
+                 f"(Bonferroni over {m} strings); MC standard error from {se_kind}")
+
+    from bayesfa.validation.diagnostics import diagnose_trace, warnings
+
+    diag = diagnose_trace(fit.trace) if fit.trace else {}
+    check = Check(
+        name="predictive", passed=bool(all_pass),
+        description=f"posterior predictive of {m} test strings vs {ref['kind']}",
+        alpha=alpha, columns=columns, rows=rows,
+        summary={"critical_z": crit, "max_abs_z": max((abs(r["z"]) for r in rows
+                                                       if r["z"] is not None), default=None),
+                 "fit_seconds": fit_seconds, "predict_consistency": consistency},
+        notes=notes)
+    info = {"options": opts, "seed": seed, "toy": toy.description, "diagnostics": diag,
+            "warnings": warnings(diag) if diag else [], "fit_info": fit.info}
+    return Report(method_name, toy.name, [check], info)
+
+
+# -- everything -----------------------------------------------------------------------------
+
+def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha: float = ALPHA,
+             kernel_checks: bool = True) -> Report:
+    """:func:`compare`, plus for ``cgs-pfa`` and its mutants the kernel checks of
+    :mod:`bayesfa.validation.kernel_tests` (path-GOF on the toy, Geweke, SBC) in their fast
+    settings. Each check has false-alarm rate ``alpha``; the report's, at most
+    ``alpha x number of checks`` (union bound)."""
+    toy = get_toy(toy) if isinstance(toy, str) else toy
+    report = compare(method_name, toy, seed, alpha=alpha)
+    if kernel_checks and method_family(method_name) == "cgs-pfa":
+        from bayesfa.validation import kernel_tests
+        from bayesfa.validation.mutants import PREFIX
+
+        variant = method_name[len(PREFIX):] if method_name.startswith(PREFIX) else None
+        report.checks.append(kernel_tests.path_gof(toy, variant, seed=seed, alpha=alpha))
+        report.checks.append(kernel_tests.geweke(variant, seed=seed, alpha=alpha))
+        report.checks.append(kernel_tests.sbc(variant, seed=seed, alpha=alpha))
+    report.info["overall_false_alarm_rate"] = alpha * len(report.checks)
+    return report
+
+
+def validate_main(method: str, toy: str | None = "tiny", as_json: bool = False, *,
+                  seed: int = 0) -> tuple[str, bool]:
+    """For ``bayesfa validate METHOD [--toy NAME] [--json]``: ``(text, passed)``.
+
+    JSON: ``{"method", "toy", "passed", "checks": [{"name", "passed", "description",
+    "alpha", "columns", "rows": [...], "summary", "notes"}], "info"}``.
+    """
+    from bayesfa.errors import InputError
+    from bayesfa.methods import method_names
+    from bayesfa.validation import mutants
+
+    toy = toy or "tiny"
+    known = method_names() + mutants.mutant_names()
+    if method not in known:
+        raise InputError(f"unknown method {method!r}; choose from {', '.join(known)}")
+    try:
+        get_toy(toy)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    report = validate(method, toy, seed)
+    return (report.to_json() if as_json else report.to_table()), report.passed

@@ -1,0 +1,283 @@
+"""The validation suite: diagnostics, exact references, the harness and its power against mutants.
+
+False-alarm rates. Every statistical check of the harness fails a *correct* sampler with
+probability at most 1e-3 for a random seed (``ALPHA``; Bonferroni within each check, see
+the module docstrings of :mod:`bayesfa.validation.harness` and
+:mod:`bayesfa.validation.kernel_tests`). The tests below use fixed seeds, so they are
+deterministic; the rate says how likely a correct kernel would be to trip them at a new seed.
+The mutant tests assert failures that are far beyond the thresholds (z-scores of 8-40 and
+p-values below 1e-10 at the seeds used), so they are not fragile either.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from bayesfa.corpus import Corpus
+from bayesfa.validation import diagnostics, exact, kernel_tests, mutants, reference
+from bayesfa.validation.harness import ALPHA, Report, compare, validate_main
+from bayesfa.validation.toys import TOYS, get_toy, all_strings
+
+MUTANTS = ["cgs-pfa:mutant-no-correction", "cgs-pfa:mutant-end-beta"]
+
+
+# -- diagnostics ----------------------------------------------------------------------------
+
+def _chains(seed=0, chains=4, draws=1000):
+    return np.random.default_rng(seed).normal(size=(chains, draws))
+
+
+def test_rhat_ess_well_mixed():
+    x = _chains()
+    assert diagnostics.rhat(x) < 1.01
+    assert diagnostics.ess_bulk(x) > 2000
+    s = diagnostics.diagnose_trace({"x": x})
+    assert diagnostics.warnings(s) == []
+
+
+def test_rhat_ess_stuck_chains():
+    x = _chains() * 0.05 + np.arange(4)[:, None]  # each chain sits at its own level
+    assert diagnostics.rhat(x) > 1.5
+    assert diagnostics.ess_bulk(x) < 50
+    text = " ".join(diagnostics.warnings(diagnostics.diagnose_trace({"x": x})))
+    assert "R-hat" in text and "ESS" in text
+
+
+def test_sticky_chain_low_ess():
+    rng = np.random.default_rng(1)
+    x = np.empty((4, 1000))
+    for c in range(4):  # AR(1) with rho = 0.99
+        e = rng.normal(size=1000)
+        x[c, 0] = e[0]
+        for t in range(1, 1000):
+            x[c, t] = 0.99 * x[c, t - 1] + math.sqrt(1 - 0.99 ** 2) * e[t]
+    s = diagnostics.diagnose_trace({"x": x})["x"]
+    assert s["ess_bulk"] < 400
+    assert any("ESS" in w for w in diagnostics.warnings({"x": s}))
+
+
+def test_one_chain_rhat_is_none_and_warned():
+    s = diagnostics.diagnose_trace({"x": _chains(chains=1)})
+    assert s["x"]["rhat"] is None
+    assert s["x"]["ess_bulk"] > 400
+    assert any("one chain" in w for w in diagnostics.warnings(s))
+
+
+def test_constant_and_stuck_constant():
+    const = diagnostics.diagnose_trace({"n": np.full((4, 100), 3.0)})
+    assert const["n"]["rhat"] is None and const["n"]["note"] == "constant"
+    assert diagnostics.warnings(const) == []
+    stuck = diagnostics.diagnose_trace({"n": np.repeat(np.arange(4.0)[:, None], 100, axis=1)})
+    assert stuck["n"]["rhat"] is None
+    assert any("stuck" in w for w in diagnostics.warnings(stuck))
+
+
+def test_mcse_mean_iid():
+    x = _chains(draws=2500)
+    assert diagnostics.mcse_mean(x) == pytest.approx(1 / math.sqrt(x.size), rel=0.1)
+    assert diagnostics.mcse_mean(np.ones((2, 10))) == 0.0
+
+
+def test_diagnose_run_and_plots(tmp_path):
+    from bayesfa.rundir import save_run
+
+    trace = {"log_joint": _chains(), "n_states": np.full((4, 1000), 2, dtype=np.int32),
+             "vector": np.zeros((4, 1000, 3))}
+    run = save_run(tmp_path / "run", method="test", options={}, seed=0,
+                   arrays={"a": np.zeros(1)}, trace=trace)
+    summary = diagnostics.diagnose(run)
+    assert set(summary) == {"log_joint", "n_states"}  # vector-valued skipped
+    assert {"mean", "rhat", "ess_bulk"} <= set(summary["log_joint"])
+    json.dumps(summary, allow_nan=False)
+    paths = diagnostics.plot_trace(run, tmp_path / "plots")
+    for p in paths.values():
+        with open(p, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+# -- toys and exact references ------------------------------------------------------------
+
+def test_toys_shape():
+    for toy in TOYS.values():
+        assert toy.train.alphabet_size == 2
+        assert 10 <= toy.train.n_letters <= 50
+        assert 2 <= toy.n_states <= 3
+        assert (toy.train.lengths == 0).any()
+        assert toy.n_paths <= 65536
+    test = all_strings()
+    assert test.n_strings == 15 and test.lengths.max() == 3 and test.lengths[0] == 0
+    assert get_toy("tiny").train == TOYS["tiny"].train  # deterministic
+
+
+@pytest.mark.parametrize("n_states,beta", [(2, 0.5), (3, 0.3)])
+def test_reference_matches_exact(n_states, beta):
+    train = Corpus.from_strings([[], [0], [0, 0], [1, 0], [1]], 2)
+    test = all_strings(2)
+    pp = reference.PathPosterior.build(train, n_states, beta)
+    paths, probs = exact.path_posterior(train, n_states, beta)
+    np.testing.assert_array_equal(pp.paths, paths)
+    np.testing.assert_allclose(pp.prob, probs, rtol=1e-10)
+    np.testing.assert_allclose(pp.exact_predictive(test),
+                               exact.exact_predictive(train, test, n_states, beta), atol=1e-10)
+    np.testing.assert_allclose(pp.plugin_predictive(test),
+                               exact.exact_plugin_predictive(train, test, n_states, beta), atol=1e-10)
+    codes = reference.path_codes(pp.paths, train.tokens, n_states)
+    np.testing.assert_array_equal(codes, np.arange(pp.paths.shape[0]))
+
+
+def test_predictive_sums_below_one():
+    toy = TOYS["tiny"]
+    pp = reference.path_posterior(toy.train, toy.n_states, toy.beta)
+    for logp in (pp.exact_predictive(all_strings()), pp.plugin_predictive(all_strings())):
+        assert 0.5 < np.exp(logp).sum() < 1.0
+
+
+def test_geweke_enumeration_normalised():
+    ta, zz, prob = kernel_tests.geweke_exact((0, 1, 2), 2, 0.5)
+    assert ta.shape[0] == (2 * 2) ** 3 and prob.sum() == pytest.approx(1.0)
+
+
+# -- mutants are copies of the kernel with one bug ------------------------------------------
+
+def test_variant_kernel_equals_real_kernel_when_correct():
+    """The copied sweep with no bug switched on reproduces ``cgs-pfa`` draw for draw (same
+    seed, same random-number use), so each mutant is the production sampler plus one bug."""
+    from bayesfa.samplers.cgs_pfa import sample_cgs_pfa
+
+    toy = TOYS["small"]
+    real = sample_cgs_pfa(toy.train, 2, 0.5, 300, 100, 2, 3, seed=7)
+    counts, log_joint, _, _ = mutants.sample_variant(toy.train, "control", 2, 0.5, 300, 100, 2, 3, 7)
+    np.testing.assert_array_equal(real.counts, counts)
+    np.testing.assert_allclose(real.log_joint, log_joint, rtol=1e-12)
+    # and each mutant does change the chain
+    for variant in mutants.MUTANTS:
+        c, *_ = mutants.sample_variant(toy.train, variant, 2, 0.5, 300, 100, 2, 3, 7)
+        assert not np.array_equal(real.counts, c)
+
+
+# -- the predictive comparison --------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cgs_validation():
+    text, passed = validate_main("cgs-pfa", "tiny", True, seed=0)
+    return json.loads(text), passed
+
+
+def test_validate_cgs_pfa_passes(cgs_validation):
+    out, passed = cgs_validation
+    assert passed and out["passed"]
+    assert out["method"] == "cgs-pfa" and out["toy"] == "tiny"
+    names = [c["name"] for c in out["checks"]]
+    assert names == ["predictive", "path-gof", "geweke", "sbc"]  # SBC: the fast version
+    assert all(c["passed"] for c in out["checks"])
+    rows = out["checks"][0]["rows"]
+    assert len(rows) == 15 and rows[0]["string"] == "ε"
+    assert {"string", "estimate", "reference", "mcse", "z", "pass", "exact", "plugin_bias"} <= set(rows[0])
+
+
+def test_plugin_bias_is_visible(cgs_validation):
+    """The plug-in limit differs from the exact posterior predictive by many MC errors."""
+    rows = cgs_validation[0]["checks"][0]["rows"]
+    biased = [r for r in rows if r["mcse"] and abs(r["plugin_bias"]) > 10 * r["mcse"]]
+    assert len(biased) >= 5
+    assert rows[0]["plugin_bias"] == pytest.approx(0, abs=1e-12)  # Pr(ε) = (C_000 + N b) / (m + N A b)
+
+
+def test_compare_report_text_and_json():
+    report = compare("cgs-pfa", "three", seed=1, options={"iterations": 10_200})
+    assert isinstance(report, Report) and report.passed
+    assert "PASSED" in report.to_table()
+    data = json.loads(report.to_json())
+    assert data["passed"] is True and data["checks"][0]["alpha"] == ALPHA
+
+
+@pytest.mark.parametrize("name", MUTANTS)
+def test_compare_mutants_fail(name):
+    report = compare(name, "small", seed=0)
+    assert not report.passed
+    assert report.check("predictive").summary["max_abs_z"] > 8
+
+
+# -- kernel tests: power and calibration ----------------------------------------------------
+
+def test_path_gof_real_kernel_passes():
+    assert kernel_tests.path_gof("small", None, seed=3).passed
+
+
+@pytest.mark.parametrize("variant", list(mutants.MUTANTS))
+def test_path_gof_mutants_fail(variant):
+    check = kernel_tests.path_gof("tiny", variant, seed=0)
+    assert not check.passed
+    assert max(r["p_value"] for r in check.rows) < 1e-10
+
+
+@pytest.mark.parametrize("variant", list(mutants.MUTANTS))
+def test_geweke_mutants_fail(variant):
+    check = kernel_tests.geweke(variant, seed=0)
+    assert not check.passed
+    assert max(abs(r["z"]) for r in check.rows) > 7
+
+
+def test_sbc_fast_real_kernel_passes():
+    check = kernel_tests.sbc(None, n_replicates=200, seed=2)
+    assert check.passed
+    assert all(sum(r["histogram"]) == 200 for r in check.rows)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", list(mutants.MUTANTS))
+def test_sbc_mutants_fail(variant):
+    assert not kernel_tests.sbc(variant, n_replicates=1500, seed=0).passed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("toy", ["small", "three"])
+def test_validate_cgs_pfa_other_toys(toy):
+    text, passed = validate_main("cgs-pfa", toy, False, seed=0)
+    assert passed, text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MUTANTS)
+def test_validate_mutants_fail(name):
+    out = json.loads(validate_main(name, "tiny", True, seed=0)[0])
+    assert not out["passed"]
+    failed = {c["name"] for c in out["checks"] if not c["passed"]}
+    assert {"predictive", "path-gof", "geweke"} <= failed
+
+
+# -- oracles (NUTS / DiscreteHMCGibbs: about a minute each, slow) ---------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["oracle-pfa", "oracle-hmm", "oracle-pdfa"])
+def test_oracle_matches_exact_predictive(name):
+    """Each oracle's posterior predictive on the tiny toy agrees with its model's exact
+    enumeration (oracle-pdfa is run with MCMC, not its default enumeration)."""
+    report = compare(name, "tiny", seed=0)
+    assert report.passed, report.to_table()
+    assert "unavailable" not in report.check("predictive").description
+
+
+def test_budget_options():
+    from bayesfa.validation.harness import budget_options
+
+    toy = TOYS["three"]
+    cgs = budget_options("cgs-pfa", toy)
+    assert cgs["states"] == 3 and cgs["beta"] == toy.beta and cgs["chains"] == 4
+    hmm = budget_options("oracle-hmm", toy)
+    assert hmm["states"] == 3 and hmm["alpha"] == 0.5
+    pdfa = budget_options("oracle-pdfa", toy, overrides={"chains": 2})
+    assert pdfa["pdfa_inference"] == "mcmc" and pdfa["chains"] == 2 and "jobs" in pdfa
+
+
+def test_sampler_statistics_not_held_to_rhat():
+    rng = np.random.default_rng(0)
+    trace = {"num_steps": np.repeat(np.arange(4.0)[:, None], 50, axis=1) + rng.random((4, 50)),
+             "diverging": np.zeros((4, 50))}
+    trace["diverging"][0, :3] = 1
+    w = diagnostics.warnings(diagnostics.diagnose_trace(trace))
+    assert w == ["3 divergent transitions (NUTS): the posterior may be biased"]
