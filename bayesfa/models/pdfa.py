@@ -1,0 +1,322 @@
+"""Oracles of the finite PDFA prior of Pfau, Bartlett & Wood (2010), Sect. "A Prior over PDFAs".
+
+States ``Q = {0..N}`` with ``q0 = 0`` initial, letters ``Sigma = {0..L-1}`` (``L = n_letters``):
+
+- ``mu ~ Dir(gamma/|Q|, ..., gamma/|Q|)``                 (gen:mu)
+- ``phi_j ~ Dir(alpha mu)`` for every letter ``j``          (gen:phi)
+- ``delta[i, j] ~ phi_j``, i.e. a Polya urn per column ``j`` given ``mu``  (gen:delta)
+- ``pi_i ~ Dir(beta/|Sigma'|, ...)`` over ``Sigma' = {end} + Sigma``  (gen:pi)
+
+**String ends.** The PDIA emits one endless sequence; bayesfa scores whole strings, so the
+alphabet gets an end symbol (symbol 0 of the PFA layout, letter ``a`` is symbol ``a + 1``)
+whose transition is fixed to ``q0``: every string starts in ``q0``, emits letters from
+``pi[q]`` and stops with probability ``pi[q, end]``. Only the ``|Q| x L`` letter columns of
+``delta`` are random. In the PFA form of Sect. 2.1 (Shibata & Yoshinaka 2013) this is
+``xi[i, 0, 0] = pi[i, end]`` and ``xi[i, a+1, delta[i, a]] = pi[i, a+1]`` (``q0`` may be
+re-entered by a letter, which :func:`bayesfa.forward.xi_to_pfa` allows), so predictions are
+``Pr(b)`` of whole strings, comparable with the PFA and HMM oracles.
+
+Two oracles of the same posterior:
+
+- :func:`enumerate_posterior`: every one of the ``|Q| ** (|Q| L)`` tables ``delta`` (729 for
+  ``|Q| = 3, L = 2``), with ``pi`` integrated out (Dirichlet-multinomial of the emission counts
+  of the deterministic path, Eq. x:end) and ``phi`` *and* ``mu`` integrated out exactly:
+  given ``mu`` the prior of a column is a Polya urn (Eq. delta:end), a polynomial in ``mu``
+  (rising factorials), whose expectation under ``Dir(gamma/|Q|)`` is a sum of Dirichlet moments.
+- :func:`pdfa_model` + :func:`run_gibbs`: NumPyro's ``DiscreteHMCGibbs`` with ``delta``
+  discrete (Metropolised Gibbs, one entry at a time) and ``mu`` continuous (NUTS); ``phi`` and ``pi`` are
+  integrated out in the model (conjugate) and ``pi`` is drawn afterwards from its exact
+  conditional ``Dir(beta/|Sigma'| + c(delta))``, so each draw is a full PDFA ``xi``.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from numpy.polynomial import polynomial as P
+from scipy.special import gammaln, logsumexp
+
+import jax
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+from jax.scipy.special import gammaln as jgammaln
+
+from bayesfa.corpus import Corpus
+from bayesfa.models.pfa import run_mcmc, unique_padded
+
+
+# -- conversions --------------------------------------------------------------------------------
+
+def xi_from_pdfa(delta: np.ndarray, pi: np.ndarray) -> np.ndarray:
+    """``xi`` ``[..., Q, L+1, Q]`` from ``delta`` ``[..., Q, L]`` (int) and ``pi`` ``[..., Q, L+1]``
+    (symbol 0 = end, which goes to ``q0 = 0``)."""
+    delta = np.asarray(delta, dtype=np.int64)
+    pi = np.asarray(pi, dtype=np.float64)
+    n_q = delta.shape[-2]
+    xi = np.zeros(pi.shape + (n_q,))
+    xi[..., :, 0, 0] = pi[..., 0]
+    np.put_along_axis(xi[..., :, 1:, :], delta[..., None], pi[..., 1:, None], axis=-1)
+    return xi
+
+
+# -- path counts ----------------------------------------------------------------------------------
+
+def path_counts(deltas: np.ndarray, letters: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Emission counts of each string along the deterministic path of each table.
+
+    deltas ``[K, Q, L]``; letters ``[n, max_len]`` (0-based, -1 padded); lengths ``[n]``.
+    Returns ``[K, n, Q, L+1]``: ``c[k, s, q, a']`` symbols ``a'`` (0 = end) that string ``s``
+    emits in state ``q`` under ``deltas[k]``.
+    """
+    deltas = np.asarray(deltas, dtype=np.int64)
+    n_tables, n_q, n_letters = deltas.shape
+    n = letters.shape[0]
+    out = np.zeros((n_tables, n, n_q, n_letters + 1))
+    state = np.zeros((n_tables, n), dtype=np.int64)
+    k_idx = np.arange(n_tables)[:, None]
+    s_idx = np.arange(n)[None, :]
+    for t in range(letters.shape[1]):
+        active = np.flatnonzero(lengths > t)
+        if active.size == 0:
+            break
+        a = letters[active, t].astype(np.int64)
+        st = state[:, active]
+        out[k_idx, active[None, :], st, a[None, :] + 1] += 1
+        state[:, active] = deltas[k_idx, st, a[None, :]]
+    out[k_idx, s_idx, state, 0] += 1
+    return out
+
+
+def emission_counts(deltas: np.ndarray, corpus: Corpus) -> np.ndarray:
+    """Total emission counts ``[K, Q, L+1]`` of ``corpus`` under each table ``deltas[k]``."""
+    letters, lengths, weights = unique_padded(corpus)
+    return np.einsum("ksqa,s->kqa", path_counts(deltas, letters, lengths), weights)
+
+
+def log_emission_marginal(counts: np.ndarray, beta: float) -> np.ndarray:
+    """``log int prod pi^c Dir(pi; beta/|Sigma'|) dpi`` summed over states (Eq. x:end).
+    counts ``[..., Q, L+1]`` -> ``[...]``."""
+    k = counts.shape[-1]
+    conc = beta / k
+    per_state = (gammaln(beta) - gammaln(beta + counts.sum(-1))
+                 + (gammaln(counts + conc) - gammaln(conc)).sum(-1))
+    return per_state.sum(-1)
+
+
+# -- the prior of delta with phi and mu integrated out ---------------------------------------------
+
+def column_counts(deltas: np.ndarray) -> np.ndarray:
+    """``v[..., i, j] = #{i' : delta[i', j] = i}`` (Eq. delta:end), ``[..., Q, L]``."""
+    deltas = np.asarray(deltas, dtype=np.int64)
+    n_q = deltas.shape[-2]
+    return (deltas[..., None, :, :] == np.arange(n_q)[:, None, None]).sum(-2)
+
+
+def _log_prior_from_column_counts(v: np.ndarray, alpha: float, gamma: float) -> float:
+    """``log E_mu[p(delta | mu, alpha)]`` for one ``v`` ``[Q, L]``, ``mu ~ Dir(gamma/Q)``.
+
+    ``p(delta | mu) = prod_j Gamma(alpha)/Gamma(alpha+Q) prod_i (alpha mu_i)^(v_ij)`` with
+    rising factorials ``x^(v) = x (x+1) .. (x+v-1)``. Expanding each state's factor as a
+    polynomial ``sum_n c_i[n] mu_i^n`` gives
+    ``E = sum_{n} prod_i c_i[n_i] E[prod_i mu_i^{n_i}]`` with the Dirichlet moments
+    ``E[prod mu_i^{n_i}] = Gamma(gamma)/Gamma(gamma + |n|) prod Gamma(g + n_i)/Gamma(g)``,
+    ``g = gamma/Q``. All terms are positive (no cancellation).
+    """
+    n_q, n_letters = v.shape
+    g = gamma / n_q
+    coefs = []
+    for i in range(n_q):
+        c = np.array([1.0])
+        for vij in v[i]:
+            for k in range(int(vij)):
+                c = P.polymul(c, [float(k), alpha])
+        coefs.append(c)
+    log_terms = []
+    for n in itertools.product(*(range(c.size) for c in coefs)):
+        n = np.array(n)
+        coef = np.prod([c[ni] for c, ni in zip(coefs, n)])
+        if coef <= 0:
+            continue
+        log_terms.append(np.log(coef) + gammaln(gamma) - gammaln(gamma + n.sum())
+                         + (gammaln(g + n) - gammaln(g)).sum())
+    return float(n_letters * (gammaln(alpha) - gammaln(alpha + n_q)) + logsumexp(log_terms))
+
+
+def log_delta_prior(deltas: np.ndarray, alpha: float, gamma: float) -> np.ndarray:
+    """Exact ``log p(delta | alpha, gamma)`` of each table ``[K, Q, L]`` with ``phi`` and ``mu``
+    integrated out. ``[K]``."""
+    v = column_counts(deltas)
+    cache: dict[bytes, float] = {}
+    out = np.empty(v.shape[0])
+    for k, vk in enumerate(v):
+        key = vk.tobytes()
+        if key not in cache:
+            cache[key] = _log_prior_from_column_counts(vk, alpha, gamma)
+        out[k] = cache[key]
+    return out
+
+
+def all_tables(n_states: int, n_letters: int) -> np.ndarray:
+    """Every ``delta`` ``[|Q| ** (|Q| L), |Q|, L]`` over ``Q = {0..n_states}``."""
+    n_q = n_states + 1
+    grid = np.array(list(itertools.product(range(n_q), repeat=n_q * n_letters)), dtype=np.int64)
+    return grid.reshape(-1, n_q, n_letters)
+
+
+# -- exact enumeration ------------------------------------------------------------------------------
+
+def n_tables(n_states: int, n_letters: int) -> int:
+    """``|Q| ** (|Q| L)``: the number of transition tables."""
+    return (n_states + 1) ** ((n_states + 1) * n_letters)
+
+
+def enumerate_posterior(corpus: Corpus, n_states: int, alpha: float, beta: float, gamma: float,
+                        n_letters: int | None = None) -> dict[str, np.ndarray]:
+    """The exact posterior over every table ``delta``.
+
+    Returns ``delta`` ``[K, Q, L]``, ``log_weight`` ``[K]`` (normalised log posterior),
+    ``counts`` ``[K, Q, L+1]`` (emission counts of the corpus) and ``log_marginal`` (scalar
+    ``log p(corpus)``, in a 0-d array). ``n_letters`` defaults to the corpus alphabet.
+    """
+    n_letters = corpus.alphabet_size if n_letters is None else n_letters
+    deltas = all_tables(n_states, n_letters)
+    counts = emission_counts(deltas, corpus.with_alphabet(n_letters))
+    log_joint = log_delta_prior(deltas, alpha, gamma) + log_emission_marginal(counts, beta)
+    log_z = logsumexp(log_joint)
+    return {"delta": deltas, "log_weight": log_joint - log_z, "counts": counts,
+            "log_marginal": np.asarray(log_z)}
+
+
+def mixture_log_prob(delta: np.ndarray, log_weight: np.ndarray, counts: np.ndarray, beta: float,
+                     corpus: Corpus, chunk: int = 256) -> np.ndarray:
+    """``log sum_k w_k Pr(b | delta_k, train)`` of each string ``b`` of ``corpus``, where
+    ``Pr(b | delta, train)`` is the ratio of the Dirichlet-multinomials of ``counts + c(b)``
+    and ``counts`` (``pi`` integrated over its posterior). ``[n_strings]``."""
+    letters, lengths = corpus.padded()
+    base = log_emission_marginal(counts, beta)                         # [K]
+    out = np.empty(corpus.n_strings)
+    for lo in range(0, corpus.n_strings, chunk):
+        hi = min(lo + chunk, corpus.n_strings)
+        cb = path_counts(delta, letters[lo:hi], lengths[lo:hi])        # [K, n, Q, L+1]
+        log_pred = log_emission_marginal(counts[:, None] + cb, beta) - base[:, None]
+        out[lo:hi] = logsumexp(log_weight[:, None] + log_pred, axis=0)
+    return out
+
+
+def exact_predictive(train: Corpus, test: Corpus, n_states: int, alpha: float, beta: float,
+                     gamma: float) -> np.ndarray:
+    """Exact posterior predictive ``log Pr(b | train)`` of each test string, by enumeration."""
+    post = enumerate_posterior(train, n_states, alpha, beta, gamma)
+    return mixture_log_prob(post["delta"], post["log_weight"], post["counts"], beta,
+                            test.with_alphabet(train.alphabet_size))
+
+
+# -- NumPyro model (DiscreteHMCGibbs) ----------------------------------------------------------------
+
+def _jax_path_counts(delta, letters, lengths, weights, n_q: int, n_letters: int):
+    """Weighted emission counts ``[Q, L+1]`` of the padded strings under ``delta`` ``[Q, L]``."""
+    delta = jnp.asarray(delta)
+    letters = jnp.asarray(letters)
+    lengths = jnp.asarray(lengths)
+    weights = jnp.asarray(weights, dtype=jnp.float64)
+    n, width = letters.shape
+    x = jnp.clip(letters, 0)
+
+    def step(carry, inputs):
+        state, counts = carry
+        x_t, active = inputs
+        w = jnp.where(active, weights, 0.0)
+        counts = counts + jnp.einsum("n,nq,na->qa", w, jax.nn.one_hot(state, n_q),
+                                     jax.nn.one_hot(x_t + 1, n_letters + 1))
+        state = jnp.where(active, delta[state, x_t], state).astype(state.dtype)
+        return (state, counts), None
+
+    init = (jnp.zeros(n, dtype=jnp.int32), jnp.zeros((n_q, n_letters + 1)))
+    active = jnp.arange(width)[:, None] < lengths[None, :]
+    (state, counts), _ = jax.lax.scan(step, init, (x.T, active))
+    return counts + jnp.einsum("n,nq->q", weights, jax.nn.one_hot(state, n_q))[:, None] \
+        * jax.nn.one_hot(0, n_letters + 1)[None, :]
+
+
+def pdfa_model(letters, lengths, n_states: int, n_letters: int, alpha: float, beta: float,
+               gamma: float, weights=None):
+    """Finite PDFA prior with ``phi`` and ``pi`` integrated out; ``mu`` and ``delta`` sampled.
+
+    ``delta`` ``[Q, L]`` is drawn uniform and reweighted by the Polya-urn factor of
+    Eq. delta:end (``phi`` integrated out given ``mu``); the data enter through the
+    Dirichlet-multinomial of the emission counts (Eq. x:end). letters ``[n, max_len]``
+    (0-based, -1 padded), lengths ``[n]``, weights ``[n]`` multiplicities.
+    """
+    n_q = n_states + 1
+    if weights is None:
+        weights = np.ones(np.shape(lengths)[0])
+    mu = numpyro.sample("mu", dist.Dirichlet(jnp.full(n_q, gamma / n_q)))
+    with numpyro.plate("source", n_q, dim=-2), numpyro.plate("letter", n_letters, dim=-1):
+        delta = numpyro.sample("delta", dist.Categorical(logits=jnp.zeros(n_q)))
+    v = (delta[None, :, :] == jnp.arange(n_q)[:, None, None]).sum(1)          # [Q, L]
+    am = alpha * mu[:, None]
+    log_polya = (n_letters * (jgammaln(alpha) - jgammaln(alpha + n_q))
+                 + (jgammaln(am + v) - jgammaln(am)).sum())
+    numpyro.factor("delta_prior", log_polya + n_q * n_letters * np.log(n_q))
+    counts = _jax_path_counts(delta, letters, lengths, weights, n_q, n_letters)
+    conc = beta / (n_letters + 1)
+    log_lik = (jgammaln(beta) - jgammaln(beta + counts.sum(-1))
+               + (jgammaln(counts + conc) - jgammaln(conc)).sum(-1)).sum()
+    numpyro.factor("log_lik", log_lik)
+
+
+GIBBS_EXTRA_FIELDS = ("block_states.0.potential_energy", "block_states.1.diverging",
+                      "block_states.1.accept_prob")
+
+
+def run_gibbs(corpus: Corpus, n_states: int, alpha: float, beta: float, gamma: float, seed: int, *,
+              num_warmup: int = 1000, num_samples: int = 1000, num_chains: int = 2,
+              thinning: int = 1, progress: bool = False) -> tuple[dict, dict]:
+    """``DiscreteHMCGibbs(NUTS(pdfa_model))``: each step a (Metropolised) Gibbs sweep over the
+    entries of ``delta``, then NUTS on ``mu``. Returns ``(samples, extra)`` as
+    :func:`bayesfa.models.pfa.run_mcmc`; ``samples["delta"]`` ``[chain, draw, Q, L]``."""
+    letters, lengths, weights = unique_padded(corpus)
+    return run_mcmc(pdfa_model, seed, kernel="discrete-hmc-gibbs",
+                    data=dict(letters=letters, lengths=lengths, weights=weights),
+                    static=dict(n_states=n_states, n_letters=corpus.alphabet_size,
+                                alpha=float(alpha), beta=float(beta), gamma=float(gamma)),
+                    num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                    thinning=thinning, progress=progress, extra_fields=GIBBS_EXTRA_FIELDS)
+
+
+def sample_pi(rng: np.random.Generator, counts: np.ndarray, beta: float) -> np.ndarray:
+    """``pi ~ Dir(beta/|Sigma'| + counts)`` per state: ``[..., Q, L+1]`` from counts of that shape."""
+    conc = beta / counts.shape[-1] + np.asarray(counts, dtype=np.float64)
+    g = np.maximum(rng.standard_gamma(conc), np.finfo(float).tiny)
+    return g / g.sum(-1, keepdims=True)
+
+
+def posterior_xi(delta: np.ndarray, corpus: Corpus, beta: float,
+                 rng: np.random.Generator) -> np.ndarray:
+    """``xi`` ``[..., Q, L+1, Q]`` for tables ``delta`` ``[..., Q, L]`` with ``pi`` drawn from its
+    exact conditional given ``delta`` and ``corpus``."""
+    delta = np.asarray(delta, dtype=np.int64)
+    flat = delta.reshape((-1,) + delta.shape[-2:])
+    pi = sample_pi(rng, emission_counts(flat, corpus), beta)
+    return xi_from_pdfa(flat, pi).reshape(delta.shape[:-2] + pi.shape[-2:] + (delta.shape[-2],))
+
+
+# -- prior sampling (ancestral, nothing integrated out) ----------------------------------------------
+
+def sample_prior(rng: np.random.Generator, n_samples: int, n_states: int, n_letters: int,
+                 alpha: float, beta: float, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(delta [S, Q, L], xi [S, Q, L+1, Q])`` drawn by the generative process gen:mu..gen:delta."""
+    n_q = n_states + 1
+    mu = rng.dirichlet(np.full(n_q, gamma / n_q), size=n_samples)                # [S, Q]
+    # Dirichlet draws via gammas (numpy's dirichlet rejects very small parameters)
+    g = rng.standard_gamma(np.broadcast_to(alpha * mu[:, None, :], (n_samples, n_letters, n_q)))
+    g = np.maximum(g, np.finfo(float).tiny)
+    phi = g / g.sum(-1, keepdims=True)                                          # [S, L, Q]
+    cdf = np.cumsum(phi, axis=-1)
+    u = rng.random((n_samples, n_q, n_letters))
+    delta = (cdf[:, None, :, :] < u[..., None] * cdf[:, None, :, -1:]).sum(-1)   # [S, Q, L]
+    delta = np.minimum(delta, n_q - 1)
+    pi = sample_pi(rng, np.zeros((n_samples, n_q, n_letters + 1)), beta)
+    return delta, xi_from_pdfa(delta, pi)
