@@ -54,6 +54,15 @@ def _predict_xi(arrays: dict[str, np.ndarray], corpus: Corpus) -> np.ndarray:
     return predictive_log_prob(arrays["xi"], corpus)
 
 
+def _nuts_result(xi: np.ndarray, samples, trace, start: float) -> FitResult:
+    """FitResult of a NUTS oracle: ``xi [chain, draw, ...]`` flattened to samples, NUTS info."""
+    info = {"seconds": time.perf_counter() - start,
+            "divergences": int(trace["diverging"].sum()),
+            "mean_accept_prob": float(trace["accept_prob"].mean()),
+            **_diagnostics(samples)}
+    return FitResult({"xi": xi.reshape((-1,) + xi.shape[2:])}, trace, info)
+
+
 class OraclePFA:
     name = "oracle-pfa"
     summary = "NUTS on the fully connected PFA prior (Eq. 2), paths summed out (slow oracle)"
@@ -68,11 +77,7 @@ class OraclePFA:
         samples, trace = pfa.run_nuts(corpus, options["states"], options["beta"], seed,
                                       progress=progress, **_schedule(options))
         xi = pfa.posterior_xi(samples, options["states"], corpus.alphabet_size)
-        info = {"seconds": time.perf_counter() - start,
-                "divergences": int(trace["diverging"].sum()),
-                "mean_accept_prob": float(trace["accept_prob"].mean()),
-                **_diagnostics(samples)}
-        return FitResult({"xi": xi.reshape((-1,) + xi.shape[2:])}, trace, info)
+        return _nuts_result(xi, samples, trace, start)
 
     def predict_log_prob(self, arrays, options, corpus):
         return _predict_xi(arrays, corpus)
@@ -95,11 +100,7 @@ class OracleHMM:
         samples, trace = hmm.run_nuts(corpus, options["states"], options["alpha"],
                                       options["beta"], seed, progress=progress, **_schedule(options))
         xi = hmm.posterior_xi(samples, options["states"])
-        info = {"seconds": time.perf_counter() - start,
-                "divergences": int(trace["diverging"].sum()),
-                "mean_accept_prob": float(trace["accept_prob"].mean()),
-                **_diagnostics(samples)}
-        return FitResult({"xi": xi.reshape((-1,) + xi.shape[2:])}, trace, info)
+        return _nuts_result(xi, samples, trace, start)
 
     def predict_log_prob(self, arrays, options, corpus):
         return _predict_xi(arrays, corpus)
