@@ -135,6 +135,22 @@ class PDFA:
         object.__setattr__(self, "pi", pi)
         object.__setattr__(self, "stop", stop)
 
+    @classmethod
+    def from_pfa(cls, pfa: PFA) -> "PDFA":
+        """The PDFA of a PFA whose start state and every (state, letter) transition are unique.
+
+        A ``ValueError`` names the first state that makes ``pfa`` non-deterministic.
+        """
+        starts = np.flatnonzero(pfa.init > 0)
+        if starts.size != 1:
+            raise ValueError(f"not a PDFA: {starts.size} initial states")
+        targets = (pfa.trans > 0).sum(axis=2)  # [A, Q]
+        a, q = np.nonzero(targets > 1)
+        if a.size:
+            raise ValueError(f"not a PDFA: state {q[0]} moves to {targets[a[0], q[0]]} states on symbol {a[0]}")
+        delta = np.where(targets.T > 0, pfa.trans.argmax(axis=2).T, -1)
+        return cls(delta, pfa.trans.sum(axis=2).T, pfa.stop, int(starts[0]))
+
     def to_pfa(self) -> PFA:
         n_states, n_letters = self.delta.shape
         trans = np.zeros((n_letters, n_states, n_states))
@@ -162,6 +178,27 @@ class HMM:
     theta: np.ndarray
     stop: np.ndarray
 
+    @classmethod
+    def from_pfa(cls, pfa: PFA, tol: float = _TOL) -> "HMM":
+        """The HMM of a PFA whose next-state distribution after a letter does not depend on
+        the letter (``trans[a, q, :] / sum_r trans[a, q, r]`` the same for every ``a``).
+
+        A ``ValueError`` names the first state where it does. States that never emit get
+        ``theta[q] = e_q`` (never used).
+        """
+        emit = pfa.trans.sum(axis=2).T  # [Q, A]
+        n_states = pfa.n_states
+        theta = np.eye(n_states)
+        for q in range(n_states):
+            letters = np.flatnonzero(emit[q] > 0)
+            if letters.size == 0:
+                continue
+            rows = pfa.trans[letters, q, :] / emit[q, letters, None]
+            if np.max(np.abs(rows - rows[0])) > tol:
+                raise ValueError(f"not an HMM: the next state of state {q} depends on the symbol")
+            theta[q] = rows.mean(axis=0)
+        return cls(pfa.init, emit, theta, pfa.stop)
+
     def to_pfa(self) -> PFA:
         emit = np.asarray(self.emit, dtype=np.float64)
         theta = np.asarray(self.theta, dtype=np.float64)
@@ -171,3 +208,15 @@ class HMM:
 
     def log_prob(self, corpus: Corpus) -> np.ndarray:
         return self.to_pfa().log_prob(corpus)
+
+
+def classify(pfa: PFA) -> str:
+    """``"pdfa"``, ``"hmm"`` or ``"pfa"``: the narrowest class whose form ``pfa`` has
+    (PDFA if deterministic, else HMM if its next state does not depend on the letter)."""
+    for name, cls in (("pdfa", PDFA), ("hmm", HMM)):
+        try:
+            cls.from_pfa(pfa)
+            return name
+        except ValueError:
+            pass
+    return "pfa"

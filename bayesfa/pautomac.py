@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bayesfa.automata import PFA
+from bayesfa.automata import HMM, PDFA, PFA, classify
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 
@@ -171,8 +171,28 @@ _SECTIONS = {"I": 1, "F": 1, "S": 2, "T": 3}
 _ENTRY = re.compile(r"^\(([^()]*)\)\s+(\S+)$")
 
 
-def read_model(path: str | os.PathLike) -> PFA:
-    """Read a PAutomaC model file into a :class:`PFA` (see the module docstring)."""
+MODEL_KINDS = ("pfa", "pdfa", "hmm", "auto")
+
+
+def read_model(path: str | os.PathLike, kind: str = "pfa") -> PFA | PDFA | HMM:
+    """Read a PAutomaC model file (see the module docstring).
+
+    ``kind``: ``"pfa"`` (always possible), ``"pdfa"`` or ``"hmm"`` (an :class:`InputError`
+    when the machine does not have that form), or ``"auto"``: the narrowest of the three
+    (:func:`bayesfa.automata.classify`).
+    """
+    if kind not in MODEL_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(MODEL_KINDS)}")
+    pfa = _read_pfa(path)
+    if kind == "auto":
+        kind = classify(pfa)
+    try:
+        return {"pfa": lambda m: m, "pdfa": PDFA.from_pfa, "hmm": HMM.from_pfa}[kind](pfa)
+    except ValueError as err:
+        raise InputError(str(err), path) from None
+
+
+def _read_pfa(path: str | os.PathLike) -> PFA:
     lines = _read_lines(path)
     entries: dict[str, dict[tuple[int, ...], tuple[float, int]]] = {k: {} for k in _SECTIONS}
     section = None

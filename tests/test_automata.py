@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bayesfa.automata import HMM, PDFA, PFA
+from bayesfa.automata import HMM, PDFA, PFA, classify
+from bayesfa.datasets import pautomac_path
+from bayesfa.errors import InputError
+from bayesfa.pautomac import read_model, read_sample
 from bayesfa.corpus import Corpus
 from test_forward import all_strings, brute_force_prob, random_pfa, random_xi
 
@@ -214,3 +217,68 @@ def test_sample_guards_against_non_stopping_machine():
     pfa = PFA(np.ones(1), trans, np.zeros(1))
     with pytest.raises(RuntimeError, match="max_length"):
         pfa.sample(1, np.random.default_rng(0), max_length=50)
+
+
+# -- building a PDFA or an HMM from a PFA / a PAutomaC model file ------------------------------
+def test_pdfa_and_hmm_round_trip_through_the_pfa_form():
+    rng = np.random.default_rng(4)
+    pdfa = PDFA(np.array([[1, -1], [0, 1]]), np.array([[0.6, 0.0], [0.3, 0.2]]), np.array([0.4, 0.5]))
+    back = PDFA.from_pfa(pdfa.to_pfa())
+    np.testing.assert_array_equal(back.delta, pdfa.delta)
+    np.testing.assert_allclose(back.pi, pdfa.pi)
+    assert back.start == pdfa.start and classify(pdfa.to_pfa()) == "pdfa"
+    theta = rng.dirichlet(np.ones(3), size=3)
+    emit = rng.dirichlet(np.ones(3), size=3)[:, :2]  # the third column's mass is the stop
+    hmm = HMM(np.array([1.0, 0, 0]), emit, theta, 1 - emit.sum(axis=1))
+    back = HMM.from_pfa(hmm.to_pfa())
+    np.testing.assert_allclose(back.theta, theta)
+    np.testing.assert_allclose(back.emit, emit)
+    assert classify(hmm.to_pfa()) == "hmm"
+
+
+def test_from_pfa_rejects_other_forms():
+    trans = np.zeros((1, 2, 2))
+    trans[0, 0] = [0.3, 0.3]  # letter 0 from state 0 goes to two states ...
+    trans[0, 1, 0] = 0.5
+    stop = np.array([0.4, 0.5])
+    pfa = PFA(np.array([1.0, 0.0]), trans, stop)
+    with pytest.raises(ValueError, match="not a PDFA: state 0"):
+        PDFA.from_pfa(pfa)
+    assert classify(pfa) == "hmm"  # ... but with one letter it is an HMM
+    trans2 = np.zeros((2, 2, 2))
+    trans2[0, 0, 0], trans2[1, 0, 1] = 0.3, 0.3  # the next state depends on the letter
+    trans2[0, 1, 0] = 0.5
+    pfa2 = PFA(np.array([0.5, 0.5]), trans2, stop)
+    with pytest.raises(ValueError, match="not an HMM: .* state 0"):
+        HMM.from_pfa(pfa2)
+    assert classify(pfa2) == "pfa"
+
+
+def test_read_model_kind_on_the_bundled_problem(tmp_path):
+    path = pautomac_path(24, "model")
+    pdfa = read_model(path, kind="auto")
+    assert isinstance(pdfa, PDFA)
+    test = read_sample(pautomac_path(24, "test"))
+    np.testing.assert_allclose(pdfa.log_prob(test), read_model(path).log_prob(test), rtol=1e-12)
+    with pytest.raises(InputError, match="not an HMM") as err:
+        read_model(path, kind="hmm")
+    assert str(path) in str(err.value)
+
+
+@pytest.mark.shared_data
+def test_read_model_kinds_match_the_data_readme(shared_data):
+    """The data README classifies the 48 target machines: 16 PDFAs, 16 HMMs, 16 PFAs."""
+    import re
+
+    readme = (shared_data / "README.md").read_text()
+    expected = {int(m.group(1)): m.group(2).lower()
+                for m in re.finditer(r"^\| (\d+) \| (HMM|PFA|PDFA) \|", readme, re.M)}
+    assert len(expected) == 48
+    for k, kind in expected.items():
+        model = read_model(shared_data / "pautomac" / f"{k}.pautomac_model.txt", kind="auto")
+        assert type(model).__name__.lower() == kind, k
+        pfa = model.to_pfa()
+        test = read_sample(shared_data / "pautomac" / f"{k}.pautomac.test").subset(range(50))
+        if kind != "pfa" and test.alphabet_size <= pfa.alphabet_size:  # same probabilities
+            reference = read_model(shared_data / "pautomac" / f"{k}.pautomac_model.txt")
+            np.testing.assert_allclose(model.log_prob(test), reference.log_prob(test), rtol=1e-9)

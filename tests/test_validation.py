@@ -164,6 +164,7 @@ def test_variant_kernel_equals_real_kernel_when_correct():
 @pytest.fixture(scope="module")
 def cgs_validation():
     text, passed = validate_main("cgs-pfa", "tiny", True, seed=0)
+    assert "\n" not in text  # --json prints one line
     return json.loads(text), passed
 
 

@@ -478,4 +478,4 @@ def validate_main(method: str, toy: str | None = "tiny", as_json: bool = False, 
     except ValueError as err:
         raise InputError(str(err)) from None
     report = validate(method, toy, seed)
-    return (report.to_json() if as_json else report.to_table()), report.passed
+    return (report.to_json(indent=None) if as_json else report.to_table()), report.passed
