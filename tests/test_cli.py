@@ -196,3 +196,26 @@ def test_predict_rejects_a_larger_alphabet(tmp_path, capsys):
     big.write_text("1 3\n1 2\n")
     rc = main(["predict", str(run), str(big), "--out", str(tmp_path / "p")])
     assert_one_line_error(capsys, rc, big, 1)
+
+
+def test_select_two_stages_from_the_command_line(tmp_path, capsys):
+    """`bayesfa select`: Sect. 4.1's two stages through the CLI, resumable, JSON on one line."""
+    train = tmp_path / "small.train"
+    corpus = read_sample(pautomac_path(24, "train")).subset(range(300))
+    from bayesfa.pautomac import write_sample
+    write_sample(train, corpus)
+    args = ["select", str(train), "--method", "cgs-pfa", "--states", "1,3", "--beta", "0.05,0.5",
+            "--folds", "3", "--iterations", "30", "--burn-in", "10", "--period", "5", "--chains", "1",
+            "--seed", "2", "--out", str(tmp_path / "sel"), "--quiet", "--json"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    result = json.loads(out)
+    assert [r["candidate"]["states"] for r in result["stage1"]] == [1, 3]
+    assert all(r["candidate"]["beta"] == 0.5 for r in result["stage1"])
+    chosen = result["choice"]["states"]
+    assert [r["candidate"]["beta"] for r in result["stage2"]] == [0.05, 0.5]
+    assert all(r["candidate"]["states"] == chosen for r in result["stage2"])
+    assert (tmp_path / "sel" / "selection.json").is_file()
+    assert main(args) == 0  # a rerun reuses every finished fold
+    assert json.loads(capsys.readouterr().out)["choice"] == result["choice"]
