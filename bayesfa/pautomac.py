@@ -80,6 +80,15 @@ def _probability(token: str, path, line: int) -> float:
     return value
 
 
+def _counted_body(lines: list[str], count: int, path, what: str, blank: str) -> list[str]:
+    """The lines after the header: no blank one, and as many as the header's ``count``."""
+    body = lines[1:]
+    _check_no_blank_line(body, path, blank)
+    if len(body) != count:
+        raise InputError(f"header says {count} {what} but the file has {len(body)}", path, 1)
+    return body
+
+
 def _check_no_blank_line(body: list[str], path, problem: str) -> None:
     """A blank line inside the body is reported at its line (before any count mismatch)."""
     for lineno, text in enumerate(body, start=2):
@@ -100,10 +109,7 @@ def read_sample(path: str | os.PathLike) -> Corpus:
         raise InputError(f"negative string count {count}", path, 1)
     if alphabet < 1:
         raise InputError(f"alphabet size must be at least 1, got {alphabet}", path, 1)
-    body = lines[1:]
-    _check_no_blank_line(body, path, "blank line (the empty string is written '0')")
-    if len(body) != count:
-        raise InputError(f"header says {count} strings but the file has {len(body)}", path, 1)
+    body = _counted_body(lines, count, path, "strings", "blank line (the empty string is written '0')")
     strings = []
     for lineno, text in enumerate(body, start=2):
         parts = text.split()
@@ -143,10 +149,7 @@ def read_solution(path: str | os.PathLike) -> np.ndarray:
     count = _int(header[0], path, 1, "count")
     if count < 0:
         raise InputError(f"negative count {count}", path, 1)
-    body = lines[1:]
-    _check_no_blank_line(body, path, "blank line")
-    if len(body) != count:
-        raise InputError(f"header says {count} probabilities but the file has {len(body)}", path, 1)
+    body = _counted_body(lines, count, path, "probabilities", "blank line")
     out = np.empty(count)
     for i, text in enumerate(body):
         parts = text.split()
