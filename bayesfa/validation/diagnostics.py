@@ -98,7 +98,8 @@ def ess_tail(x) -> float:
     x = _as_chain_draw(x)
     if x.shape[1] < 4:
         return math.nan
-    return _scalar(_quiet_call(az.ess, x, method="tail"))
+    # prob given explicitly: arviz 1.x requires it on arrays; 0.05 means (0.05, 0.95) in both lines
+    return _scalar(_quiet_call(az.ess, x, method="tail", prob=0.05))
 
 
 def ess_mean(x) -> float:
