@@ -97,8 +97,13 @@ def positive_float(text: str) -> float:
 
 
 def add_mcmc_arguments(parser: argparse.ArgumentParser, *, states: int = 10, beta: float | None = 0.1,
-                       iterations: int = 1000, burn_in: int = 500, period: int = 10) -> None:
-    """The sampler options every MCMC method shares, with per-method defaults."""
+                       iterations: int = 1000, burn_in: int = 500, period: int = 10,
+                       parallel_chains: bool = True) -> None:
+    """The sampler options every MCMC method shares, with per-method defaults.
+
+    ``parallel_chains=False``: the method accepts ``--jobs`` (one command line for all) but
+    runs its chains its own way, and the help says so.
+    """
     parser.add_argument("--states", type=positive_int, default=states,
                         help=f"number of states N (besides the initial state 0); default {states}")
     if beta is not None:
@@ -112,7 +117,9 @@ def add_mcmc_arguments(parser: argparse.ArgumentParser, *, states: int = 10, bet
                         help=f"keep one sample every PERIOD sweeps after burn-in; default {period}")
     parser.add_argument("--chains", type=positive_int, default=4, help="independent chains; default 4")
     parser.add_argument("--jobs", type=positive_int, default=1,
-                        help="chains run in parallel processes; default 1 (in this process)")
+                        help="chains run in parallel processes; default 1 (in this process)"
+                        if parallel_chains else "ignored: this method runs all chains in one "
+                                                "compiled call")
 
 
 def check_schedule(options: dict[str, Any]) -> int:

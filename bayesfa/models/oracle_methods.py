@@ -68,7 +68,8 @@ class OraclePFA:
     summary = "NUTS on the fully connected PFA prior (Eq. 2), paths summed out (slow oracle)"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_mcmc_arguments(parser, states=2, beta=0.1, iterations=2000, burn_in=1000, period=1)
+        add_mcmc_arguments(parser, states=2, beta=0.1, iterations=2000, burn_in=1000, period=1,
+                           parallel_chains=False)
 
     def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
         from bayesfa.models import pfa
@@ -88,7 +89,8 @@ class OracleHMM:
     summary = "NUTS on the HMM prior of Sect. 4.4 (xi = eta theta), paths summed out (slow oracle)"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_mcmc_arguments(parser, states=2, beta=0.1, iterations=2000, burn_in=1000, period=1)
+        add_mcmc_arguments(parser, states=2, beta=0.1, iterations=2000, burn_in=1000, period=1,
+                           parallel_chains=False)
         parser.add_argument("--alpha", type=positive_float, default=0.1,
                             help="Dirichlet hyperparameter of the emissions eta; default 0.1 "
                                  "(--beta is that of the state transitions theta)")
@@ -112,7 +114,8 @@ class OraclePDFA:
                "enumeration of the transition tables, or DiscreteHMCGibbs")
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_mcmc_arguments(parser, states=2, beta=None, iterations=2000, burn_in=500, period=1)
+        add_mcmc_arguments(parser, states=2, beta=None, iterations=2000, burn_in=500, period=1,
+                           parallel_chains=False)
         parser.add_argument("--beta", type=positive_float, default=1.0,
                             help="total mass of the emission prior pi_q ~ Dir(beta/(L+1)), "
                                  "end symbol included; default 1.0")
