@@ -22,6 +22,26 @@ strings up to length 3) with the exact reference for what that method estimates:
     the enumeration with itself (that case is still handled: no Monte Carlo error, so the
     predictive must match to 1e-9).
 
+Methods that join later plug in through a *validation spec*, so that this module has no branch
+per method. A registry object names its spec by import path, ``validation =
+"bayesfa.validation.MODULE:OBJECT"`` (samplers never import validation or NumPyro code), and
+the spec has any of these optional attributes (a mutant, the object ``mutant(variant)``
+returns, may carry them itself):
+
+``validation_budget`` : dict
+    small-budget option overrides on toys (like :data:`BUDGETS`, which keeps the entries of
+    the methods that predate the hooks);
+``exact_reference(toy, test, options) -> {"reference", "exact", "kind"}``
+    the exact value (log probabilities ``[n_strings]``) that the method's predictive
+    estimates on ``toy`` (see :func:`exact_reference`);
+``per_sample_log_prob(arrays, options, test) -> [chain, draw, n_strings]``
+    per-draw log predictive values whose mean (in probability) is the method's estimate;
+    used for the Monte Carlo error before the generic layouts of :func:`per_sample_probs`;
+``kernel_checks(toy, *, seed, alpha) -> list[Check]``
+    further checks of the kernel (Geweke, path GOF, ...) that :func:`validate` runs;
+``mutant_names() -> list[str]`` and ``mutant(variant) -> method``
+    deliberately wrong kernels, validated as ``NAME:mutant-VARIANT``.
+
 Tolerance. For each string the per-sample values ``p_s = Pr(b | xi_s)`` form a
 ``(chain, draw)`` series; the estimate is their mean and its Monte Carlo standard error is
 ``sd / sqrt(ESS)`` (ArviZ's ESS for the mean, which accounts for autocorrelation and
@@ -191,19 +211,59 @@ def _jsonable(obj):
 
 # -- methods ------------------------------------------------------------------------------
 
+MUTANT_INFIX = ":mutant-"
+
+
 def resolve_method(name: str):
-    """A registered method, or a mutant ``cgs-pfa:mutant-<variant>``."""
+    """A registered method, or a mutant ``METHOD:mutant-<variant>`` (for ``cgs-pfa`` from
+    :mod:`bayesfa.validation.mutants`, for any other method from its ``mutant(variant)``)."""
+    from bayesfa.methods import get_method
     from bayesfa.validation import mutants
 
     if name.startswith(mutants.PREFIX):
         return mutants.get_mutant(name)
-    from bayesfa.methods import get_method
-
+    if MUTANT_INFIX in name:
+        base, _, variant = name.partition(MUTANT_INFIX)
+        method = get_method(base)
+        if variant not in _method_mutants(method):
+            raise ValueError(f"unknown mutant {name!r}")
+        return hooks(method).mutant(variant)
     return get_method(name)
 
 
+def hooks(method):
+    """The validation spec of ``method``: the object its ``validation`` import path names, or
+    the method itself (mutants and the methods that predate specs carry their hooks)."""
+    path = getattr(method, "validation", None)
+    if isinstance(path, str):
+        import importlib
+
+        module, _, attr = path.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    return method
+
+
+def _method_mutants(method) -> list[str]:
+    names = getattr(hooks(method), "mutant_names", None)
+    return list(names()) if callable(names) else []
+
+
+def mutant_names_of(name: str) -> list[str]:
+    """``NAME:mutant-VARIANT`` of every mutant of the registered method ``name``."""
+    from bayesfa.methods import get_method
+    from bayesfa.validation import mutants
+
+    if name == "cgs-pfa":
+        return mutants.mutant_names()
+    return [f"{name}{MUTANT_INFIX}{v}" for v in _method_mutants(get_method(name))]
+
+
 def method_family(name: str) -> str:
-    return "cgs-pfa" if name.startswith("cgs-pfa") else ("oracle" if name.startswith("oracle") else name)
+    if name.startswith("cgs-pfa"):
+        return "cgs-pfa"
+    if name.startswith("oracle"):
+        return "oracle"
+    return name.partition(MUTANT_INFIX)[0]
 
 
 def budget_options(name: str, toy: Toy, method=None, overrides: dict | None = None) -> dict[str, Any]:
@@ -219,6 +279,7 @@ def budget_options(name: str, toy: Toy, method=None, overrides: dict | None = No
     if family in _TOY_BETA or name in _TOY_BETA:
         wanted["beta"] = toy.beta
     wanted.update(BUDGETS.get(name, BUDGETS.get(family, {})))
+    wanted.update(getattr(hooks(method), "validation_budget", None) or {})
     for key, value in wanted.items():
         if key in options:
             options[key] = value
@@ -282,6 +343,12 @@ def exact_reference(name: str, toy: Toy, test: Corpus,
 
     options = options or {}
     family = method_family(name)
+    if family not in ("cgs-pfa", "oracle"):
+        method = resolve_method(name)
+        hook = getattr(hooks(method), "exact_reference", None)
+        if hook is not None:
+            return hook(toy, test, options)
+        return {"reference": None, "exact": None, "kind": "unavailable (no exact_reference)"}
     if family == "cgs-pfa" or name == "oracle-pfa":
         beta = options.get("beta", toy.beta)
         n_states = options.get("states", toy.n_states)
@@ -347,7 +414,11 @@ def compare(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha: 
     ref = exact_reference(method_name, toy, test, opts)
 
     logp_method = np.asarray(method.predict_log_prob(fit.arrays, opts, test), dtype=np.float64)
-    probs = per_sample_probs(fit.arrays, opts, test)
+    hook = getattr(hooks(method), "per_sample_log_prob", None)
+    if hook is not None:
+        probs = np.exp(np.asarray(hook(fit.arrays, opts, test), dtype=np.float64))
+    else:
+        probs = per_sample_probs(fit.arrays, opts, test)
     se_kind = "ArviZ ESS (mean) of the per-sample Pr(b | xi_s)"
     batch = False
     enumerated = probs is None and fit.info.get("inference") == "enumerate"
@@ -446,7 +517,10 @@ def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha:
     ``alpha x number of checks`` (union bound)."""
     toy = get_toy(toy) if isinstance(toy, str) else toy
     report = compare(method_name, toy, seed, alpha=alpha)
-    if kernel_checks and method_family(method_name) == "cgs-pfa":
+    hook = getattr(hooks(resolve_method(method_name)), "kernel_checks", None)
+    if kernel_checks and hook is not None:
+        report.checks.extend(hook(toy, seed=seed, alpha=alpha))
+    elif kernel_checks and method_family(method_name) == "cgs-pfa":
         from bayesfa.validation import kernel_tests
         from bayesfa.validation.mutants import PREFIX
 
@@ -470,9 +544,14 @@ def validate_main(method: str, toy: str | None = "tiny", as_json: bool = False, 
     from bayesfa.validation import mutants
 
     toy = toy or "tiny"
-    known = method_names() + mutants.mutant_names()
-    if method not in known:
-        raise InputError(f"unknown method {method!r}; choose from {', '.join(known)}")
+    base = method.partition(MUTANT_INFIX)[0]
+    if base not in method_names():
+        raise InputError(f"unknown method {method!r}; choose from {', '.join(method_names())} "
+                         f"(or NAME{MUTANT_INFIX}VARIANT, e.g. {mutants.mutant_names()[0]})")
+    if method != base and method not in mutant_names_of(base):
+        known = mutant_names_of(base)
+        raise InputError(f"unknown mutant {method!r}; {base} has "
+                         f"{', '.join(known) if known else 'no mutants'}")
     try:
         get_toy(toy)
     except ValueError as err:
