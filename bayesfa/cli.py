@@ -1,7 +1,7 @@
 """The ``bayesfa`` command line.
 
 Commands: ``prob``, ``score``, ``fit``, ``predict``, ``perplexity``, ``diagnose``, ``select``,
-``validate``. Shared conventions: ``--seed S``, ``--out PATH``, ``--quiet`` (no progress
+``validate``, ``export``. Shared conventions: ``--seed S``, ``--out PATH``, ``--quiet`` (no progress
 bar; none either when stderr is not a terminal), ``--json`` (one line of JSON on stdout).
 Bad input ends with one line on stderr and exit status 2, never a traceback.
 """
@@ -9,8 +9,6 @@ Bad input ends with one line on stderr and exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -22,9 +20,9 @@ from bayesfa.errors import InputError
 from bayesfa.methods import get_method, method_names, positive_int
 
 FORMATS = ("pautomac", "lines", "text", "fasta")
-WORKDIR = "partial"  # inside RUN_DIR: a method's finished pieces of an unfinished fit
 # argparse destinations that are not the method's own options.
-_CLI_KEYS = {"command", "train", "test", "out", "seed", "quiet", "method", "format", "func", "json"}
+_CLI_KEYS = {"command", "train", "test", "out", "seed", "quiet", "method", "format", "func", "json",
+             "force"}
 
 
 def _positive_list(cast):
@@ -48,9 +46,17 @@ def _method_from_argv(argv: list[str]) -> str | None:
     return None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's error convention: a bad option is one line on stderr (which
+    names the option and points to ``--help``) and exit status 2, without the usage block."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``method`` known, ``fit`` and ``select`` also get its options."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="bayesfa", description="Bayesian learning of probabilistic finite automata.")
     parser.add_argument("--version", action="version", version=f"bayesfa {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -78,7 +84,12 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("train", metavar="TRAIN")
     _add_method_choice(p)
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same result); default 0")
-    p.add_argument("--out", required=True, metavar="RUN_DIR")
+    p.add_argument("--out", required=True, metavar="RUN_DIR",
+                   help="the run directory: new or empty, or this same run (resumed if "
+                        "unfinished, left alone if finished)")
+    p.add_argument("--force", action="store_true",
+                   help="replace a bayesfa run made with other data or settings in RUN_DIR "
+                        "(the old run stays whole until the new one is complete)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     _add_format(p)
     if method is not None and method in method_names():
@@ -92,6 +103,9 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("test", metavar="TEST")
     p.add_argument("--out", required=True, metavar="PRED")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--map", action="store_true",
+                   help="use only the sample of highest joint probability (e.g. PDIA-MAP), "
+                        "for methods that support it")
     _add_format(p)
     p.set_defaults(func=cmd_predict)
 
@@ -127,6 +141,9 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--folds", type=positive_int, default=10, help="K of K-fold CV; default 10")
     p.add_argument("--workers", type=positive_int, default=1,
                    help="Dask worker processes for the (candidate, fold) fits; default 1 (no Dask)")
+    p.add_argument("--one-se", action="store_true",
+                   help="one-standard-error rule: the fewest states, then the largest beta, whose "
+                        "mean is within one standard error of the best (default: the best mean)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, metavar="DIR", help="results (resumable: finished folds are kept)")
     p.add_argument("--quiet", action="store_true")
@@ -142,6 +159,18 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("export", help="write a run's learned automaton (PAutomaC model file or dot)",
+                       description="Write the one automaton a run learned (estatemerge, evgram, "
+                                   "cvgram, alergia) as a PAutomaC model file, which `bayesfa prob` "
+                                   "reads back to the run's own probabilities, or as Graphviz dot.")
+    p.add_argument("run", metavar="RUN_DIR")
+    p.add_argument("--format", choices=("pautomac", "dot"), required=True,
+                   help="pautomac (model file) or dot (Graphviz picture)")
+    p.add_argument("--out", required=True, metavar="FILE")
+    p.add_argument("--max-edges", type=positive_int, default=200,
+                   help="dot: draw only the N most probable transitions (default 200)")
+    p.set_defaults(func=cmd_export)
     return parser
 
 
@@ -182,66 +211,94 @@ def _options(args) -> dict:
     return {k: v for k, v in vars(args).items() if k not in _CLI_KEYS}
 
 
-def _print_json(obj) -> None:
-    print(json.dumps(obj, sort_keys=False))
+def _print_json(obj, reasons: dict[str, str] | None = None) -> None:
+    """One line of strict JSON: non-finite numbers are ``null`` with a ``<key>_note``
+    (``reasons[key]`` says why)."""
+    from bayesfa.rundir import dumps_json
+
+    print(dumps_json(obj, reasons))
 
 
 # -- commands ---------------------------------------------------------------------------------
 def cmd_prob(args) -> int:
+    from bayesfa.corpus import Corpus
     from bayesfa.forward import forward_log_prob
     from bayesfa.pautomac import read_model, read_sample, write_solution
 
     pfa = read_model(args.model)
     test = read_sample(args.test)
-    size = max(test.alphabet_size, pfa.alphabet_size)
-    trans = np.zeros((size, pfa.n_states, pfa.n_states))
-    trans[:pfa.alphabet_size] = pfa.trans  # letters the model never emits have probability 0
-    logp = forward_log_prob(pfa.init, trans, pfa.stop, test.with_alphabet(size))
-    write_solution(args.out, np.exp(logp))
+    # letters the model never emits have probability 0: score the other strings only (the
+    # header's alphabet size may be anything, so nothing is sized by it)
+    unknown = np.zeros(test.n_tokens + 1, dtype=np.int64)
+    np.cumsum(test.tokens > pfa.alphabet_size, out=unknown[1:])
+    known = np.flatnonzero(unknown[test.offsets[1:]] == unknown[test.offsets[:-1]])
+    logp = np.full(test.n_strings, -np.inf)
+    if known.size:
+        sub = test.subset(known)
+        sub = Corpus(sub.tokens, sub.offsets, pfa.alphabet_size)
+        logp[known] = forward_log_prob(pfa.init, pfa.trans, pfa.stop, sub)
+    write_solution(args.out, log_probs=logp)
     return 0
 
 
 def cmd_score(args) -> int:
     from bayesfa.pautomac import read_solution
-    from bayesfa.scoring import score_all
+    from bayesfa.scoring import score_all_log
 
-    pred, solution = read_solution(args.pred), read_solution(args.solution)
+    # in log space, so that probabilities written below float64's range (log p < -745) count
+    pred, solution = read_solution(args.pred, log=True), read_solution(args.solution, log=True)
     if pred.size != solution.size:
         raise InputError(f"{pred.size} probabilities, but SOLUTION {args.solution} has {solution.size}",
                          args.pred)
-    result = score_all(pred, solution)
+    for path, logp in ((args.pred, pred), (args.solution, solution)):
+        if not np.isfinite(logp).any():
+            raise InputError("every probability is 0 (or the file has none): nothing to "
+                             "normalise", path)
+    result = score_all_log(pred, solution)
     if args.json:
-        _print_json(result.as_dict())
+        zero = "the prediction gives probability 0 to a string the solution gives mass"
+        _print_json(result.as_dict(), {"score": zero, "ratio": zero})
     else:
         print(f"score      {result.score:.6f}\nmin_score  {result.min_score:.6f}\nratio      {result.ratio:.6f}")
     return 0
 
 
 def cmd_fit(args) -> int:
-    from bayesfa.rundir import file_sha256, save_run
+    from bayesfa.memory import check_fits
+    from bayesfa.rundir import file_sha256, plan_run, run_identity, save_run
 
     method = get_method(args.method)
     corpus, alphabet = _load(args.train, args.format)
     options = _options(args)
-    start = time.perf_counter()
-    extra = {}
-    if getattr(method, "resumable", False):
-        # finished chains are kept here until the run is saved; a rerun reuses them
-        extra["workdir"] = Path(args.out) / WORKDIR
-    result = method.fit(corpus, options, args.seed, _progress(args), **extra)
-    elapsed = time.perf_counter() - start
     train = {"path": str(Path(args.train).resolve()), "sha256": file_sha256(args.train),
              "format": args.format or "pautomac", "n_strings": corpus.n_strings,
              "n_letters": corpus.n_letters, "alphabet_size": corpus.alphabet_size,
              "alphabet": alphabet}
-    info = {"seconds": round(elapsed, 3), **result.info}
-    save_run(args.out, method=args.method, options=options, seed=args.seed, arrays=result.arrays,
-             trace=result.trace, info=info, train=train)
-    if "workdir" in extra:
-        shutil.rmtree(extra["workdir"], ignore_errors=True)
+    plan = plan_run(args.out, run_identity(args.method, options, args.seed, train), args.force)
+    if plan.status == "done":
+        if not args.quiet:
+            print(f"bayesfa: {args.out} already holds this finished run (same data, method, "
+                  f"options and seed); nothing to do", file=sys.stderr)
+        return 0
+    if plan.status != "swap":
+        check_fits(method, corpus, options)  # before any work: refuse what cannot fit
+        plan.begin()
+        start = time.perf_counter()
+        extra = {}
+        if getattr(method, "resumable", False):
+            # the method keeps its finished pieces (and checkpoints) here; a rerun of the same
+            # command finds them again
+            extra["workdir"] = plan.workdir
+        result = method.fit(corpus, options, args.seed, _progress(args), **extra)
+        elapsed = time.perf_counter() - start
+        info = {"seconds": round(elapsed, 3), **result.info}
+        save_run(plan.build, method=args.method, options=options, seed=args.seed,
+                 arrays=result.arrays, trace=result.trace, info=info, train=train)
+    plan.finish()
     if not args.quiet:
-        print(f"bayesfa: fitted {args.method} on {corpus.n_strings} strings in {elapsed:.1f} s; "
-              f"run directory {args.out}", file=sys.stderr)
+        done = (f"fitted {args.method} on {corpus.n_strings} strings in {elapsed:.1f} s"
+                if plan.status != "swap" else "completed the replacement of the run")
+        print(f"bayesfa: {done}; run directory {args.out}", file=sys.stderr)
     return 0
 
 
@@ -259,12 +316,41 @@ def _run_and_test(args):
     return run, test.with_alphabet(trained)
 
 
+def _run_log_prob(run, test, **kwargs) -> np.ndarray:
+    """The run's method's ``predict_log_prob`` of ``test``. The run's files are input like any
+    other: arrays that do not fit the manifest's method and options (a damaged or edited run)
+    are an InputError naming the run, as are probabilities that are not probabilities."""
+    if run.method not in method_names():
+        raise InputError(f"unknown method {run.method!r} in the manifest", run.path / "manifest.json")
+    arrays = run.arrays
+    method = get_method(run.method)
+    if kwargs.get("map"):
+        import inspect
+
+        if "map" not in inspect.signature(method.predict_log_prob).parameters:
+            raise InputError(f"method {run.method} has no MAP prediction (--map)")
+    try:
+        with np.errstate(invalid="ignore"):  # NaN from a damaged run is reported below
+            logp = np.asarray(method.predict_log_prob(arrays, run.options, test, **kwargs),
+                              dtype=np.float64)
+    except InputError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError) as err:
+        raise InputError(f"arrays.npz does not fit the manifest's {run.method} run "
+                         f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})",
+                         run.path) from None
+    if logp.shape != (test.n_strings,) or np.isnan(logp).any() or (logp > 1e-9).any():
+        raise InputError("the run's arrays and options give values that are not log "
+                         "probabilities (a damaged or edited run)", run.path)
+    return np.minimum(logp, 0.0)
+
+
 def cmd_predict(args) -> int:
     from bayesfa.pautomac import write_solution
 
     run, test = _run_and_test(args)
-    logp = get_method(run.method).predict_log_prob(run.arrays, run.options, test)
-    write_solution(args.out, np.exp(logp))
+    extra = {"map": True} if getattr(args, "map", False) else {}
+    write_solution(args.out, log_probs=_run_log_prob(run, test, **extra))
     return 0
 
 
@@ -272,11 +358,12 @@ def cmd_perplexity(args) -> int:
     from bayesfa.scoring import perplexity
 
     run, test = _run_and_test(args)
-    logp = get_method(run.method).predict_log_prob(run.arrays, run.options, test)
+    logp = _run_log_prob(run, test)
     value = perplexity(logp, test.n_tokens)
     out = {"perplexity": value, "n_symbols": test.n_tokens, "log_prob": float(logp.sum())}
     if args.json:
-        _print_json(out)
+        zero = f"{int(np.isneginf(logp).sum())} test string(s) have probability 0 under the run"
+        _print_json(out, {"perplexity": zero, "log_prob": zero})
     else:
         print(f"perplexity {value:.6f} per symbol ({test.n_tokens} symbols, log prob {logp.sum():.3f})")
     return 0
@@ -286,19 +373,17 @@ def cmd_diagnose(args) -> int:
     from bayesfa.rundir import load_run
     from bayesfa.validation import diagnostics
 
-    run = load_run(args.run)
+    run = load_run(args.run)  # the manifest only: diagnose never reads arrays.npz
     if run.trace_path is None:
         raise InputError(f"method {run.method} saved no trace to diagnose", args.run)
     summary = diagnostics.diagnose(args.run)
+    verdict, warnings = diagnostics.verdict(summary), diagnostics.warnings(summary)
     if args.json:
-        _print_json(summary)
+        _print_json({"variables": summary, "verdict": verdict, "warnings": warnings})
     else:
-        print(f"{'variable':<16}{'mean':>14}{'r_hat':>10}{'ess_bulk':>12}")
-        for name, row in summary.items():
-            rhat = "nan" if row["rhat"] is None else f"{row['rhat']:.4f}"
-            ess = "nan" if row["ess_bulk"] is None else f"{row['ess_bulk']:.1f}"
-            print(f"{name:<16}{row['mean']:>14.6g}{rhat:>10}{ess:>12}")
-    for warning in diagnostics.warnings(summary):
+        print(diagnostics.format_table(summary))
+        print(f"verdict ({verdict['kind']}): {verdict['message']}")
+    for warning in warnings:
         print(f"bayesfa: warning: {warning}", file=sys.stderr)
     if args.plot:
         diagnostics.plot_trace(args.run, args.plot)
@@ -306,21 +391,32 @@ def cmd_diagnose(args) -> int:
 
 
 def cmd_select(args) -> int:
-    from bayesfa.selection import format_table, run_selection
+    from bayesfa.memory import check_fits
+    from bayesfa.selection import choice_note, format_table, run_selection
 
     corpus, _ = _load(args.train, args.format)
     base = _options(args)
-    for key in ("states", "beta", "folds", "workers"):
+    for key in ("states", "beta", "folds", "workers", "one_se"):
         base.pop(key, None)
+    if "holdout" in base:  # the folds are the held-out data here: fit each on all its strings
+        base["holdout"] = 0.0
+    # before any work: the largest candidate, fitted on (at most) the whole corpus, in every
+    # worker at once (each with one job when there are several workers)
+    biggest = {**base, "states": max(args.states), "beta": max(args.beta)}
+    if args.workers > 1 and "jobs" in biggest:
+        biggest["jobs"] = 1
+    check_fits(get_method(args.method), corpus, biggest, copies=args.workers,
+               what=f"select with --states up to {max(args.states)}")
     result = run_selection(args.method, corpus, args.states, args.beta, args.folds, args.seed, base,
-                           args.out, args.workers, _progress(args))
+                           args.out, args.workers, _progress(args), one_se=args.one_se)
     if args.json:
         _print_json(result)
     else:
         for stage in ("stage1", "stage2"):
             print(format_table(result[stage]))
             print()
-        print(f"choice: states={result['choice']['states']} beta={result['choice']['beta']}")
+        print(f"choice: states={result['choice']['states']} beta={result['choice']['beta']} "
+              f"({choice_note(result)})")
     return 0
 
 
@@ -330,6 +426,13 @@ def cmd_validate(args) -> int:
     text, passed = validate_main(args.method, args.toy, args.json, seed=args.seed)
     print(text)
     return 0 if passed else 1
+
+
+def cmd_export(args) -> int:
+    from bayesfa.export import export_run
+
+    export_run(args.run, args.format, args.out, args.max_edges)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

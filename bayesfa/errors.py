@@ -26,3 +26,8 @@ class InputError(ValueError):
         if self.line is not None:
             where = f"{where}:{self.line}"
         return f"{where}: {self.problem}"
+
+
+class TooLargeError(InputError):
+    """The work asked for needs more memory than the machine has available
+    (:func:`bayesfa.memory.check_fits`); one line naming the figure and what to change."""

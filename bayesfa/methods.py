@@ -7,7 +7,12 @@ A method is an object with
   for the shared sampler options so that they are spelled the same everywhere);
 - ``fit(corpus, options, seed, progress) -> FitResult``;
 - ``predict_log_prob(arrays, options, corpus) -> [n_strings]`` natural-log posterior
-  predictive probabilities of ``corpus``'s strings, from the arrays ``fit`` saved.
+  predictive probabilities of ``corpus``'s strings, from the arrays ``fit`` saved;
+- ``estimate_memory(corpus, options) -> int``: the peak bytes its ``fit`` and a
+  ``predict_log_prob`` on a corpus of the same size will need, stored draws included;
+  ``bayesfa fit`` and ``bayesfa select`` call it before any work and refuse, in one line,
+  what exceeds the available memory (:mod:`bayesfa.memory`). A method that does not define
+  it yet is let through unchecked.
 
 A method with ``resumable = True`` also takes ``fit(..., workdir=PATH)``: it saves each
 finished piece of work (a chain) there and reuses it when the same fit is run again, so an
@@ -52,12 +57,26 @@ class Method(Protocol):
     def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
                          corpus: Corpus) -> np.ndarray: ...
 
+    def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int: ...
+
 
 REGISTRY: dict[str, str] = {
     "cgs-pfa": "bayesfa.samplers.cgs_pfa:METHOD",
+    "cgs-sg": "bayesfa.samplers.cgs_sg:METHOD",
+    "cgs-hmm": "bayesfa.samplers.cgs_hmm:CGS_HMM",
+    "cgs-hmm-star": "bayesfa.samplers.cgs_hmm:CGS_HMM_STAR",
+    "cvb0": "bayesfa.samplers.cvb:CVB0",
+    "gcvb0": "bayesfa.samplers.cvb:GCVB0",
+    "cvb2": "bayesfa.samplers.cvb:CVB2",
     "oracle-pfa": "bayesfa.models.oracle_methods:ORACLE_PFA",
     "oracle-hmm": "bayesfa.models.oracle_methods:ORACLE_HMM",
     "oracle-pdfa": "bayesfa.models.oracle_methods:ORACLE_PDFA",
+    "pdfa": "bayesfa.samplers.pdfa:METHOD",
+    "pdia": "bayesfa.samplers.pdia:METHOD",
+    "estatemerge": "bayesfa.samplers.estatemerge:METHOD",
+    "evgram": "bayesfa.samplers.evgram:METHOD",
+    "cvgram": "bayesfa.samplers.cvgram:METHOD",
+    "alergia": "bayesfa.samplers.alergia:METHOD",
 }
 
 

@@ -80,6 +80,39 @@ def _probability(token: str, path, line: int) -> float:
     return value
 
 
+_LOG10 = math.log(10.0)
+
+
+def _log_probability(token: str, path, line: int) -> float:
+    """Natural log of a probability written in ``token`` (checked by :func:`_probability`),
+    without underflow: ``1.5e-400`` gives ``log(1.5) - 400 log(10)``, not ``log(0)``."""
+    value = _probability(token, path, line)
+    if value > 0 and value >= 1e-300:
+        return math.log(value)
+    mantissa, sep, exponent = token.lower().partition("e")
+    try:
+        m = float(mantissa)
+        e = int(exponent) if sep else 0
+    except ValueError:
+        return math.log(value) if value > 0 else -math.inf
+    return math.log(m) + e * _LOG10 if m > 0 else -math.inf
+
+
+def format_log_prob(log_prob: float) -> str:
+    """A probability given by its natural log, written in decimal without underflow (17
+    significant digits, like ``repr`` of a float64 where that is representable)."""
+    if log_prob == -math.inf:
+        return "0.0"
+    if log_prob > -700.0:
+        return repr(math.exp(log_prob))
+    log10 = log_prob / _LOG10
+    exponent = math.floor(log10)
+    mantissa = 10.0 ** (log10 - exponent)
+    if mantissa >= 10.0:  # rounding at the edge
+        mantissa, exponent = mantissa / 10.0, exponent + 1
+    return f"{mantissa:.16f}e{exponent}"
+
+
 def _counted_body(lines: list[str], count: int, path, what: str, blank: str) -> list[str]:
     """The lines after the header: no blank one, and as many as the header's ``count``."""
     body = lines[1:]
@@ -140,8 +173,11 @@ def write_sample(path: str | os.PathLike, corpus: Corpus) -> None:
 
 
 # -- solutions --------------------------------------------------------------------------------
-def read_solution(path: str | os.PathLike) -> np.ndarray:
-    """Read a solution (or prediction) file: one probability per test string."""
+def read_solution(path: str | os.PathLike, *, log: bool = False) -> np.ndarray:
+    """Read a solution (or prediction) file: one probability per test string.
+
+    ``log=True``: their natural logs, read without underflow (a written ``1e-400`` is
+    ``-921.03``, not ``-inf``)."""
     lines = _read_lines(path)
     header = lines[0].split()
     if len(header) != 1:
@@ -156,16 +192,29 @@ def read_solution(path: str | os.PathLike) -> np.ndarray:
         if len(parts) != 1:
             raise InputError("expected one probability on the line" if parts else "blank line",
                              path, i + 2)
-        out[i] = _probability(parts[0], path, i + 2)
+        out[i] = (_log_probability if log else _probability)(parts[0], path, i + 2)
     return out
 
 
-def write_solution(path: str | os.PathLike, probs: np.ndarray) -> None:
-    """Write probabilities in the solution layout (``repr`` precision, LF line endings)."""
-    probs = np.asarray(probs, dtype=np.float64).reshape(-1)
-    if not np.all(np.isfinite(probs)) or np.any(probs < 0):
-        raise ValueError("probabilities must be finite and non-negative")
-    body = "\n".join(repr(float(p)) for p in probs)
+def write_solution(path: str | os.PathLike, probs: np.ndarray | None = None, *,
+                   log_probs: np.ndarray | None = None) -> None:
+    """Write probabilities in the solution layout (``repr`` precision, LF line endings).
+
+    Give either ``probs`` or their natural logs ``log_probs``; from logs, probabilities below
+    float64's range (``log p < -745``) are still written as the positive numbers they are
+    (:func:`format_log_prob`), not rounded to 0."""
+    if (probs is None) == (log_probs is None):
+        raise ValueError("give exactly one of probs and log_probs")
+    if probs is not None:
+        probs = np.asarray(probs, dtype=np.float64).reshape(-1)
+        if not np.all(np.isfinite(probs)) or np.any(probs < 0):
+            raise ValueError("probabilities must be finite and non-negative")
+        body = "\n".join(repr(float(p)) for p in probs)
+    else:
+        probs = np.asarray(log_probs, dtype=np.float64).reshape(-1)
+        if np.any(np.isnan(probs)) or np.any(probs == np.inf):
+            raise ValueError("log probabilities must not be NaN or +inf")
+        body = "\n".join(format_log_prob(float(lp)) for lp in probs)
     Path(path).write_text(f"{probs.size}\n{body}\n" if probs.size else "0\n")
 
 
@@ -240,6 +289,7 @@ def _assemble(entries, path) -> PFA:
         for q, key in keys:
             if q not in known:
                 raise InputError(f"unknown state {q}: it has no S or F entries", path, entries[name][key][1])
+    _check_dense_size(entries, n_states, n_letters, path)
     init = np.zeros(n_states)
     stop = np.zeros(n_states)
     stop[[q for q in range(n_states) if q not in known]] = 1.0  # unnamed, unreachable numbers
@@ -269,6 +319,23 @@ def _assemble(entries, path) -> PFA:
     # Renormalise away the files' 12-digit rounding so that the PFA is exactly stochastic.
     outgoing = stop + trans.sum(axis=(0, 2))
     return PFA(init / init.sum(), trans / outgoing[None, :, None], stop / outgoing)
+
+
+def _check_dense_size(entries, n_states: int, n_letters: int, path) -> None:
+    """An InputError, before anything is allocated, when the state and symbol numbers make
+    the dense ``[A, Q, Q]`` model (a few float64 copies of it) larger than the available
+    memory: e.g. one entry naming state 99999999."""
+    from bayesfa.memory import available_memory, format_bytes
+
+    need = 4 * 8 * n_states * n_letters * n_states
+    if need <= available_memory():
+        return
+    top = {n_states - 1, n_letters - 1}
+    lineno = min((ln for sec in entries.values() for key, (_, ln) in sec.items() if top & set(key)),
+                 default=None)
+    raise InputError(f"state numbers up to {n_states - 1} and symbols up to {n_letters - 1} make "
+                     f"a dense model of {format_bytes(need)}, more than the available memory",
+                     path, lineno)
 
 
 def _check_sum(total: float, what: str, path, lineno) -> None:

@@ -9,19 +9,44 @@ A run directory holds
   ``(chain, draw)`` in the NetCDF group ``posterior``, so ``arviz.from_netcdf`` reads it.
 
 Every file is written to a temporary name and renamed into place, and the manifest is
-written last: a directory with a manifest is a finished run.
+written last: a directory with a manifest is a finished run. While a fit runs, the directory
+holds ``unfinished.json`` (what the run will be: method, options, seed, training data digest)
+and the method's work directory ``partial/``; a rerun of the same command finds both and
+resumes. :func:`plan_run` decides what ``bayesfa fit --out DIR [--force]`` may do with ``DIR``:
+start, resume, say the identical run is already finished, refuse (a non-empty folder that is
+not a run, or a run of other data or settings) or, with ``--force``, replace: the new run is
+built in the sibling ``.DIR.bayesfa-new`` and swapped in only when complete (an atomic
+``renameat2(RENAME_EXCHANGE)`` where the system has it), so the old run stays whole until
+then and survives a crash.
+
+Reading never ends in a traceback: a missing, truncated or corrupt ``manifest.json``,
+``arrays.npz`` or ``trace.nc`` is an :class:`InputError` naming the file. :func:`load_run`
+reads only the manifest; ``Run.arrays`` loads ``arrays.npz`` when first used, so
+``diagnose`` needs only ``manifest.json`` and ``trace.nc``.
+
+:func:`jsonable` is the one converter to strict JSON (non-finite numbers become ``null``
+with a ``<key>_note`` saying why) for manifests and every ``--json`` output.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import gc
 import hashlib
 import json
+import lzma
+import math
 import os
 import platform
+import shutil
+import struct
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+import zipfile
+import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +58,33 @@ FORMAT = "bayesfa-run/1"
 MANIFEST = "manifest.json"
 ARRAYS = "arrays.npz"
 TRACE = "trace.nc"
+UNFINISHED = "unfinished.json"  # what an unfinished run will be (see plan_run)
+WORKDIR = "partial"  # a method's saved pieces of an unfinished fit
+STAGING = ".{name}.bayesfa-new"  # sibling where --force builds the replacement run
+#: Options that change how a fit runs but not its result: not part of a run's identity.
+EXECUTION_OPTIONS = frozenset({"jobs", "checkpoint_every"})
+
+# What the readers of numpy's zip files and of HDF5 raise on a damaged file: the file is
+# untrusted input, and each of these means "cannot be read", not a bug of bayesfa.
+_UNREADABLE = (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError,
+               NotImplementedError, RuntimeError, OverflowError, MemoryError, RecursionError,
+               struct.error, zlib.error, zipfile.BadZipFile, lzma.LZMAError)
 
 
 @dataclass
 class Run:
+    """A finished run: its manifest (read and checked) and, loaded on first use, its arrays."""
+
     path: Path
     manifest: dict[str, Any]
-    arrays: dict[str, np.ndarray]
+    _arrays: dict[str, np.ndarray] | None = field(default=None, repr=False)
+
+    @property
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The contents of ``arrays.npz`` (read on first use; an InputError if unreadable)."""
+        if self._arrays is None:
+            self._arrays = read_arrays(self.path / ARRAYS)
+        return self._arrays
 
     @property
     def method(self) -> str:
@@ -92,12 +137,63 @@ def atomic_write(path: str | os.PathLike, write) -> None:
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Write ``obj`` as strict JSON (:func:`jsonable`), atomically."""
+    text = json.dumps(jsonable(obj), indent=2, sort_keys=True, allow_nan=False) + "\n"
+
     def write(tmp):
         with open(tmp, "w") as f:
-            json.dump(obj, f, indent=2, sort_keys=True, default=_json_default)
-            f.write("\n")
+            f.write(text)
 
     atomic_write(path, write)
+
+
+_NON_FINITE = {"inf": "infinite", "-inf": "minus infinity", "nan": "not a number"}
+
+
+def jsonable(obj: Any, reasons: dict[str, str] | None = None) -> Any:
+    """``obj`` in plain JSON types, with every non-finite float replaced by ``None``.
+
+    In a dict, a key ``k`` whose value is non-finite also gets ``k + "_note"`` saying why:
+    ``reasons[k]`` when given, else ``"infinite"``, ``"minus infinity"`` or ``"not a
+    number"`` (an existing ``k_note`` is kept). Numpy scalars and arrays, tuples and paths
+    become numbers, lists and strings. ``json.dumps(jsonable(x), allow_nan=False)`` never fails
+    on numbers, so every ``--json`` output and manifest is JSON.
+    """
+    reasons = reasons or {}
+    if isinstance(obj, dict):
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            k = str(k)
+            out[k] = jsonable(v, reasons)
+            if _is_non_finite(v) and f"{k}_note" not in obj:
+                kind = _NON_FINITE[repr(float(v))]
+                out[f"{k}_note"] = f"{kind}: {reasons[k]}" if k in reasons else kind
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v, reasons) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist(), reasons)
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        v = float(obj)
+        return v if math.isfinite(v) else None
+    if obj is None or isinstance(obj, str):
+        return obj
+    if isinstance(obj, Path):
+        return str(obj)
+    return str(obj)
+
+
+def _is_non_finite(v) -> bool:
+    return isinstance(v, (float, np.floating)) and not math.isfinite(float(v))
+
+
+def dumps_json(obj: Any, reasons: dict[str, str] | None = None) -> str:
+    """One line of strict JSON (see :func:`jsonable`)."""
+    return json.dumps(jsonable(obj, reasons), allow_nan=False)
 
 
 def _json_default(obj):
@@ -132,8 +228,75 @@ def read_trace(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """The ``(chain, draw, ...)`` arrays of a ``trace.nc``."""
     import xarray as xr
 
-    with xr.open_dataset(path, group="posterior", engine="h5netcdf") as ds:
-        return {name: np.asarray(ds[name].values) for name in ds.data_vars}
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such file", path)
+    failure = None
+    with _quiet_h5netcdf_cleanup() as state:
+        try:
+            with xr.open_dataset(path, group="posterior", engine="h5netcdf") as ds:
+                trace = {name: np.asarray(ds[name].values) for name in ds.data_vars}
+        except _UNREADABLE as err:
+            failure = state["failure"] = _reason(err)  # raised below, once the file is collected
+    if failure is not None:
+        raise InputError(f"not a readable trace (truncated or corrupt NetCDF: {failure})", path)
+    shape = None
+    for name, values in trace.items():
+        if values.ndim < 2 or values.dtype.kind not in "biuf" or (shape or values.shape[:2]) != values.shape[:2]:
+            raise InputError(f"trace variable {name!r} is not a numeric (chain, draw) array "
+                             f"like the others (shape {values.shape}, dtype {values.dtype})", path)
+        shape = values.shape[:2]
+    if not trace or 0 in shape:
+        raise InputError("the trace holds no draw", path)
+    return trace
+
+
+@contextlib.contextmanager
+def _quiet_h5netcdf_cleanup():
+    """Collect, with its message silenced, an ``h5netcdf.File`` whose ``__init__`` failed on
+    a damaged file: its ``__del__`` then raises ``AttributeError`` (h5netcdf 1.x), which
+    Python would print to stderr as an "Exception ignored" traceback whenever it is
+    collected. Other unraisable exceptions go to the previous hook as usual."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if not str(getattr(unraisable.object, "__module__", "")).startswith("h5netcdf"):
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    state: dict[str, Any] = {}
+    try:
+        yield state
+    finally:
+        if state:  # only a failed open leaves such an object (and collecting costs ~0.3 s)
+            gc.collect()
+        sys.unraisablehook = previous
+
+
+def _reason(err: BaseException) -> str:
+    """One line: the exception's type and the first line of its message."""
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0][:200]}" if text else type(err).__name__
+
+
+def read_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """The arrays of an ``arrays.npz``; an :class:`InputError` naming the file if it is
+    missing, truncated or corrupt."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such file: the run's arrays are missing", path)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            if not isinstance(npz, np.lib.npyio.NpzFile):
+                raise ValueError("not a .npz archive")
+            arrays = {k: npz[k] for k in npz.files}
+    except _UNREADABLE as err:
+        raise InputError(f"not a readable .npz archive (truncated or corrupt: {_reason(err)})",
+                         path) from None
+    for name, values in arrays.items():
+        if values.dtype.kind not in "biuf":
+            raise InputError(f"array {name!r} has dtype {values.dtype}, expected numbers", path)
+    return arrays
 
 
 def save_run(out: str | os.PathLike, *, method: str, options: dict[str, Any], seed: int | None,
@@ -167,18 +330,239 @@ def _save_npz(tmp: str, arrays: dict[str, np.ndarray]) -> None:
         np.savez_compressed(f, **arrays)
 
 
+def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
+    """A run's ``manifest.json``, checked: a JSON object of the current format with a
+    ``method`` name, an ``options`` object and, if present, a ``train`` object whose fields
+    have their types. An :class:`InputError` naming the file otherwise."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", path) from None
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", path) from None
+    try:
+        manifest = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except json.JSONDecodeError as err:
+        raise InputError(f"manifest is not valid JSON: {err.msg}", path, err.lineno) from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise InputError(f"manifest is not valid JSON: {_reason(err)}", path) from None
+    if not isinstance(manifest, dict):
+        raise InputError("manifest is not a JSON object", path)
+    if manifest.get("format") != FORMAT:
+        raise InputError(f"unknown run format {manifest.get('format')!r}, expected {FORMAT}", path)
+    if not isinstance(manifest.get("method"), str):
+        raise InputError("manifest has no method name", path)
+    if not isinstance(manifest.get("options"), dict):
+        raise InputError("manifest has no options object", path)
+    train = manifest.setdefault("train", {})
+    if not isinstance(train, dict):
+        raise InputError("manifest's train entry is not an object", path)
+    size = train.get("alphabet_size")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+        raise InputError(f"manifest's train.alphabet_size {size!r} is not a positive integer", path)
+    fmt = train.get("format")
+    if fmt is not None and fmt not in ("pautomac", "lines", "text", "fasta"):
+        raise InputError(f"manifest's train.format {fmt!r} is unknown", path)
+    alphabet = train.get("alphabet")
+    if alphabet is not None and not (
+            isinstance(alphabet, list) and all(isinstance(c, str) and len(c) == 1 for c in alphabet)
+            and len(set(alphabet)) == len(alphabet)):
+        raise InputError("manifest's train.alphabet is not a list of distinct characters", path)
+    return manifest
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
 def load_run(path: str | os.PathLike) -> Run:
-    """Read a run directory; an :class:`InputError` if it is not a finished run."""
+    """Read a finished run's manifest (arrays are read when first used); an
+    :class:`InputError` if ``path`` is not a finished run or its manifest is damaged."""
     path = Path(path)
     manifest_path = path / MANIFEST
+    if not path.is_dir():
+        raise InputError("no such run directory" if not path.exists() else "not a directory", path)
     if not manifest_path.is_file():
-        raise InputError(f"not a bayesfa run directory (no {MANIFEST})", path)
+        what = "an unfinished bayesfa run" if (path / UNFINISHED).exists() else \
+            "not a bayesfa run directory"
+        raise InputError(f"{what} (no {MANIFEST})", path)
+    return Run(path, read_manifest(manifest_path))
+
+
+# -- where a fit may write: start, resume, refuse or replace --------------------------------------
+
+def run_identity(method: str, options: dict[str, Any], seed: int | None,
+                 train: dict[str, Any]) -> dict[str, Any]:
+    """What makes two runs the same run: method, options (but :data:`EXECUTION_OPTIONS`),
+    seed, and the training file's SHA-256 and format."""
+    return jsonable({"method": method, "seed": seed,
+                     "options": {k: v for k, v in options.items() if k not in EXECUTION_OPTIONS},
+                     "train_sha256": train.get("sha256"), "train_format": train.get("format")})
+
+
+def _identity_of_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
+    train = manifest.get("train", {})
+    return run_identity(manifest.get("method"), manifest.get("options", {}), manifest.get("seed"),
+                        train)
+
+
+def _differences(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """How run ``old`` differs from ``new``, in one short phrase."""
+    if old.get("train_sha256") != new.get("train_sha256"):
+        return (f"other training data (SHA-256 {str(old.get('train_sha256'))[:12]}..., "
+                f"this file {str(new.get('train_sha256'))[:12]}...)")
+    parts = []
+    if old.get("method") != new.get("method"):
+        parts.append(f"--method {old.get('method')} (now {new.get('method')})")
+    if old.get("train_format") != new.get("train_format"):
+        parts.append(f"--format {old.get('train_format')} (now {new.get('train_format')})")
+    if old.get("seed") != new.get("seed"):
+        parts.append(f"--seed {old.get('seed')} (now {new.get('seed')})")
+    a, b = old.get("options") or {}, new.get("options") or {}
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) != b.get(key):
+            flag = "--" + key.replace("_", "-")
+            parts.append(f"{flag} {a.get(key, 'unset')} (now {b.get(key, 'unset')})")
+    if len(parts) > 4:
+        parts = parts[:4] + [f"{len(parts) - 4} more"]
+    return "other settings: " + ", ".join(parts) if parts else "other settings"
+
+
+@dataclass
+class RunPlan:
+    """What ``bayesfa fit --out final`` does (from :func:`plan_run`).
+
+    status : ``"new"``, ``"resume"`` (an unfinished identical run), ``"done"`` (an identical
+        finished run: nothing to do), ``"replace"`` (``--force``: build in ``build``, a
+        sibling, then swap) or ``"swap"`` (a complete replacement waits in ``build``).
+    build : where the run is written; ``workdir`` is the method's ``partial/`` inside it.
+    """
+
+    final: Path
+    build: Path
+    status: str
+    identity: dict[str, Any]
+
+    @property
+    def workdir(self) -> Path:
+        return self.build / WORKDIR
+
+    def begin(self) -> None:
+        """Create ``build`` and record what run it will hold (before any fitting)."""
+        if self.status == "replace" and self.build.exists() and not _same_unfinished(self.build, self.identity):
+            shutil.rmtree(self.build)  # our own staging folder, left by another forced fit
+        self.build.mkdir(parents=True, exist_ok=True)
+        write_json(self.build / UNFINISHED, self.identity)
+
+    def finish(self) -> None:
+        """After :func:`save_run` into ``build``: drop the work files, swap into place."""
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        (self.build / UNFINISHED).unlink(missing_ok=True)
+        if self.build != self.final:
+            replace_dir(self.build, self.final)
+
+
+def _read_identity(path: Path) -> dict[str, Any] | None:
+    """The identity in an ``unfinished.json``, or None if it cannot be read."""
     try:
-        manifest = json.loads(manifest_path.read_text())
-    except json.JSONDecodeError as err:
-        raise InputError(f"manifest is not valid JSON: {err.msg}", manifest_path, err.lineno) from None
-    if manifest.get("format") != FORMAT:
-        raise InputError(f"unknown run format {manifest.get('format')!r}, expected {FORMAT}", manifest_path)
-    with np.load(path / ARRAYS) as npz:
-        arrays = {k: npz[k] for k in npz.files}
-    return Run(path, manifest, arrays)
+        obj = json.loads(path.read_text(), parse_constant=_reject_constant)
+    except (OSError, ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _same_unfinished(build: Path, identity: dict[str, Any]) -> bool:
+    return (build / UNFINISHED).is_file() and _read_identity(build / UNFINISHED) == identity
+
+
+def _describe_run(path: Path) -> tuple[str, dict[str, Any] | None, str | None]:
+    """``(kind, identity, problem)`` of a non-empty folder: kind ``"finished"``,
+    ``"unfinished"`` or ``"other"`` (not a bayesfa run); identity None if unreadable."""
+    if (path / MANIFEST).is_file():
+        try:
+            return "finished", _identity_of_manifest(read_manifest(path / MANIFEST)), None
+        except InputError as err:
+            return "finished", None, err.problem
+    if (path / UNFINISHED).is_file():
+        identity = _read_identity(path / UNFINISHED)
+        return "unfinished", identity, None if identity else f"{UNFINISHED} is unreadable"
+    if (path / WORKDIR).is_dir() and {p.name for p in path.iterdir()} <= {WORKDIR, ARRAYS, TRACE}:
+        return "unfinished", None, f"no {UNFINISHED}"
+    return "other", None, None
+
+
+def plan_run(out: str | os.PathLike, identity: dict[str, Any], force: bool = False) -> RunPlan:
+    """Decide what a fit of ``identity`` (:func:`run_identity`) may do with ``--out out``.
+
+    Nothing is written here; an :class:`InputError` (one line, exit 2 in the CLI) refuses:
+    ``out`` is a file; a non-empty folder that is not a bayesfa run (even with ``force``:
+    only bayesfa runs are ever replaced); a run of other data or settings, or one whose
+    manifest is damaged, without ``force``.
+    """
+    final = Path(out)
+    if final.exists() and not final.is_dir():
+        raise InputError("exists and is not a directory; choose another --out", final)
+    if not final.exists() or not any(final.iterdir()):
+        return RunPlan(final, final, "new", identity)
+    kind, old, problem = _describe_run(final)
+    if kind == "other":
+        raise InputError("not empty and not a bayesfa run directory; choose another --out "
+                         "(--force replaces only bayesfa runs)", final)
+    if old == identity and not force:
+        return RunPlan(final, final, "done" if kind == "finished" else "resume", identity)
+    if not force:
+        raise InputError(_refusal(kind, old, identity, problem), final)
+    staging = final.parent / STAGING.format(name=final.name)
+    if staging.exists() and not staging.is_dir():
+        raise InputError(f"{staging.name} is in the way of --force (not a directory)", staging)
+    if staging.is_dir() and any(staging.iterdir()):
+        skind, sold, _ = _describe_run(staging)
+        if skind == "other":
+            raise InputError("is in the way of --force and is not a bayesfa run; remove it", staging)
+        if sold == identity:
+            return RunPlan(final, staging, "swap" if skind == "finished" else "replace", identity)
+    return RunPlan(final, staging, "replace", identity)
+
+
+def _refusal(kind: str, old: dict[str, Any] | None, new: dict[str, Any], problem: str | None) -> str:
+    what = "an unfinished bayesfa run" if kind == "unfinished" else "a bayesfa run"
+    if old is None:
+        return f"holds {what} that cannot be read ({problem}); use --force to replace it, or another --out"
+    return f"holds {what} made with {_differences(old, new)}; use --force to replace it, or another --out"
+
+
+def replace_dir(new: Path, old: Path) -> None:
+    """Put directory ``new`` at ``old``'s place and delete what was there.
+
+    With Linux ``renameat2(RENAME_EXCHANGE)`` the two are swapped in one atomic step, so at
+    every instant ``old`` names either the old run or the new one; elsewhere ``old`` is first
+    renamed aside (a crash between the two renames leaves it there, whole).
+    """
+    new, old = Path(new), Path(old)
+    if old.exists() and _exchange(new, old):
+        shutil.rmtree(new)  # now holds the old run
+        return
+    aside = None
+    if old.exists():
+        aside = Path(tempfile.mkdtemp(prefix=f".{old.name}.old-", dir=old.parent))
+        os.rmdir(aside)
+        os.rename(old, aside)
+    os.rename(new, old)
+    if aside is not None:
+        shutil.rmtree(aside)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux ``renameat2`` with ``RENAME_EXCHANGE``); False if the
+    system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    return rc == 0

@@ -45,6 +45,38 @@ def pautomac_score(pred: np.ndarray, solution: np.ndarray) -> float:
     return float(2.0 ** (-np.sum(p_t[mass] * np.log2(p_c[mass]))))
 
 
+def pautomac_score_log(log_pred: np.ndarray, log_solution: np.ndarray) -> float:
+    """Eq. 19 from natural-log probabilities (as :func:`bayesfa.pautomac.read_solution` gives
+    with ``log=True``), so that probabilities below float64's range still count.
+
+    ``inf`` when the prediction gives probability 0 (log ``-inf``) to a string the solution
+    gives mass.
+    """
+    from scipy.special import logsumexp
+
+    lp = np.asarray(log_pred, dtype=np.float64).reshape(-1)
+    ls = np.asarray(log_solution, dtype=np.float64).reshape(-1)
+    if lp.shape != ls.shape:
+        raise InputError(f"prediction has {lp.size} probabilities, solution {ls.size}")
+    for what, x in (("predicted probabilities", lp), ("solution probabilities", ls)):
+        if np.any(np.isnan(x)) or np.any(x > 1e-9):
+            raise InputError(f"{what} must be probabilities (log in [-inf, 0])")
+        if not np.isfinite(x).any():
+            raise InputError(f"{what} sum to 0: nothing to normalise")
+    log_c = lp - logsumexp(lp)
+    p_t = np.exp(ls - logsumexp(ls))
+    mass = p_t > 0
+    if np.any(np.isinf(log_c[mass])):
+        return float("inf")
+    return float(2.0 ** (-np.sum(p_t[mass] * log_c[mass]) / np.log(2.0)))
+
+
+def score_all_log(log_pred: np.ndarray, log_solution: np.ndarray) -> Score:
+    """:func:`score_all` from natural-log probabilities."""
+    s, m = pautomac_score_log(log_pred, log_solution), pautomac_score_log(log_solution, log_solution)
+    return Score(s, m, s / m)
+
+
 def min_score(solution: np.ndarray) -> float:
     """The smallest score any prediction can get: the solution scored against itself."""
     return pautomac_score(solution, solution)

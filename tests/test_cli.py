@@ -176,8 +176,9 @@ def test_fit_predict_score_diagnose_perplexity(tmp_path, capsys):
     assert 1.0 <= score["ratio"] < 1.2  # a 4-state PFA after 40 sweeps: close, not perfect
     assert main(["diagnose", "--json", str(run)]) == 0
     diag = json.loads(capsys.readouterr().out)
-    assert set(diag) == {"log_joint", "n_states", "n_edges"}
-    assert set(diag["log_joint"]) >= {"mean", "rhat", "ess_bulk"}
+    assert set(diag) == {"variables", "verdict", "warnings"}
+    assert set(diag["variables"]) == {"log_joint", "n_states", "n_edges", "heldout_log_pred"}
+    assert set(diag["variables"]["log_joint"]) >= {"mean", "rhat", "ess_bulk"}
     assert main(["perplexity", "--json", str(run), str(test)]) == 0
     assert json.loads(capsys.readouterr().out)["perplexity"] > 1
     # same seed, same predictions
@@ -219,3 +220,18 @@ def test_select_two_stages_from_the_command_line(tmp_path, capsys):
     assert (tmp_path / "sel" / "selection.json").is_file()
     assert main(args) == 0  # a rerun reuses every finished fold
     assert json.loads(capsys.readouterr().out)["choice"] == result["choice"]
+
+
+@pytest.mark.parametrize("bad", [["--states", "0"], ["--beta", "-1"], ["--iterations", "x"],
+                                 ["--no-such-option"]])
+def test_bad_option_is_one_line_exit_2(capsys, tmp_path, bad):
+    from bayesfa.datasets import pautomac_path
+
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", str(pautomac_path(24, "train")), "--method", "cgs-pfa", *bad,
+              "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert len(err.strip().splitlines()) == 1 and "error:" in err, err
+    assert bad[0] in err or "unrecognized" in err, err
+    assert not (tmp_path / "run").exists()

@@ -126,3 +126,51 @@ def test_perplexity_formula_and_errors():
     assert perplexity(np.log([0.5, 0.25]), 3) == pytest.approx(np.exp(np.log(8) / 3))
     with pytest.raises(InputError):
         perplexity(np.zeros(2), 0)
+
+
+# -- probabilities below float64's range ------------------------------------------------------
+
+def test_solution_round_trip_in_log_space_below_float64_range(tmp_path):
+    from bayesfa.pautomac import read_solution, write_solution
+
+    logp = np.array([0.0, -1.5, -744.0, -746.0, -1000.0, -123456.789, -np.inf])
+    path = tmp_path / "pred"
+    write_solution(path, log_probs=logp)
+    back = read_solution(path, log=True)
+    assert back[-1] == -np.inf
+    np.testing.assert_allclose(back[:-1], logp[:-1], rtol=1e-13, atol=1e-12)
+    plain = read_solution(path)  # as floats: what float64 can hold
+    assert plain[4] == 0.0 and plain[0] == 1.0
+    # written as the positive numbers they are (the mantissa of each, as float64 cannot hold them)
+    assert all(float(x.lower().partition("e")[0]) > 0 for x in path.read_text().split()[1:-1])
+
+
+def test_score_counts_probabilities_below_float64_range():
+    from bayesfa.scoring import score_all, score_all_log
+
+    sol = np.log(np.array([0.5, 0.3, 0.2]))
+    pred = np.array([np.log(0.4), np.log(0.4), -900.0])  # exp(-900) underflows to 0
+    res = score_all_log(pred, sol)
+    assert np.isfinite(res.score)
+    # the same score computed by hand in log space
+    log_c = pred - np.logaddexp.reduce(pred)
+    expected = 2.0 ** (-np.sum(np.exp(sol) * log_c) / np.log(2.0))
+    assert res.score == pytest.approx(expected, rel=1e-12)
+    assert not np.isfinite(score_all(np.exp(pred), np.exp(sol)).score)  # floats lose it
+    ok = np.log(np.array([0.45, 0.35, 0.2]))
+    assert score_all_log(ok, sol).score == pytest.approx(score_all(np.exp(ok), np.exp(sol)).score,
+                                                          rel=1e-12)
+
+
+def test_cli_predict_and_score_keep_tiny_probabilities(tmp_path, capsys):
+    from bayesfa.cli import main
+
+    sol = tmp_path / "sol"
+    sol.write_text("3\n0.5\n0.3\n0.2\n")
+    pred = tmp_path / "pred"
+    pred.write_text("3\n0.4\n0.4\n1.5e-400\n")
+    assert main(["score", str(pred), str(sol), "--json"]) == 0
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    assert out["score"] is not None and np.isfinite(out["score"])

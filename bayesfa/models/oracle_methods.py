@@ -6,7 +6,8 @@ Slow, exact-by-construction references for the collapsed samplers (toy sizes):
 - ``oracle-hmm``: NUTS on the HMM prior of Sect. 4.4 (:mod:`bayesfa.models.hmm`);
 - ``oracle-pdfa``: the finite PDFA prior of Pfau et al. (2010) by exact enumeration of the
   transition tables when there are at most ``--max-tables`` of them, else DiscreteHMCGibbs
-  (:mod:`bayesfa.models.pdfa`).
+  (:mod:`bayesfa.models.pdfa`); ``--hyperpriors`` puts the paper's Gamma(1, 1) priors on
+  alpha, beta, gamma (sampled by NUTS, or integrated by quadrature when enumerating).
 
 MCMC schedule: ``--burn-in`` NUTS warm-up steps, then ``--iterations - --burn-in`` steps of
 which every ``--period``-th is kept, in each of ``--chains`` chains run one after the other
@@ -63,6 +64,34 @@ def _nuts_result(xi: np.ndarray, samples, trace, start: float) -> FitResult:
     return FitResult({"xi": xi.reshape((-1,) + xi.shape[2:])}, trace, info)
 
 
+# -- memory estimates (bayesfa.memory) ---------------------------------------------------------
+
+def _kept(options: dict[str, Any]) -> int:
+    """Draws kept over all chains."""
+    return options["chains"] * max(0, (options["iterations"] - options["burn_in"]) // options["period"])
+
+
+def _nuts_memory(corpus: Corpus, options: dict[str, Any]) -> int:
+    """Peak bytes of a NUTS oracle's fit and prediction: the draws on the JAX side, as numpy and
+    as ``xi`` (float64, ``jax_enable_x64``); the reverse-mode tape of the log-space forward scan
+    (per letter position: ``[n, N, N]`` sums, gathered transitions and their exponentials, for
+    the distinct strings); then :func:`~bayesfa.memory.xi_predictive_bytes`."""
+    from bayesfa.memory import distinct_strings, padded_bytes, xi_predictive_bytes
+
+    n, q, a = options["states"], options["states"] + 1, corpus.alphabet_size + 1
+    samples = _kept(options)
+    width = int(corpus.lengths.max()) if corpus.n_strings else 0
+    tape = 3 * max(1, width) * distinct_strings(corpus) * n * n * 8
+    fit = 3 * samples * q * a * q * 8 + tape + 2 * padded_bytes(corpus)
+    return int(max(fit, xi_predictive_bytes(samples, q, a, corpus)))
+
+
+def _path_counts_bytes(tables: int, n_strings: int, q: int, letters: int) -> int:
+    """:func:`bayesfa.models.pdfa.path_counts` for ``tables`` tables: its float64 output
+    ``[K, n, Q, L+1]``, the state array and the fancy-index temporaries."""
+    return tables * n_strings * (q * (letters + 1) * 8 + 5 * 8)
+
+
 class OraclePFA:
     name = "oracle-pfa"
     summary = "NUTS on the fully connected PFA prior (Eq. 2), paths summed out (slow oracle)"
@@ -82,6 +111,9 @@ class OraclePFA:
 
     def predict_log_prob(self, arrays, options, corpus):
         return _predict_xi(arrays, corpus)
+
+    def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
+        return _nuts_memory(corpus, options)
 
 
 class OracleHMM:
@@ -107,6 +139,9 @@ class OracleHMM:
     def predict_log_prob(self, arrays, options, corpus):
         return _predict_xi(arrays, corpus)
 
+    def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
+        return _nuts_memory(corpus, options)
+
 
 class OraclePDFA:
     name = "oracle-pdfa"
@@ -129,6 +164,10 @@ class OraclePDFA:
                                  "enumerates when there are at most --max-tables; default auto")
         parser.add_argument("--max-tables", type=positive_int, default=100_000,
                             help="largest |Q|^(|Q| L) that auto enumerates; default 100000")
+        parser.add_argument("--hyperpriors", action="store_true",
+                            help="the paper's Gamma(1, 1) hyperpriors on alpha, beta, gamma "
+                                 "(then --alpha, --beta, --gamma are ignored): sampled by NUTS, "
+                                 "or integrated by Gauss-Laguerre quadrature when enumerating")
 
     @staticmethod
     def _mode(options: dict[str, Any], corpus: Corpus) -> str:
@@ -151,34 +190,73 @@ class OraclePDFA:
             if tables > 10 * options["max_tables"]:
                 raise InputError(f"{tables} transition tables are too many to enumerate; "
                                  "use --pdfa-inference mcmc")
-            post = pdfa.enumerate_posterior(corpus, n, a, b, g)
-            arrays = {k: post[k] for k in ("delta", "log_weight", "counts")}
-            info = {"inference": "enumerate", "tables": tables,
-                    "log_marginal": float(post["log_marginal"]),
+            hyper = options.get("hyperpriors", False)
+            if hyper:
+                post = pdfa.enumerate_posterior_hyper(corpus, n)
+                arrays = {k: post[k] for k in ("delta", "log_weight", "counts", "beta_nodes")}
+                means = {f"posterior_mean_{h}": float(post[f"mean_{h}"])
+                         for h in ("alpha", "beta", "gamma")}
+            else:
+                post = pdfa.enumerate_posterior(corpus, n, a, b, g)
+                arrays = {k: post[k] for k in ("delta", "log_weight", "counts")}
+                means = {}
+            info = {"inference": "enumerate", "tables": tables, "hyperpriors": hyper,
+                    "log_marginal": float(post["log_marginal"]), **means,
                     "seconds": time.perf_counter() - start}
             return FitResult(arrays, {}, info)
+        hyper = options.get("hyperpriors", False)
         samples, extra = pdfa.run_gibbs(corpus, n, a, b, g, seed, progress=progress,
-                                        **_schedule(options))
+                                        hyperpriors=hyper, **_schedule(options))
         delta = samples["delta"]
         rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
-        xi = pdfa.posterior_xi(delta, corpus, b, rng)
+        xi = pdfa.posterior_xi(delta, corpus, samples["beta"] if hyper else b, rng)
         trace = {"potential_energy": extra["block_states.0.potential_energy"],
                  "diverging": extra["block_states.1.diverging"],
                  "accept_prob": extra["block_states.1.accept_prob"]}
-        info = {"inference": "mcmc", "seconds": time.perf_counter() - start,
-                "divergences": int(trace["diverging"].sum()),
-                **_diagnostics({"mu": samples["mu"], "potential_energy": trace["potential_energy"]})}
+        continuous = {"mu": samples["mu"], "potential_energy": trace["potential_energy"]}
+        if hyper:
+            for h in ("alpha", "beta", "gamma"):
+                trace[h] = samples[h]
+                continuous[h] = samples[h]
+        info = {"inference": "mcmc", "hyperpriors": hyper, "seconds": time.perf_counter() - start,
+                "divergences": int(trace["diverging"].sum()), **_diagnostics(continuous)}
         return FitResult({"xi": xi.reshape((-1,) + xi.shape[2:]),
                           "delta": delta.reshape((-1,) + delta.shape[2:])}, trace, info)
+
+    def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
+        """Enumeration: every table as Python tuples and as an array, the path counts of every
+        table and string, and the same per chunk of 256 strings in the prediction (four
+        copies: counts, sum, two ``gammaln``). MCMC: the path counts of every kept table (for
+        the exact ``pi`` draws) and the ``xi`` draws, then their predictive."""
+        from bayesfa.memory import distinct_strings, xi_predictive_bytes
+        from bayesfa.models.pdfa import n_tables
+
+        q, letters, n = options["states"] + 1, corpus.alphabet_size, distinct_strings(corpus)
+        if self._mode(options, corpus) == "enumerate":
+            k = n_tables(options["states"], letters)
+            tables = k * (56 + 8 * q * letters) + k * q * letters * 8
+            fit = tables + _path_counts_bytes(k, n, q, letters) + k * q * (letters + 1) * 8
+            predict = 4 * _path_counts_bytes(k, min(corpus.n_strings, 256), q, letters) + k * q * (letters + 2) * 8
+            if options.get("hyperpriors", False):     # [K, B] weights and marginals, B nodes
+                from bayesfa.models.pdfa import HYPER_ORDER
+                fit += 3 * k * HYPER_ORDER * 8
+            return int(max(fit, tables + predict))
+        samples = _kept(options)
+        xi = samples * q * (letters + 1) * q * 8
+        fit = _path_counts_bytes(samples, n, q, letters) + 2 * xi + samples * q * letters * 16
+        return int(max(fit, xi_predictive_bytes(samples, q, letters + 1, corpus)))
 
     def predict_log_prob(self, arrays, options, corpus):
         if "xi" in arrays:
             return _predict_xi(arrays, corpus)
-        from bayesfa.models.pdfa import mixture_log_prob
+        from bayesfa.models.pdfa import mixture_log_prob, mixture_log_prob_hyper
 
         n_letters = arrays["delta"].shape[-1]
         if corpus.alphabet_size > n_letters:
             raise InputError(f"corpus has {corpus.alphabet_size} letters, the automaton {n_letters}")
+        if "beta_nodes" in arrays:          # --hyperpriors: beta integrated over its nodes
+            return mixture_log_prob_hyper(arrays["delta"], arrays["log_weight"], arrays["counts"],
+                                          arrays["beta_nodes"], corpus.with_alphabet(n_letters))
         return mixture_log_prob(arrays["delta"], arrays["log_weight"], arrays["counts"],
                                 options["beta"], corpus.with_alphabet(n_letters))
 

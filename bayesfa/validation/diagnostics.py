@@ -1,15 +1,27 @@
-"""Convergence diagnostics of a run's trace: a small adapter over ArviZ.
+"""Convergence diagnostics of a run's trace: a small adapter over ArviZ, and readable plots.
 
-Works with ArviZ 0.2x (Python 3.11) and 1.x (arviz-stats / arviz-plots): only calls both
-lines share are used -- ``az.rhat``, ``az.ess(method=...)`` and ``az.mcse(method="mean")``
-on plain ``(chain, draw)`` numpy arrays, and ``az.plot_trace`` / ``az.plot_rank`` on an
-``xarray.Dataset`` with dims ``(chain, draw)``. ArviZ is imported inside the functions (the
-import takes seconds), so ``import bayesfa.validation.diagnostics`` is cheap.
+Works with ArviZ 0.2x (Python 3.11) and 1.x (arviz-stats): only calls both lines share are
+used -- ``az.rhat``, ``az.ess(method=...)`` on plain ``(chain, draw)`` numpy arrays. The plots
+are drawn with matplotlib directly (the same picture under both lines: chains in distinct
+colours, the x axis in sweeps, constant variables named in a note). ArviZ and matplotlib are
+imported inside the functions, so ``import bayesfa.validation.diagnostics`` is cheap.
 
-Thresholds are those of Vehtari, Gelman, Simpson, Carpenter & Buerkner (2021), "Rank-
-normalization, folding, and localization: an improved R-hat for assessing convergence of
-MCMC": rank-normalised split R-hat below 1.01 and bulk / tail ESS of at least 400 (100 per
-chain for 4 chains).
+Two questions, answered apart (:func:`verdict`):
+
+- *within-chain convergence*: has each chain, on its own, stopped drifting and collected
+  enough effective draws? Split R-hat of the chain alone (:func:`chain_rhat`) at most
+  :data:`CHAIN_RHAT_MAX` and its own bulk ESS at least :data:`CHAIN_ESS_MIN`. If not: more
+  sweeps.
+- *between-chain agreement*: do the chains agree? Rank-normalised split R-hat over all chains
+  below 1.01 and bulk / tail ESS of at least 400 (Vehtari, Gelman, Simpson, Carpenter &
+  Buerkner 2021, "Rank-normalization, folding, and localization: an improved R-hat for
+  assessing convergence of MCMC"). When every chain converged on its own but they disagree,
+  the chains sit in different modes (CGS-PFA from random starts does, Shibata & Yoshinaka
+  2013, Fig. 12): prediction averages over them, and more chains cover more of them.
+
+The label-invariant ``heldout_log_pred`` (the log predictive of held-out strings, recorded by
+samplers that hold some out) is diagnosed beside the log joint: two chains in modes that
+predict alike agree on it even when their log joints differ.
 
 R-hat is reported as ``None`` (JSON ``null``) whenever it is undefined: one chain, or a
 variable that is constant within every chain. :func:`warnings` says which case it is.
@@ -27,6 +39,14 @@ import numpy as np
 
 RHAT_MAX = 1.01
 ESS_MIN = 400.0
+#: Within-chain thresholds: split R-hat of one chain alone (:func:`chain_rhat`) and its own
+#: bulk ESS (Vehtari et al.: 100 per chain). 1.05 rather than 1.01 because one chain gives
+#: four segments, not eight: for independent draws a chain of 100 / 200 / 400 draws exceeds
+#: 1.01 with probability 0.37 / 0.21 / 0.06, and 1.05 with probability 0.035 / 0.0025 / <0.0005
+#: (2,000 simulated chains each, ArviZ 0.23; see tests/test_diagnostics.py).
+CHAIN_RHAT_MAX = 1.05
+CHAIN_ESS_MIN = 100.0
+MIN_CHAIN_DRAWS = 8  # fewer draws in a chain: no within-chain figures
 
 #: NUTS bookkeeping that oracle runs save in their trace: not quantities of the posterior, so
 #: :func:`warnings` holds no R-hat/ESS against them (``diverging`` is reported as a count).
@@ -126,17 +146,59 @@ def mcse_mean(x) -> float:
     return sd / math.sqrt(ess)
 
 
+def _halves(x: np.ndarray) -> np.ndarray:
+    """One chain's draws as two chains (its first and second half; the first draw is dropped
+    when the count is odd): ``[draw] -> [2, draw // 2]``."""
+    n = x.size // 2
+    return np.stack([x[x.size - 2 * n:x.size - n], x[x.size - n:]])
+
+
+def chain_rhat(x) -> float:
+    """Split R-hat of one chain alone: its halves as two chains, which ArviZ splits again, so
+    four segments are compared (``az.rhat`` gives NaN for a single chain). NaN below
+    :data:`MIN_CHAIN_DRAWS` draws or for a constant chain."""
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    if x.size < MIN_CHAIN_DRAWS or np.ptp(x) == 0:
+        return math.nan
+    return rhat(_halves(x))
+
+
+def per_chain(x) -> list[dict[str, Any]]:
+    """``[{"mean", "rhat", "ess_bulk"}]`` of each chain of a ``(chain, draw)`` array on its
+    own (:func:`chain_rhat`, ``az.ess`` of the ``(1, draw)`` array); ``None`` where undefined."""
+    out = []
+    for chain in _as_chain_draw(x):
+        constant = np.ptp(chain) == 0
+        r = math.nan if constant else chain_rhat(chain)
+        e = math.nan if constant or chain.size < MIN_CHAIN_DRAWS else ess_bulk(chain[None, :])
+        out.append({"mean": _finite(np.mean(chain)), "rhat": _finite(r), "ess_bulk": _finite(e)})
+    return out
+
+
+def _finite(value) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
 def summarize(x) -> dict[str, Any]:
-    """``{"mean", "sd", "rhat", "ess_bulk", "ess_tail", "chains", "draws"}`` of one
-    ``(chain, draw)`` array, with ``None`` for undefined values and a ``"note"`` saying why."""
+    """One ``(chain, draw)`` array: ``{"mean", "sd", "rhat", "ess_bulk", "ess_tail",
+    "chains", "draws"}`` over all chains, and the within-chain figures ``"chain_rhat_max"``
+    (the largest :func:`chain_rhat`), ``"chain_ess_min"`` (the smallest per-chain bulk ESS)
+    and ``"per_chain"`` (:func:`per_chain`). ``None`` for undefined values (never NaN or
+    infinity, so the summary is valid JSON), with a ``"note"`` saying why."""
     x = _as_chain_draw(x)
     chains, draws = x.shape
-    out: dict[str, Any] = {"mean": float(np.mean(x)),
-                           "sd": float(np.std(x, ddof=1)) if x.size > 1 else None,
+    out: dict[str, Any] = {"mean": _finite(np.mean(x)),
+                           "sd": _finite(np.std(x, ddof=1)) if x.size > 1 else None,
                            "chains": chains, "draws": draws}
+    if not np.all(np.isfinite(x)):
+        out.update(rhat=None, ess_bulk=None, ess_tail=None, chain_rhat_max=None, chain_ess_min=None,
+                   per_chain=[], note="not finite")
+        return out
     within = np.var(x, axis=1)
     if np.all(within == 0):
-        out.update(rhat=None, ess_bulk=None, ess_tail=None)
+        out.update(rhat=None, ess_bulk=None, ess_tail=None, chain_rhat_max=None, chain_ess_min=None,
+                   per_chain=per_chain(x))
         if np.all(x == x.flat[0]):
             out["note"] = "constant"
         else:
@@ -149,6 +211,12 @@ def summarize(x) -> dict[str, Any]:
     b, t = ess_bulk(x), ess_tail(x)
     out["ess_bulk"] = None if math.isnan(b) else b
     out["ess_tail"] = None if math.isnan(t) else t
+    rows = per_chain(x)
+    rhats = [row["rhat"] for row in rows if row["rhat"] is not None]
+    esses = [row["ess_bulk"] for row in rows if row["ess_bulk"] is not None]
+    out["chain_rhat_max"] = max(rhats) if rhats else None
+    out["chain_ess_min"] = min(esses) if esses else None
+    out["per_chain"] = rows
     return out
 
 
@@ -181,22 +249,62 @@ def diagnose_trace(trace: dict[str, np.ndarray]) -> dict[str, dict[str, Any]]:
 
 def diagnose(run_path) -> dict[str, dict[str, Any]]:
     """Per scalar trace variable of a run: ``{"log_joint": {"mean", "sd", "rhat",
-    "ess_bulk", "ess_tail", "chains", "draws"[, "note"]}, ...}``.
+    "ess_bulk", "ess_tail", "chains", "draws", "chain_rhat_max", "chain_ess_min",
+    "per_chain"[, "note"]}, ...}`` (:func:`summarize`); :func:`verdict` and :func:`warnings`
+    read it.
 
     ``rhat`` / ``ess_*`` are ``None`` where undefined (one chain; constant chains).
     """
     return diagnose_trace(scalar_trace(run_path))
 
 
+def _within_problems(name: str, s: dict[str, Any], chain_rhat_max: float = CHAIN_RHAT_MAX,
+                     chain_ess_min: float = CHAIN_ESS_MIN) -> str | None:
+    """The within-chain problem of one variable, in one line, or None: chains that drift on
+    their own (split R-hat of the chain alone above ``chain_rhat_max``) or have too few
+    effective draws of their own (bulk ESS below ``chain_ess_min``)."""
+    rows = s.get("per_chain") or []
+    bad = [c for c, row in enumerate(rows)
+           if (row["rhat"] is not None and row["rhat"] > chain_rhat_max)
+           or (row["ess_bulk"] is not None and row["ess_bulk"] < chain_ess_min)]
+    if not bad:
+        return None
+    rhats = [rows[c]["rhat"] for c in bad if rows[c]["rhat"] is not None]
+    esses = [rows[c]["ess_bulk"] for c in bad if rows[c]["ess_bulk"] is not None]
+    figures = []
+    if rhats and max(rhats) > chain_rhat_max:
+        figures.append(f"split R-hat of a chain alone up to {max(rhats):.3f} > {chain_rhat_max}")
+    if esses and min(esses) < chain_ess_min:
+        figures.append(f"bulk ESS of a chain alone down to {min(esses):.0f} < {chain_ess_min:.0f}")
+    who = f"chain {bad[0]} has" if len(bad) == 1 else f"chains {', '.join(map(str, bad))} have"
+    return (f"{name}: {who} not converged on {'its' if len(bad) == 1 else 'their'} own "
+            f"({'; '.join(figures)}): run more sweeps (a longer --burn-in and more --iterations)")
+
+
+_NOT_MIXING = ("every chain is stuck at its own value", "not finite")
+
+
+def _checked(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The variables a convergence verdict is about: not sampler bookkeeping, not constants."""
+    return {name: s for name, s in summary.items()
+            if name != "diverging" and name not in SAMPLER_STATISTICS and s.get("note") != "constant"}
+
+
 def warnings(summary: dict[str, dict[str, Any]], *, rhat_max: float = RHAT_MAX,
              ess_min: float = ESS_MIN) -> list[str]:
-    """Human-readable problems in a :func:`diagnose` summary (Vehtari et al. 2021:
-    R-hat > 1.01 or bulk/tail ESS < 400; NUTS divergences); empty when none. Sampler
+    """Human-readable problems in a :func:`diagnose` summary; empty when none.
+
+    Within each chain (:data:`CHAIN_RHAT_MAX`, :data:`CHAIN_ESS_MIN`): a chain still drifting
+    or with too few effective draws of its own. Between chains (Vehtari et al. 2021: R-hat >
+    1.01, bulk/tail ESS < 400 over all chains): said to be modes when every chain converged on
+    its own, and not yet meaningful otherwise. NUTS divergences are counted. Sampler
     bookkeeping (:data:`SAMPLER_STATISTICS`) is not held to R-hat/ESS."""
     out = []
+    any_within = any(_within_problems(n, s) or s.get("note") in _NOT_MIXING
+                     for n, s in _checked(summary).items())
     for name, s in summary.items():
         if name == "diverging":
-            n = int(round(s.get("mean", 0.0) * s.get("chains", 0) * s.get("draws", 0)))
+            n = int(round((s.get("mean") or 0.0) * s.get("chains", 0) * s.get("draws", 0)))
             if n:
                 out.append(f"{n} divergent transitions (NUTS): the posterior may be biased")
             continue
@@ -209,126 +317,285 @@ def warnings(summary: dict[str, dict[str, Any]], *, rhat_max: float = RHAT_MAX,
             out.append(f"{name}: every chain is stuck at a different constant value "
                        f"(R-hat undefined): the chains do not mix")
             continue
+        if note == "not finite":
+            out.append(f"{name}: some values are not finite (NaN or infinite): nothing to diagnose")
+            continue
+        problem = _within_problems(name, s)
+        if problem:
+            out.append(problem)
         r = s.get("rhat")
         if r is None:
             if s.get("chains", 0) < 2:
                 out.append(f"{name}: R-hat is undefined with one chain; run at least 4 chains "
-                           f"to check convergence")
+                           f"to check that chains agree")
             else:
                 out.append(f"{name}: R-hat is undefined")
-        elif r > rhat_max:
-            out.append(f"{name}: R-hat {r:.3f} > {rhat_max} (chains disagree; run longer)")
-        for key, label in (("ess_bulk", "bulk"), ("ess_tail", "tail")):
-            e = s.get(key)
-            if e is not None and e < ess_min:
-                out.append(f"{name}: {label} ESS {e:.0f} < {ess_min:.0f} (too few effective draws)")
+            continue
+        low = [(label, s.get(key)) for key, label in (("ess_bulk", "bulk"), ("ess_tail", "tail"))
+               if s.get(key) is not None and s.get(key) < ess_min]
+        if r > rhat_max:
+            if not any_within:  # else meaningless until every chain has converged on its own
+                ess = "; ".join(f"{label} ESS {e:.0f}" for label, e in low)
+                out.append(f"{name}: R-hat {r:.3f} > {rhat_max}{f' ({ess} over all chains)' if ess else ''}"
+                           f", although every chain converged on its own: the chains sit in "
+                           f"different modes, which prediction averages over; more --chains "
+                           f"cover more modes")
+        elif not any_within:
+            for label, e in low:
+                out.append(f"{name}: {label} ESS {e:.0f} < {ess_min:.0f} over all chains "
+                           f"(too few effective draws): run more --iterations or --chains")
     return out
+
+
+def verdict(summary: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One-line verdict on a :func:`diagnose` summary: ``{"kind", "message", "variables"}``.
+
+    ``kind`` is ``"within-chain"`` (some chain has not converged on its own: more sweeps),
+    ``"between-chain"`` (every chain converged, but in different modes: prediction averages
+    over them, more chains cover more of them), ``"one-chain"`` (agreement cannot be
+    checked), ``"few-draws"`` (converged and agreeing, too few effective draws in all),
+    ``"converged"`` or ``"nothing"`` (only constants); ``variables`` names the variables
+    behind it."""
+    checked = _checked(summary)
+    if not checked:
+        return {"kind": "nothing", "variables": [],
+                "message": "nothing to diagnose: every trace variable is constant"}
+    within = [n for n, s in checked.items()
+              if _within_problems(n, s) or s.get("note") in _NOT_MIXING]
+    if within:
+        return {"kind": "within-chain", "variables": within,
+                "message": f"not converged within chains ({', '.join(within)}): some chain is still "
+                           f"drifting or has too few effective draws of its own - run more sweeps "
+                           f"(a longer --burn-in and more --iterations)"}
+    if max(s.get("chains", 0) for s in checked.values()) < 2:
+        return {"kind": "one-chain", "variables": list(checked),
+                "message": "the chain converged on its own, but with one chain agreement between "
+                           "chains cannot be checked - run 4 chains or more"}
+    between = [n for n, s in checked.items() if s.get("rhat") is not None and s["rhat"] > RHAT_MAX]
+    if between:
+        worst = max(checked[n]["rhat"] for n in between)
+        message = (f"every chain converged on its own, but the chains sit in different modes "
+                   f"({', '.join(between)}: R-hat up to {worst:.3g}) - prediction averages over the "
+                   f"modes; use more chains (--chains) to cover them (more sweeps rarely move a "
+                   f"chain to another mode)")
+        held = checked.get("heldout_log_pred")
+        if held is not None and "heldout_log_pred" not in between and held.get("rhat") is not None:
+            message += (f"; the modes predict the held-out strings alike (heldout_log_pred R-hat "
+                        f"{held['rhat']:.3f})")
+        return {"kind": "between-chain", "variables": between, "message": message}
+    few = [n for n, s in checked.items()
+           if any(s.get(k) is not None and s[k] < ESS_MIN for k in ("ess_bulk", "ess_tail"))]
+    if few:
+        return {"kind": "few-draws", "variables": few,
+                "message": f"every chain converged and the chains agree, but there are too few "
+                           f"effective draws in all ({', '.join(few)}: ESS < {ESS_MIN:.0f}) - run "
+                           f"more --iterations or --chains"}
+    return {"kind": "converged", "variables": list(checked),
+            "message": f"converged: every chain is stationary on its own (split R-hat <= "
+                       f"{CHAIN_RHAT_MAX}, bulk ESS >= {CHAIN_ESS_MIN:.0f} per chain) and the chains "
+                       f"agree (R-hat <= {RHAT_MAX}, ESS >= {ESS_MIN:.0f})"}
+
+
+def format_table(summary: dict[str, dict[str, Any]]) -> str:
+    """The text table of ``bayesfa diagnose``: per variable its mean, R-hat and bulk ESS over
+    all chains (between-chain agreement), and the worst chain on its own (within-chain
+    convergence: the largest split R-hat, the smallest bulk ESS)."""
+    def fmt(value, spec):
+        return "-" if value is None else format(value, spec)
+
+    width = max([16] + [len(n) for n in summary]) + 2
+    lines = [f"{'':<{width}}{'':>14}{'all chains':>22}{'worst chain alone':>24}",
+             f"{'variable':<{width}}{'mean':>14}{'r_hat':>10}{'ess_bulk':>12}{'r_hat':>12}{'ess_bulk':>12}"]
+    for name, row in summary.items():
+        lines.append(f"{name:<{width}}{fmt(row.get('mean'), '.6g'):>14}{fmt(row.get('rhat'), '.4f'):>10}"
+                     f"{fmt(row.get('ess_bulk'), '.1f'):>12}{fmt(row.get('chain_rhat_max'), '.4f'):>12}"
+                     f"{fmt(row.get('chain_ess_min'), '.1f'):>12}")
+    return "\n".join(lines)
 
 
 # -- plots -------------------------------------------------------------------------------
 
-def _dataset(trace: dict[str, np.ndarray]):
-    import xarray as xr
+def sweeps_axis(run_path, draws: int) -> tuple[np.ndarray, str]:
+    """The x axis of a run's trace: ``burn_in + (draw + 1) * period`` sweeps when the run's
+    manifest has those options (every sampler's do), else the draw index."""
+    import json
 
-    first = next(iter(trace.values()))
-    chains, draws = first.shape
-    return xr.Dataset({k: (("chain", "draw"), v) for k, v in trace.items()},
-                      coords={"chain": np.arange(chains), "draw": np.arange(draws)})
-
-
-def _save(result, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    if hasattr(result, "savefig"):  # arviz-plots PlotCollection
-        result.savefig(path)
-        return
-    axes = np.asarray(result).reshape(-1) if result is not None else np.array([])
-    fig = axes[0].get_figure() if axes.size and hasattr(axes[0], "get_figure") else plt.gcf()
-    fig.savefig(path, dpi=90, bbox_inches="tight")
+    path = Path(run_path)
+    manifest = (path if path.is_dir() else path.parent) / "manifest.json"
+    try:
+        options = json.loads(manifest.read_text())["options"]
+        burn_in, period = int(options["burn_in"]), int(options["period"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return np.arange(draws), "draw"
+    return burn_in + (np.arange(draws) + 1) * period, "sweep"
 
 
-def _fallback_trace(trace, path: Path) -> None:
-    import matplotlib.pyplot as plt
+def _colours(n: int):
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10" if n <= 10 else "viridis"]
+    return [cmap(c if n <= 10 else c / max(1, n - 1)) for c in range(n)]
+
+
+def _split(trace: dict[str, np.ndarray]):
+    """``(varying, notes)``: the scalar variables worth plotting, and one line for each left
+    out (constant, or not finite)."""
+    varying, notes = {}, []
+    for name, v in trace.items():
+        v = np.asarray(v, dtype=np.float64)
+        if v.ndim != 2:
+            continue
+        if not np.all(np.isfinite(v)):
+            notes.append(f"{name}: not plotted (values that are not finite)")
+        elif np.ptp(v) == 0:
+            notes.append(f"{name}: constant {v.flat[0]:.6g} in every chain and draw (not plotted)")
+        elif np.all(np.ptp(v, axis=1) == 0):
+            values = ", ".join(f"{x:.6g}" for x in v[:, 0])
+            notes.append(f"{name}: each chain constant at its own value ({values}; not plotted)")
+        else:
+            varying[name] = v
+    return varying, notes
+
+
+def _figure(rows: int, cols: int, notes: list[str], width: float, height: float):
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    n_rows = max(rows, 0) + (1 if notes else 0)
+    ratios = [1.0] * max(rows, 0) + ([0.12 + 0.1 * len(notes)] if notes else [])
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = Figure(figsize=(width, height * max(rows, 0) + (0.35 + 0.22 * len(notes) if notes else 0)),
+                     layout="constrained")
+    FigureCanvasAgg(fig)  # PNG output without pyplot or a GUI backend
+    grid = fig.add_gridspec(n_rows, cols, height_ratios=ratios)
+    axes = [[fig.add_subplot(grid[r, c]) for c in range(cols)] for r in range(rows)]
+    for row in axes:
+        for ax in row:
+            ax.xaxis.set_major_locator(MaxNLocator(5))
+            ax.yaxis.set_major_locator(MaxNLocator(4))
+            ax.tick_params(labelsize=8)
+    if notes:
+        ax = fig.add_subplot(grid[n_rows - 1, :])
+        ax.axis("off")
+        ax.text(0.0, 1.0, "\n".join(notes), va="top", ha="left", fontsize=9, transform=ax.transAxes)
+    return fig, axes
+
+
+def _legend(fig, colours) -> None:
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=c, lw=2) for c in colours]
+    fig.legend(handles, [f"chain {c}" for c in range(len(colours))], loc="outside upper center",
+               ncols=min(len(colours), 8), fontsize=8, frameon=False)
+
+
+def _trace_png(trace, notes, x, xlabel, path: Path) -> None:
+    trace_figure(trace, notes, x, xlabel).savefig(path, dpi=90)
+
+
+def trace_figure(trace, notes, x, xlabel):
+    """The figure of ``trace.png``: per variable a density and a trace panel, one colour per
+    chain, ``x`` (the draws' sweeps) on the trace's x axis; ``notes`` below."""
+    from scipy.stats import gaussian_kde
 
     names = list(trace)
-    fig, axes = plt.subplots(len(names), 2, figsize=(10, 2.2 * len(names)), squeeze=False)
+    chains = next(iter(trace.values())).shape[0] if trace else 0
+    colours = _colours(chains)
+    fig, axes = _figure(len(names), 2, notes, 10, 2.1)
     for row, name in enumerate(names):
-        for c, chain in enumerate(trace[name]):
-            axes[row, 0].hist(chain, bins=30, histtype="step", label=f"chain {c}")
-            axes[row, 1].plot(chain, lw=0.6)
-        axes[row, 0].set_title(name)
-        axes[row, 1].set_title(f"{name} (trace)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
+        v = trace[name]
+        dens, line = axes[row]
+        grid = np.linspace(v.min(), v.max(), 200)
+        levels = np.unique(v)
+        discrete = levels.size <= 30 and np.all(levels == np.round(levels))
+        for c in range(chains):
+            chain = v[c]
+            line.plot(x, chain, color=colours[c], lw=0.7, alpha=0.85)
+            if discrete:  # e.g. states in use: the share of draws at each value
+                share = np.array([np.mean(chain == level) for level in levels])
+                dens.step(levels, share, where="mid", color=colours[c], lw=1.2)
+                continue
+            if np.ptp(chain) > 0 and chain.size > 2:
+                try:
+                    dens.plot(grid, gaussian_kde(chain)(grid), color=colours[c], lw=1.2)
+                    continue
+                except (np.linalg.LinAlgError, ValueError):
+                    pass
+            dens.axvline(chain.mean(), color=colours[c], lw=1.2)  # a chain at one value
+        dens.set_title(name, fontsize=10, loc="left")
+        dens.set_ylabel("share of draws" if discrete else "density", fontsize=8)
+        if discrete:
+            from matplotlib.ticker import MaxNLocator
+
+            dens.xaxis.set_major_locator(MaxNLocator(5, integer=True))
+        dens.set_yticks([])
+        line.set_title(f"{name} by {xlabel}", fontsize=10, loc="left")
+        line.set_xlabel(xlabel, fontsize=8)
+    if chains:
+        _legend(fig, colours)
+    return fig
 
 
-def _fallback_rank(trace, path: Path) -> None:
-    import matplotlib.pyplot as plt
+def _rank_png(trace, notes, path: Path, bins: int = 20) -> None:
+    rank_figure(trace, notes, bins).savefig(path, dpi=90)
+
+
+def rank_figure(trace, notes, bins: int = 20):
+    """Rank plots (Vehtari et al. 2021, Sect. 4): ranks over all chains, a histogram per chain
+    in its own band, the dashed line the uniform level that mixing chains scatter around."""
     from scipy.stats import rankdata
 
     names = list(trace)
-    fig, axes = plt.subplots(len(names), 1, figsize=(6, 2.2 * len(names)), squeeze=False)
+    chains = next(iter(trace.values())).shape[0] if trace else 0
+    colours = _colours(chains)
+    fig, axes = _figure(len(names), 1, notes, 7, 0.5 + 0.35 * max(chains, 2))
     for row, name in enumerate(names):
-        x = trace[name]
-        ranks = rankdata(x.reshape(-1)).reshape(x.shape)
-        for c in range(x.shape[0]):
-            axes[row, 0].hist(ranks[c], bins=20, histtype="step", label=f"chain {c}")
-        axes[row, 0].set_title(f"{name} (rank)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
+        v = trace[name]
+        ax = axes[row][0]
+        ranks = rankdata(v.reshape(-1)).reshape(v.shape) / v.size
+        edges = np.linspace(0, 1, bins + 1)
+        expected = v.shape[1] / bins
+        counts = np.stack([np.histogram(ranks[c], bins=edges)[0] for c in range(chains)])
+        scale = 0.9 / max(counts.max(), 2 * expected)  # bars stay in their band
+        for c in range(chains):
+            ax.bar(edges[:-1], counts[c] * scale, width=1 / bins, bottom=c, align="edge",
+                   color=colours[c], alpha=0.8, edgecolor="white", linewidth=0.3)
+            ax.axhline(c + expected * scale, color="0.3", lw=0.8, ls="--")
+        ax.set_yticks(np.arange(chains) + expected * scale)
+        ax.set_yticklabels([f"chain {c}" for c in range(chains)], fontsize=8)
+        ax.set_ylim(0, chains)
+        ax.set_xlim(0, 1)
+        ax.set_title(f"{name}: rank of each draw among all chains", fontsize=10, loc="left")
+        ax.set_xlabel("rank (fraction of all draws)", fontsize=8)
+    return fig
 
 
 def plot_trace(run_path, out_dir) -> dict[str, str]:
-    """Write ``trace.png`` (``az.plot_trace``) and ``rank.png`` (``az.plot_rank``) of the
-    run's scalar trace variables into ``out_dir``; returns ``{"trace": path, "rank": path}``.
+    """Write ``trace.png`` (density and trace per variable, the x axis in sweeps) and
+    ``rank.png`` (rank plots) of the run's scalar trace variables into ``out_dir``; returns
+    ``{"trace": path, "rank": path}``. Chains are told apart by colour; constant variables are
+    named in a note at the bottom instead of a panel."""
+    trace = scalar_trace(run_path)
+    draws = next(iter(trace.values())).shape[1] if trace else 0
+    x, label = sweeps_axis(run_path, draws)
+    return plot_trace_arrays(trace, out_dir, x=x, xlabel=label)
 
-    Constant variables are left out (nothing to see). If an ArviZ plot call fails (API
-    differences between ArviZ lines), a plain matplotlib version of the same plot is drawn.
-    """
-    return plot_trace_arrays(scalar_trace(run_path), out_dir)
 
-
-def plot_trace_arrays(trace: dict[str, np.ndarray], out_dir) -> dict[str, str]:
-    """:func:`plot_trace` from in-memory ``(chain, draw)`` arrays."""
-    import sys
-
-    if "matplotlib.pyplot" not in sys.modules and not os.environ.get("MPLBACKEND"):
-        import matplotlib
-
-        matplotlib.use("Agg")  # headless; a notebook's or GUI's backend is left alone
-    import matplotlib.pyplot as plt
-
-    before = set(plt.get_fignums())
-
-    def close_new():
-        for num in set(plt.get_fignums()) - before:
-            plt.close(num)
-
+def plot_trace_arrays(trace: dict[str, np.ndarray], out_dir, *, x=None, xlabel: str = "draw") -> dict[str, str]:
+    """:func:`plot_trace` from in-memory ``(chain, draw)`` arrays; ``x`` the draws' positions
+    (default: the draw index). Uses ``matplotlib.figure.Figure`` directly: no pyplot state,
+    no GUI backend, nothing to close."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    trace = {k: np.asarray(v, dtype=np.float64) for k, v in trace.items()
-             if np.ndim(v) == 2 and np.ptp(v) > 0}
+    varying, notes = _split(trace)
+    if not varying and not notes:
+        notes = ["no scalar trace variable"]
+    draws = next(iter(varying.values())).shape[1] if varying else 0
+    x = np.arange(draws) if x is None else np.asarray(x)
     paths = {"trace": str(out_dir / "trace.png"), "rank": str(out_dir / "rank.png")}
-    if not trace:
-        for p in paths.values():
-            fig = plt.figure(figsize=(4, 1))
-            fig.text(0.5, 0.5, "no varying scalar trace variable", ha="center")
-            fig.savefig(p)
-            plt.close(fig)
-        return paths
-    import arviz as az
-
-    ds = _dataset(trace)
-    for kind, fn, fallback in (("trace", "plot_trace", _fallback_trace),
-                               ("rank", "plot_rank", _fallback_rank)):
-        path = Path(paths[kind])
-        try:
-            with _warnings.catch_warnings():
-                _warnings.simplefilter("ignore")
-                result = getattr(az, fn)(ds)
-            _save(result, path)
-        except Exception:  # noqa: BLE001 - ArviZ API differences: draw it ourselves
-            close_new()
-            fallback(trace, path)
-        close_new()
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore")
+        _trace_png(varying, notes, x, xlabel, Path(paths["trace"]))
+        _rank_png(varying, notes, Path(paths["rank"]))
     return paths

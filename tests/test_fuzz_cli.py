@@ -1,0 +1,557 @@
+"""Property-based fuzzing of every file kind the CLI reads (issue 13, item 4).
+
+Each test starts from a small well-formed file (a PAutomaC sample, a solution, a prediction, a
+model file, and a run's ``manifest.json``, ``arrays.npz`` and ``trace.nc``), damages it
+(random bytes, truncation, byte and character mutations, inserted or deleted bytes), runs the
+command that reads it in-process (``bayesfa.cli.main``), and asserts one of two outcomes:
+
+- exit 2 with exactly one line on stderr and no traceback, or
+- exit 0 with the answer that is right for the damaged input, computed independently: a tiny
+  reference parser written here (samples, solutions, model files: from the formats' definitions
+  in :mod:`bayesfa.pautomac`'s docstring, with its own forward products and score), numpy and
+  ``json`` for run files, ``h5py`` (not xarray) for the trace.
+
+Never exit 0 with a wrong answer. When the reference parser accepts the file, the CLI must
+accept it too (and get it right). Hypothesis runs derandomised with a bounded number of
+examples per file kind (``MAX_EXAMPLES``), so CI sees the same inputs every time.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import json
+import math
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from bayesfa.cli import main
+from bayesfa.pautomac import read_sample, write_sample
+
+#: Examples per file kind in CI; ``BAYESFA_FUZZ_EXAMPLES=5000`` for a long hunt.
+MAX_EXAMPLES = int(os.environ.get("BAYESFA_FUZZ_EXAMPLES", "40"))
+FUZZ = settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                       HealthCheck.data_too_large])
+#: ``diagnose`` takes one to two seconds per readable trace (ArviZ): fewer examples there.
+SLOW_FUZZ = settings(FUZZ, max_examples=max(1, MAX_EXAMPLES // 6))
+
+# -- damage ---------------------------------------------------------------------------------
+#: Characters that make text formats interesting: digits, signs, separators, line ends, the
+#: model file's punctuation and section letters, float spellings.
+INTERESTING = b"0123456789 \t\n\r-+.eE(),:IFSTinfa_x\x00\xff9"
+
+
+def damaged(base: bytes) -> st.SearchStrategy[bytes]:
+    """Random bytes, truncations and mutations of ``base``."""
+    n = len(base)
+    char = st.sampled_from(list(INTERESTING)) | st.integers(0, 255)
+
+    def mutate(edits):
+        out = bytearray(base)
+        for kind, pos, byte in edits:
+            pos = pos % (len(out) + 1)
+            if kind == "set" and pos < len(out):
+                out[pos] = byte
+            elif kind == "insert":
+                out[pos:pos] = bytes([byte])
+            elif kind == "delete" and pos < len(out):
+                del out[pos]
+            elif kind == "repeat" and pos < len(out):
+                out[pos:pos] = out[pos:pos + 8]
+        return bytes(out)
+
+    edits = st.lists(st.tuples(st.sampled_from(["set", "insert", "delete", "repeat"]),
+                               st.integers(0, max(0, n)), char), min_size=1, max_size=6)
+    return st.one_of(
+        st.binary(max_size=64),
+        st.integers(0, max(0, n - 1)).map(lambda k: base[:k]),
+        edits.map(mutate),
+        st.tuples(st.integers(0, max(0, n - 1)), edits).map(lambda a: mutate(a[1])[:a[0] + 1 + n // 2]),
+    )
+
+
+def run_cli(capsys, argv) -> tuple[int, str, str]:
+    """``main(argv)`` in-process; also fails on an exception Python would print to stderr as
+    "Exception ignored in ..." (a ``__del__`` failing once the command has returned)."""
+    capsys.readouterr()
+    ignored = []
+    previous, sys.unraisablehook = sys.unraisablehook, ignored.append
+    try:
+        rc = main(argv)
+        if rc and argv[0] == "diagnose":  # a half-open HDF5 file may wait in a cycle
+            gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    assert not ignored, f"stderr would show 'Exception ignored': {ignored[0].exc_value!r}"
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "Traceback" not in out
+    if rc != 0:
+        assert rc == 2, (rc, err)
+        assert err.startswith("bayesfa: error: ") and err.endswith("\n") and err.count("\n") == 1, err
+    return rc, out, err
+
+
+@pytest.fixture
+def workdir():
+    path = Path(tempfile.mkdtemp(prefix="bayesfa-fuzz-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+# -- reference parsers (independent of bayesfa.pautomac) ------------------------------------------
+INT = re.compile(r"[+-]?[0-9]+")
+FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def ref_lines(data: bytes) -> list[str] | None:
+    """ASCII text, CRLF/CR/LF line ends, trailing blank lines dropped; None if not text/empty."""
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines or None
+
+
+def ref_sample(data: bytes):
+    """``(alphabet_size, [strings])`` of a PAutomaC sample, or None if malformed."""
+    lines = ref_lines(data)
+    if lines is None:
+        return None
+    head = lines[0].split()
+    if len(head) != 2 or not all(INT.fullmatch(t) for t in head):
+        return None
+    count, alphabet = int(head[0]), int(head[1])
+    body = lines[1:]
+    if count < 0 or alphabet < 1 or len(body) != count or any(not b.strip() for b in body):
+        return None
+    strings = []
+    for line in body:
+        tokens = line.split()
+        if not all(INT.fullmatch(t) for t in tokens):
+            return None
+        values = [int(t) for t in tokens]
+        if values[0] != len(values) - 1 or any(not 0 <= v < alphabet for v in values[1:]):
+            return None
+        strings.append(values[1:])
+    return alphabet, strings
+
+
+def ref_probability(token: str) -> float | None:
+    if not FLOAT.fullmatch(token):
+        return None
+    value = float(token)
+    return value if 0 <= value <= 1 + 1e-6 else None
+
+
+def ref_solution(data: bytes) -> list[float] | None:
+    lines = ref_lines(data)
+    if lines is None:
+        return None
+    head = lines[0].split()
+    if len(head) != 1 or not INT.fullmatch(head[0]) or int(head[0]) < 0:
+        return None
+    body = lines[1:]
+    if len(body) != int(head[0]):
+        return None
+    out = []
+    for line in body:
+        tokens = line.split()
+        if len(tokens) != 1 or ref_probability(tokens[0]) is None:
+            return None
+        out.append(ref_probability(tokens[0]))
+    return out
+
+
+SECTIONS = {"I": 1, "F": 1, "S": 2, "T": 3}
+TOO_BIG = "too big"
+
+
+def ref_model(data: bytes):
+    """``(init [Q], trans [A][Q][Q], stop [Q])`` as nested lists from a PAutomaC model file
+    (``trans[a][q][r] = (1 - F(q)) S(q, a) T(q, a, r)``, renormalised), or None."""
+    lines = ref_lines(data)
+    if lines is None:
+        return None
+    entries = {k: {} for k in SECTIONS}
+    section = None
+    for raw in lines:
+        text = raw.strip()
+        if not text:
+            continue
+        head = re.match(r"^([A-Za-z]+)\s*:", text)
+        if head:
+            section = head.group(1)
+            if section not in SECTIONS:
+                return None
+            continue
+        m = re.match(r"^\(([^()]*)\)\s+(\S+)$", text)
+        if section is None or not m:
+            return None
+        fields = [f.strip() for f in m.group(1).split(",")]
+        if len(fields) != SECTIONS[section] or not all(INT.fullmatch(f) for f in fields):
+            return None
+        key = tuple(int(f) for f in fields)
+        p = ref_probability(m.group(2))
+        if min(key) < 0 or key in entries[section] or p is None:
+            return None
+        entries[section][key] = p
+    I, F, S, T = (entries[k] for k in "IFST")
+    if not I or not S or not T:
+        return None
+    known = {k[0] for k in S} | {k[0] for k in F}
+    if any(q not in known for q in [k[0] for k in I] + [k[0] for k in T] + [k[2] for k in T]):
+        return None
+    n = 1 + max(known | {k[0] for k in I})
+    letters = 1 + max(k[1] for k in S)
+    if n * letters * n > 10**6:
+        return TOO_BIG  # state numbers spread out: too big a dense model to check here
+    init = [I.get((q,), 0.0) for q in range(n)]
+    stop = [F.get((q,), 0.0 if q in known else 1.0) for q in range(n)]
+    if abs(sum(init) - 1) > 1e-6:
+        return None
+    for q in known:
+        if stop[q] < 1 - 1e-6 and abs(sum(S.get((q, a), 0.0) for a in range(letters)) - 1) > 1e-6:
+            return None
+    for (q, a), p in S.items():
+        if p > 0 and abs(sum(T.get((q, a, r), 0.0) for r in range(n)) - 1) > 1e-6:
+            return None
+    trans = [[[(1 - stop[q]) * S.get((q, a), 0.0) * (T.get((q, a, r), 0.0) if (q, a) in S else 0.0)
+               for r in range(n)] for q in range(n)] for a in range(letters)]
+    total_init = sum(init)
+    init = [x / total_init for x in init]
+    for q in range(n):
+        out = stop[q] + sum(trans[a][q][r] for a in range(letters) for r in range(n))
+        stop[q] /= out
+        for a in range(letters):
+            for r in range(n):
+                trans[a][q][r] /= out
+    return init, trans, stop
+
+
+def ref_prob(model, string) -> float:
+    """``init . trans[x1] ... trans[xn] . stop`` by plain products (0 for unknown letters)."""
+    init, trans, stop = model
+    vec = np.array(init)
+    for a in string:
+        if a >= len(trans):
+            return 0.0
+        vec = vec @ np.array(trans[a])
+    return float(vec @ np.array(stop))
+
+
+def close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-300)
+
+
+# -- the well-formed starting points ----------------------------------------------------------------
+MODEL = b"""I: (state)
+\t(0) 1.0
+F: (state)
+\t(1) 0.5
+S: (state,symbol)
+\t(0,0) 0.5
+\t(0,1) 0.5
+\t(1,0) 1.0
+T: (state,symbol,state)
+\t(0,0,0) 0.25
+\t(0,0,1) 0.75
+\t(0,1,1) 1.0
+\t(1,0,0) 1.0
+"""
+SAMPLE = b"5 2\n0\n1 0\n2 0 1\n3 1 0 0\n1 1\n"
+SOLUTION = b"4\n0.25\n0.125\n0.5\n0.125\n"
+PREDICTION = b"4\n0.2\n0.2\n0.4\n0.2\n"
+
+
+# -- samples and model files: bayesfa prob ------------------------------------------------------------
+def _check_prob(capsys, workdir, model_bytes: bytes, sample_bytes: bytes):
+    model, test = workdir / "m.txt", workdir / "t.test"
+    model.write_bytes(model_bytes)
+    test.write_bytes(sample_bytes)
+    out = workdir / "pred.txt"
+    out.unlink(missing_ok=True)
+    rc, _, err = run_cli(capsys, ["prob", str(model), str(test), "--out", str(out)])
+    assert rc == 0 or str(model) in err or str(test) in err, err  # the line names the file
+    ref_m, ref_s = ref_model(model_bytes), ref_sample(sample_bytes)
+    if ref_m is TOO_BIG:
+        return  # either outcome: bayesfa refuses it only when it exceeds the memory
+    if ref_m is None or ref_s is None:
+        assert rc == 2, "exit 0 on a file the reference parser refuses"
+        return
+    assert rc == 0, "refused a well-formed file"
+    got = ref_solution(out.read_bytes())
+    assert got is not None and len(got) == len(ref_s[1])
+    for value, string in zip(got, ref_s[1]):
+        assert close(value, ref_prob(ref_m, string)), (value, string)
+
+
+@FUZZ
+@given(data=damaged(SAMPLE))
+@example(data=b"3 99999999999\n0\n1 1\n1 77777\n")  # was a MemoryError traceback (issue 13)
+def test_fuzz_sample_file(capsys, workdir, data):
+    _check_prob(capsys, workdir, MODEL, data)
+
+
+@FUZZ
+@given(data=damaged(MODEL))
+@example(data=MODEL.replace(b"(1,0) 1.0", b"(1,0) 1.0\n(99999999,0) 1.0"))  # hung, then MemoryError
+def test_fuzz_model_file(capsys, workdir, data):
+    _check_prob(capsys, workdir, data, SAMPLE)
+
+
+# -- solutions and predictions: bayesfa score --json ---------------------------------------------
+def ref_score_exact(pred_bytes: bytes, sol_bytes: bytes):
+    """``(score, min_score)`` of Eq. 19 in decimal arithmetic from the files' texts (a
+    probability such as ``1e-400``, below float64's range, is the positive number it is), or
+    None where the reference refuses the files."""
+    import decimal
+
+    p, s = ref_solution(pred_bytes), ref_solution(sol_bytes)
+    if p is None or s is None or len(p) != len(s):
+        return None
+    ctx = decimal.Context(prec=40)
+
+    def exact(data):
+        return [ctx.create_decimal(line.split()[0]) for line in ref_lines(data)[1:]]
+
+    p, s = exact(pred_bytes), exact(sol_bytes)
+    if not sum(p) > 0 or not sum(s) > 0:
+        return None
+
+    def score(pred):
+        zp, zs = sum(pred), sum(s)
+        total = decimal.Decimal(0)
+        for a, b in zip(pred, s):
+            if b > 0:
+                if a == 0:
+                    return math.inf
+                total += ctx.divide(b, zs) * ctx.ln(ctx.divide(a, zp))
+        return math.exp(-float(total))  # 2 ** (-sum p log2 q) = e ** (-sum p ln q)
+
+    return score(p), score(s)
+
+
+def _check_score(capsys, workdir, pred_bytes: bytes, sol_bytes: bytes):
+    pred, sol = workdir / "pred.txt", workdir / "sol.txt"
+    pred.write_bytes(pred_bytes)
+    sol.write_bytes(sol_bytes)
+    rc, out, err = run_cli(capsys, ["score", "--json", str(pred), str(sol)])
+    assert rc == 0 or str(pred) in err or str(sol) in err, err  # the line names the file
+    ref = ref_score_exact(pred_bytes, sol_bytes)
+    if ref is None:
+        assert rc == 2, "exit 0 on input the reference refuses"
+        return
+    assert rc == 0, "refused well-formed input"
+    result = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in --json output"))
+    expected, best = ref
+    assert close(result["min_score"], best)
+    if math.isinf(expected):
+        assert result["score"] is None and result["score_note"].startswith("infinite")
+    else:
+        assert close(result["score"], expected) and close(result["ratio"], expected / best)
+
+
+@FUZZ
+@given(data=damaged(PREDICTION))
+@example(data=b"4\n1e-400\n0\n0\n0\n")  # positive, below float64's range (was: all zero, named no file)
+@example(data=b"4\n0\n0\n0\n0\n")  # all zero: one line naming the file
+def test_fuzz_prediction_file(capsys, workdir, data):
+    _check_score(capsys, workdir, data, SOLUTION)
+
+
+@FUZZ
+@given(data=damaged(SOLUTION))
+def test_fuzz_solution_file(capsys, workdir, data):
+    _check_score(capsys, workdir, PREDICTION, data)
+
+
+# -- run files: bayesfa predict and diagnose --json -------------------------------------------------
+@pytest.fixture(scope="module")
+def run_files(tmp_path_factory):
+    """A small cgs-pfa run, its files' bytes, and its prediction of SAMPLE."""
+    from bayesfa.datasets import pautomac_path
+
+    base = tmp_path_factory.mktemp("fuzzrun")
+    train = base / "train"
+    write_sample(train, read_sample(pautomac_path(24, "train")).subset(range(50)))
+    test = base / "test"
+    test.write_bytes(b"3 5\n0\n2 1 4\n1 3\n")
+    run = base / "run"
+    assert main(["fit", str(train), "--method", "cgs-pfa", "--states", "2", "--iterations", "8",
+                 "--burn-in", "4", "--period", "2", "--chains", "2", "--seed", "1", "--out", str(run),
+                 "--quiet"]) == 0
+    assert main(["predict", str(run), str(test), "--out", str(base / "pred")]) == 0
+    files = {name: (run / name).read_bytes() for name in ("manifest.json", "arrays.npz", "trace.nc")}
+    return RunFiles((run, test, files, ref_solution((base / "pred").read_bytes())))
+
+
+class RunFiles(tuple):
+    """``(run, test, files, prediction)``, with a short repr for Hypothesis' reports."""
+
+    def __repr__(self) -> str:
+        return f"RunFiles({self[0]})"
+
+
+def _fresh_run(workdir: Path, files: dict[str, bytes], name: str, data: bytes) -> Path:
+    run = workdir / "run"
+    shutil.rmtree(run, ignore_errors=True)
+    run.mkdir()
+    for fname, content in files.items():
+        (run / fname).write_bytes(data if fname == name else content)
+    return run
+
+
+def _strict(text: str):
+    return json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+
+
+def _expected_prediction(files, manifest_bytes: bytes, arrays_bytes: bytes, test: Path, original):
+    """The right output of ``predict`` for these (possibly damaged) run files, or None when
+    they cannot give one (the CLI must then exit 2)."""
+    from bayesfa.methods import get_method, method_names
+
+    try:
+        manifest = json.loads(manifest_bytes.decode("utf-8"), parse_constant=lambda c: 1 / 0)
+        with np.load(io.BytesIO(arrays_bytes), allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except Exception:  # noqa: BLE001 - the reference decides only "readable or not"
+        return None
+    same_arrays = arrays.keys() == {"counts"} and np.array_equal(
+        arrays["counts"], np.load(io.BytesIO(files["arrays.npz"]))["counts"])
+    base = json.loads(files["manifest.json"])
+    keys = ("format", "method", "options")
+    if same_arrays and isinstance(manifest, dict) and all(manifest.get(k) == base[k] for k in keys) \
+            and manifest.get("train") == base["train"]:
+        return original
+    # an edited but readable run: what its method computes from its arrays, if anything sane
+    if not isinstance(manifest, dict) or manifest.get("format") != base["format"] or \
+            manifest.get("method") not in method_names() or not isinstance(manifest.get("options"), dict):
+        return None
+    train = manifest.get("train", base["train"])
+    # the training facts that prediction reads (the path, the SHA-256 and the counts of the
+    # training file only describe it): the reference keeps to runs where these are untouched
+    used = ("format", "alphabet_size", "alphabet")
+    if not isinstance(train, dict) or any(train.get(k) != base["train"].get(k) for k in used):
+        return None
+    train = base["train"]
+    corpus = read_sample(test).with_alphabet(train["alphabet_size"])
+    try:
+        with np.errstate(all="ignore"):
+            logp = get_method(manifest["method"]).predict_log_prob(arrays, manifest["options"], corpus)
+    except Exception:  # noqa: BLE001
+        return None
+    logp = np.asarray(logp, dtype=float)
+    if logp.shape != (corpus.n_strings,) or np.isnan(logp).any() or (logp > 1e-9).any():
+        return None
+    return list(np.exp(np.minimum(logp, 0.0)))
+
+
+@FUZZ
+@given(name=st.sampled_from(["manifest.json", "arrays.npz"]), data=st.data())
+def test_fuzz_run_files_predict(capsys, workdir, run_files, name, data):
+    _, test, files, original = run_files
+    damaged_bytes = data.draw(damaged(files[name]))
+    run = _fresh_run(workdir, files, name, damaged_bytes)
+    out = workdir / "pred"
+    out.unlink(missing_ok=True)
+    rc, _, err = run_cli(capsys, ["predict", str(run), str(test), "--out", str(out)])
+    manifest_bytes = damaged_bytes if name == "manifest.json" else files["manifest.json"]
+    arrays_bytes = damaged_bytes if name == "arrays.npz" else files["arrays.npz"]
+    expected = _expected_prediction(files, manifest_bytes, arrays_bytes, test, original)
+    if rc == 2:
+        assert expected is None, f"refused run files the reference reads: {err}"
+        assert str(run) in err
+        return
+    assert expected is not None, "exit 0 on run files the reference cannot read"
+    got = ref_solution(out.read_bytes())
+    assert got is not None and all(close(a, b) for a, b in zip(got, expected)) and len(got) == len(expected)
+
+
+def _variables(summary: dict) -> dict:
+    """The per-variable rows of ``diagnose --json`` (under ``"variables"`` when the output
+    also carries a verdict)."""
+    return summary["variables"] if "variables" in summary else summary
+
+
+def _h5_means(data: bytes) -> dict[str, float] | None:
+    """Means of the ``(chain, draw)`` variables of a trace.nc read with h5py (not xarray)."""
+    import h5py
+
+    try:
+        with h5py.File(io.BytesIO(data), "r") as f:
+            group = f["posterior"]
+            out = {}
+            for name, ds in group.items():
+                if name in ("chain", "draw"):
+                    continue
+                values = np.asarray(ds[()], dtype=np.float64)
+                fill = ds.attrs.get("_FillValue")
+                if fill is not None:
+                    values = np.where(values == np.asarray(fill).reshape(-1)[0], np.nan, values)
+                if values.ndim != 2 or 0 in values.shape:
+                    return None
+                out[name] = float(np.mean(values))
+            return out or None
+    except Exception:  # noqa: BLE001 - unreadable is the reference's answer
+        return None
+
+
+@SLOW_FUZZ
+@given(data=st.data())
+def test_fuzz_trace_file_diagnose(capsys, workdir, run_files, data):
+    _, _, files, _ = run_files
+    damaged_bytes = data.draw(damaged(files["trace.nc"]))
+    run = _fresh_run(workdir, files, "trace.nc", damaged_bytes)
+    (run / "arrays.npz").unlink()  # diagnose needs only manifest.json and trace.nc
+    rc, out, err = run_cli(capsys, ["diagnose", "--json", str(run)])
+    expected = _h5_means(damaged_bytes)
+    if rc == 2:
+        assert str(run / "trace.nc") in err
+        return
+    assert expected is not None, "exit 0 on a trace h5py cannot read"
+    result = _variables(_strict(out))
+    assert set(result) == set(expected)
+    for name, mean in expected.items():
+        if math.isfinite(mean):
+            assert close(result[name]["mean"], mean)
+        else:
+            assert result[name]["mean"] is None and result[name]["mean_note"]
+
+
+@SLOW_FUZZ
+@given(data=st.data())
+def test_fuzz_manifest_diagnose(capsys, workdir, run_files, data):
+    _, _, files, _ = run_files
+    damaged_bytes = data.draw(damaged(files["manifest.json"]))
+    run = _fresh_run(workdir, files, "manifest.json", damaged_bytes)
+    rc, out, err = run_cli(capsys, ["diagnose", "--json", str(run)])
+    if rc == 2:
+        assert str(run) in err
+        return
+    manifest = _strict(damaged_bytes.decode("utf-8"))  # exit 0: the manifest must be JSON
+    assert manifest["format"] == "bayesfa-run/1" and isinstance(manifest["method"], str)
+    assert set(_variables(_strict(out))) == set(_h5_means(files["trace.nc"]))
+
+
+def test_reference_parsers_accept_the_starting_points():
+    """The fuzz tests mean something only if the well-formed files pass the references."""
+    assert ref_sample(SAMPLE) == (2, [[], [0], [0, 1], [1, 0, 0], [1]])
+    assert ref_solution(SOLUTION) == [0.25, 0.125, 0.5, 0.125]
+    model = ref_model(MODEL)
+    assert close(ref_prob(model, []), 0.0)  # state 0 never stops
+    assert close(ref_prob(model, [0]), 0.5 * 0.75 * 0.5)
+    assert ref_model(MODEL.replace(b"(1) 0.5", b"(1) 0.25")) is not None  # F changes nothing else
+    assert ref_model(MODEL.replace(b"(0,1) 0.5", b"(0,1) 0.4")) is None  # S of 0 sums to 0.9
