@@ -17,11 +17,23 @@ string being held out once); the standard error is ``std(fold means, ddof=1) / s
 held-out string of probability 0 makes the score ``-inf``; such strings are counted
 (``n_zero``) and listed in the fold files.
 
-Seeds. The folds come from ``np.random.default_rng(seed)``. The seed given to ``fit`` for
-(candidate, fold) is drawn from ``np.random.SeedSequence(seed, spawn_key=(hash of the
-candidate, fold))``: it depends on neither the execution order nor the rest of the grid, so
-the same seed gives the same table sequentially or on a Dask cluster, and a candidate that
-appears in both stages (``(N*, 0.5)``) is fitted once.
+Choice and its uncertainty. Each row also carries ``diff``, its mean minus the best row's
+mean, and ``diff_se``, the standard error of that difference over the folds,
+``std(d_k, ddof=1) / sqrt(K)`` with ``d_k`` the difference of the two fold means on fold ``k``
+(paired: both were fitted on the same strings with the same seed, so the fold-to-fold
+variation that they share cancels). By default the best mean wins; with ``one_se`` the
+one-standard-error rule (Hastie, Tibshirani & Friedman 2009, Sect. 7.10) takes the simplest
+candidate whose mean is within one standard error (the best row's ``se``) of the best: the
+fewest states in stage 1 and the largest ``beta`` (the strongest shrinkage toward the prior
+mean of Eq. 2) in stage 2.
+
+Seeds: common random numbers. The folds come from ``np.random.default_rng(seed)``. The seed
+given to ``fit`` on fold ``k`` is drawn from ``np.random.SeedSequence(seed, spawn_key=(k,))``
+and is the same for every candidate, so candidates are compared on the same strings with the
+same chain seeds (the Monte Carlo noise they share cancels in their differences). It depends
+on neither the execution order nor the grid, so the same seed gives the same table
+sequentially or on a Dask cluster, and a candidate that appears in both stages
+(``(N*, 0.5)``) is fitted once.
 
 Resuming. With ``out_dir``, each finished (candidate, fold) is written atomically to
 ``out_dir/cv/<candidate-key>/fold-<k>.json`` together with a fingerprint of what produced it
@@ -48,7 +60,7 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.rundir import _json_default, atomic_write, versions, write_json
 
-FOLD_FORMAT = "bayesfa-cv-fold/1"
+FOLD_FORMAT = "bayesfa-cv-fold/2"  # /2: common random numbers (seed per fold)
 SELECTION_FORMAT = "bayesfa-selection/1"
 SELECTION_JSON = "selection.json"
 SELECTION_TXT = "selection.txt"
@@ -79,10 +91,10 @@ def kfold_indices(n_strings: int, folds: int, seed: int) -> list[tuple[np.ndarra
     return out
 
 
-def task_seed(seed: int, key: str, fold: int) -> int:
-    """The ``fit`` seed of (candidate ``key``, ``fold``): a 32-bit integer from ``SeedSequence``."""
-    words = np.frombuffer(hashlib.sha256(key.encode()).digest()[:16], dtype="<u4")
-    ss = np.random.SeedSequence(seed, spawn_key=(*(int(w) for w in words), int(fold)))
+def task_seed(seed: int, fold: int) -> int:
+    """The ``fit`` seed of every candidate on ``fold`` (common random numbers): a 32-bit
+    integer from ``np.random.SeedSequence(seed, spawn_key=(fold,))``."""
+    ss = np.random.SeedSequence(int(seed), spawn_key=(int(fold),))
     return int(ss.generate_state(1, dtype=np.uint32)[0])
 
 
@@ -180,8 +192,8 @@ def cross_validate(method_name, corpus: Corpus, base_options: dict[str, Any],
     fold results in memory so that a candidate scored twice is fitted once.
 
     Returns one row per candidate, in grid order: ``{"candidate", "key", "mean", "se",
-    "fold_means", "fold_logliks", "n_zero", "n_strings", "seconds"}`` (see the module
-    docstring for the definitions).
+    "diff", "diff_se", "fold_means", "fold_logliks", "n_zero", "n_strings", "seconds"}`` (see
+    the module docstring for the definitions; ``diff``/``diff_se`` against :func:`best_index`).
     """
     seed = int(seed)
     splits = kfold_indices(corpus.n_strings, folds, seed)
@@ -204,7 +216,7 @@ def cross_validate(method_name, corpus: Corpus, base_options: dict[str, Any],
     for overrides, key in zip(candidates, keys):
         options = {**base, **overrides}
         for k in range(folds):
-            s = task_seed(seed, key, k)
+            s = task_seed(seed, k)
             fingerprint = {
                 "method": name,
                 "options": {o: v for o, v in options.items() if o not in EXECUTION_OPTIONS},
@@ -250,6 +262,7 @@ def cross_validate(method_name, corpus: Corpus, base_options: dict[str, Any],
     rows = []
     for overrides, key in zip(candidates, keys):
         rows.append(_row(overrides, key, [results[(key, k)] for k in range(folds)], corpus.n_strings))
+    add_differences(rows)
     return rows
 
 
@@ -335,6 +348,42 @@ def best_index(rows: Sequence[dict[str, Any]]) -> int:
     return max(range(len(rows)), key=lambda i: (-rows[i]["n_zero"], rows[i]["mean_finite"], -i))
 
 
+def add_differences(rows: Sequence[dict[str, Any]]) -> None:
+    """Set ``diff`` (mean minus the best row's mean) and ``diff_se`` (its standard error over
+    the folds, paired) in every row of ``rows`` (module docstring). Rows with a held-out
+    string of probability 0, or a best row with one, get ``-inf``/``nan`` as appropriate."""
+    if not rows:
+        return
+    best = rows[best_index(rows)]
+    for r in rows:
+        if r["n_zero"] or best["n_zero"]:
+            r["diff"] = 0.0 if r is best else (-math.inf if r["n_zero"] else math.nan)
+            r["diff_se"] = math.nan
+            continue
+        d = np.asarray(r["fold_means"]) - np.asarray(best["fold_means"])
+        r["diff"] = float(r["mean"] - best["mean"])
+        r["diff_se"] = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else math.nan
+
+
+def choose_index(rows: Sequence[dict[str, Any]], one_se: bool = False,
+                 simplicity: Sequence[float] | None = None) -> int:
+    """The chosen row: :func:`best_index`, or with ``one_se`` the one-standard-error rule,
+    the row of smallest ``simplicity`` (a complexity order, e.g. the number of states) among
+    those whose mean is at least the best mean minus the best row's ``se`` (the first one on
+    ties). Rows with a held-out string of probability 0 are never within one SE."""
+    best = best_index(rows)
+    if not one_se:
+        return best
+    if simplicity is None or len(simplicity) != len(rows):
+        raise ValueError("the one-standard-error rule needs a complexity for every candidate")
+    b = rows[best]
+    if b["n_zero"] or not math.isfinite(b["se"]):
+        return best
+    floor = b["mean"] - b["se"]
+    eligible = [i for i, r in enumerate(rows) if not r["n_zero"] and r["mean"] >= floor]
+    return min(eligible, key=lambda i: (simplicity[i], i))
+
+
 # -- the two stages of Sect. 4.1 ------------------------------------------------------------
 
 @dataclass
@@ -344,6 +393,8 @@ class Selection:
     stage1 : rows over ``states_grid`` at ``beta = stage1_beta`` (empty when only one ``N``).
     stage2 : rows over ``beta_grid`` at the chosen ``N``.
     choice : ``{"states": N, "beta": beta}``.
+    meta : includes ``rule`` (``"best"`` or ``"one-se"``) and ``uncertainty``: per stage, the
+        chosen candidate's ``diff`` and ``diff_se`` to that stage's best and the best's ``se``.
     """
 
     stage1: list[dict[str, Any]]
@@ -364,21 +415,35 @@ class Selection:
             parts += [f"Stage 1: number of states N at beta = {_format_value(self.stage1_beta)}",
                       format_table(self.stage1), ""]
         parts += [f"Stage 2: beta at N = {self.choice['states']}", format_table(self.stage2), "",
-                  f"Choice: N = {self.choice['states']}, beta = {_format_value(self.choice['beta'])}"]
+                  f"Choice: N = {self.choice['states']}, beta = {_format_value(self.choice['beta'])}"
+                  f" ({choice_note(self.meta)})"]
         return "\n".join(parts) + "\n"
+
+
+def choice_note(meta: dict[str, Any]) -> str:
+    """One line on how the choice was made and how sure it is (from :class:`Selection` meta)."""
+    rule = meta.get("rule", "best")
+    parts = ["largest mean held-out log-likelihood" if rule == "best"
+             else "one-standard-error rule: simplest candidate within one SE of the best"]
+    for stage, u in (meta.get("uncertainty") or {}).items():
+        parts.append(f"{stage}: diff to best {_num(u['diff'], 4)} +- {_num(u['diff_se'], 4)}, "
+                     f"best se {_num(u['best_se'], 4)}")
+    return "; ".join(parts)
 
 
 def select_two_stage(method_name, corpus: Corpus, states_grid: Sequence[int],
                      beta_grid: Sequence[float], folds: int, seed: int,
                      base_options: dict[str, Any], beta_for_states: float = 0.5,
                      out_dir: str | Path | None = None, client=None,
-                     progress: bool = False) -> Selection:
+                     progress: bool = False, one_se: bool = False) -> Selection:
     """Choose ``N`` then ``beta`` by K-fold cross-validation (Shibata & Yoshinaka 2013, Sect. 4.1).
 
     Stage 1 scores each ``N`` of ``states_grid`` at ``beta = beta_for_states`` (at the only
     value of ``beta_grid`` when it has one; skipped when ``states_grid`` has one value).
     Stage 2 scores each ``beta`` of ``beta_grid`` at the chosen ``N``. With ``out_dir``, the
     fold files go to ``out_dir/cv/`` and the result to ``selection.json`` and ``selection.txt``.
+    ``one_se``: the one-standard-error rule in each stage (module docstring) instead of the
+    largest mean.
     """
     states_grid = [int(n) for n in states_grid]
     beta_grid = [float(b) for b in beta_grid]
@@ -398,14 +463,20 @@ def select_two_stage(method_name, corpus: Corpus, states_grid: Sequence[int],
     else:
         stage1 = cross_validate(method_name, grid=[{"states": n, "beta": stage1_beta}
                                                    for n in states_grid], **common)
-        i = best_index(stage1)
+        i = choose_index(stage1, one_se, simplicity=states_grid)
         stage1[i]["chosen"] = True
         states = states_grid[i]
     stage2 = cross_validate(method_name, grid=[{"states": states, "beta": b} for b in beta_grid],
                             **common)
-    j = best_index(stage2)
+    j = choose_index(stage2, one_se, simplicity=[-b for b in beta_grid])
     stage2[j]["chosen"] = True
     choice = {"states": states, "beta": beta_grid[j]}
+    uncertainty = {}
+    for stage, rows in (("stage1", stage1), ("stage2", stage2)):
+        if rows:
+            chosen = next(r for r in rows if r.get("chosen"))
+            uncertainty[stage] = {"diff": chosen["diff"], "diff_se": chosen["diff_se"],
+                                  "best_se": rows[best_index(rows)]["se"]}
 
     meta = {
         "format": SELECTION_FORMAT,
@@ -415,6 +486,8 @@ def select_two_stage(method_name, corpus: Corpus, states_grid: Sequence[int],
         "seed": int(seed),
         "states_grid": states_grid,
         "beta_grid": beta_grid,
+        "rule": "one-se" if one_se else "best",
+        "uncertainty": uncertainty,
         "corpus": {"n_strings": corpus.n_strings, "n_letters": corpus.n_letters,
                    "alphabet_size": corpus.alphabet_size, "sha256": corpus_digest(corpus)},
     }
@@ -433,7 +506,7 @@ def run_selection(method_name, corpus: Corpus, states_grid: Sequence[int],
                   beta_grid: Sequence[float], folds: int, seed: int,
                   base_options: dict[str, Any], out_dir: str | Path | None = None,
                   workers: int | None = None, progress: bool = False,
-                  beta_for_states: float = 0.5) -> dict[str, Any]:
+                  beta_for_states: float = 0.5, one_se: bool = False) -> dict[str, Any]:
     """What ``bayesfa select`` runs: :func:`select_two_stage`, on a local Dask cluster of
     ``workers`` processes when ``workers > 1``; returns :meth:`Selection.to_dict`
     (``{"stage1": [...], "stage2": [...], "choice": {"states", "beta"}, ...}``).
@@ -443,7 +516,8 @@ def run_selection(method_name, corpus: Corpus, states_grid: Sequence[int],
     """
     options = dict(base_options)
     kwargs = dict(states_grid=states_grid, beta_grid=beta_grid, folds=folds, seed=seed,
-                  beta_for_states=beta_for_states, out_dir=out_dir, progress=progress)
+                  beta_for_states=beta_for_states, out_dir=out_dir, progress=progress,
+                  one_se=one_se)
     if workers is None or workers <= 1:
         return select_two_stage(method_name, corpus, base_options=options, **kwargs).to_dict()
     if "jobs" in options:
@@ -460,15 +534,18 @@ def run_selection(method_name, corpus: Corpus, states_grid: Sequence[int],
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
     """A plain-text table: candidate, mean held-out log-likelihood per string, its standard
-    error, held-out strings of probability 0, and the per-fold means; ``*`` marks the choice."""
+    error, the difference to the best and its (paired) standard error, held-out strings of
+    probability 0, and the per-fold means; ``*`` marks the choice."""
     if not rows:
         return "(no candidate)"
     n_folds = len(rows[0]["fold_means"])
-    header = ["", "candidate", "mean/string", "se", "p=0"] + [f"fold{k}" for k in range(n_folds)]
+    header = (["", "candidate", "mean/string", "se", "diff", "se(diff)", "p=0"]
+              + [f"fold{k}" for k in range(n_folds)])
     body = []
     for r in rows:
         cand = " ".join(f"{k}={_format_value(v)}" for k, v in r["candidate"].items())
         body.append(["*" if r.get("chosen") else "", cand, _num(r["mean"], 4), _num(r["se"], 4),
+                     _num(r.get("diff"), 4), _num(r.get("diff_se"), 4),
                      str(r["n_zero"])] + [_num(x, 3) for x in r["fold_means"]])
     widths = [max(len(line[c]) for line in [header] + body) for c in range(len(header))]
     left = {0, 1}

@@ -142,6 +142,27 @@ def test_inversion_equals_exact_conditional(n_states):
                 assert z[t] == k, (t, u, z[t], k)
 
 
+def test_inversion_at_the_top_of_the_unit_interval():
+    """``u = 1 - 2**-53`` (the largest double below 1) draws the inverse CDF at ``u``, not state
+    ``N``: with beta = 1e-20 and state 2 unused, ``Pr(z_t = 2 | ...)`` is ~1e-21, so every
+    position must keep state 1. (With ``u * total`` in float32, ``u`` rounded to 1 and the
+    scan fell off the top: state ``N`` was forced.)"""
+    corpus = Corpus.from_strings([[0, 0, 0, 0], [0, 0], []], 2)
+    beta, n_states, u = 1e-20, 2, 1.0 - 2.0 ** -53
+    assert u < 1.0 and np.float32(u) == 1.0
+    z0 = np.zeros(corpus.n_tokens + 1, dtype=np.int32)
+    free = exact.free_positions(corpus.tokens)
+    z0[free] = 1
+    for t in free:
+        cond = exact_conditional(corpus, z0, t, n_states, beta)
+        assert cond[1] < 1e-16  # so the inverse CDF at u is state 1
+        z, c, ct, ci, recip = chain_state(corpus, n_states, z0.copy(), beta)
+        g = np.zeros(c.shape[2], dtype=np.float32)
+        kernel.sweep_positions(np.array([t]), np.array([u]), corpus.tokens, z, c, ct, ci, recip, g,
+                               beta)
+        assert z[t] == 1, (t, cond)
+
+
 def test_conditional_goodness_of_fit():
     """Repeated resampling of one position draws iid from its conditional; chi-square test at
     positions covering every case of Eq. 9. Each p-value > 1e-3 / n_positions (false-alarm

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import functools
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -328,17 +329,68 @@ def test_oracle_hmm_matches_exact_enumeration(hmm_fit):
     assert np.max(np.abs(z_pfa)) > z_crit(z.size), z_pfa
 
 
+def pdfa_predictive_by_hand(train: Corpus, test: Corpus, alpha: float, beta: float,
+                            gamma: float) -> np.ndarray:
+    """``log Pr(b | train)`` of the PDFA prior with one state besides ``q0`` (|Q| = 2), two
+    letters, computed independently of :mod:`bayesfa.models.pdfa`: every table ``delta`` by
+    ``itertools``; its prior as the sequential Polya urn of each letter column given ``mu``,
+    integrated over ``mu_0 ~ Beta(gamma/2, gamma/2)`` by quadrature; the emissions by tracing
+    each string through ``delta`` and the Dirichlet-multinomial of the counts."""
+    from scipy.integrate import quad
+    from scipy.special import gammaln
+
+    n_q, n_sym = 2, 3
+
+    def prior(delta):
+        def integrand(m0):
+            mu = (m0, 1.0 - m0)
+            p = 1.0
+            for j in range(2):  # column j: delta[0, j] then delta[1, j] from the urn Dir(alpha mu)
+                seen = [0, 0]
+                for i in range(n_q):
+                    p *= (alpha * mu[delta[i][j]] + seen[delta[i][j]]) / (alpha + i)
+                    seen[delta[i][j]] += 1
+            return p * stats.beta.pdf(m0, gamma / 2, gamma / 2)
+
+        return quad(integrand, 0, 1, limit=200, epsabs=0, epsrel=1e-12)[0]
+
+    def log_evidence(strings, delta):
+        c = np.zeros((n_q, n_sym))
+        for s in strings:
+            q = 0
+            for a in s:
+                c[q, a + 1] += 1
+                q = delta[q][a]
+            c[q, 0] += 1
+        conc = beta / n_sym
+        return float((gammaln(beta) - gammaln(beta + c.sum(1))).sum()
+                     + (gammaln(c + conc) - gammaln(conc)).sum())
+
+    tables = [((a, b), (c, d)) for a, b, c, d in itertools.product(range(n_q), repeat=4)]
+    priors = np.array([prior(t) for t in tables])
+    assert priors.sum() == pytest.approx(1.0, rel=1e-9)
+    base = train.strings()
+    p_train = sum(w * math.exp(log_evidence(base, t)) for w, t in zip(priors, tables))
+    return np.array([math.log(sum(w * math.exp(log_evidence(base + [b], t))
+                                  for w, t in zip(priors, tables)) / p_train)
+                     for b in test.strings()])
+
+
 def test_oracle_pdfa_enumeration_method():
+    """The enumeration oracle (the default on toys) against :func:`pdfa_predictive_by_hand`,
+    which shares no code with it; and ``Pr(train)`` against the product of the sequential
+    predictives."""
     from bayesfa.models import pdfa
     from bayesfa.models.oracle_methods import ORACLE_PDFA
 
-    options = options_for(ORACLE_PDFA, ["--states", "2", "--alpha", "0.8", "--gamma", "1.2"])
+    options = options_for(ORACLE_PDFA, ["--states", "1", "--alpha", "0.8", "--beta", "1.3",
+                                        "--gamma", "1.2"])
     result = ORACLE_PDFA.fit(TRAIN, options, seed=0, progress=False)
-    assert result.info["inference"] == "enumerate" and result.info["tables"] == 729
+    assert result.info["inference"] == "enumerate" and result.info["tables"] == 16
     got = ORACLE_PDFA.predict_log_prob(result.arrays, options, TEST)
-    np.testing.assert_allclose(got, pdfa.exact_predictive(TRAIN, TEST, 2, 0.8, 1.0, 1.2))
+    np.testing.assert_allclose(got, pdfa_predictive_by_hand(TRAIN, TEST, 0.8, 1.3, 1.2), rtol=1e-8)
     # Pr(train) = prod of sequential predictives
-    one_by_one = sum(pdfa.exact_predictive(TRAIN.subset(range(s)), TRAIN.subset([s]), 2, 0.8, 1.0,
+    one_by_one = sum(pdfa.exact_predictive(TRAIN.subset(range(s)), TRAIN.subset([s]), 1, 0.8, 1.3,
                                            1.2)[0] for s in range(TRAIN.n_strings))
     assert result.info["log_marginal"] == pytest.approx(one_by_one)
 

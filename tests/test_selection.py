@@ -16,9 +16,9 @@ import pytest
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import FitResult
-from bayesfa.selection import (best_index, candidate_key, cross_validate, format_table,
-                               kfold_indices, run_fold, run_selection, select_two_stage,
-                               task_seed)
+from bayesfa.selection import (best_index, candidate_key, choose_index, cross_validate,
+                               format_table, kfold_indices, run_fold, run_selection,
+                               select_two_stage, task_seed)
 
 BEST_STATES, BEST_BETA = 30, 0.05
 
@@ -31,12 +31,14 @@ class FakeMethod:
 
     def __init__(self):
         self.calls = []
+        self.data_seeds = []  # (training strings, seed) of each fit
 
     def add_arguments(self, parser):
         pass
 
     def fit(self, corpus, options, seed, progress):
         self.calls.append((dict(options), corpus.n_strings, seed))
+        self.data_seeds.append((corpus.tokens.tobytes(), seed))
         counts = np.bincount(corpus.tokens, minlength=corpus.alphabet_size + 1).astype(float)
         noise = np.random.default_rng(seed).normal(scale=1e-3)
         return FitResult({"counts": counts, "noise": np.array(noise)}, {}, {})
@@ -89,9 +91,73 @@ def test_kfold_indices_partition():
 
 def test_task_seeds_and_keys():
     assert candidate_key({"states": np.int64(10), "beta": 0.5}) == "beta=0.5,states=10"
-    assert task_seed(7, "beta=0.5,states=10", 3) == task_seed(7, "beta=0.5,states=10", 3)
-    seeds = {task_seed(7, k, f) for k in ("a", "b") for f in range(4)} | {task_seed(8, "a", 0)}
-    assert len(seeds) == 9
+    assert task_seed(7, 3) == task_seed(7, 3)
+    assert task_seed(7, 3) == int(np.random.SeedSequence(7, spawn_key=(3,)).generate_state(1)[0])
+    seeds = {task_seed(7, f) for f in range(4)} | {task_seed(8, 0)}
+    assert len(seeds) == 5
+
+
+def test_common_random_numbers_across_candidates():
+    """Every candidate is fitted on fold k with the same seed (and the same strings), so the
+    seed-dependent noise of the fake cancels in the differences: with CRN the paired
+    difference of two candidates is exactly the difference of their penalties on every fold."""
+    corpus, method = toy_corpus(), FakeMethod()
+    grid = [{"states": n, "beta": 0.5} for n in STATES]
+    rows = cross_validate(method, corpus, BASE, grid, folds=4, seed=3)
+    by_fold: dict = {}
+    for data, seed in method.data_seeds:
+        by_fold.setdefault(data, set()).add(seed)
+    splits = kfold_indices(corpus.n_strings, 4, 3)
+    for k, (train, _) in enumerate(splits):  # one seed per fold, whatever the candidate
+        assert by_fold[corpus.subset(train).tokens.tobytes()] == {task_seed(3, k)}
+    assert len(method.data_seeds) == 4 * len(STATES)
+    best = best_index(rows)
+    assert STATES[best] == BEST_STATES and rows[best]["diff"] == 0.0
+    for r, n in zip(rows, STATES):
+        penalty = 0.05 * ((n - BEST_STATES) / 10) ** 2
+        assert r["diff"] == pytest.approx(-penalty, abs=1e-9)
+        assert r["diff_se"] == pytest.approx(0.0, abs=1e-9)  # the noise is common: it cancels
+        assert r["se"] > 0.01  # while each mean on its own varies over the folds
+
+
+def test_one_standard_error_rule():
+    rows = [{"mean": -2.00, "se": 0.10, "n_zero": 0}, {"mean": -1.95, "se": 0.10, "n_zero": 0},
+            {"mean": -1.90, "se": 0.10, "n_zero": 0}, {"mean": -1.85, "se": 0.08, "n_zero": 0}]
+    for r in rows:
+        r["mean_finite"] = r["mean"]
+    assert choose_index(rows) == 3
+    # within one SE of the best (-1.85 - 0.08 = -1.93): rows 2 and 3; the simplest is row 2
+    assert choose_index(rows, one_se=True, simplicity=[10, 20, 30, 40]) == 2
+    assert choose_index(rows, one_se=True, simplicity=[40, 30, 20, 10]) == 3
+    with pytest.raises(ValueError):
+        choose_index(rows, one_se=True)
+    rows[0]["n_zero"] = 1  # a candidate with p = 0 strings is never within one SE
+    rows[0]["mean"] = -math.inf
+    assert choose_index(rows, one_se=True, simplicity=[0, 20, 30, 40]) == 2
+
+
+def test_two_stage_one_se_picks_fewer_states(tmp_path):
+    """With held-out means that vary more over the folds than the penalty between N = 20 and
+    N = 30, the one-SE rule takes N = 20 (and the largest beta within one SE); the choice is
+    reported with the difference to the best and its standard error."""
+    corpus = toy_corpus()
+    sel = select_two_stage(FakeMethod(), corpus, STATES, BETAS, folds=4, seed=9, base_options=BASE,
+                           out_dir=tmp_path, one_se=True)
+    best = sel.stage1[best_index(sel.stage1)]
+    within = [n for n, r in zip(STATES, sel.stage1) if r["mean"] >= best["mean"] - best["se"]]
+    assert sel.choice["states"] == min(within) < BEST_STATES
+    within_b = [b for b, r in zip(BETAS, sel.stage2)
+                if r["mean"] >= max(x["mean"] for x in sel.stage2) - sel.stage2[best_index(sel.stage2)]["se"]]
+    assert sel.choice["beta"] == max(within_b)
+    meta = sel.to_dict()
+    assert meta["rule"] == "one-se"
+    u = meta["uncertainty"]["stage1"]
+    chosen = next(r for r in sel.stage1 if r.get("chosen"))
+    assert u["diff"] == chosen["diff"] < 0 and u["diff_se"] >= 0 and u["best_se"] == best["se"]
+    assert "one-standard-error rule" in (tmp_path / "selection.txt").read_text()
+    plain = select_two_stage(FakeMethod(), corpus, STATES, BETAS, folds=4, seed=9, base_options=BASE)
+    assert plain.choice == {"states": BEST_STATES, "beta": BEST_BETA}
+    assert plain.meta["rule"] == "best" and plain.meta["uncertainty"]["stage2"]["diff"] == 0.0
 
 
 def test_cross_validate_sums_held_out_log_probs():
@@ -101,7 +167,7 @@ def test_cross_validate_sums_held_out_log_probs():
     total = 0.0
     for k, (train, held) in enumerate(splits):
         res = run_fold(method, corpus, {**BASE, "states": 20, "beta": 0.1}, train, held,
-                       task_seed(3, row["key"], k))
+                       task_seed(3, k))
         assert res["loglik"] == pytest.approx(row["fold_logliks"][k])
         total += res["loglik"]
     assert row["mean"] == pytest.approx(total / corpus.n_strings)
@@ -214,6 +280,6 @@ def test_format_table():
                           [{"states": 10, "beta": 0.5}, {"states": 30, "beta": 0.5}], folds=3, seed=0)
     rows[best_index(rows)]["chosen"] = True
     lines = format_table(rows).splitlines()
-    assert lines[0].split()[:4] == ["candidate", "mean/string", "se", "p=0"]
+    assert lines[0].split()[:6] == ["candidate", "mean/string", "se", "diff", "se(diff)", "p=0"]
     assert lines[2].startswith("*") and "states=30" in lines[2]
     assert len(lines) == 3

@@ -7,6 +7,10 @@ the module docstrings of :mod:`bayesfa.validation.harness` and
 deterministic; the rate says how likely a correct kernel would be to trip them at a new seed.
 The mutant tests assert failures that are far beyond the thresholds (z-scores of 8-40 and
 p-values below 1e-10 at the seeds used), so they are not fragile either.
+
+The mutants are the production sweep compiled with one deliberate error each
+(:func:`bayesfa.samplers._cgs_pfa_kernel.build_sweep`); ``test_validate_every_mutant_fails``
+(slow) runs ``bayesfa validate`` on each, and its last result is in ``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,22 @@ from bayesfa.validation.harness import ALPHA, Report, compare, validate_main
 from bayesfa.validation.toys import TOYS, get_toy, all_strings
 
 MUTANTS = ["cgs-pfa:mutant-no-correction", "cgs-pfa:mutant-end-beta"]
+#: The check of ``bayesfa validate`` (default settings, toy "tiny", seed 0) that each mutant
+#: fails most clearly and most cheaply: the CI test runs that one for every mutant.
+CHEAPEST = {
+    "no-correction": "path-gof-uniform-start",
+    "skip-current-correction": "path-gof-uniform-start",
+    "skip-next-correction": "path-gof-uniform-start",
+    "skip-previous-correction": "predictive",
+    "full-out": "path-gof-uniform-start",
+    "full-in": "path-gof-uniform-start",
+    "full-denominator": "predictive",
+    "no-denominator": "path-gof-uniform-start",
+    "end-beta": "path-gof-uniform-start",
+    "skip-end-positions": "path-gof-uniform-start",
+    "keep-below": "path-gof-uniform-start",
+    "frozen": "path-gof-uniform-start",
+}
 
 
 # -- diagnostics ----------------------------------------------------------------------------
@@ -141,11 +161,25 @@ def test_geweke_enumeration_normalised():
     assert ta.shape[0] == (2 * 2) ** 3 and prob.sum() == pytest.approx(1.0)
 
 
-# -- mutants are copies of the kernel with one bug ------------------------------------------
+# -- mutants: the production sweep compiled with one bug --------------------------------------
+
+def test_mutants_cover_eq9_and_the_sweep():
+    """Each piece of the sweep has a mutant: Eq. 9's delta term and its three exact-weight
+    corrections, C versus C^{-t} in both factors and the denominator, the denominator, the end
+    prior, the positions sampled, the keep-the-current-state shortcut, and a frozen kernel."""
+    assert set(mutants.MUTANTS) == set(CHEAPEST)
+    assert mutants.mutant_names() == [mutants.PREFIX + v for v in CHEAPEST]
+    from bayesfa.samplers import _cgs_pfa_kernel as kernel
+
+    assert kernel.build_sweep(None) is kernel.sweep_positions  # production: no switch on
+    with pytest.raises(ValueError):
+        kernel.build_sweep("no-such-mutation")
+
 
 def test_variant_kernel_equals_real_kernel_when_correct():
-    """The copied sweep with no bug switched on reproduces ``cgs-pfa`` draw for draw (same
-    seed, same random-number use), so each mutant is the production sampler plus one bug."""
+    """The production sweep through the mutants' driver reproduces ``cgs-pfa`` draw for draw
+    (same seed, same random-number use), so each mutant is the production sampler plus one
+    bug, compiled from the same source."""
     from bayesfa.samplers.cgs_pfa import sample_cgs_pfa
 
     toy = TOYS["small"]
@@ -173,7 +207,7 @@ def test_validate_cgs_pfa_passes(cgs_validation):
     assert passed and out["passed"]
     assert out["method"] == "cgs-pfa" and out["toy"] == "tiny"
     names = [c["name"] for c in out["checks"]]
-    assert names == ["predictive", "path-gof", "geweke", "sbc"]  # SBC: the fast version
+    assert names == ["predictive", "path-gof", "path-gof-uniform-start", "geweke", "sbc"]
     assert all(c["passed"] for c in out["checks"])
     rows = out["checks"][0]["rows"]
     assert len(rows) == 15 and rows[0]["string"] == "ε"
@@ -209,30 +243,87 @@ def test_path_gof_real_kernel_passes():
     assert kernel_tests.path_gof("small", None, seed=3).passed
 
 
-@pytest.mark.parametrize("variant", list(mutants.MUTANTS))
+ORIGINAL = ["no-correction", "end-beta"]
+
+
+@pytest.mark.parametrize("variant", ORIGINAL)
 def test_path_gof_mutants_fail(variant):
     check = kernel_tests.path_gof("tiny", variant, seed=0)
     assert not check.passed
     assert max(r["p_value"] for r in check.rows) < 1e-10
 
 
-@pytest.mark.parametrize("variant", list(mutants.MUTANTS))
+@pytest.mark.parametrize("variant", ORIGINAL)
 def test_geweke_mutants_fail(variant):
     check = kernel_tests.geweke(variant, seed=0)
     assert not check.passed
     assert max(abs(r["z"]) for r in check.rows) > 7
 
 
-def test_sbc_fast_real_kernel_passes():
-    check = kernel_tests.sbc(None, n_replicates=200, seed=2)
-    assert check.passed
-    assert all(sum(r["histogram"]) == 200 for r in check.rows)
+def test_frozen_kernel_passes_invariance_but_not_the_uniform_start():
+    """Why the uniform-start check exists: a kernel that never moves leaves the posterior
+    invariant, so the posterior-start path GOF cannot see it; from uniform starts its end
+    states are uniform, far from the exact distribution after two sweeps."""
+    assert kernel_tests.path_gof("tiny", "frozen", n_draws=5_000, seed=0).passed
+    check = kernel_tests.path_gof("tiny", "frozen", start="uniform", n_draws=5_000, seed=0)
+    assert not check.passed and max(r["p_value"] for r in check.rows) < 1e-100
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("variant", list(mutants.MUTANTS))
-def test_sbc_mutants_fail(variant):
-    assert not kernel_tests.sbc(variant, n_replicates=1500, seed=0).passed
+@pytest.mark.parametrize("variant", list(CHEAPEST))
+def test_every_mutant_fails_a_validate_check(variant):
+    """Each mutant fails the check of ``bayesfa validate`` named in :data:`CHEAPEST`, with the
+    default settings of ``validate`` (toy "tiny", seed 0), far beyond its threshold."""
+    name = CHEAPEST[variant]
+    if name == "predictive":
+        check = compare(mutants.PREFIX + variant, "tiny", seed=0).check("predictive")
+        assert not check.passed and check.summary["max_abs_z"] > 6
+    else:
+        check = kernel_tests.path_gof("tiny", variant, start="uniform", seed=0)
+        assert not check.passed and min(r["p_value"] for r in check.rows) < 1e-5
+
+
+def test_sweep_distribution_is_the_exact_gibbs_sweep():
+    """:func:`kernel_tests.sweep_distribution` against an independent computation: one sweep
+    from a single path is the product over the positions, in order, of the brute-force
+    conditionals of Eq. 4 (enumerated path by path); many sweeps reach ``Pr(z | alpha)``."""
+    train = Corpus.from_strings([[0, 0], [1], [], [0, 1, 0]], 2)
+    n_states, beta = 2, 0.5
+    pp = reference.PathPosterior.build(train, n_states, beta)
+    free = exact.free_positions(train.tokens)
+    start = np.zeros(pp.prob.size)
+    start[5] = 1.0
+    got = kernel_tests.sweep_distribution(pp, start, 1)
+    n_symbols = train.alphabet_size + 1
+
+    def conditional(z, t):
+        logp = []
+        for k in range(1, n_states + 1):
+            zz = z.copy()
+            zz[t] = k
+            logp.append(exact.log_joint(exact.counts(train.tokens, zz, n_states, n_symbols), beta))
+        p = np.exp(np.array(logp) - max(logp))
+        return p / p.sum()
+
+    want = np.zeros(pp.prob.size)
+    z0 = pp.paths[5]
+    for path_index, z_end in enumerate(pp.paths):
+        prob, z = 1.0, z0.copy()
+        for t in free:  # resample z_t given the (partly updated) path, in increasing t
+            prob *= conditional(z, t)[z_end[t] - 1]
+            z[t] = z_end[t]
+        want[path_index] = prob
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-15)
+    uniform = np.full(pp.prob.size, 1.0 / pp.prob.size)
+    np.testing.assert_allclose(kernel_tests.sweep_distribution(pp, uniform, 200), pp.prob, atol=1e-9)
+
+
+@pytest.mark.parametrize("variant", ORIGINAL)
+def test_sbc_catches_the_original_mutants(variant):
+    """SBC at its default (CI) setting: 3,000 replicates of 19 draws (the correct kernel's
+    run is part of ``test_validate_cgs_pfa_passes``)."""
+    check = kernel_tests.sbc(variant, seed=0)
+    assert not check.passed
+    assert min(r["p_value"] for r in check.rows) < 1e-6
 
 
 @pytest.mark.slow
@@ -243,12 +334,17 @@ def test_validate_cgs_pfa_other_toys(toy):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", MUTANTS)
-def test_validate_mutants_fail(name):
+@pytest.mark.parametrize("name", mutants.mutant_names())
+def test_validate_every_mutant_fails(name):
+    """``bayesfa validate cgs-pfa:mutant-NAME`` fails for every mutant (slow: about a minute
+    each; last result in benchmarks/RESULTS.md). The original two fail every check but SBC
+    at least, the frozen one the uniform-start path GOF and the predictive check."""
     out = json.loads(validate_main(name, "tiny", True, seed=0)[0])
     assert not out["passed"]
     failed = {c["name"] for c in out["checks"] if not c["passed"]}
-    assert {"predictive", "path-gof", "geweke"} <= failed
+    assert CHEAPEST[name[len(mutants.PREFIX):]] in failed
+    if name in MUTANTS:
+        assert {"predictive", "path-gof", "path-gof-uniform-start", "geweke", "sbc"} <= failed
 
 
 # -- oracles (NUTS / DiscreteHMCGibbs: about a minute each, slow) ---------------------------

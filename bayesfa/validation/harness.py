@@ -59,13 +59,15 @@ import argparse
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy import stats as sps
 
 from bayesfa.corpus import Corpus
+from bayesfa.rundir import jsonable as _jsonable  # strict JSON: non-finite -> null + note
+from bayesfa.validation.checks import Check, _fmt  # noqa: F401 (Check: re-exported)
 from bayesfa.validation.toys import Toy, format_string, get_toy, all_strings
 
 ALPHA = 1e-3
@@ -87,37 +89,6 @@ _TOY_BETA = ("cgs-pfa", "oracle-pfa")
 
 
 # -- report ---------------------------------------------------------------------------------
-
-@dataclass
-class Check:
-    """One statistical check: ``rows`` of a table with ``columns``, its own verdict."""
-
-    name: str
-    passed: bool
-    description: str
-    alpha: float
-    columns: list[str]
-    rows: list[dict[str, Any]]
-    summary: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return _jsonable(asdict(self))
-
-    def to_table(self) -> str:
-        head = f"[{'PASS' if self.passed else 'FAIL'}] {self.name}: {self.description}"
-        widths = {c: max(len(c), *(len(_fmt(r.get(c))) for r in self.rows)) if self.rows else len(c)
-                  for c in self.columns}
-        lines = [head, "  " + "  ".join(c.rjust(widths[c]) for c in self.columns)]
-        for r in self.rows:
-            lines.append("  " + "  ".join(_fmt(r.get(c)).rjust(widths[c]) for c in self.columns))
-        for note in self.notes:
-            lines.append(f"  note: {note}")
-        extra = {k: v for k, v in self.summary.items() if not isinstance(v, (list, dict))}
-        if extra:
-            lines.append("  " + ", ".join(f"{k}={_fmt(v)}" for k, v in extra.items()))
-        return "\n".join(lines)
-
 
 @dataclass
 class Report:
@@ -164,49 +135,6 @@ class Report:
         for w in self.info.get("warnings", []):
             parts.append(f"warning: {w}")
         return "\n\n".join(parts)
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "NO"
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    if isinstance(v, (float, np.floating)):
-        v = float(v)
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        if v == 0:
-            return "0"
-        if abs(v) >= 1e4 or abs(v) < 1e-3:
-            return f"{v:.3e}"
-        return f"{v:.5f}" if abs(v) < 10 else f"{v:.2f}"
-    if isinstance(v, (list, tuple)):
-        return " ".join(_fmt(x) for x in v)
-    return str(v)
-
-
-def _jsonable(obj):
-    """Plain JSON types; non-finite floats become ``None`` (JSON has no NaN/inf)."""
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        v = float(obj)
-        return v if math.isfinite(v) else None
-    if obj is None or isinstance(obj, str):
-        return obj
-    return str(obj)
 
 
 # -- methods ------------------------------------------------------------------------------
@@ -512,8 +440,8 @@ def compare(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha: 
 def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha: float = ALPHA,
              kernel_checks: bool = True) -> Report:
     """:func:`compare`, plus for ``cgs-pfa`` and its mutants the kernel checks of
-    :mod:`bayesfa.validation.kernel_tests` (path-GOF on the toy, Geweke, SBC) in their fast
-    settings. Each check has false-alarm rate ``alpha``; the report's, at most
+    :mod:`bayesfa.validation.kernel_tests` (:func:`~bayesfa.validation.kernel_tests.cgs_pfa_checks`:
+    path-GOF on the toy from posterior and from uniform starts, Geweke, SBC) in their CI settings. Each check has false-alarm rate ``alpha``; the report's, at most
     ``alpha x number of checks`` (union bound)."""
     toy = get_toy(toy) if isinstance(toy, str) else toy
     report = compare(method_name, toy, seed, alpha=alpha)
@@ -525,9 +453,7 @@ def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha:
         from bayesfa.validation.mutants import PREFIX
 
         variant = method_name[len(PREFIX):] if method_name.startswith(PREFIX) else None
-        report.checks.append(kernel_tests.path_gof(toy, variant, seed=seed, alpha=alpha))
-        report.checks.append(kernel_tests.geweke(variant, seed=seed, alpha=alpha))
-        report.checks.append(kernel_tests.sbc(variant, seed=seed, alpha=alpha))
+        report.checks.extend(kernel_tests.cgs_pfa_checks(toy, variant, seed=seed, alpha=alpha))
     report.info["overall_false_alarm_rate"] = alpha * len(report.checks)
     return report
 

@@ -2,7 +2,8 @@
 
 All three take ``variant``: ``None`` tests the real kernel
 :func:`bayesfa.samplers._cgs_pfa_kernel.sweeps`, a name of
-:data:`bayesfa.validation.mutants.MUTANTS` tests a deliberately wrong copy (they must fail).
+:data:`bayesfa.validation.mutants.MUTANTS` tests the production sweep compiled with one
+deliberate error (they must fail).
 Each returns a :class:`bayesfa.validation.harness.Check` whose false-alarm rate (probability of
 failing a correct kernel) is ``alpha`` (default 1e-3), Bonferroni-split over its sub-tests.
 
@@ -13,7 +14,12 @@ failing a correct kernel) is ``alpha`` (default 1e-3), Bonferroni-split over its
     classes ``C(alpha, z)`` and on the paths themselves. A correct Gibbs kernel leaves its
     target invariant, so under H0 the end states are exactly i.i.d. ``Pr(z | alpha)`` and the
     test is exact up to the chi-square approximation (cells with expectation < 5 pooled).
-    This is the exact-posterior counterpart, at toy sizes, of Geweke's joint test.
+    This is the exact-posterior counterpart, at toy sizes, of Geweke's joint test. With
+    ``start="uniform"`` the chains start from uniformly random paths instead (Algorithm 1,
+    line 1) and the end states are tested against the exact distribution after ``k`` sweeps
+    of the exact Gibbs kernel (:func:`sweep_distribution`): this also fails kernels that
+    leave the posterior invariant without moving as Algorithm 1 does (a frozen kernel, a
+    position never resampled), which no test started from the posterior can see.
 
 :func:`geweke` -- Geweke's (2004) joint distribution test.
     Target: the joint ``Pr(alpha, z | L)`` of Eq. 4 over letter strings ``alpha`` of fixed
@@ -36,8 +42,11 @@ failing a correct kernel) is ``alpha`` (default 1e-3), Bonferroni-split over its
     at random) is uniform on ``0..L`` for a correct sampler. ``f``: the log joint of Eq. 4,
     the number of self-loop transitions, of repeated self-loops and the end-transition
     concentration (label-invariant, like Geweke's). Uniformity: chi-square over ``bins``
-    equal rank bins, each ``f`` at ``alpha / 4``. SBC is the weakest of the three here
-    (about 1,500 replicates are needed to catch the mutants; the fast default is 400).
+    equal rank bins, each ``f`` at ``alpha / 4``. Power comes from replicates, not from
+    posterior draws, so the default spends the budget on many replicates (3,000) with few
+    draws (``L = 19``, 4 bins): it catches ``no-correction`` and ``end-beta`` at every seed
+    tried (``benchmarks/RESULTS.md``), where 400 replicates of 99 draws missed
+    ``no-correction``. It is still the weakest check here for the other mutants.
     Autocorrelated draws would also skew the ranks; ``period`` is set so that this is
     negligible at these sizes (a failure could in principle mean "thin more" rather than
     "wrong kernel").
@@ -54,17 +63,16 @@ from numba import njit
 from scipy import stats as sps
 
 from bayesfa.corpus import Corpus
+from bayesfa.validation.checks import Check
 from bayesfa.validation.mutants import Kernel
-from bayesfa.validation.exact import prior_matrix
+from bayesfa.validation.exact import free_positions, prior_matrix
 from bayesfa.validation.reference import (all_paths, batch_counts, batch_log_joint, path_codes,
                                           path_posterior)
 
 ALPHA = 1e-3
 
 
-def _check(**kwargs):
-    from bayesfa.validation.harness import Check
-
+def _check(**kwargs) -> Check:
     return Check(**kwargs)
 
 
@@ -98,11 +106,47 @@ def pooled_chi2(observed: np.ndarray, probs: np.ndarray, min_expected: float = 5
 
 # -- exact stationarity at fixed data ------------------------------------------------------
 
-def path_gof(toy="tiny", variant: str | None = None, *, n_draws: int = 20_000, n_sweeps: int = 5,
-             seed: int = 0, alpha: float = ALPHA):
-    """Exact-start stationarity test of the kernel on ``toy``'s data (module docstring)."""
+def sweep_distribution(pp, start: np.ndarray, n_sweeps: int) -> np.ndarray:
+    """Exact distribution ``[P]`` of the path after ``n_sweeps`` sweeps of an exact Gibbs
+    kernel (systematic scan over the free positions in increasing ``t``, as Algorithm 1),
+    from the distribution ``start`` ``[P]`` over the paths of ``pp``
+    (:class:`bayesfa.validation.reference.PathPosterior`, paths in
+    :func:`bayesfa.validation.reference.all_paths` order).
+
+    One update of position ``f`` maps ``p(z)`` to ``sum_{z'_f} p(z^{-f}, z'_f) Pr(z_f | z^{-f},
+    alpha)``; over the grid ``[N] * F`` of paths that is a sum along axis ``f`` times the
+    conditional, the posterior normalised along that axis (Eq. 9 is that conditional)."""
+    from scipy.special import logsumexp
+
+    n_free = int(free_positions(pp.train.tokens).size)
+    shape = (pp.n_states,) * n_free
+    lj = pp.log_joint.reshape(shape)
+    p = np.asarray(start, dtype=np.float64).reshape(shape)
+    conds = [np.exp(lj - logsumexp(lj, axis=f, keepdims=True)) for f in range(n_free)]
+    for _ in range(n_sweeps):
+        for f in range(n_free):
+            p = p.sum(axis=f, keepdims=True) * conds[f]
+    return p.reshape(-1)
+
+
+def path_gof(toy="tiny", variant: str | None = None, *, n_draws: int = 20_000, n_sweeps: int | None = None,
+             start: str = "posterior", seed: int = 0, alpha: float = ALPHA):
+    """Exact-start stationarity test of the kernel on ``toy``'s data (module docstring).
+
+    ``start="posterior"``: the ``n_draws`` chains start from exact posterior draws and their
+    end states are tested against ``Pr(z | alpha)`` (invariance; ``n_sweeps`` default 5).
+    ``start="uniform"``: they start from uniformly random paths (Algorithm 1, line 1) and are
+    tested against the exact distribution after ``n_sweeps`` sweeps (default 2) of the exact
+    kernel, :func:`sweep_distribution`. This one also fails a kernel that leaves the posterior
+    invariant but does not move as Algorithm 1 does (a frozen kernel, positions never
+    resampled), which the invariance test cannot see.
+    """
     from bayesfa.validation.toys import get_toy
 
+    if start not in ("posterior", "uniform"):
+        raise ValueError(f"start must be 'posterior' or 'uniform', got {start!r}")
+    if n_sweeps is None:
+        n_sweeps = 5 if start == "posterior" else 2
     toy = get_toy(toy) if isinstance(toy, str) else toy
     t0 = time.perf_counter()
     n_states, beta = toy.n_states, toy.beta
@@ -110,38 +154,45 @@ def path_gof(toy="tiny", variant: str | None = None, *, n_draws: int = 20_000, n
     n_symbols = toy.train.alphabet_size + 1
     pp = path_posterior(toy.train, n_states, beta)
     rng = np.random.default_rng(seed)
-    starts = pp.sample_paths(n_draws, rng).astype(np.int32)
     positions = _free(tokens)
+    if start == "posterior":
+        starts = pp.sample_paths(n_draws, rng).astype(np.int32)
+        target = pp.prob
+        what = (f"{n_draws} exact posterior draws of z, {n_sweeps} sweeps each, end states vs "
+                f"Pr(z | alpha)")
+    else:
+        starts = np.zeros((n_draws, tokens.size + 1), dtype=np.int32)
+        starts[:, positions] = rng.integers(1, n_states + 1, size=(n_draws, positions.size),
+                                            dtype=np.int32)
+        target = sweep_distribution(pp, np.full(pp.prob.size, 1.0 / pp.prob.size), n_sweeps)
+        what = (f"{n_draws} uniformly random paths z, {n_sweeps} sweeps each, end states vs the "
+                f"exact distribution after {n_sweeps} exact Gibbs sweeps")
     kern = Kernel(variant)
-    ends = np.empty_like(starts)
-    for r in range(n_draws):
-        z = starts[r].copy()
-        state = kern.init(tokens, z, n_states, n_symbols, beta)
-        kern.sweeps(n_sweeps, positions, tokens, z, state, rng, beta)
-        ends[r] = z
+    ends = kern.run_from(starts, n_sweeps, positions, tokens, n_states, n_symbols, rng, beta)
     codes = path_codes(ends, tokens, n_states)
     by_path = np.bincount(codes, minlength=pp.prob.size)
     by_class = np.bincount(pp.classes[codes], minlength=pp.class_prob.size)
+    class_target = np.bincount(pp.classes, weights=target, minlength=pp.class_prob.size)
     rows = []
     each = alpha / 2
-    for name, observed, probs in (("count classes C(alpha, z)", by_class, pp.class_prob),
-                                  ("paths z", by_path, pp.prob)):
+    for name, observed, probs in (("count classes C(alpha, z)", by_class, class_target),
+                                  ("paths z", by_path, target)):
         chi2, dof, p, cells = pooled_chi2(observed, probs)
         rows.append({"test": name, "cells": cells, "chi2": chi2, "dof": dof, "p_value": p,
                      "threshold": each, "pass": bool(p >= each)})
     # the class whose frequency is most off, for the reader
-    expected = n_draws * pp.class_prob
-    zc = (by_class - expected) / np.sqrt(np.maximum(expected * (1 - pp.class_prob), 1e-12))
+    expected = n_draws * class_target
+    zc = (by_class - expected) / np.sqrt(np.maximum(expected * (1 - class_target), 1e-12))
     worst = int(np.argmax(np.abs(zc)))
     return _check(
-        name="path-gof", passed=all(r["pass"] for r in rows),
-        description=(f"{kern.label}: {n_draws} exact posterior draws of z, {n_sweeps} "
-                     f"sweeps each, end states vs Pr(z | alpha) (Pearson chi-square)"),
+        name="path-gof" if start == "posterior" else "path-gof-uniform-start",
+        passed=all(r["pass"] for r in rows),
+        description=f"{kern.label}: {what} (Pearson chi-square)",
         alpha=alpha, columns=["test", "cells", "chi2", "dof", "p_value", "threshold", "pass"],
         rows=rows,
-        summary={"toy": toy.name, "n_draws": n_draws, "n_sweeps": n_sweeps, "n_paths": int(pp.prob.size),
-                 "n_classes": int(pp.class_prob.size), "worst_class_z": float(zc[worst]),
-                 "seconds": time.perf_counter() - t0},
+        summary={"toy": toy.name, "start": start, "n_draws": n_draws, "n_sweeps": n_sweeps,
+                 "n_paths": int(pp.prob.size), "n_classes": int(pp.class_prob.size),
+                 "worst_class_z": float(zc[worst]), "seconds": time.perf_counter() - t0},
         notes=[f"false-alarm rate {alpha:g} (Bonferroni over the 2 chi-square tests)"])
 
 
@@ -327,15 +378,20 @@ def simulate(xi: np.ndarray, n_strings: int, rng: np.random.Generator, max_lette
     return np.array(tokens, dtype=np.int32), np.array(z, dtype=np.int32)
 
 
-def sbc(variant: str | None = None, *, n_replicates: int = 400, n_states: int = 2, beta: float = 0.5,
-        n_strings: int = 6, max_letters: int = 14, burn_in: int = 100, n_posterior: int = 99,
-        period: int = 5, bins: int = 10, seed: int = 0, alpha: float = ALPHA):
+#: The default SBC setting and what it was seen to catch (benchmarks/RESULTS.md, issue 14).
+SBC_DEFAULT = (3000, 19, 4, 2, 0.5, 2)
+SBC_POWER = ("measured power of this setting: it failed mutants no-correction and end-beta at "
+             "each of seeds 0-5, and passed the correct kernel at each of seeds 0-5")
+
+
+def sbc(variant: str | None = None, *, n_replicates: int = 3000, n_states: int = 2, beta: float = 0.5,
+        n_strings: int = 6, max_letters: int = 14, burn_in: int = 50, n_posterior: int = 19,
+        period: int = 5, bins: int = 4, n_letters: int = 2, seed: int = 0, alpha: float = ALPHA):
     """Simulation-based calibration of the kernel (module docstring)."""
     t0 = time.perf_counter()
     if (n_posterior + 1) % bins:
         raise ValueError("n_posterior + 1 must be a multiple of bins")
     rng = np.random.default_rng(seed)
-    n_letters = 2
     n_symbols = n_letters + 1
     ranks: dict[str, list[int]] = {name: [] for name in SBC_STATISTICS}
     kern = Kernel(variant)
@@ -353,11 +409,8 @@ def sbc(variant: str | None = None, *, n_replicates: int = 400, n_states: int = 
         z = np.zeros_like(z_true)
         z[positions] = rng.integers(1, n_states + 1, size=positions.size, dtype=np.int32)
         state = kern.init(tokens, z, n_states, n_symbols, beta)
-        kern.sweeps(burn_in, positions, tokens, z, state, rng, beta)
-        path_draws = np.empty((n_posterior, z.size), dtype=np.int32)
-        for d in range(n_posterior):
-            kern.sweeps(period, positions, tokens, z, state, rng, beta)
-            path_draws[d] = z
+        path_draws = kern.draw_paths(burn_in, n_posterior, period, positions, tokens, z, state,
+                                     rng, beta)
         post = _statistics(np.broadcast_to(tokens, (n_posterior, tokens.size)), path_draws, beta,
                            n_states, n_symbols)
         for name in SBC_STATISTICS:
@@ -385,4 +438,19 @@ def sbc(variant: str | None = None, *, n_replicates: int = 400, n_states: int = 
         summary={"n_replicates": n_replicates, "redrawn": redrawn, "bins": bins,
                  "seconds": time.perf_counter() - t0},
         notes=[f"false-alarm rate {alpha:g} (chi-square uniformity of ranks, Bonferroni over "
-               f"{len(ranks)} statistics)"])
+               f"{len(ranks)} statistics)"]
+        + ([SBC_POWER] if (n_replicates, n_posterior, bins, n_states, beta, n_letters) == SBC_DEFAULT
+           else []))
+
+
+# -- the kernel checks of ``bayesfa validate cgs-pfa`` --------------------------------------
+
+def cgs_pfa_checks(toy, variant: str | None = None, *, seed: int = 0, alpha: float = ALPHA):
+    """The kernel checks that :func:`bayesfa.validation.harness.validate` runs for ``cgs-pfa``
+    (``variant`` None) and its mutants, in their default (CI) settings: path GOF from exact
+    posterior draws (invariance) and from uniformly random paths (the exact distribution after
+    two sweeps: a kernel must move as Algorithm 1 does), Geweke's joint test, and SBC."""
+    return [path_gof(toy, variant, seed=seed, alpha=alpha),
+            path_gof(toy, variant, start="uniform", seed=seed, alpha=alpha),
+            geweke(variant, seed=seed, alpha=alpha),
+            sbc(variant, seed=seed, alpha=alpha)]

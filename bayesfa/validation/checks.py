@@ -1,0 +1,73 @@
+"""One statistical check of the validation suite and its text form.
+
+:class:`Check` is what every check returns (the predictive comparison of
+:mod:`bayesfa.validation.harness`, the kernel tests of :mod:`bayesfa.validation.kernel_tests`,
+the checks that methods add through their validation spec). It lives in its own module so
+that the modules that build checks need not import the harness, which imports them: no
+import cycle inside :mod:`bayesfa.validation`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bayesfa.rundir import jsonable as _jsonable  # strict JSON: non-finite -> null + note
+
+
+@dataclass
+class Check:
+    """One statistical check: ``rows`` of a table with ``columns``, its own verdict."""
+
+    name: str
+    passed: bool
+    description: str
+    alpha: float
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(asdict(self))
+
+    def to_table(self) -> str:
+        head = f"[{'PASS' if self.passed else 'FAIL'}] {self.name}: {self.description}"
+        widths = {c: max(len(c), *(len(_fmt(r.get(c))) for r in self.rows)) if self.rows else len(c)
+                  for c in self.columns}
+        lines = [head, "  " + "  ".join(c.rjust(widths[c]) for c in self.columns)]
+        for r in self.rows:
+            lines.append("  " + "  ".join(_fmt(r.get(c)).rjust(widths[c]) for c in self.columns))
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        extra = {k: v for k, v in self.summary.items() if not isinstance(v, (list, dict))}
+        if extra:
+            lines.append("  " + ", ".join(f"{k}={_fmt(v)}" for k, v in extra.items()))
+        return "\n".join(lines)
+
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        if v == 0:
+            return "0"
+        if abs(v) >= 1e4 or abs(v) < 1e-3:
+            return f"{v:.3e}"
+        return f"{v:.5f}" if abs(v) < 10 else f"{v:.2f}"
+    if isinstance(v, (list, tuple)):
+        return " ".join(_fmt(x) for x in v)
+    return str(v)
