@@ -1,0 +1,211 @@
+"""Tests of CGS-HMM and CGS-HMM(*) (Shibata & Yoshinaka 2013, Sect. 4.4, Eq. 20).
+
+The kernel's conditional is compared with brute force from the collapsed HMM joint, the
+enumeration of the validation spec with :mod:`bayesfa.models.hmm`'s, and (slow) the whole
+``bayesfa validate`` runs: exact predictive and Geweke pass, mutants fail, and CGS-HMM agrees
+with the NumPyro oracle ``oracle-hmm``. Statistical checks have fixed seeds and state their
+false-alarm rate.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+from bayesfa.methods import get_method
+from bayesfa.samplers import _cgs_hmm_kernel as kernel
+from bayesfa.samplers import cgs_hmm
+from bayesfa.validation import cgs_variants_checks as checks
+from bayesfa.validation.reference import batch_counts
+
+TRAIN = Corpus.from_strings([[0, 1, 0], [1, 1], [], [0, 0, 1, 1], [1]], alphabet_size=2)
+
+
+def _state(corpus, n_states, z):
+    state = cgs_hmm.new_state(n_states, corpus.alphabet_size + 1)
+    kernel.fill_counts(corpus.tokens, z, *state)
+    return state
+
+
+@pytest.mark.parametrize("n_states", [1, 2, 4])
+def test_kernel_weights_equal_the_exact_conditional(n_states):
+    """The scratch ``g`` the kernel fills at a position is, normalised, ``Pr(z_t = k | rest)``
+    from the collapsed HMM joint (every position, random paths; exact to 1e-12)."""
+    rng = np.random.default_rng(3)
+    tokens = TRAIN.tokens
+    n_symbols = TRAIN.alphabet_size + 1
+    alpha, beta = 0.3, 0.7
+    for _ in range(5):
+        z = cgs_hmm.random_path(tokens, n_states, rng)
+        for t in cgs_hmm.free_positions(tokens):
+            zz = np.repeat(z[None].astype(np.int64), n_states, axis=0)
+            zz[:, t] = np.arange(1, n_states + 1)
+            lj = checks.hmm_log_joint(batch_counts(tokens, zz, n_states, n_symbols), alpha, beta)
+            want = np.exp(lj - lj.max())
+            want /= want.sum()
+            state = _state(TRAIN, n_states, z.copy())
+            g = np.zeros(n_states + 1)
+            zc = z.copy()
+            kernel.sweep_positions(np.array([t]), np.array([0.5]), tokens, zc, *state, g, alpha,
+                                   beta, 0)
+            np.testing.assert_allclose(g[1:] / g[1:].sum(), want, rtol=1e-12, atol=1e-15)
+
+
+def test_counts_stay_consistent_and_log_joint():
+    rng = np.random.default_rng(0)
+    tokens = TRAIN.tokens
+    z = cgs_hmm.random_path(tokens, 3, rng)
+    state = _state(TRAIN, 3, z)
+    kernel.sweeps(50, cgs_hmm.free_positions(tokens), tokens, z, *state, rng, 0.5, 0.5, 0)
+    fresh = _state(TRAIN, 3, z.copy())
+    for a, b in zip(state, fresh):
+        np.testing.assert_array_equal(a, b)
+    c = batch_counts(tokens, z[None].astype(np.int64), 3, 3)
+    assert kernel.log_joint(state[0], state[1], 0.5, 0.5) == pytest.approx(
+        float(checks.hmm_log_joint(c, 0.5, 0.5)[0]), rel=1e-12)
+
+
+def test_hmm_enumeration_agrees_with_the_oracle_module():
+    """The spec's path posterior (``hmm_log_joint`` over count classes) sums to
+    :func:`bayesfa.models.hmm.exact_log_marginal`, and with ``Pr(b|alpha, z)`` (Polya urn)
+    averaged over it, to :func:`bayesfa.models.hmm.exact_predictive`."""
+    from bayesfa.models import hmm
+    from scipy.special import logsumexp
+
+    cls, mult = checks._classes(TRAIN, 2)
+    mine = logsumexp(checks.hmm_log_joint(cls, 0.4, 0.6) + np.log(mult))
+    assert mine == pytest.approx(hmm.exact_log_marginal(TRAIN, 2, 0.4, 0.6), rel=1e-12)
+    test = Corpus.from_strings([[], [0], [1, 0]], 2)
+    lj = checks.hmm_log_joint(cls, 0.4, 0.6) + np.log(mult)
+    rb = checks.hmm_collapsed_predictive(cls, 0.4, 0.6, test)   # [U, n]
+    got = logsumexp(rb + lj[:, None], axis=0) - logsumexp(lj)
+    np.testing.assert_allclose(got, hmm.exact_predictive(TRAIN, test, 2, 0.4, 0.6), rtol=1e-10)
+
+
+def test_plugins_are_distributions():
+    rng = np.random.default_rng(1)
+    counts = rng.integers(0, 5, size=(4, 4, 3, 4))
+    counts[..., 0, 1:] = 0
+    counts[..., 1:, 0] = 0
+    for xi in (cgs_hmm.hmm_xi(counts, 0.3, 0.2),):
+        np.testing.assert_allclose(xi.sum(axis=(-2, -1)), 1.0, rtol=1e-12)
+        assert (xi[..., 0, 1:] == 0).all() and (xi[..., 1:, 0] == 0).all()
+
+
+KW = dict(n_states=3, alpha=0.5, beta=0.5, iterations=30, burn_in=10, period=5, chains=2)
+
+
+def test_same_seed_same_result():
+    a = cgs_hmm.sample_cgs_hmm(TRAIN, seed=7, **KW)
+    b = cgs_hmm.sample_cgs_hmm(TRAIN, seed=7, **KW)
+    c = cgs_hmm.sample_cgs_hmm(TRAIN, seed=8, **KW)
+    for x, y in zip(a[:5], b[:5]):
+        np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(a.log_joint, c.log_joint)
+    assert a.counts.shape == (2, 4, 4, 3, 4)
+    np.testing.assert_allclose(a.log_joint, checks.hmm_log_joint(a.counts, 0.5, 0.5), rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_jobs_do_not_change_the_result():
+    a = cgs_hmm.sample_cgs_hmm(TRAIN, seed=7, **KW)
+    b = cgs_hmm.sample_cgs_hmm(TRAIN, seed=7, jobs=2, **KW)
+    for x, y in zip(a[:5], b[:5]):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_argument_checks():
+    with pytest.raises(InputError):
+        cgs_hmm.sample_cgs_hmm(TRAIN, 0, 0.5, 0.5, 10, 0, 1, 1, 0)
+    with pytest.raises(InputError):
+        cgs_hmm.sample_cgs_hmm(TRAIN, 2, 0.0, 0.5, 10, 0, 1, 1, 0)
+    with pytest.raises(InputError):
+        cgs_hmm.sample_cgs_hmm(TRAIN, 2, 0.5, -1.0, 10, 0, 1, 1, 0)
+
+
+@pytest.mark.parametrize("method", ["cgs-hmm", "cgs-hmm-star"])
+def test_cli_on_bundled_problem_24(method, tmp_path, capsys):
+    """fit, predict (every test string positive), diagnose; bad options exit 2 in one line."""
+    from bayesfa.cli import main
+    from bayesfa.datasets import pautomac_path
+    from bayesfa.pautomac import read_solution
+
+    train, test = pautomac_path(24, "train"), pautomac_path(24, "test")
+    run = tmp_path / "run"
+    assert main(["fit", str(train), "--method", method, "--states", "4", "--beta", "0.1",
+                 "--alpha", "0.2", "--iterations", "6", "--burn-in", "2", "--period", "2",
+                 "--chains", "2", "--seed", "3", "--out", str(run), "--quiet"]) == 0
+    assert main(["predict", str(run), str(test), "--out", str(tmp_path / "p")]) == 0
+    assert (read_solution(tmp_path / "p") > 0).all()
+    assert main(["diagnose", str(run), "--json"]) == 0
+    m = get_method(method)
+    assert m.estimate_memory(Corpus.from_strings([[0]], 1), {"states": 4, "chains": 2, "iterations": 6,
+                                                            "burn_in": 2, "period": 2}) > 0
+    for bad in (["--states", "0"], ["--beta", "0"], ["--alpha", "-1"]):
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exc:  # one error line, exit 2
+            main(["fit", str(train), "--method", method, *bad, "--seed", "1",
+                  "--out", str(tmp_path / "bad")])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and "Traceback" not in err, err
+        assert len(err.strip().splitlines()) == 1, err
+        assert "error:" in err and bad[0] in err, err
+
+
+# -- slow: the whole validation ---------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["cgs-hmm", "cgs-hmm-star"])
+def test_validate_passes(method):
+    """False-alarm rate 2e-3 (predictive + Geweke, 1e-3 each)."""
+    from bayesfa.validation.harness import validate
+
+    report = validate(method, "tiny", seed=0)
+    assert report.passed, report.to_table()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", ["cgs-hmm:mutant-no-correction", "cgs-hmm:mutant-all-visits"])
+def test_mutants_fail(mutant):
+    from bayesfa.validation.harness import validate
+
+    report = validate(mutant, "tiny", seed=0)
+    assert not report.check("predictive").passed
+    assert not report.check("geweke").passed
+
+
+@pytest.mark.slow
+def test_cgs_hmm_agrees_with_oracle_hmm():
+    """CGS-HMM's Rao-Blackwellised predictive, the mean over draws of the collapsed
+    ``Pr(b | alpha, z_s)``, and ``oracle-hmm``'s NUTS predictive estimate the same exact
+    ``Pr(b | alpha)``: each matches ``bayesfa.models.hmm.exact_predictive`` and they match
+    each other, within z* = Phi^{-1}(1 - 1e-3 / (2 * 3 * 15)) combined MC standard errors
+    (false-alarm rate about 1e-3 for the three families of 15 z-tests)."""
+    from bayesfa.models import hmm
+    from bayesfa.validation.diagnostics import ess_mean
+    from bayesfa.validation.harness import compare
+    from bayesfa.validation.toys import all_strings, get_toy
+
+    toy, test = get_toy("tiny"), all_strings()
+    alpha_h, beta = 0.5, 0.5
+    exact = np.exp(hmm.exact_predictive(toy.train, test, toy.n_states, alpha_h, beta))
+    crit = stats.norm.isf(1e-3 / (2 * 3 * test.n_strings))
+    res = cgs_hmm.sample_cgs_hmm(toy.train, toy.n_states, alpha_h, beta, 20_200, 200, 4, 4, seed=0)
+    flat = res.counts.reshape((-1,) + res.counts.shape[2:])
+    p = np.exp(checks.hmm_collapsed_predictive(flat, alpha_h, beta, test))
+    p = p.reshape(res.counts.shape[:2] + (-1,))
+    est = p.mean(axis=(0, 1))
+    se = np.array([np.std(p[..., s], ddof=1) / math.sqrt(ess_mean(p[..., s])) for s in range(p.shape[-1])])
+    ok = se > 1e-12 * est  # Pr(empty | alpha, z) depends only on state 0's fixed counts
+    assert (np.abs(est - exact)[ok] <= crit * se[ok]).all()
+    assert np.allclose(est[~ok], exact[~ok], rtol=1e-9)
+    oracle = compare("oracle-hmm", toy, seed=0, options={"alpha": alpha_h, "beta": beta})
+    o_est = np.array([r["estimate"] for r in oracle.rows])
+    o_se = np.array([r["mcse"] for r in oracle.rows])
+    assert oracle.passed, oracle.to_table()
+    assert (np.abs(est - o_est) <= crit * np.sqrt(se ** 2 + o_se ** 2) + 1e-12).all()

@@ -1,0 +1,398 @@
+"""Tests of CVB0, GCVB0 and CVB2 (Shibata & Yoshinaka 2013, Sect. 2.4-2.5, 4.2 and appendix).
+
+The kernels keep running sums so that an update costs O(N^2); the references here recompute
+every quantity from its definition: the expectations of Eq. 14 by Lemma 1, one transition
+``s`` at a time (O(N T) per ``q_t(k)``), and the means and variances of the counts of Eq. 9
+by enumerating every path ``z`` under ``q``. No test is statistical: all use fixed seeds and
+deterministic fixed points.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from bayesfa.corpus import Corpus
+from bayesfa.datasets import pautomac_path
+from bayesfa.errors import InputError
+from bayesfa.methods import get_method
+from bayesfa.pautomac import read_sample
+from bayesfa.samplers import _cvb_kernel as kernel
+from bayesfa.samplers import cvb
+from bayesfa.validation import exact
+from bayesfa.validation.reference import all_paths, batch_counts, path_posterior
+from bayesfa.validation.toys import all_strings, get_toy
+
+# 10 letters over {a, b}, one empty string, repeated letters (so that the terms of Eq. 14
+# that share a z with z_{t+1} or z_{t-1} occur)
+TRAIN = Corpus.from_strings([[0, 0, 1, 0], [1, 1, 1], [], [0, 0], [1]], alphabet_size=2)
+
+
+# ----------------------------------------------------------------------------------------
+# references
+# ----------------------------------------------------------------------------------------
+def random_q(tokens, n_states, seed):
+    return cvb.initial_q(tokens, n_states, np.random.default_rng(seed))
+
+
+def lemma1_expectation(q, positions, indicator):
+    """``E_q[indicator(z_{p1}, ..., z_{pd})]`` by summing over the distinct positions (Lemma 1
+    done by brute force: the factors of ``q`` are independent)."""
+    distinct = sorted(set(positions))
+    n1 = q.shape[1]
+    total = 0.0
+    for values in itertools.product(range(n1), repeat=len(distinct)):
+        w = np.prod([q[p, v] for p, v in zip(distinct, values)])
+        if w == 0.0:
+            continue
+        z = dict(zip(distinct, values))
+        total += w * indicator(*(z[p] for p in positions))
+    return total
+
+
+def eq14_means(tokens, q, t, k):
+    """The three expectations of Eq. 14 at free ``t`` from the definitions of Sect. 2.4.1:
+    a sum over the transitions ``s`` not containing ``z_t`` (``O(N T)`` per ``k``)."""
+    big_t = tokens.size
+    a, ap = tokens[t], tokens[t - 1]
+    out = sum(lemma1_expectation(q, (s, s + 1, t + 1),
+                                 lambda zs, zs1, zn: float(zs == k and zs1 == zn))
+              for s in range(big_t) if s not in (t - 1, t) and tokens[s] == a)
+    inn = sum(lemma1_expectation(q, (s, s + 1, t - 1),
+                                 lambda zs, zs1, zp: float(zs == zp and zs1 == k))
+              for s in range(big_t) if s not in (t - 1, t) and tokens[s] == ap)
+    if a == ap:  # delta(z_{t-1}, a_{t-1}, k; k, a_t, z_{t+1})
+        inn += lemma1_expectation(q, (t - 1, t + 1), lambda zp, zn: float(zp == k and zn == k))
+    den = sum(q[s, k] for s in range(big_t) if s != t)
+    return out, inn, den
+
+
+def eq12_reference(tokens, q, t, n_states, beta):
+    """Right-hand side of Eq. 12 with the 0th-order Eq. 15/16, normalised, ``[N]``."""
+    n_symbols = int(tokens.max()) + 1 if tokens.size else 1
+    nab = n_states * n_symbols * beta
+    b_out = n_states * beta if tokens[t] == 0 else beta
+    w = np.array([(o + b_out) * (i + beta) / (d + nab)
+                  for o, i, d in (eq14_means(tokens, q, t, k) for k in range(1, n_states + 1))])
+    return w / w.sum()
+
+
+def enumerated_moments(tokens, q, n_states):
+    """Mean and variance under ``q`` of the three counts of Eq. 9 at every free ``t``, by
+    enumerating every path: dict t -> (mean [3, N+1], var [3, N+1])."""
+    n_symbols = int(tokens.max()) + 1
+    paths = all_paths(tokens, n_states)
+    free = exact.free_positions(tokens)
+    logw = np.log(q[free[None, :], paths[:, free]]).sum(axis=1)
+    w = np.exp(logw)
+    assert abs(w.sum() - 1) < 1e-12
+    c = batch_counts(tokens, paths, n_states, n_symbols)
+    ci = c.sum(axis=(2, 3))
+    rows = np.arange(paths.shape[0])
+    out = {}
+    for t in free:
+        a, ap = tokens[t], tokens[t - 1]
+        zp, zt, zn = paths[:, t - 1], paths[:, t], paths[:, t + 1]
+        mean = np.zeros((3, n_states + 1))
+        var = np.zeros((3, n_states + 1))
+        for k in range(1, n_states + 1):
+            # C^{-t} = C - e(z_{t-1}, a_{t-1}, z_t) - e(z_t, a_t, z_{t+1})
+            x_out = (c[rows, k, a, zn] - ((zp == k) & (ap == a) & (zt == zn)) - (zt == k))
+            x_in = (c[rows, zp, ap, k] - (zt == k) - ((zt == zp) & (a == ap) & (zn == k))
+                    + ((zp == k) & (ap == a) & (zn == k)))
+            x_den = ci[rows, k] - (zt == k)
+            for r, x in enumerate((x_out, x_in, x_den)):
+                m = (w * x).sum()
+                mean[r, k] = m
+                var[r, k] = (w * x * x).sum() - m * m
+        out[int(t)] = (mean, var)
+    return out
+
+
+def kernel_sums(tokens, q, n_symbols):
+    n1 = q.shape[1]
+    ec, e2, f2 = (np.zeros((n1, n_symbols, n1)) for _ in range(3))
+    d1 = np.zeros((n1, n_symbols))
+    eci, qq = np.zeros(n1), np.zeros(n1)
+    kernel.cvb2_sums(tokens, q, ec, e2, f2, d1, eci, qq)
+    return ec, e2, f2, d1, eci, qq
+
+
+# ----------------------------------------------------------------------------------------
+# CVB0 and CVB2 updates against the definitions
+# ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("corpus,n_states", [(TRAIN, 2), (get_toy("three").train, 3)])
+def test_moments_match_enumeration(corpus, n_states):
+    """At a random q, the kernels' expectations (CVB0) and variances (CVB2) of the counts of
+    Eq. 9 equal those of the enumerated distribution q(z), and Lemma 1 term by term."""
+    tokens = corpus.tokens
+    q = random_q(tokens, n_states, 3)
+    sums = kernel_sums(tokens, q, corpus.alphabet_size + 1)
+    ec, eci = sums[0], sums[4]
+    enum = enumerated_moments(tokens, q, n_states)
+    n1 = n_states + 1
+    out_m, in_m, den_m = np.zeros(n1), np.zeros(n1), np.zeros(n1)
+    mean, var = np.zeros((3, n1)), np.zeros((3, n1))
+    for t, (em, ev) in enum.items():
+        kernel.cvb0_means(t, tokens, q, ec, eci, out_m, in_m, den_m)
+        np.testing.assert_allclose(np.stack([out_m, in_m, den_m])[:, 1:], em[:, 1:], atol=1e-12)
+        kernel.cvb2_moments(t, tokens, q, *sums, mean, var)
+        np.testing.assert_allclose(mean[:, 1:], em[:, 1:], atol=1e-12)
+        np.testing.assert_allclose(var[:, 1:], ev[:, 1:], atol=1e-12)
+        if t % 3 == 0:  # the O(NT) Lemma-1 reference agrees with enumeration too
+            ref = np.array([eq14_means(tokens, q, t, k) for k in range(1, n1)]).T
+            np.testing.assert_allclose(ref, em[:, 1:], atol=1e-12)
+
+
+def test_sweeps_keep_sums_equal_to_their_definitions():
+    tokens = TRAIN.tokens
+    positions = cvb.free_positions(tokens)
+    q = random_q(tokens, 3, 5)
+    ec, eci = cvb.expected_counts(tokens, q, 3)
+    kernel.cvb0_sweep(positions, tokens, q, ec, eci, 0.3)
+    ec2, eci2 = cvb.expected_counts(tokens, q, 3)
+    np.testing.assert_allclose(ec, ec2, atol=1e-12)
+    np.testing.assert_allclose(eci, eci2, atol=1e-12)
+    q = random_q(tokens, 3, 6)
+    sums = kernel_sums(tokens, q, 3)
+    kernel.cvb2_sweep(positions, tokens, q, *sums, 0.3)
+    for got, want in zip(sums, kernel_sums(tokens, q, 3)):
+        np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_cvb0_fixed_point_satisfies_eq12():
+    """Run to convergence; then every q_t equals the right-hand side of Eq. 12 (0th order,
+    recomputed term by term from Lemma 1) to 1e-8."""
+    toy = get_toy("three")
+    beta = 0.1  # below the toy's 0.5, where CVB0 stays at the symmetric point q_t = 1/N
+    res = cvb.fit_cvb0(toy.train, toy.n_states, beta, iterations=5000, tol=1e-13, seed=2)
+    assert res.info["converged"]
+    q = res.q
+    free = cvb.free_positions(toy.train.tokens)
+    assert np.abs(q[free, 1:] - 1 / toy.n_states).max() > 0.1  # not the trivial point
+    for t in free:
+        ref = eq12_reference(toy.train.tokens, q, t, toy.n_states, beta)
+        np.testing.assert_allclose(q[t, 1:], ref, atol=1e-8)
+
+
+def test_cvb2_fixed_point_satisfies_its_update():
+    """As above for CVB2, the update recomputed from the enumerated means and variances."""
+    toy = get_toy("three")
+    beta = 0.1
+    res = cvb.fit_cvb2(toy.train, toy.n_states, beta, iterations=5000, tol=1e-13, seed=2)
+    assert res.info["converged"]
+    q, tokens = res.q, toy.train.tokens
+    free = cvb.free_positions(tokens)
+    assert np.abs(q[free, 1:] - 1 / toy.n_states).max() > 0.1
+    nab = toy.n_states * (toy.train.alphabet_size + 1) * beta
+    for t, (m, v) in enumerated_moments(tokens, q, toy.n_states).items():
+        b_out = toy.n_states * beta if tokens[t] == 0 else beta
+        logw = 0.0
+        for r, c, sign in ((0, b_out, 1), (1, beta, 1), (2, nab, -1)):
+            x = m[r, 1:] + c
+            logw = logw + sign * (np.log(x) - v[r, 1:] / (2 * x * x))
+        w = np.exp(logw - logw.max())
+        np.testing.assert_allclose(q[t, 1:], w / w.sum(), atol=1e-8)
+
+
+def _mean_abs_error(logp, exact_logp):
+    return float(np.abs(logp - exact_logp).mean())
+
+
+@pytest.mark.parametrize("name", ["tiny", "small", "three"])
+def test_cvb_predictive_closer_to_exact_than_one_posterior_z(name):
+    """Eq. 10 after CVB0 and CVB2 is closer to the exact posterior predictive (mean |log
+    difference| over the 15 test strings) than the plug-in xi~(z) of a single z drawn from the
+    exact posterior, on average over that draw (computed exactly over all paths).
+
+    At the toys' beta = 0.5 both methods reach the symmetric point q_t = 1/N; at beta = 0.1
+    CVB0 leaves it and still wins. CVB2 is not tested at beta = 0.1: there it reaches lower
+    D0 but, from some seeds, predicts worse than a single posterior z (seen on "tiny" and
+    "small", seeds 0-2), so no such claim is made for it."""
+    toy = get_toy(name)
+    test = all_strings()
+    for beta, fits in ((toy.beta, (cvb.fit_cvb0, cvb.fit_cvb2)), (0.1, (cvb.fit_cvb0,))):
+        post = path_posterior(toy.train, toy.n_states, beta)
+        ex = post.exact_predictive(test)
+        per_z = np.log(post.plugin_per_class(test))
+        one_z = float((post.class_prob[:, None] * np.abs(per_z - ex[None])).sum(axis=0).mean())
+        for fit in fits:
+            res = fit(toy.train, toy.n_states, beta, iterations=3000, tol=1e-10, seed=0)
+            err = _mean_abs_error(cvb.predict_log_prob(res.expected_counts, beta, test), ex)
+            assert err < one_z, (fit.__name__, beta, err, one_z)
+
+
+# ----------------------------------------------------------------------------------------
+# GCVB0
+# ----------------------------------------------------------------------------------------
+def test_d0_at_a_point_mass_is_minus_log_joint():
+    rng = np.random.default_rng(0)
+    tokens = TRAIN.tokens
+    z = np.zeros(tokens.size + 1, dtype=np.int64)
+    free = cvb.free_positions(tokens)
+    z[free] = rng.integers(1, 4, size=free.size)
+    q = np.zeros((tokens.size + 1, 4))
+    q[np.arange(z.size), z] = 1.0
+    ec, eci = cvb.expected_counts(tokens, q, 3)
+    d0 = cvb.d0_value(ec, eci, q, free, 0.2)
+    assert d0 == pytest.approx(-exact.log_joint(exact.counts(tokens, z, 3, 3), 0.2), rel=1e-12)
+
+
+def test_d0_gradient_matches_finite_differences():
+    """Eq. 17 with the chain rule through q = x^2 / sum x^2, against central differences of
+    D0 + penalty at every coordinate."""
+    fun = cvb.D0Objective(TRAIN, 3, 0.2)
+    x = 0.2 + np.random.default_rng(1).random(fun.positions.size * 3)
+    _, grad = fun(x)
+    h = 1e-6
+    num = np.empty_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = h
+        num[i] = (fun(x + e)[0] - fun(x - e)[0]) / (2 * h)
+    np.testing.assert_allclose(grad, num, rtol=1e-6, atol=1e-7)
+
+
+def test_gcvb0_d0_never_increases_and_converges():
+    corpus = read_sample(pautomac_path(24, "train")).subset(np.arange(100))
+    res = cvb.fit_gcvb0(corpus, 4, 0.1, iterations=300, seed=3)
+    d0 = res.trace["d0"]
+    assert d0.size > 5
+    assert np.all(np.diff(d0) <= 1e-9 * np.abs(d0[1:]))
+    assert res.info["converged"], res.info["message"]
+    # the penalty of Sect. 4.2 vanishes with this parameterisation
+    np.testing.assert_allclose(res.trace["objective"], d0, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------------------
+# fronts
+# ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fit", [cvb.fit_cvb0, cvb.fit_gcvb0, cvb.fit_cvb2])
+def test_same_seed_same_result(fit):
+    a = fit(TRAIN, 3, 0.2, iterations=20, seed=7)
+    b = fit(TRAIN, 3, 0.2, iterations=20, seed=7)
+    c = fit(TRAIN, 3, 0.2, iterations=20, seed=8)
+    assert np.array_equal(a.q, b.q) and np.array_equal(a.expected_counts, b.expected_counts)
+    for k in a.trace:
+        assert np.array_equal(a.trace[k], b.trace[k])
+    assert not np.array_equal(a.q, c.q)
+
+
+@pytest.mark.parametrize("fit", [cvb.fit_cvb0, cvb.fit_gcvb0, cvb.fit_cvb2])
+def test_only_empty_strings(fit):
+    """No free position: q is fixed, Eq. 10 gives xi~(0, 0, 0) = 1 to the empty string."""
+    corpus = Corpus.from_strings([[], []], alphabet_size=2)
+    res = fit(corpus, 2, 0.5, iterations=3, seed=0)
+    assert res.info["converged"]
+    logp = cvb.predict_log_prob(res.expected_counts, 0.5, Corpus.from_strings([[], [0]], 2))
+    assert logp[0] == pytest.approx(np.log((2 + 2 * 0.5) / (2 + 2 * 3 * 0.5)))
+
+
+@pytest.mark.parametrize("kwargs", [dict(n_states=0, beta=0.1), dict(n_states=2, beta=0.0),
+                                    dict(n_states=2, beta=-1.0), dict(n_states=2, beta=0.1, tol=0)])
+def test_bad_arguments(kwargs):
+    with pytest.raises(InputError):
+        cvb.fit_cvb0(TRAIN, iterations=3, **kwargs)
+
+
+def _cli(capsys, *args):
+    """``bayesfa ARGS`` in this process: (exit status, stdout, stderr)."""
+    from bayesfa.cli import main
+
+    capsys.readouterr()
+    rc = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize("method", ["cvb0", "gcvb0", "cvb2"])
+def test_cli_end_to_end_on_bundled_problem(method, tmp_path, capsys):
+    """fit, predict, perplexity and diagnose on PAutomaC 24: every test string gets a positive
+    probability, and the trace holds D0 and the training log likelihood per iteration."""
+    train, test = pautomac_path(24, "train"), pautomac_path(24, "test")
+    run = tmp_path / "run"
+    rc, _, err = _cli(capsys, "fit", train, "--method", method, "--states", 4, "--beta", 0.1,
+                      "--iterations", 2, "--seed", 1, "--out", run, "--quiet")
+    assert rc == 0, err
+    pred = tmp_path / "pred.txt"
+    rc, _, err = _cli(capsys, "predict", run, test, "--out", pred)
+    assert rc == 0, err
+    probs = np.loadtxt(pred, skiprows=1)
+    assert probs.size == read_sample(test).n_strings and np.all(probs > 0)
+    rc, out, err = _cli(capsys, "perplexity", run, test, "--json")
+    assert rc == 0, err
+    assert json.loads(out)["perplexity"] > 1
+    rc, out, err = _cli(capsys, "diagnose", run, "--json")
+    assert rc == 0, err
+    summary = json.loads(out)
+    summary = summary.get("variables", summary)  # {"variables": {...}, "verdict": ...}
+    assert {"d0", "log_lik", "n_edges"} <= set(summary)
+
+
+@pytest.mark.parametrize("option", [("--states", 0), ("--beta", 0), ("--beta", -0.5), ("--tol", 0)])
+def test_cli_bad_options_one_line_exit_2(option, tmp_path, capsys):
+    rc, out, err = _cli(capsys, "fit", pautomac_path(24, "train"), "--method", "cvb0", *option,
+                        "--seed", 1, "--out", tmp_path / "run")
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("bayesfa: error: --"), err
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_refuses_what_does_not_fit_in_memory(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("BAYESFA_AVAILABLE_MEMORY", str(1 << 20))
+    rc, _, err = _cli(capsys, "fit", pautomac_path(24, "train"), "--method", "cvb2", "--states", 90,
+                      "--seed", 1, "--out", tmp_path / "run")
+    assert rc == 2, err
+    assert err.count("\n") == 1 and "memory" in err, err
+
+
+def test_estimate_memory_grows_with_n():
+    corpus = read_sample(pautomac_path(24, "train"))
+    for name in ("cvb0", "gcvb0", "cvb2"):
+        m = get_method(name)
+        small = m.estimate_memory(corpus, {"states": 5, "beta": 0.1, "iterations": 10})
+        big = m.estimate_memory(corpus, {"states": 50, "beta": 0.1, "iterations": 10})
+        assert 0 < small < big
+        # at least q itself
+        assert big >= 8 * (corpus.n_tokens + 1) * 51
+
+
+def _shared_problems():
+    from conftest import shared_data_path
+
+    folder = shared_data_path() / "pautomac"
+    found = sorted(int(p.name.split(".")[0]) for p in folder.glob("*.pautomac.train"))
+    return found or [0]  # one placeholder, skipped by the fixture when the data are absent
+
+
+@pytest.mark.slow
+@pytest.mark.shared_data
+@pytest.mark.parametrize("problem", _shared_problems())
+def test_every_shared_pautomac_problem_from_the_cli(problem, shared_data, tmp_path, capsys):
+    """Every method from the CLI (in process) on a PAutomaC problem of ../shared/data, N = 3,
+    2 iterations: a finite log probability for every test string, and a positive probability
+    in the predicted file for every string whose probability is representable in float64
+    (a weak model gives some long strings log p < -745: `bayesfa predict` writes exp(log p),
+    which underflows to 0 there whatever the method)."""
+    from bayesfa.cli import main
+    from bayesfa.rundir import load_run
+
+    folder = shared_data / "pautomac"
+    train = pautomac_path(problem, "train", folder)
+    test = pautomac_path(problem, "test", folder)
+    for method in ("cvb0", "gcvb0", "cvb2"):
+        run, pred = tmp_path / f"{method}", tmp_path / f"{method}.txt"
+        assert main(["fit", str(train), "--method", method, "--states", "3", "--beta", "0.1",
+                     "--iterations", "2", "--seed", "1", "--out", str(run), "--quiet"]) == 0
+        assert main(["predict", str(run), str(test), "--out", str(pred)]) == 0, method
+        probs = np.loadtxt(pred, skiprows=1)
+        loaded = load_run(run)
+        corpus = read_sample(test).with_alphabet(read_sample(train).alphabet_size)
+        logp = get_method(method).predict_log_prob(loaded.arrays, loaded.options, corpus)
+        assert probs.size == corpus.n_strings
+        assert np.all(np.isfinite(logp)), method
+        representable = logp > np.log(np.finfo(float).tiny)
+        assert np.all(probs[representable] > 0), method
