@@ -1,0 +1,150 @@
+"""Export the automaton a run learned: a PAutomaC model file or a Graphviz dot picture.
+
+A method opts in by giving its registry object ``automaton(arrays, options)``, returning a
+:class:`~bayesfa.automata.PDFA` (or a :class:`~bayesfa.automata.PFA`) that gives every string
+exactly the probability ``predict_log_prob`` gives it (smoothing included). Methods whose
+result is a posterior average over many automata (the samplers) have none, and
+:func:`run_automaton` refuses them in one line.
+
+The PAutomaC file of a PDFA is written from its sparse tables (``S: (q,a) pi/(1-stop)``,
+``T: (q,a,delta) 1``), so machines with many states export without the dense
+``[A, Q, Q]`` table; :func:`bayesfa.pautomac.read_model` (``bayesfa prob``) reads it back.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import numpy as np
+
+from bayesfa.automata import PDFA, PFA
+from bayesfa.errors import InputError
+from bayesfa.rundir import atomic_write
+
+FORMATS = ("pautomac", "dot")
+DEFAULT_MAX_EDGES = 200
+
+
+def run_automaton(run) -> PDFA | PFA:
+    """The automaton of a loaded run (:func:`bayesfa.rundir.load_run`)."""
+    from bayesfa.methods import get_method, method_names
+
+    if run.method not in method_names():
+        raise InputError(f"unknown method {run.method!r} in the run's manifest", run.path)
+    method = get_method(run.method)
+    build = getattr(method, "automaton", None)
+    if build is None:
+        able = [n for n in method_names() if _has_automaton(n)]
+        raise InputError(f"method {run.method} does not learn one automaton, so it has nothing to "
+                         f"export (export works for: {', '.join(able)})", run.path)
+    return build(run.arrays, run.options)
+
+
+def _has_automaton(name: str) -> bool:
+    from bayesfa.methods import REGISTRY
+
+    module, attr = REGISTRY[name].split(":")
+    try:
+        import importlib
+
+        return hasattr(getattr(importlib.import_module(module), attr), "automaton")
+    except Exception:  # a method whose module cannot be imported here cannot export either
+        return False
+
+
+def _edges(machine: PDFA | PFA):
+    """``(q, a, r, p)`` arrays of every transition with positive probability."""
+    if isinstance(machine, PDFA):
+        q, a = np.nonzero((machine.delta >= 0) & (machine.pi > 0))
+        return q, a, machine.delta[q, a], machine.pi[q, a]
+    a, q, r = np.nonzero(machine.trans > 0)
+    return q, a, r, machine.trans[a, q, r]
+
+
+def write_pautomac(path: str | os.PathLike, machine: PDFA | PFA) -> None:
+    """Write ``machine`` as a PAutomaC model file (atomically)."""
+    if isinstance(machine, PFA):
+        from bayesfa.pautomac import write_model
+
+        atomic_write(path, lambda tmp: write_model(tmp, machine))
+        return
+    stop = machine.stop
+    go = 1.0 - stop
+    q, a, r, p = _edges(machine)
+    lines = ["I: (state)", f"\t({machine.start}) 1.0", "F: (state)"]
+    lines += [f"\t({s}) {float(f)!r}" for s, f in enumerate(stop) if f > 0]
+    lines.append("S: (state,symbol)")
+    lines += [f"\t({s},{b}) {float(x / go[s])!r}" for s, b, x in zip(q.tolist(), a.tolist(), p.tolist())]
+    lines.append("T: (state,symbol,state)")
+    lines += [f"\t({s},{b},{t}) 1.0" for s, b, t in zip(q.tolist(), a.tolist(), r.tolist())]
+    text = "\n".join(lines) + "\n"
+
+    def write(tmp):
+        with open(tmp, "w") as f:
+            f.write(text)
+
+    atomic_write(path, write)
+
+
+def dot_text(machine: PDFA | PFA, max_edges: int = DEFAULT_MAX_EDGES,
+             symbols: Sequence[str] | None = None, name: str = "automaton") -> str:
+    """Graphviz dot of ``machine``: states labelled with their number and stop probability,
+    edges with ``symbol : probability``. Above ``max_edges`` transitions, only the
+    ``max_edges`` most probable are drawn (ties by state, symbol), and the states no kept
+    edge touches are left out; a note in the graph's label says how many were dropped."""
+    if max_edges < 1:
+        raise InputError(f"--max-edges must be positive, got {max_edges}")
+    q, a, r, p = _edges(machine)
+    n_edges = q.size
+    keep = np.lexsort((a, q, -p))[:max_edges]
+    keep.sort()
+    q, a, r, p = q[keep], a[keep], r[keep], p[keep]
+    if isinstance(machine, PDFA):
+        starts = [machine.start]
+    else:
+        starts = np.flatnonzero(machine.init > 0).tolist()
+    states = sorted(set(q.tolist()) | set(r.tolist()) | set(starts))
+    label = (lambda b: str(symbols[b])) if symbols is not None else str
+    out = [f"digraph {name} {{", "  rankdir=LR;", '  node [shape=circle, fontsize=10];',
+           '  edge [fontsize=9];']
+    if n_edges > q.size:
+        out.append(f'  label="{q.size} of {n_edges} transitions drawn (the most probable)";')
+    for s in states:
+        shape = "doublecircle" if machine.stop[s] > 0.5 else "circle"
+        out.append(f'  q{s} [label="{s}\\nstop {machine.stop[s]:.3g}", shape={shape}];')
+    for s in starts:
+        out.append(f'  start{s} [shape=point]; start{s} -> q{s};')
+    for s, b, t, x in zip(q.tolist(), a.tolist(), r.tolist(), p.tolist()):
+        text = label(b).replace('"', '\\"')
+        out.append(f'  q{s} -> q{t} [label="{text} : {x:.3g}", penwidth={0.5 + 2.5 * x:.2f}];')
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def write_dot(path: str | os.PathLike, machine: PDFA | PFA, max_edges: int = DEFAULT_MAX_EDGES,
+              symbols: Sequence[str] | None = None) -> None:
+    text = dot_text(machine, max_edges, symbols)
+
+    def write(tmp):
+        with open(tmp, "w") as f:
+            f.write(text)
+
+    atomic_write(path, write)
+
+
+def export_run(run_dir: str | os.PathLike, fmt: str, out: str | os.PathLike,
+               max_edges: int = DEFAULT_MAX_EDGES) -> PDFA | PFA:
+    """Load ``run_dir`` and write its automaton to ``out`` in ``fmt`` (pautomac or dot)."""
+    from bayesfa.rundir import load_run
+
+    if fmt not in FORMATS:
+        raise InputError(f"unknown export format {fmt!r} (choose {' or '.join(FORMATS)})")
+    run = load_run(run_dir)
+    machine = run_automaton(run)
+    if fmt == "pautomac":
+        write_pautomac(out, machine)
+    else:
+        symbols = run.manifest.get("train", {}).get("alphabet")
+        write_dot(out, machine, max_edges, symbols)
+    return machine

@@ -1,0 +1,325 @@
+"""Shared pieces of the greedy state mergers (EStateMerge, ALERGIA): the prefix tree, the
+red-blue fold, and the smoothed PDFA they return.
+
+Arrays (C-contiguous; symbols are token values: column 0 is the end marker, ``1..A`` the
+letters, as in :mod:`bayesfa.corpus`; ``n`` nodes of the prefix tree):
+
+- ``child`` int32 ``[n, A+1]``: next node on letter ``a`` (``-1`` if none; column 0 unused).
+- ``count`` int64 ``[n, A+1]``: ``count[q, a]`` strings that reach ``q`` and then read ``a``
+  (``a = 0``: end there). ``C_q = count[q].sum()`` is the number of strings through ``q``.
+- ``order`` int32 ``[n, A]`` and ``n_keys`` int32 ``[n]``: the letters of ``q``'s children
+  in the order they were first created (first occurrence in the training file, then every
+  child attached by a fold). Folds visit children in this order, as AALpy's recursive
+  ``fold`` visits a Python dict, so that merged nodes keep the same names.
+- ``sym`` int32 ``[n]``: the letter on the edge into ``q`` (0 for the root).
+- ``parent`` int32 ``[n]``: the node whose ``child`` points at ``q`` (``-1`` for the root).
+
+Node ids are in breadth-first order with children in letter order, i.e. sorted by
+``(len(prefix), prefix)``, the order in which red-blue state merging (ALERGIA; Carrasco &
+Oncina 1994) takes its blue states. Invariant during merging: red states may point at red
+states; every other live node has exactly one incoming pointer (a tree hanging off the red
+part), so folding a blue subtree never reads a node it writes.
+
+A learned machine is saved as ``delta`` int32 ``[Q, A+1]`` (``-1`` where undefined; column 0
+unused) and ``counts`` int64 ``[Q, A+1]`` over states ``0..Q-1`` (0 the start), plus
+``unigram`` int64 ``[A+1]``, the symbol counts of the whole training set. Prediction
+smooths every state's counts with the Dirichlet(beta) posterior mean
+``(C_qa + beta) / (C_q + (A+1) beta)`` (Shibata & Yoshinaka 2013, Eq. 21's predictive), so
+every letter and the end have positive probability in every state; an undefined transition
+leads to one extra *sink* state that emits by the smoothed unigram distribution and loops
+on itself. Every string therefore gets a positive probability.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from bayesfa.corpus import Corpus
+
+
+# -- the prefix tree ------------------------------------------------------------------------
+@njit(cache=True)
+def _build_raw(tokens, alphabet_size):
+    n_sym = alphabet_size + 1
+    cap = tokens.shape[0] + 1
+    child = np.full((cap, n_sym), -1, dtype=np.int32)
+    count = np.zeros((cap, n_sym), dtype=np.int64)
+    order = np.zeros((cap, alphabet_size), dtype=np.int32)
+    n_keys = np.zeros(cap, dtype=np.int32)
+    n = 1
+    q = 0
+    for t in range(tokens.shape[0]):
+        a = tokens[t]
+        count[q, a] += 1
+        if a == 0:
+            q = 0
+            continue
+        c = child[q, a]
+        if c < 0:
+            c = n
+            n += 1
+            child[q, a] = c
+            order[q, n_keys[q]] = a
+            n_keys[q] += 1
+        q = c
+    return child[:n], count[:n], order[:n], n_keys[:n]
+
+
+@njit(cache=True)
+def _bfs_relabel(child, count, order, n_keys):
+    n, n_sym = child.shape
+    new_id = np.full(n, -1, dtype=np.int32)
+    queue = np.empty(n, dtype=np.int32)
+    queue[0] = 0
+    new_id[0] = 0
+    head, tail = 0, 1
+    while head < tail:
+        q = queue[head]
+        head += 1
+        for a in range(1, n_sym):
+            c = child[q, a]
+            if c >= 0:
+                new_id[c] = tail
+                queue[tail] = c
+                tail += 1
+    child2 = np.full((n, n_sym), -1, dtype=np.int32)
+    count2 = np.zeros((n, n_sym), dtype=np.int64)
+    order2 = np.zeros_like(order)
+    n_keys2 = np.zeros_like(n_keys)
+    sym = np.zeros(n, dtype=np.int32)
+    parent = np.full(n, -1, dtype=np.int32)
+    for old in range(n):
+        q = new_id[old]
+        count2[q] = count[old]
+        order2[q] = order[old]
+        n_keys2[q] = n_keys[old]
+        for a in range(1, n_sym):
+            c = child[old, a]
+            if c >= 0:
+                child2[q, a] = new_id[c]
+                sym[new_id[c]] = a
+                parent[new_id[c]] = q
+    return child2, count2, order2, n_keys2, sym, parent
+
+
+def prefix_tree(corpus: Corpus):
+    """The frequency prefix tree of ``corpus``: ``(child, count, order, n_keys, sym, parent)``
+    (see the module docstring), node ids in breadth-first letter order."""
+    raw = _build_raw(corpus.tokens, corpus.alphabet_size)
+    return _bfs_relabel(*raw)
+
+
+def prefix_tree_bytes(corpus: Corpus) -> int:
+    """Peak bytes of :func:`prefix_tree` and of a merger working on it (two copies of the
+    tables: the original counts and the merged ones)."""
+    nodes = corpus.n_letters + 1
+    row = (corpus.alphabet_size + 1) * (4 + 8) + corpus.alphabet_size * 4 + 4 * 4
+    return int(3 * nodes * row)
+
+
+# -- red-blue machinery ---------------------------------------------------------------------
+@njit(cache=True)
+def heap_push(heap, size, value):
+    """Push ``value`` on the binary min-heap ``heap[:size]``; returns the new size (the
+    caller grows ``heap`` when full)."""
+    i = size
+    heap[i] = value
+    while i > 0:
+        p = (i - 1) // 2
+        if heap[p] <= heap[i]:
+            break
+        heap[p], heap[i] = heap[i], heap[p]
+        i = p
+    return size + 1
+
+
+@njit(cache=True)
+def heap_pop(heap, size):
+    """Pop the smallest value of ``heap[:size]``: ``(value, new size)``."""
+    top = heap[0]
+    size -= 1
+    heap[0] = heap[size]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        m = left
+        if left + 1 < size and heap[left + 1] < heap[left]:
+            m = left + 1
+        if heap[i] <= heap[m]:
+            break
+        heap[i], heap[m] = heap[m], heap[i]
+        i = m
+    return top, size
+
+
+@njit(cache=True)
+def grow(heap):
+    out = np.empty(2 * heap.shape[0], dtype=heap.dtype)
+    out[:heap.shape[0]] = heap
+    return out
+
+
+@njit(cache=True)
+def fold(red, blue, child, count, order, n_keys, parent, is_red, dead, heap, heap_size, stack):
+    """Fold the subtree of ``blue`` into ``red`` (Carrasco & Oncina 1994; AALpy's ``fold``):
+    counts of common letters are added and their children folded in turn; a child ``red``
+    lacks is attached to it. Depth-first, children in ``order``. Blue-side nodes are marked
+    ``dead``; a child attached to a red state is pushed on the blue heap.
+
+    ``stack`` int64 ``[>= 3 * depth]`` is scratch. Returns ``(heap, heap_size, stack)``
+    (either may have been reallocated).
+    """
+    stack[0] = red
+    stack[1] = blue
+    stack[2] = 0
+    count[red, 0] += count[blue, 0]
+    top = 3
+    while top > 0:
+        x = stack[top - 3]
+        y = stack[top - 2]
+        k = stack[top - 1]
+        if k < n_keys[y]:
+            stack[top - 1] = k + 1
+            a = order[y, k]
+            yc = child[y, a]
+            xc = child[x, a]
+            if xc >= 0:
+                count[x, a] += count[y, a]
+                if top + 3 > stack.shape[0]:
+                    stack = grow(stack)
+                stack[top] = xc
+                stack[top + 1] = yc
+                stack[top + 2] = 0
+                top += 3
+                count[xc, 0] += count[yc, 0]
+            else:
+                child[x, a] = yc
+                count[x, a] = count[y, a]
+                order[x, n_keys[x]] = a
+                n_keys[x] += 1
+                parent[yc] = x
+                if is_red[x]:
+                    if heap_size >= heap.shape[0]:
+                        heap = grow(heap)
+                    heap_size = heap_push(heap, heap_size, yc)
+        else:
+            dead[y] = True
+            top -= 3
+    return heap, heap_size, stack
+
+
+@njit(cache=True)
+def pop_blue(heap, heap_size, child, sym, parent, is_red, dead):
+    """The smallest live blue node (a non-red child of a red state), or -1 when none is left."""
+    while heap_size > 0:
+        b, heap_size = heap_pop(heap, heap_size)
+        if is_red[b] or dead[b]:
+            continue
+        p = parent[b]
+        if p >= 0 and is_red[p] and child[p, sym[b]] == b:
+            return b, heap_size
+    return -1, heap_size
+
+
+@njit(cache=True)
+def promote(b, red_list, n_red, is_red, child, order, n_keys, heap, heap_size):
+    """Make ``b`` red (kept sorted in ``red_list``) and push its children as blue."""
+    i = n_red
+    while i > 0 and red_list[i - 1] > b:
+        red_list[i] = red_list[i - 1]
+        i -= 1
+    red_list[i] = b
+    n_red += 1
+    is_red[b] = True
+    for k in range(n_keys[b]):
+        c = child[b, order[b, k]]
+        if not is_red[c]:
+            if heap_size >= heap.shape[0]:
+                heap = grow(heap)
+            heap_size = heap_push(heap, heap_size, c)
+    return n_red, heap, heap_size
+
+
+@njit(cache=True)
+def red_machine(red_list, n_red, child, count):
+    """``(delta, counts)`` of the red states, renumbered ``0..Q-1`` in ``red_list`` order."""
+    n_sym = child.shape[1]
+    index = np.full(child.shape[0], -1, dtype=np.int32)
+    for i in range(n_red):
+        index[red_list[i]] = i
+    delta = np.full((n_red, n_sym), -1, dtype=np.int32)
+    counts = np.zeros((n_red, n_sym), dtype=np.int64)
+    for i in range(n_red):
+        q = red_list[i]
+        counts[i] = count[q]
+        for a in range(1, n_sym):
+            c = child[q, a]
+            if c >= 0:
+                delta[i, a] = index[c]
+    return delta, counts
+
+
+# -- the smoothed PDFA -----------------------------------------------------------------------
+def unigram_counts(corpus: Corpus) -> np.ndarray:
+    """``[A+1]`` symbol counts of ``corpus`` (end marker in column 0)."""
+    return np.bincount(corpus.tokens, minlength=corpus.alphabet_size + 1).astype(np.int64)
+
+
+@njit(cache=True)
+def _pdfa_log_prob(delta, counts, unigram, beta, tokens, offsets):
+    n_states, n_sym = counts.shape
+    totals = np.zeros(n_states)
+    for q in range(n_states):
+        totals[q] = counts[q].sum()
+    u_total = unigram.sum()
+    out = np.zeros(offsets.shape[0] - 1)
+    for s in range(offsets.shape[0] - 1):
+        q = 0
+        lp = 0.0
+        for t in range(offsets[s], offsets[s + 1]):
+            a = tokens[t]
+            if q >= 0:
+                lp += math.log((counts[q, a] + beta) / (totals[q] + n_sym * beta))
+                if a != 0:
+                    q = delta[q, a]
+            else:  # the sink
+                lp += math.log((unigram[a] + beta) / (u_total + n_sym * beta))
+        out[s] = lp
+    return out
+
+
+def pdfa_log_prob(arrays: dict[str, np.ndarray], beta: float, corpus: Corpus) -> np.ndarray:
+    """Natural-log probability of every string of ``corpus`` under the smoothed PDFA of
+    ``arrays`` (``delta``, ``counts``, ``unigram``; see the module docstring)."""
+    delta, counts = arrays["delta"], arrays["counts"]
+    if corpus.alphabet_size + 1 != counts.shape[1]:
+        raise ValueError(f"corpus has {corpus.alphabet_size} letters, the machine {counts.shape[1] - 1}")
+    return _pdfa_log_prob(np.ascontiguousarray(delta, dtype=np.int32),
+                          np.ascontiguousarray(counts, dtype=np.int64),
+                          np.ascontiguousarray(arrays["unigram"], dtype=np.int64), float(beta),
+                          corpus.tokens, corpus.offsets)
+
+
+def smoothed_pdfa(arrays: dict[str, np.ndarray], beta: float):
+    """The smoothed machine as a :class:`bayesfa.automata.PDFA` over letters ``0..A-1``:
+    states ``0..Q-1`` as learned, plus the sink ``Q`` when some transition is undefined."""
+    from bayesfa.automata import PDFA
+
+    delta = np.asarray(arrays["delta"], dtype=np.int64)[:, 1:]
+    counts = np.asarray(arrays["counts"], dtype=np.float64)
+    unigram = np.asarray(arrays["unigram"], dtype=np.float64)
+    n_states, n_sym = counts.shape
+    probs = (counts + beta) / (counts.sum(axis=1, keepdims=True) + n_sym * beta)
+    if (delta < 0).any():
+        sink = n_states
+        delta = np.vstack([np.where(delta < 0, sink, delta), np.full((1, n_sym - 1), sink)])
+        u = (unigram + beta) / (unigram.sum() + n_sym * beta)
+        probs = np.vstack([probs, u[None, :]])
+    # Renormalise the rows so that they sum to 1 within float rounding (PDFA checks 1e-6).
+    probs /= probs.sum(axis=1, keepdims=True)
+    return PDFA(delta, probs[:, 1:], probs[:, 0], 0)

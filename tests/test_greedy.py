@@ -1,0 +1,420 @@
+"""The greedy learners (EStateMerge, EVGram, CVGram, ALERGIA) against brute-force references.
+
+- the prefix tree against a dict-of-prefixes count;
+- EStateMerge against a plain-Python red-blue merger that recomputes Eq. 21 over the whole
+  machine for every trial merge (no local updates);
+- the VGram tries against a brute-force context search and criterion computed with scipy;
+- every smoothed machine sums to 1 over all strings (exact linear algebra) and gives each
+  string the probability of its PDFA form;
+- ALERGIA against AALpy's ``run_Alergia`` on PAutomaC problems (skipped without aalpy).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+
+import numpy as np
+import pytest
+from scipy.special import gammaln
+
+from bayesfa.corpus import Corpus
+from bayesfa.datasets import pautomac_path
+from bayesfa.methods import get_method
+from bayesfa.pautomac import read_sample
+from bayesfa.samplers import _prefix_tree as pt
+from bayesfa.samplers import _vgram
+from bayesfa.samplers.alergia import alergia
+from bayesfa.samplers.cvgram import cvgram
+from bayesfa.samplers.estatemerge import estatemerge, log_evidence
+from bayesfa.samplers.evgram import evgram
+
+GREEDY = ["estatemerge", "evgram", "cvgram", "alergia"]
+
+
+def random_corpus(seed: int, n_strings: int, alphabet: int, stop: float = 0.3) -> Corpus:
+    rng = np.random.default_rng(seed)
+    strings = []
+    for _ in range(n_strings):
+        s = []
+        while rng.random() > stop and len(s) < 12:
+            # a little structure: letter depends on the previous one
+            prev = s[-1] if s else 0
+            s.append(int((prev + rng.choice([0, 1, 1, 2])) % alphabet))
+        strings.append(s)
+    return Corpus.from_strings(strings, alphabet)
+
+
+def second_order_corpus(seed: int, n_strings: int, alphabet: int) -> Corpus:
+    """Strings whose next letter depends on the two before it (so tries grow past depth 1)."""
+    rng = np.random.default_rng(seed)
+    strings = []
+    for _ in range(n_strings):
+        s = [int(rng.integers(alphabet))]
+        while rng.random() > 0.15 and len(s) < 15:
+            prev2 = s[-2] if len(s) > 1 else 0
+            s.append(int((s[-1] + 2 * prev2 + (rng.random() < 0.2)) % alphabet))
+        strings.append(s)
+    return Corpus.from_strings(strings, alphabet)
+
+
+# -- the prefix tree ----------------------------------------------------------------------------
+def test_prefix_tree_counts_and_order():
+    corpus = random_corpus(1, 60, 3)
+    child, count, order, n_keys, sym, parent = pt.prefix_tree(corpus)
+    prefixes = {(): None}
+    for s in corpus.strings():
+        for k in range(1, s.size + 1):
+            prefixes[tuple(s[:k].tolist())] = None
+    # breadth-first letter order = sorted by (length, prefix)
+    expected = sorted(prefixes, key=lambda p: (len(p), p))
+    assert child.shape[0] == len(expected)
+    names = {0: ()}
+    for q in range(child.shape[0]):
+        for a in range(1, child.shape[1]):
+            if child[q, a] >= 0:
+                names[child[q, a]] = names[q] + (a - 1,)
+                assert sym[child[q, a]] == a and parent[child[q, a]] == q
+    assert [names[q] for q in range(len(expected))] == expected
+    for q, p in names.items():
+        through = [s for s in corpus.strings() if tuple(s[:len(p)].tolist()) == p and s.size >= len(p)]
+        assert count[q].sum() == len(through)
+        assert count[q, 0] == sum(1 for s in through if s.size == len(p))
+        # children are ordered by first occurrence in the file
+        firsts = []
+        for s in through:
+            if s.size > len(p) and s[len(p)] + 1 not in firsts:
+                firsts.append(int(s[len(p)]) + 1)
+        assert order[q, :n_keys[q]].tolist() == firsts
+
+
+# -- EStateMerge against a brute-force reference ------------------------------------------------
+class _Node:
+    def __init__(self, prefix):
+        self.prefix = prefix
+        self.children = {}  # letter (token value) -> node, insertion-ordered
+        self.freq = {}      # symbol (0 = end) -> count
+
+
+def _pta(corpus):
+    root = _Node(())
+    for s in corpus.strings():
+        node = root
+        for a in s.tolist() + [-1]:
+            key = a + 1
+            node.freq[key] = node.freq.get(key, 0) + 1
+            if key == 0:
+                break
+            if key not in node.children:
+                node.children[key] = _Node(node.prefix + (key,))
+            node = node.children[key]
+    return root
+
+
+def _fold(red, blue):
+    for key, f in blue.freq.items():
+        if key == 0:
+            red.freq[0] = red.freq.get(0, 0) + f
+    for key, b in blue.children.items():
+        if key in red.children:
+            red.freq[key] += blue.freq[key]
+            _fold(red.children[key], b)
+        else:
+            red.children[key] = b
+            red.freq[key] = blue.freq[key]
+
+
+def _reachable(root):
+    seen, todo = {}, [root]
+    while todo:
+        n = todo.pop()
+        if id(n) in seen:
+            continue
+        seen[id(n)] = n
+        todo.extend(n.children.values())
+    return list(seen.values())
+
+
+def _evidence(root, beta, n_sym):
+    nodes = _reachable(root)
+    rows = np.array([[n.freq.get(a, 0) for a in range(n_sym)] for n in nodes], dtype=float)
+    return log_evidence(rows, beta)
+
+
+def reference_estatemerge(corpus, beta):
+    """Red-blue EStateMerge, best merge by the whole machine's Eq. 21 (no local updates).
+    Returns ``(delta, counts, near_tie)``, states in red (prefix) order."""
+    n_sym = corpus.alphabet_size + 1
+    root = _pta(corpus)
+    red = [root]
+    near_tie = False
+    while True:
+        blue = [c for r in red for c in r.children.values() if all(c is not x for x in red)]
+        if not blue:
+            break
+        b = min(blue, key=lambda n: (len(n.prefix), n.prefix))
+        base = _evidence(root, beta, n_sym)
+        gains = []
+        for i in range(len(red)):
+            t_root, t_red, t_b = copy.deepcopy((root, red, b))
+            _parent_of(t_red, t_b).children[t_b.prefix[-1]] = t_red[i]
+            _fold(t_red[i], t_b)
+            gains.append(_evidence(t_root, beta, n_sym) - base)
+        gains = np.array(gains)
+        order = np.sort(gains)[::-1]
+        if abs(order[0]) < 1e-7 or (len(order) > 1 and order[0] > 0 and order[0] - order[1] < 1e-7):
+            near_tie = True
+        best = int(np.argmax(gains))
+        if gains[best] > 0:
+            _parent_of(red, b).children[b.prefix[-1]] = red[best]
+            _fold(red[best], b)
+        else:
+            red.append(b)
+            red.sort(key=lambda n: (len(n.prefix), n.prefix))
+    n = len(red)
+    delta = np.full((n, n_sym), -1, dtype=np.int64)
+    counts = np.zeros((n, n_sym), dtype=np.int64)
+    for i, r in enumerate(red):
+        counts[i] = [r.freq.get(a, 0) for a in range(n_sym)]
+        for key, c in r.children.items():
+            delta[i, key] = next(j for j, x in enumerate(red) if x is c)
+    return delta, counts, near_tie
+
+
+def _parent_of(red, b):
+    for r in red:
+        for c in r.children.values():
+            if c is b:
+                return r
+    raise AssertionError("blue state without a red parent")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_estatemerge_matches_brute_force_evidence(seed):
+    corpus = random_corpus(seed, 25 + 5 * seed, 2 + seed % 2)
+    beta = [0.5, 2.0, 1.0][seed % 3]
+    ours = estatemerge(corpus, beta)
+    delta, counts, near_tie = reference_estatemerge(corpus, beta)
+    if near_tie:
+        pytest.skip("the reference met two merges within 1e-7 of each other (order of sums decides)")
+    assert counts.shape[0] > 1
+    np.testing.assert_array_equal(ours["counts"], counts)
+    np.testing.assert_array_equal(ours["delta"], delta)
+    assert log_evidence(ours["counts"], beta) >= _evidence(_pta(corpus), beta, corpus.alphabet_size + 1)
+
+
+# -- VGram ---------------------------------------------------------------------------------------
+def _contexts(arrays):
+    """Each trie node's context string, oldest symbol first (0 = ^)."""
+    child = arrays["child"]
+    name = {0: ()}
+    for w in range(child.shape[0]):
+        for b in range(child.shape[1]):
+            if child[w, b] >= 0:
+                name[child[w, b]] = (b,) + name[w]
+    return name
+
+
+def _history(s, t):
+    return (0,) + tuple((s[:t] + 1).tolist())
+
+
+def _brute_context(names, hist):
+    best = ()
+    for ctx in names.values():
+        if len(ctx) <= len(hist) and hist[len(hist) - len(ctx):] == ctx and len(ctx) > len(best):
+            best = ctx
+    return best
+
+
+def _crit(c, kind, beta):
+    c = np.asarray(c, dtype=float)
+    if kind == _vgram.EVIDENCE:
+        x = c.sum(axis=0)
+        if x.sum() == 0:
+            return 0.0
+        return float(np.sum(gammaln(x + beta) - gammaln(beta)) + gammaln(x.size * beta)
+                     - gammaln(x.sum() + x.size * beta))
+    col = c.sum(axis=0)
+    row = c.sum(axis=1)
+    total = c.sum()
+    out = 0.0
+    for k in range(c.shape[0]):
+        for a in range(c.shape[1]):
+            if c[k, a] > 0:
+                out += c[k, a] * (np.log(col[a] - c[k, a] + beta) - np.log(total - row[k] + c.shape[1] * beta))
+    return out
+
+
+@pytest.mark.parametrize("kind", [_vgram.EVIDENCE, _vgram.CROSS_VALIDATION])
+def test_vgram_trie_against_brute_force(kind):
+    corpus = second_order_corpus(3, 300, 3)
+    beta = 0.5
+    n_folds = 1 if kind == _vgram.EVIDENCE else 5
+    folds = np.arange(corpus.n_strings) % n_folds
+    arrays = (evgram(corpus, beta) if kind == _vgram.EVIDENCE else cvgram(corpus, beta, n_folds))
+    names = _contexts(arrays)
+    by_name = {v: k for k, v in names.items()}
+    n_sym = corpus.alphabet_size + 1
+    # per-fold counts of each leaf's positions, by brute-force context search
+    leaf_counts = {ctx: np.zeros((n_folds, n_sym)) for ctx in names.values()}
+    through = {ctx: np.zeros(n_sym) for ctx in names.values()}
+    for i, s in enumerate(corpus.strings()):
+        symbols = (s + 1).tolist() + [0]
+        for t, a in enumerate(symbols):
+            hist = _history(s, t)
+            ctx = _brute_context(names, hist)
+            leaf_counts[ctx][folds[i], a] += 1
+            for other in names.values():
+                if len(other) <= len(hist) and hist[len(hist) - len(other):] == other:
+                    through[other][a] += 1
+    for ctx, w in by_name.items():
+        assert arrays["counts"][w].tolist() == through[ctx].tolist()
+    leaves = [ctx for ctx, w in by_name.items() if (arrays["child"][w] < 0).all()]
+    inner = [ctx for ctx in names.values() if ctx not in leaves]
+    assert len(inner) >= 2  # the test exercises growth
+    for ctx in leaves:
+        if ctx[:1] == (0,):
+            continue  # ^w has no children
+        # expanding the leaf would not raise the criterion
+        parts = {}
+        for i, s in enumerate(corpus.strings()):
+            symbols = (s + 1).tolist() + [0]
+            for t, a in enumerate(symbols):
+                hist = _history(s, t)
+                if _brute_context(names, hist) == ctx:
+                    b = hist[len(hist) - len(ctx) - 1]
+                    parts.setdefault(b, np.zeros((n_folds, n_sym)))[folds[i], a] += 1
+        gain = sum(_crit(p, kind, beta) for p in parts.values()) - _crit(leaf_counts[ctx], kind, beta)
+        assert gain <= 1e-9, (ctx, gain)
+    # predictions: brute-force smoothed product over positions
+    lp = _vgram.vgram_log_prob(arrays, beta, corpus)
+    for i, s in enumerate(corpus.strings()[:40]):
+        symbols = (s + 1).tolist() + [0]
+        total = 0.0
+        for t, a in enumerate(symbols):
+            c = through[_brute_context(names, _history(s, t))]
+            total += np.log((c[a] + beta) / (c.sum() + n_sym * beta))
+        assert lp[i] == pytest.approx(total, rel=1e-12)
+
+
+def _total_mass(machine) -> float:
+    """Sum of the probabilities of all strings: init (I - M)^-1 stop, M = sum_a trans[a]."""
+    pfa = machine.to_pfa()
+    m = pfa.trans.sum(axis=0)
+    return float(pfa.init @ np.linalg.solve(np.eye(pfa.n_states) - m, pfa.stop))
+
+
+@pytest.mark.parametrize("name", GREEDY)
+def test_smoothed_machine_is_a_distribution_equal_to_prediction(name):
+    corpus = random_corpus(7, 400, 3)
+    method = get_method(name)
+    options = {"beta": 0.5, "alpha": 0.05, "folds": 10}
+    result = method.fit(corpus, options, 0, False)
+    machine = method.automaton(result.arrays, options)
+    assert _total_mass(machine) == pytest.approx(1.0, abs=1e-9)
+    # every string up to length 4 over the letters: the run's prediction equals the machine's
+    strings = [list(p) for n in range(5) for p in itertools.product(range(3), repeat=n)]
+    every = Corpus.from_strings(strings, 3)
+    lp = method.predict_log_prob(result.arrays, options, every)
+    assert np.all(np.isfinite(lp))
+    np.testing.assert_allclose(machine.log_prob(every), lp, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.shared_data
+def test_vgrams_reproduce_table3_problem43(shared_data):
+    """Table 3 of the paper, problem 43: EVGram 0.1828 with 43 contexts, CVGram 0.1648 with
+    79 (score minus minimal score, beta = 0.5, 10 folds)."""
+    from bayesfa.pautomac import read_solution
+    from bayesfa.scoring import score_all
+
+    folder = shared_data / "pautomac"
+    train = read_sample(pautomac_path(43, "train", folder))
+    test = read_sample(pautomac_path(43, "test", folder)).with_alphabet(train.alphabet_size)
+    solution = read_solution(pautomac_path(43, "solution", folder))
+    for arrays, score, states in ((evgram(train, 0.5), 0.1828, 43), (cvgram(train, 0.5, 10), 0.1648, 79)):
+        s = score_all(np.exp(_vgram.vgram_log_prob(arrays, 0.5, test)), solution)
+        assert round(s.score - s.min_score, 4) == score
+        assert arrays["counts"].shape[0] == states
+
+
+# -- ALERGIA ---------------------------------------------------------------------------------------
+def test_alergia_hoeffding_extremes():
+    corpus = random_corpus(11, 300, 3)
+    # alpha = 2: the bound is 0, every pair with different frequencies differs: few merges
+    tight = alergia(corpus, 2.0)
+    loose = alergia(corpus, 1e-12)
+    assert loose["counts"].shape[0] < tight["counts"].shape[0]
+    assert loose["counts"].sum() == tight["counts"].sum() == corpus.n_tokens
+    with pytest.raises(ValueError):
+        alergia(corpus, 0.0)
+
+
+def aalpy_machine(corpus: Corpus, alpha: float):
+    """AALpy's ALERGIA on ``corpus`` (one input 'x', outputs the letters and END = A), as
+    ``(delta, counts)`` in our layout, states in AALpy's red order."""
+    alergia_mod = pytest.importorskip("aalpy.learning_algs.stochastic_passive.Alergia")
+
+    class Recorder(alergia_mod.Alergia):
+        def normalize(self, red):
+            self.red = list(red)
+            super().normalize(red)
+
+    end = corpus.alphabet_size
+    data = [[("x", int(a)) for a in s] + [("x", end)] for s in corpus.strings()]
+    learner = Recorder(data, automaton_type="smm", eps=alpha)
+    learner.run()
+    index = {r.prefix: i for i, r in enumerate(learner.red)}
+    n_sym = corpus.alphabet_size + 1
+    delta = np.full((len(learner.red), n_sym), -1, dtype=np.int64)
+    counts = np.zeros((len(learner.red), n_sym), dtype=np.int64)
+    for i, r in enumerate(learner.red):
+        for (_, a), f in r.input_frequency.items():
+            col = 0 if a == end else a + 1
+            counts[i, col] = f
+            if a != end:
+                delta[i, col] = index[r.children[("x", a)].prefix]
+    return delta, counts
+
+
+def test_alergia_matches_aalpy_on_pautomac_24():
+    corpus = read_sample(pautomac_path(24, "train"))
+    delta, counts = aalpy_machine(corpus, 0.05)
+    ours = alergia(corpus, 0.05)
+    np.testing.assert_array_equal(ours["counts"], counts)
+    np.testing.assert_array_equal(ours["delta"], delta)
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("problem, alpha", [(43, 0.05), (31, 0.3)])
+def test_alergia_matches_aalpy_on_shared_problems(shared_data, problem, alpha):
+    corpus = read_sample(pautomac_path(problem, "train", shared_data / "pautomac"))
+    delta, counts = aalpy_machine(corpus, alpha)
+    ours = alergia(corpus, alpha)
+    assert ours["counts"].shape[0] > 3
+    np.testing.assert_array_equal(ours["counts"], counts)
+    np.testing.assert_array_equal(ours["delta"], delta)
+
+
+def _pautomac_problems():
+    from conftest import shared_data_path
+
+    folder = shared_data_path() / "pautomac"
+    return [k for k in range(1, 49) if (folder / f"{k}.pautomac.train").is_file()] or [1]
+
+
+@pytest.mark.slow
+@pytest.mark.shared_data
+@pytest.mark.parametrize("problem", _pautomac_problems())
+def test_every_greedy_method_on_every_pautomac_problem(shared_data, problem):
+    """All four fit every PAutomaC problem here and give every test string a positive
+    probability (speed is measured by benchmarks/greedy_speed.py, not asserted here)."""
+    folder = shared_data / "pautomac"
+    train = read_sample(pautomac_path(problem, "train", folder))
+    test = read_sample(pautomac_path(problem, "test", folder)).with_alphabet(train.alphabet_size)
+    options = {"beta": 0.5, "alpha": 0.05, "folds": 10}
+    for name in GREEDY:
+        method = get_method(name)
+        result = method.fit(train, options, 0, False)
+        logp = method.predict_log_prob(result.arrays, options, test)
+        assert np.all(np.isfinite(logp)), name
