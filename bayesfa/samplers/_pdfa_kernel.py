@@ -1,0 +1,757 @@
+"""Numba kernels shared by the finite PDFA sampler and the PDIA (Pfau, Bartlett & Wood 2010,
+Sect. "Posterior Inference in the Finite Model" and "The Probabilistic Deterministic Infinite
+Automaton"): running a transition table over the data, the emission counts and their
+collapsed Dirichlet-multinomial likelihood (Eq. x:end), the Metropolis-Hastings moves on
+``delta_ij`` and on table dishes, a Gibbs step on ``mu`` and MH on the hyperparameters, and
+the predictive.
+
+Data: ``sym`` int32 ``[T]``, symbols ``0..S-1``. Symbols ``j < nf`` have a fixed transition to
+``q0 = 0`` (``nf = 1``: sentences, symbol 0 ends a string and the next one starts in ``q0``;
+``nf = 0``: one long sequence). The state before token 0 is ``q0``.
+
+Chain state (``Kc`` state capacity; seating arrays in :mod:`bayesfa.samplers._crf_kernel`):
+
+- ``delta`` int32 ``[Kc, S]``: the target state of each *instantiated* entry, -1 for entries
+  the data do not visit (marginalised out, the paper's "zero-count transitions deleted").
+  Invariant after every move: ``delta[q, j] >= 0`` iff ``(q, j)``, ``j >= nf``, is visited.
+- ``seat`` int32 ``[Kc, S]``: the seat of each instantiated entry (state or table).
+- ``cnt`` int32 ``[Kc, S]``, ``ctot`` int32 ``[Kc]``: emission counts ``c_ij`` and their row
+  sums along the path; ``cnt2``/``ctot2`` the same for a proposal (scratch).
+- ``vis`` int64 ``[Kc, S]``: the path-evaluation stamp of the last evaluation that visited
+  the entry (so nothing is cleared between proposals).
+- ``lmu`` float64 ``[Kc]`` (finite model): ``log mu``, the authoritative copy (``mu``, in
+  the seating arrays, is ``exp(lmu)`` and may underflow to 0 where ``v[k, :] == 0``).
+- ``lg`` float64 ``[2, T + 2]``: ``lgamma(beta/S + n) - lgamma(beta/S)`` and
+  ``lgamma(beta) - lgamma(beta + n)``, the Dirichlet-multinomial of Eq. x:end by table lookup.
+
+The MH move on an entry ``(i, j)`` (or on a table's dish) is exact: with ``C`` the entries
+both paths visit, ``O`` those only the current path visits, ``N`` those the proposed path
+instantiates just in time, ``E`` the log EPPF (the prior of a configuration), the forward
+proposal is ``E(C+O+ij*+N) - E(C+O)`` (the CRF predictive, then the CRF for the new entries)
+and the reverse one ``E(C+N+ij+O) - E(C+N)``, so the acceptance ratio is
+
+    log A = dL + [E(C+N+ij+O) - E(C+N)] - [E(C+ij+O) - E(C+O)] - [E(C+ij*+N+O) - E(C+ij*+N)]
+
+(``dL`` the change of Eq. x:end). With ``O = N = {}`` it is the paper's Eq. delta:mh; the
+paper's scheme drops the bracketed corrections, which is exact only then. This per-event
+ratio needs each event to have a unique reverse; in the PDIA it does not when a table (a
+state) keeps only new customers (tables) after its old ones are deleted, so those proposals
+are rejected (:func:`_ambiguous`; tests/test_pdia.py checks detailed balance by brute force).
+
+Scan. The finite model's state labels are fixed, so a sweep scans the instantiated entries
+in label order. The PDIA's labels come and go (a new state takes a free label), so a scan in
+label order would make the order depend on the history, which is not invariant: a PDIA sweep
+is a fixed number of moves on an entry (a table) picked uniformly, with ``|V| / |V'|``
+(``M / M'``) in the acceptance ratio because the number of entries (tables) changes.
+
+``variant`` (validation mutants): 1 omits the proposal ratio (accepts by likelihood ratio
+times prior ratio), 2 drops the discounts (see ``_crf_kernel``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from bayesfa.samplers._crf_kernel import (H_ALPHA, H_ALPHA0, H_BETA, H_D, H_D0, H_GAMMA, M_HI, M_TABLES,
+                                          M_STAMP, S_M, T_COL, T_DISH, T_N, add, end_move,
+                                          log_prior_crf, log_prior_finite, rem, sample_dish,
+                                          sample_seat, seat_dish, _new_table as _new_table_id,
+                                          _top_add, _top_rem)
+
+# stats layout: accepted / proposed per move kind
+ST_ENTRY, ST_TABLE, ST_MU = 0, 2, 4
+ST_HYP = 6  # 5 hyperparameters x (accepted, proposed)
+ST_CAPACITY = 16
+N_STATS = 17
+
+
+@njit(cache=True)
+def fill_lg(lg, beta, n_symbols):
+    """``lg`` for ``beta`` (module docstring)."""
+    b = beta / n_symbols
+    lb = math.lgamma(b)
+    lbeta = math.lgamma(beta)
+    for n in range(lg.shape[1]):
+        lg[0, n] = math.lgamma(b + n) - lb
+        lg[1, n] = lbeta - math.lgamma(beta + n)
+
+
+@njit(cache=True)
+def row_loglik(cnt, ctot, q, lg):
+    """Eq. x:end for state ``q``."""
+    if ctot[q] == 0:
+        return 0.0
+    out = lg[1, ctot[q]]
+    for s in range(cnt.shape[1]):
+        out += lg[0, cnt[q, s]]
+    return out
+
+
+@njit(cache=True)
+def loglik(cnt, ctot, hi, lg):
+    out = 0.0
+    for q in range(hi):
+        out += row_loglik(cnt, ctot, q, lg)
+    return out
+
+
+@njit(cache=True)
+def loglik_beta(cnt, ctot, hi, beta):
+    """Eq. x:end with lgamma calls (for the beta move)."""
+    n_sym = cnt.shape[1]
+    b = beta / n_sym
+    out = 0.0
+    for q in range(hi):
+        if ctot[q] == 0:
+            continue
+        out += math.lgamma(beta) - math.lgamma(beta + ctot[q])
+        for s in range(n_sym):
+            if cnt[q, s] > 0:
+                out += math.lgamma(b + cnt[q, s]) - math.lgamma(b)
+    return out
+
+
+@njit(cache=True)
+def eval_path(model, variant, sym, nf, delta, seat, cnt2, ctot2, vis, newq, news,
+              nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, rng):
+    """Run ``delta`` over ``sym`` from ``q0``, counting emissions into ``cnt2``/``ctot2`` and
+    stamping visited entries; unvisited entries met on the way are drawn from the CRF (just
+    in time) and seated, and listed in ``newq``/``news``. Returns ``(n_new, log prob of the
+    new seatings, end state, ok)``; ``ok`` is False when the state capacity ran out (the
+    caller undoes the ``n_new`` entries)."""
+    hi = meta[M_HI]
+    for q in range(hi):
+        ctot2[q] = 0
+        for s in range(cnt2.shape[1]):
+            cnt2[q, s] = 0
+    meta[M_STAMP] += 1
+    stamp = meta[M_STAMP]
+    n_new = 0
+    lpf = 0.0
+    q = 0
+    for t in range(sym.shape[0]):
+        s = sym[t]
+        cnt2[q, s] += 1
+        ctot2[q] += 1
+        if s < nf:
+            q = 0
+            continue
+        vis[q, s] = stamp
+        nq = delta[q, s]
+        if nq < 0:
+            st = sample_seat(model, rng, s, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                             variant)
+            if st < 0:
+                return n_new, lpf, q, False
+            lpf += add(model, s, st, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+            nq = seat_dish(model, st, tabs)
+            delta[q, s] = nq
+            seat[q, s] = st
+            newq[n_new] = q
+            news[n_new] = s
+            n_new += 1
+        q = nq
+    return n_new, lpf, q, True
+
+
+@njit(cache=True)
+def delta_loglik(cnt, ctot, cnt2, ctot2, hi, lg, changed):
+    """``L(cnt2) - L(cnt)`` over the rows that differ; flags them in ``changed``."""
+    out = 0.0
+    for q in range(hi):
+        diff = ctot[q] != ctot2[q]
+        if not diff:
+            for s in range(cnt.shape[1]):
+                if cnt[q, s] != cnt2[q, s]:
+                    diff = True
+                    break
+        changed[q] = diff
+        if diff:
+            out += row_loglik(cnt2, ctot2, q, lg) - row_loglik(cnt, ctot, q, lg)
+    return out
+
+
+@njit(cache=True)
+def _copy_changed(cnt, ctot, cnt2, ctot2, hi, changed):
+    for q in range(hi):
+        if changed[q]:
+            ctot[q] = ctot2[q]
+            for s in range(cnt.shape[1]):
+                cnt[q, s] = cnt2[q, s]
+
+
+@njit(cache=True)
+def _collect_old(delta, seat, vis, stamp, hi, nf, oq, os_, oseat):
+    """Entries instantiated but not visited by the last evaluation (``O``)."""
+    n = 0
+    for q in range(hi):
+        for s in range(nf, delta.shape[1]):
+            if delta[q, s] >= 0 and vis[q, s] != stamp:
+                oq[n] = q
+                os_[n] = s
+                oseat[n] = seat[q, s]
+                n += 1
+    return n
+
+
+@njit(cache=True)
+def _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs, col_T,
+              sts, meta, hyp):
+    for n in range(n_new - 1, -1, -1):
+        q, s = newq[n], news[n]
+        rem(model, s, seat[q, s], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+        delta[q, s] = -1
+        seat[q, s] = -1
+
+
+@njit(cache=True)
+def _ambiguous(i, j, t0, k_old, delta, seat, vis, stamp, hi, nf, n_new, newq, news, tabs):
+    """PDIA (model 1): True when a proposal must be rejected because its reverse is not unique.
+
+    Tables and states have no identity beyond their customers. If the move leaves a table
+    that existed before with only new customers (its old ones deleted as ``O``), or leaves a
+    state that existed before served only by tables that did not serve it before with an old
+    customer, the result is also reached by *other* events (opening a new table, choosing a
+    new dish) whose reverse is the same event, so the per-event ratio of the module
+    docstring double-counts the reverse (found by brute-force detailed balance on
+    "aa", "a"). Such proposals are rejected; the condition reads only what ``x`` and ``y``
+    share (the common customers ``C``), so it holds for an event iff it holds for its
+    reverse. ``(i, j)`` the moved entry (``i < 0`` for a table move), ``t0`` the moved table
+    (-1 for an entry move), ``k_old`` its former dish (table move) or the entry's former
+    target (entry move)."""
+    tc = tabs.shape[1]
+    n_cap = delta.shape[0]
+    c_cnt = np.zeros(tc, dtype=np.int32)
+    o_cnt = np.zeros(tc, dtype=np.int32)
+    new_cnt = np.zeros(tc, dtype=np.int32)
+    x_alive = np.zeros(n_cap, dtype=np.bool_)
+    y_alive = np.zeros(n_cap, dtype=np.bool_)
+    persist = np.zeros(n_cap, dtype=np.bool_)
+    for q in range(hi):
+        for s in range(nf, delta.shape[1]):
+            if delta[q, s] < 0:
+                continue
+            t = seat[q, s]
+            if vis[q, s] != stamp:
+                o_cnt[t] += 1
+            elif q == i and s == j:
+                new_cnt[t] += 1
+            else:
+                c_cnt[t] += 1
+    for n in range(n_new):
+        t = seat[newq[n], news[n]]
+        c_cnt[t] -= 1
+        new_cnt[t] += 1
+    if t0 < 0:
+        x_alive[k_old] = True
+    for q in range(hi):
+        for s in range(nf, delta.shape[1]):
+            if delta[q, s] < 0:
+                continue
+            t = seat[q, s]
+            if c_cnt[t] == 0 and o_cnt[t] > 0 and new_cnt[t] > 0:
+                return True
+            dish = tabs[T_DISH, t]
+            x_dish = k_old if t == t0 else dish
+            if vis[q, s] != stamp:
+                x_alive[x_dish] = True
+            elif c_cnt[t] > 0 and not (q == i and s == j):
+                x_alive[x_dish] = True
+                y_alive[dish] = True
+                if x_dish == dish:
+                    persist[dish] = True
+            else:
+                y_alive[dish] = True
+    for k in range(n_cap):
+        if x_alive[k] and y_alive[k] and not persist[k]:
+            return True
+    return False
+
+
+@njit(cache=True)
+def move_entry(i, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, vis, changed,
+               newq, news, oq, os_, oseat, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, lg,
+               random_scan, rng, stats):
+    """MH on ``delta_ij``: propose from the CRF / Polya predictive, evaluate the path with
+    just-in-time entries, accept by the exact ratio of the module docstring (times
+    ``|V| / |V'|`` when the entry was picked uniformly among the ``|V|`` instantiated ones)."""
+    size_before = _n_customers(nj, nf)
+    s_old = seat[i, j]
+    k_old = delta[i, j]
+    r1 = rem(model, j, s_old, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+    s_new = sample_seat(model, rng, j, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+    stats[ST_ENTRY + 1] += 1
+    if s_new < 0:
+        add(model, j, s_old, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+        end_move(tabs, sts, meta)
+        stats[ST_CAPACITY] += 1
+        return
+    f = add(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+    delta[i, j] = seat_dish(model, s_new, tabs)
+    seat[i, j] = s_new
+    n_new, lpf, _, ok = eval_path(model, variant, sym, nf, delta, seat, cnt2, ctot2, vis, newq,
+                                  news, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, rng)
+    f += lpf
+    if not ok:
+        _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
+                  col_T, sts, meta, hyp)
+        rem(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+        add(model, j, s_old, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+        delta[i, j] = k_old
+        seat[i, j] = s_old
+        end_move(tabs, sts, meta)
+        stats[ST_CAPACITY] += 1
+        return
+    hi = meta[M_HI]
+    n_o = _collect_old(delta, seat, vis, meta[M_STAMP], hi, nf, oq, os_, oseat)
+    # without deleted entries every event has a unique reverse (see _ambiguous)
+    if model == 1 and n_o > 0 and _ambiguous(i, j, -1, k_old, delta, seat, vis, meta[M_STAMP],
+                                             hi, nf, n_new, newq, news, tabs):
+        _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
+                  col_T, sts, meta, hyp)
+        rem(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+        add(model, j, s_old, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+        delta[i, j] = k_old
+        seat[i, j] = s_old
+        end_move(tabs, sts, meta)
+        return
+    dl = delta_loglik(cnt, ctot, cnt2, ctot2, hi, lg, changed)
+    s_sum = 0.0
+    for o in range(n_o):
+        s_sum += rem(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                     variant)
+    size_after = _n_customers(nj, nf)
+    rem(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+    b = add(model, j, s_old, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+    for o in range(n_o - 1, -1, -1):
+        b += add(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                 variant)
+    if variant == 1:
+        log_a = dl - r1 + f - s_sum
+    else:
+        log_a = dl + b - r1 - s_sum
+    if random_scan:
+        log_a += math.log(size_before) - math.log(size_after)
+    if math.log(rng.random()) < log_a:
+        for o in range(n_o):
+            rem(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                variant)
+            delta[oq[o], os_[o]] = -1
+            seat[oq[o], os_[o]] = -1
+        rem(model, j, s_old, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+        add(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+        _copy_changed(cnt, ctot, cnt2, ctot2, hi, changed)
+        stats[ST_ENTRY] += 1
+    else:
+        _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
+                  col_T, sts, meta, hyp)
+        delta[i, j] = k_old
+        seat[i, j] = s_old
+    end_move(tabs, sts, meta)
+
+
+@njit(cache=True)
+def _n_customers(nj, nf):
+    n = 0
+    for j in range(nf, nj.shape[0]):
+        n += nj[j]
+    return n
+
+
+@njit(cache=True)
+def _set_table_targets(t, j, k, delta, seat, hi):
+    for q in range(hi):
+        if seat[q, j] == t and delta[q, j] >= 0:
+            delta[q, j] = k
+
+
+@njit(cache=True)
+def move_table(t, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, vis, changed,
+               newq, news, oq, os_, oseat, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, lg,
+               random_scan, rng, stats):
+    """MH on the dish of table ``t`` (PDIA): propose from the top restaurant (Eq. crf:high with
+    discount), every customer of ``t`` follows, accept by the same exact ratio (times
+    ``M / M'`` when the table was picked uniformly among the ``M`` open ones)."""
+    size_before = meta[M_TABLES]
+    j = tabs[T_COL, t]
+    k_old = tabs[T_DISH, t]
+    r1 = _top_rem(k_old, sts, meta, hyp, variant)
+    k_new = sample_dish(rng, sts, meta, hyp, variant, sts.shape[1])
+    stats[ST_TABLE + 1] += 1
+    if k_new < 0:
+        _top_add(k_old, sts, meta, hyp, variant)
+        end_move(tabs, sts, meta)
+        stats[ST_CAPACITY] += 1
+        return
+    f = _top_add(k_new, sts, meta, hyp, variant)
+    tabs[T_DISH, t] = k_new
+    _set_table_targets(t, j, k_new, delta, seat, meta[M_HI])
+    n_new, lpf, _, ok = eval_path(model, variant, sym, nf, delta, seat, cnt2, ctot2, vis, newq,
+                                  news, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, rng)
+    f += lpf
+    if not ok:
+        _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
+                  col_T, sts, meta, hyp)
+        _top_rem(k_new, sts, meta, hyp, variant)
+        _top_add(k_old, sts, meta, hyp, variant)
+        tabs[T_DISH, t] = k_old
+        _set_table_targets(t, j, k_old, delta, seat, meta[M_HI])
+        end_move(tabs, sts, meta)
+        stats[ST_CAPACITY] += 1
+        return
+    hi = meta[M_HI]
+    n_o = _collect_old(delta, seat, vis, meta[M_STAMP], hi, nf, oq, os_, oseat)
+    if n_o > 0 and _ambiguous(-1, -1, t, k_old, delta, seat, vis, meta[M_STAMP], hi, nf, n_new,
+                              newq, news, tabs):
+        _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
+                  col_T, sts, meta, hyp)
+        _top_rem(k_new, sts, meta, hyp, variant)
+        _top_add(k_old, sts, meta, hyp, variant)
+        tabs[T_DISH, t] = k_old
+        _set_table_targets(t, j, k_old, delta, seat, hi)
+        end_move(tabs, sts, meta)
+        return
+    dl = delta_loglik(cnt, ctot, cnt2, ctot2, hi, lg, changed)
+    s_sum = 0.0
+    for o in range(n_o):
+        s_sum += rem(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                     variant)
+    size_after = meta[M_TABLES]
+    _top_rem(k_new, sts, meta, hyp, variant)
+    tabs[T_DISH, t] = k_old
+    b = _top_add(k_old, sts, meta, hyp, variant)
+    for o in range(n_o - 1, -1, -1):
+        b += add(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                 variant)
+    if variant == 1:
+        log_a = dl - r1 + f - s_sum
+    else:
+        log_a = dl + b - r1 - s_sum
+    if random_scan:
+        log_a += math.log(size_before) - math.log(size_after)
+    if math.log(rng.random()) < log_a:
+        for o in range(n_o):
+            rem(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                variant)
+            delta[oq[o], os_[o]] = -1
+            seat[oq[o], os_[o]] = -1
+        _top_rem(k_old, sts, meta, hyp, variant)
+        _top_add(k_new, sts, meta, hyp, variant)
+        tabs[T_DISH, t] = k_new
+        _set_table_targets(t, j, k_new, delta, seat, hi)
+        _copy_changed(cnt, ctot, cnt2, ctot2, hi, changed)
+        stats[ST_TABLE] += 1
+    else:
+        _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
+                  col_T, sts, meta, hyp)
+        _set_table_targets(t, j, k_old, delta, seat, hi)
+    end_move(tabs, sts, meta)
+
+
+# -- mu and the hyperparameters ---------------------------------------------------------------
+
+@njit(cache=True)
+def log_gamma_variate(a, rng):
+    """``log G`` for ``G ~ Gamma(a, 1)``, without underflow for small ``a``: for ``a < 1``,
+    ``G = G' U^(1/a)`` with ``G' ~ Gamma(a + 1)``, ``U ~ Uniform(0, 1)`` (Marsaglia & Tsang
+    2000, Sect. 5), so ``log G = log G' + log(U) / a``."""
+    if a >= 1.0:
+        return math.log(rng.standard_gamma(a))
+    return math.log(rng.standard_gamma(a + 1.0)) + math.log(rng.random()) / a
+
+
+@njit(cache=True)
+def log_dirichlet_variate(a, rng, lout):
+    """``lout = log x`` for ``x ~ Dir(a)``, in log space (components may be far below the
+    smallest double)."""
+    m = -np.inf
+    for k in range(a.shape[0]):
+        lout[k] = log_gamma_variate(a[k], rng)
+        if lout[k] > m:
+            m = lout[k]
+    tot = 0.0
+    for k in range(a.shape[0]):
+        tot += math.exp(lout[k] - m)
+    norm = m + math.log(tot)
+    for k in range(a.shape[0]):
+        lout[k] -= norm
+
+
+@njit(cache=True)
+def move_mu(mu, lmu, v, nj, hyp, nf, rng, stats):
+    """Gibbs step on ``mu`` with auxiliary table counts (Teh, Jordan, Beal & Blei 2006,
+    Sect. 5.3, "sampling beta"): given ``mu``, the number of tables ``m_kj`` among the
+    ``v_kj`` entries of column ``j`` that go to ``k`` (Polya urn with masses ``alpha mu_k``,
+    Eq. delta:end) follows the Chinese restaurant table distribution (a sum of independent
+    Bernoulli(``alpha mu_k / (alpha mu_k + i)``), ``i = 0..v_kj - 1``); given the tables,
+    ``mu ~ Dir(gamma/|Q| + sum_j m_kj)``. The Dirichlet is drawn in log space: small ``gamma``
+    puts components of ``mu`` far below 1e-300, and ``lmu`` keeps them (the prior terms of
+    ``gamma`` and the log joint read ``lmu``); ``mu = exp(lmu)`` may underflow to 0 only
+    where no entry goes (``v_kj = 0``). This replaces the paper's MH with a ``Dir(eta mu)``
+    proposal, which cannot move near the boundary: its draw of ``log mu'_k`` is about
+    ``-1 / (eta mu_k)``."""
+    n_q = mu.shape[0]
+    alpha, gamma = hyp[H_ALPHA], hyp[H_GAMMA]
+    a = np.empty(n_q)
+    for k in range(n_q):
+        a[k] = gamma / n_q
+        x = alpha * mu[k]
+        for j in range(nf, v.shape[1]):
+            vk = v[k, j]
+            if vk > 0:
+                a[k] += 1.0  # the first customer always opens a table
+                for i in range(1, vk):
+                    if rng.random() * (x + i) < x:
+                        a[k] += 1.0
+    log_dirichlet_variate(a, rng, lmu)
+    for k in range(n_q):
+        mu[k] = math.exp(lmu[k])
+    stats[ST_MU] += 1
+    stats[ST_MU + 1] += 1
+
+
+@njit(cache=True)
+def _hyper_target(which, model, variant, hyp, cnt, ctot, hi, v, nj, mu, lmu, tabs, col_tabs,
+                  col_T, sts, nf):
+    """log prior (Gamma(1,1) or Uniform(0,1)) + the terms that depend on ``hyp[which]``."""
+    x = hyp[which]
+    if which == H_BETA:
+        return -x + loglik_beta(cnt, ctot, hi, x)
+    if model == 0:
+        if which == H_ALPHA:
+            return -x + log_prior_finite(v, nj, mu, x, nf)
+        # gamma: mu ~ Dir(gamma / |Q|)
+        n_q = mu.shape[0]
+        out = -x + math.lgamma(x) - n_q * math.lgamma(x / n_q)
+        for k in range(n_q):
+            out += (x / n_q - 1.0) * lmu[k]
+        return out
+    prior = 0.0 if which in (H_D, H_D0) else -x
+    return prior + log_prior_crf(tabs, col_tabs, col_T, sts, hyp, variant)
+
+
+@njit(cache=True)
+def move_hyper(which, step, model, variant, hyp, cnt, ctot, hi, v, nj, mu, lmu, tabs, col_tabs,
+               col_T, sts, nf, lg, n_symbols, rng, stats):
+    """Random-walk MH on one hyperparameter: log scale for concentrations (Gamma(1, 1)
+    prior), logit scale for discounts (Uniform(0, 1) prior), Jacobians included."""
+    old = hyp[which]
+    cur = _hyper_target(which, model, variant, hyp, cnt, ctot, hi, v, nj, mu, lmu, tabs,
+                        col_tabs, col_T, sts, nf)
+    eps = step * rng.standard_normal()
+    if model == 1 and which in (H_D, H_D0):
+        z = math.log(old) - math.log1p(-old) + eps
+        new = 1.0 / (1.0 + math.exp(-z))
+        if not (0.0 < new < 1.0):
+            stats[ST_HYP + 2 * which + 1] += 1
+            return
+        jac = math.log(new) + math.log1p(-new) - math.log(old) - math.log1p(-old)
+    else:
+        new = old * math.exp(eps)
+        jac = eps
+    stats[ST_HYP + 2 * which + 1] += 1
+    if not (new > 1e-300 and new < 1e300):
+        return
+    hyp[which] = new
+    prop = _hyper_target(which, model, variant, hyp, cnt, ctot, hi, v, nj, mu, lmu, tabs,
+                         col_tabs, col_T, sts, nf)
+    if math.log(rng.random()) < prop - cur + jac:
+        stats[ST_HYP + 2 * which] += 1
+        if which == H_BETA:
+            fill_lg(lg, new, n_symbols)
+    else:
+        hyp[which] = old
+
+
+# -- sweeps -------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def _random_table(rng, col_T, col_tabs, meta):
+    """An open table, uniformly."""
+    u = int(rng.integers(0, meta[M_TABLES]))
+    for j in range(col_T.shape[0]):
+        if u < col_T[j]:
+            return col_tabs[j, u]
+        u -= col_T[j]
+    return -1
+
+
+@njit(cache=True)
+def sweep(model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, vis, changed, newq, news,
+          oq, os_, oseat, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, lg, fixed, lmu,
+          n_mu, step, table_moves, n_entry_moves, n_table_moves, rng, stats):
+    """One sweep. Finite model: MH on every instantiated ``delta_ij`` (row-major order), then
+    ``n_mu`` Gibbs steps on ``mu`` (``lmu = log mu``). PDIA: ``n_entry_moves`` MH moves on a
+    uniformly chosen instantiated ``delta_ij``, then (if ``table_moves``) ``n_table_moves`` on
+    the dish of a uniformly chosen open table. Then each hyperparameter not ``fixed``."""
+    n_sym = delta.shape[1]
+    if model == 0:
+        # fixed state labels: a systematic scan over the instantiated entries
+        for q in range(meta[M_HI]):
+            for j in range(nf, n_sym):
+                if delta[q, j] >= 0:
+                    move_entry(q, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2,
+                               ctot2, vis, changed, newq, news, oq, os_, oseat, nj, v, mu, tabs,
+                               col_tabs, col_T, sts, meta, hyp, lg, False, rng, stats)
+    else:
+        # state labels of the PDIA come and go, so a scan in label order would depend on the
+        # history: random scan, each move picking an entry (a table) uniformly. The number of
+        # moves must not depend on the state (or the sweep is not invariant): the front fixes
+        # it after burn-in (negative: the current number of entries / tables, for burn-in)
+        n_moves = _n_customers(nj, nf) if n_entry_moves < 0 else n_entry_moves
+        for _ in range(n_moves):
+            if _n_customers(nj, nf) == 0:  # no letter in the data: nothing to move
+                break
+            while True:
+                q = int(rng.integers(0, meta[M_HI]))
+                j = int(rng.integers(nf, n_sym))
+                if delta[q, j] >= 0:
+                    break
+            move_entry(q, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, vis,
+                       changed, newq, news, oq, os_, oseat, nj, v, mu, tabs, col_tabs, col_T,
+                       sts, meta, hyp, lg, True, rng, stats)
+        if table_moves:
+            n_moves = meta[M_TABLES] if n_table_moves < 0 else n_table_moves
+            for _ in range(n_moves):
+                if meta[M_TABLES] == 0:
+                    break
+                t = _random_table(rng, col_T, col_tabs, meta)
+                move_table(t, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, vis,
+                           changed, newq, news, oq, os_, oseat, nj, v, mu, tabs, col_tabs, col_T,
+                           sts, meta, hyp, lg, True, rng, stats)
+    if model == 0:
+        for _ in range(n_mu):
+            move_mu(mu, lmu, v, nj, hyp, nf, rng, stats)
+    hi = meta[M_HI]
+    for which in range(5):
+        if fixed[which] == 0:
+            move_hyper(which, step, model, variant, hyp, cnt, ctot, hi, v, nj, mu, lmu, tabs,
+                       col_tabs, col_T, sts, nf, lg, n_sym, rng, stats)
+
+
+@njit(cache=True)
+def log_joint(model, variant, cnt, ctot, meta, v, nj, mu, tabs, col_tabs, col_T, sts, hyp, lg, nf,
+              lmu):
+    """``log p(x | delta) + log p(configuration | hyperparameters)`` (+ ``log Dir(mu)``, read
+    from ``lmu = log mu``)."""
+    hi = meta[M_HI]
+    out = loglik(cnt, ctot, hi, lg)
+    if model == 0:
+        n_q = mu.shape[0]
+        gamma = hyp[H_GAMMA]
+        out += log_prior_finite(v, nj, mu, hyp[H_ALPHA], nf)
+        out += math.lgamma(gamma) - n_q * math.lgamma(gamma / n_q)
+        for k in range(n_q):
+            out += (gamma / n_q - 1.0) * lmu[k]
+    else:
+        out += log_prior_crf(tabs, col_tabs, col_T, sts, hyp, variant)
+    return out
+
+
+@njit(cache=True)
+def n_states_used(ctot, hi):
+    n = 0
+    for q in range(hi):
+        if ctot[q] > 0:
+            n += 1
+    return n
+
+
+# -- prediction ---------------------------------------------------------------------------------
+
+@njit(cache=True)
+def predict_strings(model, variant, sym, offsets, nf, start, delta, seat, cnt, ctot, nj, v, mu,
+                    tabs, col_tabs, col_T, sts, meta, hyp, n_rep, rng, newq, news, out):
+    """Log predictive of each string ``sym[offsets[s]:offsets[s+1]]`` under one posterior
+    sample, the string's emissions folded into the counts as they are read (the
+    Dirichlet-multinomial predictive) and unvisited entries drawn from the CRF / Polya
+    predictive as the string needs them (a Monte Carlo average over ``n_rep`` draws; exact
+    when the string needs none). Sentences (``nf = 1``): every string from ``q0`` given the
+    training data only (everything is undone after it). Sequence (``nf = 0``): the strings
+    continue one another from ``start`` and nothing is undone; ``n_rep`` must be 1."""
+    beta = hyp[H_BETA]
+    n_sym = cnt.shape[1]
+    b = beta / n_sym
+    q = start
+    for s_i in range(offsets.shape[0] - 1):
+        lo, hi_ = offsets[s_i], offsets[s_i + 1]
+        acc = -np.inf
+        reps = n_rep if nf == 1 else 1
+        done = 0
+        for r in range(reps):
+            if nf == 1:
+                q = 0
+            lp = 0.0
+            n_new = 0
+            for t in range(lo, hi_):
+                s = sym[t]
+                lp += math.log((cnt[q, s] + b) / (ctot[q] + beta))
+                cnt[q, s] += 1
+                ctot[q] += 1
+                if s < nf:
+                    q = 0
+                    continue
+                nq = delta[q, s]
+                if nq < 0:
+                    st = sample_seat(model, rng, s, nj, v, mu, tabs, col_tabs, col_T, sts, meta,
+                                     hyp, variant)
+                    if st < 0:
+                        raise ValueError("prediction ran out of state capacity")
+                    add(model, s, st, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+                    nq = seat_dish(model, st, tabs)
+                    delta[q, s] = nq
+                    seat[q, s] = st
+                    newq[n_new] = q
+                    news[n_new] = s
+                    n_new += 1
+                q = nq
+            if nf == 1:
+                # undo the string: its counts, then the entries it instantiated
+                qq = 0
+                for t in range(lo, hi_):
+                    s = sym[t]
+                    cnt[qq, s] -= 1
+                    ctot[qq] -= 1
+                    qq = 0 if s < nf else delta[qq, s]
+                _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs,
+                          col_tabs, col_T, sts, meta, hyp)
+            end_move(tabs, sts, meta)
+            m = max(acc, lp)
+            acc = m + math.log(math.exp(acc - m) + math.exp(lp - m))
+            done += 1
+            if n_new == 0:
+                break
+        out[s_i] = acc - math.log(done)
+    return q
+
+
+@njit(cache=True)
+def init_one_state(variant, sym, nf, delta, seat, cnt2, ctot2, vis, newq, news, nj, v, mu, tabs,
+                   col_tabs, col_T, sts, meta, hyp, rng):
+    """PDIA start: every transition the data need goes to one state ``q1`` (one table per
+    column, all serving ``q1``): a configuration of positive probability whose size does not
+    grow with the data, from which the sampler creates states. Fills ``cnt2``/``ctot2``."""
+    k = -1
+    q = 0
+    for t in range(sym.shape[0]):
+        s = sym[t]
+        cnt2[q, s] += 1
+        ctot2[q] += 1
+        if s < nf:
+            q = 0
+            continue
+        if delta[q, s] < 0:
+            if col_T[s] > 0:
+                st = col_tabs[s, 0]
+            else:
+                if k < 0:
+                    k = sample_dish(rng, sts, meta, hyp, variant, sts.shape[1])  # M = 0: new
+                st = _new_table_id(k, tabs, meta)
+            add(1, s, st, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+            delta[q, s] = k
+            seat[q, s] = st
+        q = delta[q, s]
+    end_move(tabs, sts, meta)

@@ -1,0 +1,450 @@
+"""The finite Bayesian PDFA sampler (``--method pdfa``) and the front shared with the PDIA.
+
+Pfau, Bartlett & Wood (2010), "Probabilistic deterministic infinite automata", Sect. "A Prior
+over PDFAs" (Eq. gen:mu-gen:delta), "PDFA likelihood" (Eq. x:end, emissions integrated out),
+"Posterior Inference in the Finite Model" (MH on each ``delta_ij`` with the predictive
+Eq. delta:pred with ``D+_j`` as proposal, zero-count transitions deleted; ``mu`` by an exact
+Gibbs step with auxiliary table counts (Teh et al. 2006) in log space instead of the paper's
+MH with a ``Dir(eta mu-hat)`` proposal, which cannot move near the boundary that small
+``gamma`` favours; see ``_pdfa_kernel.move_mu``). ``alpha, beta, gamma`` are sampled by MH
+under Gamma(1, 1) priors unless an option fixes them. The kernels are in
+:mod:`bayesfa.samplers._pdfa_kernel` and :mod:`bayesfa.samplers._crf_kernel`.
+
+Data shapes (the conventions of :mod:`bayesfa.models.pdfa`): *sentences* (default) -- the
+end of a string is symbol 0, emitted like a letter (``pi_q ~ Dir(beta / (L+1))``) and leading
+back to ``q0``, so the model is a distribution over strings, the empty one included;
+*sequence* (``--sequence``) -- the letters of all strings in order are one long sequence
+(``pi_q ~ Dir(beta / L)``), and a test set continues it from the state reached at the end
+of training.
+
+Prediction averages, over every recorded sample, the probability of each test string with
+its emissions folded into the counts as they are read (the Dirichlet-multinomial
+predictive) and the transitions the training data never used drawn from the prior
+predictive (Monte Carlo over ``--predict-draws`` draws, exact when none is needed): never 0.
+``bayesfa predict RUN TEST --map`` uses the single sample of highest log joint (PDIA-MAP).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+from bayesfa.forward import log_mean_exp
+from bayesfa.methods import (FitResult, add_mcmc_arguments, check_schedule, nonnegative_int,
+                             positive_float, positive_int)
+
+FINITE, CRF = 0, 1
+#: hyperparameter slots of the kernels' ``hyp`` array, per model (see ``_crf_kernel``)
+HYPER_NAMES = {FINITE: ("alpha", "beta", "gamma"), CRF: ("alpha", "beta", "alpha0", "d", "d0")}
+HYPER_DEFAULTS = {"alpha": 1.0, "beta": 1.0, "gamma": 1.0, "alpha0": 1.0, "d": 0.5, "d0": 0.5}
+_SLOTS = {"alpha": 0, "beta": 1, "gamma": 2, "alpha0": 2, "d": 3, "d0": 4}
+MOVE_KINDS = ("entry", "table", "mu")
+
+
+class Data(NamedTuple):
+    """The training data as the kernels read it."""
+
+    sym: np.ndarray      # int32 [T]
+    nf: int              # 1 sentences (symbol 0 = end, back to q0), 0 sequence
+    n_symbols: int       # S
+
+
+def as_symbols(corpus: Corpus, sequence: bool, n_letters: int | None = None) -> Data:
+    """Sentences: the corpus tokens (0 ends a string). Sequence: its letters, 0-based."""
+    n_letters = corpus.alphabet_size if n_letters is None else n_letters
+    if sequence:
+        tokens = corpus.tokens
+        return Data(np.ascontiguousarray(tokens[tokens != 0] - 1, dtype=np.int32), 0, n_letters)
+    return Data(np.ascontiguousarray(corpus.tokens, dtype=np.int32), 1, n_letters + 1)
+
+
+def hyper_values(model: int, options: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """``(hyp [5], fixed [5])``: a hyperparameter given in the options is fixed at that value,
+    the others start at :data:`HYPER_DEFAULTS` and are sampled."""
+    hyp = np.zeros(5)
+    fixed = np.ones(5, dtype=np.int64)
+    for name in HYPER_NAMES[model]:
+        value = options.get(name)
+        slot = _SLOTS[name]
+        if value is None:
+            hyp[slot] = HYPER_DEFAULTS[name]
+            fixed[slot] = 0
+        else:
+            hyp[slot] = float(value)
+    return hyp, fixed
+
+
+class ChainState:
+    """Every array of one chain (the kernels' chain state, see their module docstrings)."""
+
+    def __init__(self, model: int, data: Data, n_cap: int):
+        from bayesfa.samplers._crf_kernel import new_crf
+
+        s = data.n_symbols
+        self.model, self.data, self.n_cap = model, data, n_cap
+        self.delta = np.full((n_cap, s), -1, dtype=np.int32)
+        self.seat = np.full((n_cap, s), -1, dtype=np.int32)
+        self.cnt = np.zeros((n_cap, s), dtype=np.int32)
+        self.ctot = np.zeros(n_cap, dtype=np.int32)
+        self.cnt2 = np.zeros_like(self.cnt)
+        self.ctot2 = np.zeros_like(self.ctot)
+        self.vis = np.zeros((n_cap, s), dtype=np.int64)
+        self.changed = np.zeros(n_cap, dtype=np.bool_)
+        big = n_cap * s
+        self.newq = np.zeros(big, dtype=np.int32)
+        self.news = np.zeros(big, dtype=np.int32)
+        self.oq = np.zeros(big, dtype=np.int32)
+        self.os = np.zeros(big, dtype=np.int32)
+        self.oseat = np.zeros(big, dtype=np.int32)
+        (self.nj, self.v, self.mu, self.tabs, self.col_tabs, self.col_T, self.sts,
+         self.meta) = new_crf(n_cap, s)
+        if model == FINITE:
+            self.meta[6] = n_cap  # hi: every state exists
+            self.mu[:] = 1.0 / n_cap
+        self.lmu = np.log(self.mu) if model == FINITE else np.zeros(n_cap)  # log mu (finite)
+        self.lg = np.zeros((2, data.sym.size + 2))
+
+    def seating(self):
+        return (self.nj, self.v, self.mu, self.tabs, self.col_tabs, self.col_T, self.sts, self.meta)
+
+
+def _init_chain(state: ChainState, hyp: np.ndarray, rng: np.random.Generator, variant: int) -> None:
+    """Finite model: start from a draw of the prior along the data (run the empty table over
+    the data, drawing every entry it needs from the Polya predictive). PDIA: start from one
+    state besides ``q0`` (a prior draw along a large data set would hold thousands)."""
+    from bayesfa.samplers import _pdfa_kernel as K
+
+    st = state
+    K.fill_lg(st.lg, hyp[1], st.data.n_symbols)
+    if st.model == CRF:
+        K.init_one_state(variant, st.data.sym, st.data.nf, st.delta, st.seat, st.cnt2, st.ctot2,
+                         st.vis, st.newq, st.news, *st.seating(), hyp, rng)
+        st.cnt[:] = st.cnt2
+        st.ctot[:] = st.ctot2
+        return
+    _, _, _, ok = K.eval_path(st.model, variant, st.data.sym, st.data.nf, st.delta, st.seat,
+                              st.cnt2, st.ctot2, st.vis, st.newq, st.news, *st.seating(), hyp, rng)
+    if not ok:
+        raise InputError(f"the state capacity {st.n_cap} is too small for the first path; "
+                         "raise --max-states")
+    from bayesfa.samplers._crf_kernel import end_move
+
+    end_move(st.tabs, st.sts, st.meta)
+    st.cnt[:] = st.cnt2
+    st.ctot[:] = st.ctot2
+
+
+def _sweeps(state: ChainState, hyp, fixed, n: int, rng, stats, options, variant: int,
+            moves=(-1, -1)) -> None:
+    from bayesfa.samplers import _pdfa_kernel as K
+
+    st = state
+    for _ in range(n):
+        K.sweep(st.model, variant, st.data.sym, st.data.nf, st.delta, st.seat, st.cnt, st.ctot,
+                st.cnt2, st.ctot2, st.vis, st.changed, st.newq, st.news, st.oq, st.os, st.oseat,
+                *st.seating(), hyp, st.lg, fixed, st.lmu, int(options.get("mu_moves", 5)),
+                float(options.get("hyper_step", 0.5)),
+                bool(options.get("table_moves", True)), int(moves[0]), int(moves[1]), rng, stats)
+
+
+def _record(state: ChainState, hyp) -> dict[str, Any]:
+    """One draw: the instantiated table, counts, seating and hyperparameters."""
+    from bayesfa.samplers import _pdfa_kernel as K
+
+    st = state
+    hi = int(st.meta[6])
+    delta = st.delta[:hi].copy()
+    seat = st.seat[:hi].copy()
+    tdish = np.zeros(0, dtype=np.int32)
+    if st.model == CRF:
+        used = delta >= 0
+        ids, inv = np.unique(seat[used], return_inverse=True)
+        seat[used] = inv.astype(np.int32)
+        tdish = st.tabs[1, ids].astype(np.int32)
+    end = _end_state(st.data, delta)
+    lj = K.log_joint(st.model, 0, st.cnt, st.ctot, st.meta, st.v, st.nj, st.mu, st.tabs,
+                     st.col_tabs, st.col_T, st.sts, hyp, st.lg, st.data.nf, st.lmu)
+    return {"delta": delta, "seat": seat, "cnt": st.cnt[:hi].copy(), "mu": st.mu.copy(),
+            "tdish": tdish, "hyp": hyp.copy(), "end": end, "log_joint": lj,
+            "n_states": K.n_states_used(st.ctot, hi),
+            "n_tables": int(st.meta[2]) if st.model == CRF else int((delta >= 0).sum())}
+
+
+def _end_state(data: Data, delta: np.ndarray) -> int:
+    if data.nf == 1:
+        return 0
+    q = 0
+    for s in data.sym:
+        q = int(delta[q, s])
+    return q
+
+
+def run_chain(model: int, data: Data, n_cap: int, options: dict[str, Any], seed_seq,
+              variant: int = 0, on_sweeps=None) -> dict[str, Any]:
+    """One chain: prior start, ``burn_in`` sweeps, then a draw every ``period`` sweeps."""
+    rng = np.random.default_rng(seed_seq)
+    n_draws = check_schedule(options)
+    hyp, fixed = hyper_values(model, options)
+    st = ChainState(model, data, n_cap)
+    from bayesfa.samplers._pdfa_kernel import N_STATS
+
+    stats = np.zeros(N_STATS)
+    t0 = time.perf_counter()
+    _init_chain(st, hyp, rng, variant)
+    burn = int(options["burn_in"])
+    done = 0
+    while done < burn:
+        step = min(50, burn - done)
+        _sweeps(st, hyp, fixed, step, rng, stats, options, variant)
+        done += step
+        if on_sweeps:
+            on_sweeps(step)
+    # PDIA: the number of random-scan moves per sweep, frozen at the end of burn-in
+    moves = (max(1, int(st.nj[data.nf:].sum())), max(1, int(st.meta[2])))
+    draws = []
+    for _ in range(n_draws):
+        _sweeps(st, hyp, fixed, int(options["period"]), rng, stats, options, variant, moves)
+        if on_sweeps:
+            on_sweeps(int(options["period"]))
+        draws.append(_record(st, hyp))
+    seconds = time.perf_counter() - t0
+    return {"draws": draws, "stats": stats, "seconds": seconds,
+            "sweeps": burn + n_draws * int(options["period"])}
+
+
+def _stack(chains: list[dict[str, Any]], model: int, n_symbols: int) -> dict[str, np.ndarray]:
+    """Pad the per-draw arrays to common shapes ``[chain, draw, ...]``."""
+    n_c, n_d = len(chains), len(chains[0]["draws"])
+    rows = max(d["delta"].shape[0] for c in chains for d in c["draws"])
+    n_tab = max([d["tdish"].size for c in chains for d in c["draws"]] + [1])
+    delta = np.full((n_c, n_d, rows, n_symbols), -1, dtype=np.int32)
+    seat = np.full_like(delta, -1)
+    cnt = np.zeros_like(delta)
+    tdish = np.full((n_c, n_d, n_tab), -1, dtype=np.int32)
+    out = {"delta": delta, "seat": seat, "counts": cnt, "tdish": tdish,
+           "n_tab": np.zeros((n_c, n_d), dtype=np.int32),
+           "hyp": np.zeros((n_c, n_d, 5)), "end_state": np.zeros((n_c, n_d), dtype=np.int32),
+           "log_joint": np.zeros((n_c, n_d))}
+    if model == FINITE:
+        out["mu"] = np.zeros((n_c, n_d, chains[0]["draws"][0]["mu"].size))
+    for c, ch in enumerate(chains):
+        for d, dr in enumerate(ch["draws"]):
+            h = dr["delta"].shape[0]
+            delta[c, d, :h] = dr["delta"]
+            seat[c, d, :h] = dr["seat"]
+            cnt[c, d, :h] = dr["cnt"]
+            tdish[c, d, :dr["tdish"].size] = dr["tdish"]
+            out["n_tab"][c, d] = dr["tdish"].size
+            out["hyp"][c, d] = dr["hyp"]
+            out["end_state"][c, d] = dr["end"]
+            out["log_joint"][c, d] = dr["log_joint"]
+            if model == FINITE:
+                out["mu"][c, d] = dr["mu"]
+    return out
+
+
+def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | None,
+              progress: bool, n_cap: int, variant: int = 0, name: str = "pdfa") -> FitResult:
+    """Run ``options["chains"]`` chains (``SeedSequence(seed).spawn``) and assemble the result."""
+    if not isinstance(corpus, Corpus):
+        raise TypeError("corpus must be a bayesfa.Corpus")
+    if corpus.n_strings < 1:
+        raise InputError("the training corpus has no string")
+    n_draws = check_schedule(options)
+    sequence = bool(options.get("sequence", False))
+    data = as_symbols(corpus, sequence)
+    if data.sym.size < 1:
+        raise InputError("the training sequence has no letter")
+    chains = int(options["chains"])
+    children = np.random.SeedSequence(seed).spawn(chains + 1)
+    bar = None
+    total = chains * (int(options["burn_in"]) + n_draws * int(options["period"]))
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="sweep", desc=name, leave=False, dynamic_ncols=True,
+                   file=sys.stderr)
+    t0 = time.perf_counter()
+    try:
+        outs = [run_chain(model, data, n_cap, options, children[c], variant,
+                          None if bar is None else bar.update) for c in range(chains)]
+    finally:
+        if bar is not None:
+            bar.close()
+    seconds = time.perf_counter() - t0
+    arrays = _stack(outs, model, data.n_symbols)
+    arrays["predict_entropy"] = np.array(children[-1].generate_state(4), dtype=np.uint32)
+    names = HYPER_NAMES[model]
+    trace = {"log_joint": arrays["log_joint"],
+             "n_states": np.array([[d["n_states"] for d in c["draws"]] for c in outs], dtype=np.int32),
+             "n_tables": np.array([[d["n_tables"] for d in c["draws"]] for c in outs], dtype=np.int32)}
+    for name_ in names:
+        trace[name_] = arrays["hyp"][:, :, _SLOTS[name_]]
+    stats = np.sum([c["stats"] for c in outs], axis=0)
+    acceptance = {}
+    for kind, off in zip(MOVE_KINDS, (0, 2, 4)):
+        if stats[off + 1] > 0:
+            acceptance[kind] = float(stats[off] / stats[off + 1])
+    for name_ in names:
+        off = 6 + 2 * _SLOTS[name_]
+        if stats[off + 1] > 0:
+            acceptance[name_] = float(stats[off] / stats[off + 1])
+    sweeps = [c["sweeps"] for c in outs]
+    info = {"n_draws_per_chain": int(n_draws), "n_tokens": int(data.sym.size),
+            "data_shape": "sequence" if sequence else "sentences",
+            "state_capacity": int(n_cap), "capacity_rejections": int(stats[16]),
+            "acceptance": acceptance, "seconds": seconds,
+            "chain_seconds": [float(c["seconds"]) for c in outs],
+            "seconds_per_sweep": float(np.sum([c["seconds"] for c in outs]) / max(1, sum(sweeps))),
+            "sampled_hyperparameters": [n for n in names if options.get(n) is None]}
+    return FitResult(arrays, trace, info)
+
+
+# -- prediction ---------------------------------------------------------------------------------
+
+def _test_data(arrays, options, corpus: Corpus) -> tuple[Data, np.ndarray]:
+    n_symbols = int(arrays["delta"].shape[-1])
+    sequence = bool(options.get("sequence", False))
+    n_letters = n_symbols if sequence else n_symbols - 1
+    if corpus.alphabet_size > n_letters:
+        raise InputError(f"the strings use {corpus.alphabet_size} letters, the model was trained "
+                         f"on {n_letters}")
+    corpus = corpus.with_alphabet(n_letters)
+    data = as_symbols(corpus, sequence, n_letters)
+    if sequence:
+        lengths = corpus.lengths
+    else:
+        lengths = np.diff(corpus.offsets)
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return data, offsets
+
+
+def per_sample_log_prob(model: int, arrays: dict[str, np.ndarray], options: dict[str, Any],
+                        corpus: Corpus, draws: list[tuple[int, int]] | None = None,
+                        variant: int = 0) -> np.ndarray:
+    """``log Pr(b | sample)`` ``[chain, draw, n_strings]`` (or ``[len(draws), n_strings]``):
+    sentences, each string given the training data; sequence, the strings in order, each
+    given the training data and the strings before it."""
+    from bayesfa.samplers._crf_kernel import new_crf, rebuild
+    from bayesfa.samplers._pdfa_kernel import predict_strings
+
+    data, offsets = _test_data(arrays, options, corpus)
+    delta_all = arrays["delta"]
+    n_c, n_d, rows, s = delta_all.shape
+    pairs = draws if draws is not None else [(c, d) for c in range(n_c) for d in range(n_d)]
+    longest = int(np.diff(offsets).max()) if offsets.size > 1 else 0
+    n_cap = rows if model == FINITE else rows + (data.sym.size if data.nf == 0 else longest) + 2
+    reps = int(options.get("predict_draws", 10)) if data.nf == 1 else 1
+    entropy = [int(x) for x in np.asarray(arrays.get("predict_entropy", [0]))]
+    out = np.empty((len(pairs), offsets.size - 1))
+    for n, (c, d) in enumerate(pairs):
+        rng = np.random.default_rng(entropy + [c, d])
+        nj, v, mu, tabs, col_tabs, col_T, sts, meta = new_crf(n_cap, s)
+        delta = np.full((n_cap, s), -1, dtype=np.int32)
+        seat = np.full((n_cap, s), -1, dtype=np.int32)
+        cnt = np.zeros((n_cap, s), dtype=np.int32)
+        delta[:rows] = delta_all[c, d]
+        seat[:rows] = arrays["seat"][c, d]
+        cnt[:rows] = arrays["counts"][c, d]
+        ctot = cnt.sum(axis=1).astype(np.int32)
+        if model == FINITE:
+            mu[:] = arrays["mu"][c, d]
+        rebuild(model, data.nf, delta[:rows], seat[:rows], arrays["tdish"][c, d],
+                int(arrays["n_tab"][c, d]), nj, v, tabs, col_tabs, col_T, sts, meta)
+        big = n_cap * s
+        predict_strings(model, variant, data.sym, offsets, data.nf, int(arrays["end_state"][c, d]),
+                        delta, seat, cnt, ctot, nj, v, mu, tabs, col_tabs, col_T, sts, meta,
+                        np.ascontiguousarray(arrays["hyp"][c, d]), reps, rng,
+                        np.zeros(big, dtype=np.int32), np.zeros(big, dtype=np.int32), out[n])
+    if draws is None:
+        return out.reshape(n_c, n_d, -1)
+    return out
+
+
+def predict(model: int, arrays, options, corpus: Corpus, map: bool = False,
+            variant: int = 0) -> np.ndarray:
+    """Posterior predictive log probability of each string (module docstring); ``map``: the
+    sample of highest log joint only."""
+    if map:
+        lj = np.asarray(arrays["log_joint"])
+        c, d = np.unravel_index(int(np.argmax(lj)), lj.shape)
+        lp = per_sample_log_prob(model, arrays, options, corpus, draws=[(int(c), int(d))],
+                                 variant=variant)
+    else:
+        lp = per_sample_log_prob(model, arrays, options, corpus, variant=variant)
+        lp = lp.reshape(-1, lp.shape[-1])
+    if options.get("sequence", False):
+        # strings continue one another: the mixture's sequential conditionals
+        cum = log_mean_exp(np.cumsum(lp, axis=1), axis=0)
+        return np.diff(np.concatenate([[0.0], cum]))
+    return log_mean_exp(lp, axis=0)
+
+
+def memory_bytes(model: int, corpus: Corpus, options: dict[str, Any], n_cap: int) -> int:
+    """Peak bytes of fit and predict: one chain's state plus the stored draws."""
+    n_draws = max(1, (options["iterations"] - options["burn_in"]) // options["period"])
+    s = corpus.alphabet_size + 1
+    per_entry = 4 * 6 + 8 + 4 * 5 + (4 * 7 if model == CRF else 0)
+    chain = n_cap * s * per_entry + 8 * 2 * (corpus.n_tokens + 2)
+    stored = options["chains"] * n_draws * n_cap * s * 4 * 3
+    return int(chain + stored + 4 * corpus.n_tokens)
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--beta", type=positive_float, default=None,
+                        help="total mass of the emission prior pi_q ~ Dir(beta/|Sigma|) (end "
+                             "symbol included for sentences); fixed if given, else sampled under "
+                             "Gamma(1, 1) from 1.0")
+    parser.add_argument("--alpha", type=positive_float, default=None,
+                        help="concentration of phi_j; fixed if given, else sampled under "
+                             "Gamma(1, 1) from 1.0")
+    parser.add_argument("--sequence", action="store_true",
+                        help="read the training strings as one long sequence (no end symbol); "
+                             "a test set continues it from the state reached at the end")
+    parser.add_argument("--predict-draws", type=positive_int, default=10,
+                        help="draws of the unvisited transitions a test string needs, averaged "
+                             "per sample (exact when it needs none); default 10")
+    parser.add_argument("--hyper-step", type=positive_float, default=0.5,
+                        help="scale of the random-walk proposals of the hyperparameters; "
+                             "default 0.5")
+
+
+class _PDFA:
+    """The ``pdfa`` entry of :data:`bayesfa.methods.REGISTRY`."""
+
+    name = "pdfa"
+    summary = ("finite Bayesian PDFA, MH on each transition, emissions integrated out "
+               "(Pfau, Bartlett & Wood 2010)")
+    validation = "bayesfa.validation.pdfa_checks:PDFA"
+    variant = 0
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_mcmc_arguments(parser, states=10, beta=None, iterations=1000, burn_in=500, period=10,
+                           parallel_chains=False)
+        add_common_arguments(parser)
+        parser.add_argument("--gamma", type=positive_float, default=None,
+                            help="total mass of mu ~ Dir(gamma/|Q|); fixed if given, else "
+                                 "sampled under Gamma(1, 1) from 1.0")
+        parser.add_argument("--mu-moves", type=nonnegative_int, default=5,
+                            help="Gibbs steps on mu (auxiliary table counts) per sweep; "
+                                 "default 5")
+
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
+        return fit_model(FINITE, corpus, options, seed, progress, int(options["states"]) + 1,
+                         self.variant, self.name)
+
+    def predict_log_prob(self, arrays, options, corpus, map: bool = False) -> np.ndarray:
+        return predict(FINITE, arrays, options, corpus, map=map, variant=self.variant)
+
+    def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
+        return memory_bytes(FINITE, corpus, options, int(options["states"]) + 1)
+
+
+METHOD = _PDFA()

@@ -1,0 +1,206 @@
+"""The PDIA sampler (``--method pdia``) and its exact reference."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pytest
+
+from bayesfa.corpus import Corpus
+from bayesfa.methods import get_method
+from bayesfa.validation.pdfa_checks import pdia_exact_predictive
+from bayesfa.validation.toys import all_strings, get_toy
+
+HYP = {"alpha": 1.0, "beta": 1.0, "alpha0": 1.0, "d": 0.3, "d0": 0.3}
+
+
+def options(**kw):
+    parser = argparse.ArgumentParser()
+    get_method("pdia").add_arguments(parser)
+    opts = vars(parser.parse_args([]))
+    opts.update(kw)
+    return opts
+
+
+def test_exact_reference_by_hand():
+    """train "a": Z = 1/3 * 1/3. Pr(eps) = (1/3)/2; Pr(a) = (4/3)/2 * (4/3)/2;
+    Pr(b) = (1/3)/2 * [(1 - d0)/(alpha0 + 1) * (4/3)/2 + (alpha0 + d0)/(alpha0 + 1) * 1/3]."""
+    train = Corpus.from_strings([[0]], 2)
+    test = Corpus.from_strings([[], [0], [1]], 2)
+    logp, info = pdia_exact_predictive(train, test, HYP)
+    b_new = (1 - 0.3) / 2 * (2 / 3) + (1 + 0.3) / 2 * (1 / 3)
+    assert np.exp(logp) == pytest.approx([1 / 6, 4 / 9, 1 / 6 * b_new], rel=1e-12)
+    assert info["relative_interval"] < 1e-4
+
+
+def test_pdia_fit_predict_seed_and_posterior_of_a_trivial_corpus():
+    """With one training string "a" the posterior has one configuration: the sampler's
+    predictive is the exact one up to the Monte Carlo draws of unvisited transitions."""
+    method = get_method("pdia")
+    train = Corpus.from_strings([[0]], 2)
+    opts = options(iterations=40, burn_in=10, period=2, chains=2, predict_draws=400, **HYP)
+    fit = method.fit(train, opts, 5, False)
+    again = method.fit(train, opts, 5, False)
+    for key in fit.arrays:
+        assert np.array_equal(fit.arrays[key], again.arrays[key]), key
+    test = Corpus.from_strings([[], [0], [1]], 2)
+    exact, _ = pdia_exact_predictive(train, test, HYP)
+    logp = method.predict_log_prob(fit.arrays, opts, test)
+    assert logp[:2] == pytest.approx(exact[:2], abs=1e-12)  # no unvisited transition needed
+    # "b" needs one draw per sample: 400 x 30 draws of a two-valued quantity, sd < 0.002
+    assert np.exp(logp[2]) == pytest.approx(np.exp(exact[2]), abs=0.01)
+    assert set(fit.trace) >= {"log_joint", "n_states", "alpha", "beta", "alpha0", "d", "d0"}
+
+
+def test_pdia_sampled_hyperparameters_map_and_sequence():
+    method = get_method("pdia")
+    toy = get_toy("tiny")
+    opts = options(iterations=60, burn_in=20, period=4, chains=2)
+    fit = method.fit(toy.train, opts, 1, False)
+    assert set(fit.info["sampled_hyperparameters"]) == {"alpha", "beta", "alpha0", "d", "d0"}
+    assert 0 < fit.trace["d"].min() and fit.trace["d"].max() < 1
+    assert set(fit.info["acceptance"]) >= {"entry", "table", "alpha", "d", "d0"}
+    test = all_strings()
+    for kw in ({}, {"map": True}):
+        logp = method.predict_log_prob(fit.arrays, opts, test, **kw)
+        assert np.all(np.isfinite(logp)) and np.all(logp < 0)
+    seq = options(iterations=30, burn_in=10, period=4, chains=1, sequence=True, **HYP)
+    fit = method.fit(Corpus.from_strings([[0, 1, 1, 0, 1, 0]], 2), seq, 0, False)
+    one = [Corpus.from_strings([[a]], 2) for a in (0, 1)]
+    total = sum(np.exp(method.predict_log_prob(fit.arrays, seq, c))[0] for c in one)
+    assert total == pytest.approx(1.0, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_validate_passes_and_mutants_fail():
+    from bayesfa.validation.harness import validate
+
+    assert validate("pdia", "tiny").passed
+    for name in ("pdia:mutant-no-proposal-ratio", "pdia:mutant-no-discount"):
+        assert not validate(name, "tiny").passed, name
+
+
+# -- detailed balance of the transition move, by brute force --------------------------------
+
+TEST_FAILURE_RATE = 1e-3
+
+
+def _canonical(get, tokens):
+    """A configuration up to the labels of states and tables: ``(state, letter, target,
+    table)`` of each visited entry in the order the data first visit them, states and tables
+    (per column) renumbered in order of first appearance."""
+    states, tables, key, seen, q = {0: 0}, {}, [], set(), 0
+    for s in tokens:
+        if s == 0:
+            q = 0
+            continue
+        k, t = get(q, s)
+        if (q, s) not in seen:
+            seen.add((q, s))
+            states.setdefault(k, len(states))
+            tab = tables.setdefault(s, {})
+            tab.setdefault(t, len(tab))
+            key.append((states[q], s, states[k], tab[t]))
+        q = k
+    return tuple(key)
+
+
+def _exact_configurations(tokens, hyp, n_sym):
+    """Posterior probability of each canonical configuration (CRF seatings x emissions)."""
+    from bayesfa.validation.pdfa_checks import _Franchise
+
+    crf = _Franchise(hyp["alpha"], hyp["d"], hyp["alpha0"], hyp["d0"])
+    beta, post, delta, seat, cnt = hyp["beta"], {}, {}, {}, {}
+
+    def walk(pos, q, w):
+        touched = []
+        while pos < len(tokens):
+            s = tokens[pos]
+            row = cnt.setdefault(q, [0] * (n_sym + 1))
+            w *= (row[s] + beta / n_sym) / (row[n_sym] + beta)
+            row[s] += 1
+            row[n_sym] += 1
+            touched.append((q, s))
+            pos += 1
+            if s == 0:
+                q = 0
+                continue
+            if (q, s) in delta:
+                q = delta[(q, s)]
+                continue
+            opts, cut = crf.options(s, 10)
+            assert cut == 0.0
+            for prob, kind, arg in opts:
+                n_tab = len(crf.tables.get(s, []))
+                k, undo = crf.seat(s, kind, arg)
+                delta[(q, s)], seat[(q, s)] = k, (arg if kind == "join" else n_tab)
+                walk(pos, k, w * prob)
+                del delta[(q, s)], seat[(q, s)]
+                crf.unseat(undo)
+            break
+        else:
+            key = _canonical(lambda a, b: (delta[(a, b)], seat[(a, b)]), tokens)
+            post[key] = post.get(key, 0.0) + w
+        for q_, s_ in touched:
+            cnt[q_][s_] -= 1
+            cnt[q_][n_sym] -= 1
+
+    walk(0, 0, 1.0)
+    z = sum(post.values())
+    return {k: w / z for k, w in post.items()}
+
+
+@pytest.mark.parametrize("table_moves", [False, True])
+def test_moves_satisfy_detailed_balance_on_a_tiny_corpus(table_moves):
+    """Train "aa", "a" (one letter, fixed hyperparameters): three configurations up to
+    labels. One chain of single moves (entry moves, or table moves alone); the transitions
+    out of a configuration are i.i.d. draws of the kernel, so ``pi(x) T(x, y)`` and
+    ``pi(y) T(y, x)`` (exact ``pi`` by enumeration) are compared by a z-test per pair
+    (binomial standard errors; Bonferroni over the pairs; false alarm ``TEST_FAILURE_RATE``).
+    Before the ambiguity rule of ``_pdfa_kernel._ambiguous`` the entry move failed this at
+    |z| = 6-12 (flow "new state" -> "same state, second table" too large)."""
+    from scipy import stats
+
+    from bayesfa.samplers import pdfa as P
+    from bayesfa.samplers._pdfa_kernel import N_STATS
+
+    hyp = {"alpha": 1.0, "beta": 1.0, "alpha0": 1.0, "d": 0.3, "d0": 0.0}
+    train = Corpus.from_strings([[0, 0], [0]], 1)
+    tokens = [int(t) for t in train.tokens]
+    pi = _exact_configurations(tokens, hyp, 2)
+    assert len(pi) == 3
+    data = P.as_symbols(train, False)
+    h, fixed = P.hyper_values(P.CRF, hyp)
+    st = P.ChainState(P.CRF, data, 2 * len(tokens) + 4)
+    rng = np.random.default_rng(11)
+    P._init_chain(st, h, rng, 0)
+    stats_ = np.zeros(N_STATS)
+    opts = {"table_moves": table_moves}
+    moves = (0, 1) if table_moves else (1, 0)
+
+    def key():
+        return _canonical(lambda a, b: (int(st.delta[a, b]), int(st.seat[a, b])), tokens)
+
+    prev, trans = key(), {}
+    for _ in range(60_000):
+        P._sweeps(st, h, fixed, 1, rng, stats_, opts, 0, moves)
+        cur = key()
+        trans[(prev, cur)] = trans.get((prev, cur), 0) + 1
+        prev = cur
+    visits = {}
+    for (a, _), c in trans.items():
+        visits[a] = visits.get(a, 0) + c
+    assert set(visits) == set(pi)
+    names = sorted(pi)
+    pairs = [(a, b) for n, a in enumerate(names) for b in names[n + 1:]]
+    crit = stats.norm.isf(TEST_FAILURE_RATE / (2 * len(pairs)))
+    moved = 0
+    for a, b in pairs:
+        tab, tba = trans.get((a, b), 0) / visits[a], trans.get((b, a), 0) / visits[b]
+        moved += trans.get((a, b), 0)
+        se = np.sqrt(pi[a] ** 2 * tab * (1 - tab) / visits[a]
+                     + pi[b] ** 2 * tba * (1 - tba) / visits[b])
+        if se > 0:
+            assert abs(pi[a] * tab - pi[b] * tba) / se < crit, (a, b, tab, tba)
+    assert moved > 1000  # the moves do move between configurations
