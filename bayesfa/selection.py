@@ -58,15 +58,15 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.rundir import _json_default, atomic_write, versions, write_json
+from bayesfa.rundir import EXECUTION_OPTIONS, _json_default, atomic_write, versions, write_json
 
 FOLD_FORMAT = "bayesfa-cv-fold/2"  # /2: common random numbers (seed per fold)
 SELECTION_FORMAT = "bayesfa-selection/1"
 SELECTION_JSON = "selection.json"
 SELECTION_TXT = "selection.txt"
 
-#: Options that change how a fit runs but not what it computes: left out of fingerprints.
-EXECUTION_OPTIONS = frozenset({"jobs"})
+# EXECUTION_OPTIONS (bayesfa.rundir): options that change how a fit runs but not what it
+# computes, left out of the fold fingerprints as out of a run's identity.
 
 
 # -- folds and seeds ----------------------------------------------------------------------
