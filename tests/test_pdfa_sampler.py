@@ -90,12 +90,14 @@ def test_validate_passes_and_mutant_fails():
 
 @pytest.mark.slow
 @pytest.mark.shared_data
-def test_every_pautomac_file_gets_positive_probabilities(shared_data):
+@pytest.mark.parametrize("name", ["pdfa", "pdia"])
+def test_every_pautomac_file_gets_positive_probabilities(shared_data, name):
     from bayesfa.pautomac import read_sample
 
-    method = get_method("pdfa")
-    opts = options("pdfa", states=5, iterations=4, burn_in=2, period=1, chains=1,
-                   predict_draws=1)
+    method = get_method(name)
+    opts = options(name, iterations=4, burn_in=2, period=1, chains=1, predict_draws=1)
+    if "states" in opts:
+        opts["states"] = 5
     files = sorted((shared_data / "pautomac").glob("*.pautomac.train"))
     assert files
     for train_path in files:
