@@ -41,14 +41,12 @@ def padded_width(n_states: int) -> int:
 
 
 @njit(cache=True)
-def fill_counts(tokens, z, c, ct, ci, recip, beta):
-    """Recompute ``c, ct, ci, recip`` in place from ``tokens [T]`` and ``z [T + 1]`` (Definition 2)."""
-    n_states = c.shape[0] - 1
-    n_symbols = c.shape[1]
+def count_transitions(tokens, z, c, ct, ci):
+    """Recompute ``c, ct, ci`` in place from ``tokens [T]`` and ``z [T + 1]`` (Definition 2):
+    ``c[i, a, j] = ct[a, j, i] = C_{iaj}``, ``ci[i] = C_i``. Shared by CGS-PFA and CGS-SG."""
     c[:] = 0
     ct[:] = 0
     ci[:] = 0
-    recip[:] = 0
     for t in range(tokens.shape[0]):
         i = z[t]
         a = tokens[t]
@@ -56,6 +54,15 @@ def fill_counts(tokens, z, c, ct, ci, recip, beta):
         c[i, a, j] += 1
         ct[a, j, i] += 1
         ci[i] += 1
+
+
+@njit(cache=True)
+def fill_counts(tokens, z, c, ct, ci, recip, beta):
+    """Recompute ``c, ct, ci, recip`` in place from ``tokens [T]`` and ``z [T + 1]`` (Definition 2)."""
+    n_states = c.shape[0] - 1
+    n_symbols = c.shape[1]
+    count_transitions(tokens, z, c, ct, ci)
+    recip[:] = 0
     nab = n_states * n_symbols * beta
     for i in range(1, n_states + 1):
         recip[i] = 1.0 / (ci[i] + nab)

@@ -34,6 +34,8 @@ import math
 import numpy as np
 from numba import njit
 
+from bayesfa.samplers._cgs_pfa_kernel import count_transitions
+
 #: ``variant`` codes: 0 is the sampler; the others are deliberately wrong kernels used by
 #: :mod:`bayesfa.validation.cgs_variants_checks` to show that the checks have power.
 CORRECT = 0
@@ -46,19 +48,8 @@ def n_full_edges(n_states: int, n_symbols: int) -> int:
     return (n_states + 1) * ((n_symbols - 1) * n_states + 1)
 
 
-@njit(cache=True)
-def fill_counts(tokens, z, c, ct, ci):
-    """Recompute ``c, ct, ci`` in place from ``tokens [T]`` and ``z [T + 1]`` (Definition 2)."""
-    c[:] = 0
-    ct[:] = 0
-    ci[:] = 0
-    for t in range(tokens.shape[0]):
-        i = z[t]
-        a = tokens[t]
-        j = z[t + 1]
-        c[i, a, j] += 1
-        ct[a, j, i] += 1
-        ci[i] += 1
+#: Recompute ``c, ct, ci`` in place from ``tokens [T]`` and ``z [T + 1]`` (Definition 2).
+fill_counts = count_transitions
 
 
 @njit(cache=True)

@@ -43,6 +43,7 @@ from scipy.special import gammaln, logsumexp
 
 from bayesfa.corpus import Corpus
 from bayesfa.forward import forward_log_prob, xi_to_pfa
+from bayesfa.validation.kernel_tests import gated_letter_sweep
 from bayesfa.validation.reference import all_paths, batch_counts
 
 ALPHA = 1e-3
@@ -209,30 +210,10 @@ def sg_plugin_predictive(train: Corpus, test: Corpus, n_states: int, beta: float
 def hmm_letter_sweep(tokens, z, n_states, n_symbols, rng, alpha):
     """Gibbs sweep of the letters under the collapsed HMM: ``a_t | rest`` proportional to
     ``C^{-t}_{z_t a} + alpha`` over the non-end letters (moves and totals do not change)."""
-    emit = np.zeros((n_states + 1, n_symbols))
+    emit = np.zeros((n_states + 1, n_symbols, 1))
     for t in range(tokens.shape[0]):
-        emit[z[t], tokens[t]] += 1
-    w = np.zeros(n_symbols)
-    for t in range(tokens.shape[0]):
-        a = tokens[t]
-        if a == 0:
-            continue
-        i = z[t]
-        emit[i, a] -= 1
-        total = 0.0
-        for b in range(1, n_symbols):
-            w[b] = emit[i, b] + alpha
-            total += w[b]
-        u = rng.random() * total
-        new = n_symbols - 1
-        acc = 0.0
-        for b in range(1, n_symbols):
-            acc += w[b]
-            if u < acc:
-                new = b
-                break
-        emit[i, new] += 1
-        tokens[t] = new
+        emit[z[t], tokens[t], 0] += 1
+    gated_letter_sweep(tokens, z, emit, np.ones(emit.shape, dtype=np.bool_), rng, alpha, False)
 
 
 @njit(cache=True)
@@ -240,29 +221,7 @@ def sg_letter_sweep(tokens, z, c, gr, rng, beta):
     """Gibbs sweep of the letters under Eq. 18 at fixed ``z`` and ``G``: ``a_t | rest``
     proportional to ``[(z_t, a, z_{t+1}) in G] (C^{-t}_{z_t a z_{t+1}} + beta)``. ``c`` int32
     ``[N+1, A, N+1]`` is kept equal to the counts (the caller refreshes the rest)."""
-    n_symbols = c.shape[1]
-    w = np.zeros(n_symbols)
-    for t in range(tokens.shape[0]):
-        a = tokens[t]
-        if a == 0:
-            continue
-        i = z[t]
-        j = z[t + 1]
-        c[i, a, j] -= 1
-        total = 0.0
-        for b in range(1, n_symbols):
-            w[b] = (c[i, b, j] + beta) if gr[i, b, j] else 0.0
-            total += w[b]
-        u = rng.random() * total
-        new = a
-        acc = 0.0
-        for b in range(1, n_symbols):
-            acc += w[b]
-            if u < acc and w[b] > 0:
-                new = b
-                break
-        c[i, new, j] += 1
-        tokens[t] = new
+    gated_letter_sweep(tokens, z, c, gr, rng, beta, True)
 
 
 def _z_test_rows(exact: dict[str, tuple[float, float]], chains: dict[str, np.ndarray], alpha: float):

@@ -199,37 +199,51 @@ def path_gof(toy="tiny", variant: str | None = None, *, n_draws: int = 20_000, n
 # -- Geweke's joint distribution test -------------------------------------------------------
 
 @njit(cache=True)
-def letter_sweep(tokens, z, c, rng, beta):
-    """One Gibbs sweep of the letters: ``a_t | alpha^{-t}, z`` for every ``t`` with
-    ``a_t != 0``, with probability proportional to ``C^{-t}_{z_t a z_{t+1}} + beta``
-    (``C_i`` is unchanged by the move, so Eq. 4 reduces to that). ``c`` int64
-    ``[N+1, A, N+1]`` scratch: recomputed from ``tokens`` and ``z`` here, kept up to date."""
+def gated_letter_sweep(tokens, z, c, gate, rng, prior, use_next):
+    """One Gibbs sweep of the letters at fixed ``z``, the move of every Geweke test here: for
+    each ``t`` with ``a_t != 0``, ``a_t = b`` (``b = 1..A-1``) with probability proportional to
+    ``gate[i, b, j] (C^{-t}_{i b j} + prior)``, ``i = z_t``, ``j = z_{t+1}`` if ``use_next``
+    else 0. ``c`` ``[N+1, A, N+1 or 1]`` (any numeric dtype) holds the counts of the current
+    letters and is kept up to date; ``gate`` bool of the same shape. One ``rng.random()`` per
+    letter, inverted over ``b`` in increasing order."""
     n_symbols = c.shape[1]
-    c[:] = 0
-    for t in range(tokens.shape[0]):
-        c[z[t], tokens[t], z[t + 1]] += 1
     w = np.zeros(n_symbols)
     for t in range(tokens.shape[0]):
         a = tokens[t]
         if a == 0:
             continue
         i = z[t]
-        j = z[t + 1]
+        j = z[t + 1] if use_next else 0
         c[i, a, j] -= 1
         total = 0.0
+        last = a
         for b in range(1, n_symbols):
-            w[b] = c[i, b, j] + beta
+            w[b] = (c[i, b, j] + prior) if gate[i, b, j] else 0.0
             total += w[b]
+            if w[b] > 0:
+                last = b
         u = rng.random() * total
-        new = n_symbols - 1
+        new = last  # reached only through rounding
         acc = 0.0
         for b in range(1, n_symbols):
             acc += w[b]
-            if u < acc:
+            if u < acc and w[b] > 0:
                 new = b
                 break
         c[i, new, j] += 1
         tokens[t] = new
+
+
+@njit(cache=True)
+def letter_sweep(tokens, z, c, rng, beta):
+    """One Gibbs sweep of the letters under the PFA: ``a_t | alpha^{-t}, z`` for every ``t``
+    with ``a_t != 0``, with probability proportional to ``C^{-t}_{z_t a z_{t+1}} + beta``
+    (``C_i`` is unchanged by the move, so Eq. 4 reduces to that). ``c`` int64
+    ``[N+1, A, N+1]`` scratch: recomputed from ``tokens`` and ``z`` here, kept up to date."""
+    c[:] = 0
+    for t in range(tokens.shape[0]):
+        c[z[t], tokens[t], z[t + 1]] += 1
+    gated_letter_sweep(tokens, z, c, np.ones(c.shape, dtype=np.bool_), rng, beta, True)
 
 
 def _statistics(tokens: np.ndarray, z: np.ndarray, beta: float, n_states: int,
