@@ -142,6 +142,83 @@ def test_inversion_equals_exact_conditional(n_states):
                 assert z[t] == k, (t, u, z[t], k)
 
 
+def test_inversion_equals_exact_conditional_at_equal_states():
+    """As above, at positions where ``z_{t-1} = z_t = z_{t+1}`` (set so in otherwise random
+    paths, which rarely give it), with the letters ``a_{t-1} <, =, > a_t``: the cases of Eq.
+    9's corrections (C^{-t} in both factors, the delta term) that hinge on the letters."""
+    n_states = 3
+    # inside the strings, letters go up, stay and go down
+    corpus = Corpus.from_strings([[0, 0, 1, 1, 2, 2, 1, 1, 0], [1, 2, 0, 2, 1], []], alphabet_size=3)
+    grid = (np.arange(100) + 0.5) / 100
+    tokens = corpus.tokens
+    free = exact.free_positions(tokens)
+    inner = [t for t in free if t - 1 in free and t + 1 in free]
+    assert {np.sign(tokens[t - 1] - tokens[t]) for t in inner} == {-1, 0, 1}
+    rng = np.random.default_rng(21)
+    for _ in range(4):
+        for t in inner:
+            z0 = random_path(corpus, n_states, rng)
+            z0[t - 1:t + 2] = rng.integers(1, n_states + 1)
+            cdf = np.cumsum(exact_conditional(corpus, z0, t, n_states, BETA))
+            want = 1 + np.searchsorted(cdf, grid, side="right")
+            near = np.min(np.abs(grid[:, None] - cdf[None, :-1]), axis=1, initial=1.0) < 1e-5
+            for u, k in zip(grid[~near], want[~near]):
+                z, c, ct, ci, recip = chain_state(corpus, n_states, z0, BETA)
+                g = np.zeros(c.shape[2], dtype=np.float32)
+                kernel.sweep_positions(np.array([t]), np.array([u]), tokens, z, c, ct, ci, recip,
+                                       g, BETA)
+                assert z[t] == k, (t, u, z[t], k)
+
+
+def test_padded_width_is_the_smallest_multiple_of_lanes_holding_every_state():
+    for n_states in range(0, 200):
+        width = kernel.padded_width(n_states)
+        assert width % kernel.LANES == 0 and n_states + 1 <= width < n_states + 1 + kernel.LANES
+
+
+def test_counts_past_the_last_state_are_ignored():
+    """``log_joint`` and ``n_edges`` read ``c [N+1, A, W]`` only up to column ``N``: junk in the
+    padding columns changes neither (the kernel's tables are padded to ``W`` columns)."""
+    n_states = 17  # W = 32 < 2 (N + 1): a loop past column N would also leave the array
+    rng = np.random.default_rng(5)
+    z0 = random_path(CORPUS_3, n_states, rng)
+    z, c, ct, ci, recip = chain_state(CORPUS_3, n_states, z0, BETA)
+    assert c.shape[2] > n_states + 1
+    clean = (kernel.log_joint(c, BETA), kernel.n_edges(c))
+    c[:, :, n_states + 1:] = 7
+    assert (kernel.log_joint(c, BETA), kernel.n_edges(c)) == clean
+
+
+def test_sweeps_and_draws_are_sweep_positions_with_one_uniform_block_per_sweep():
+    """``sweeps(n)`` is ``n`` calls of ``sweep_positions`` over every free position with
+    ``rng.random(M)`` each; ``sample_draws`` records after every ``period`` of them."""
+    n_states, period, n_draws = 3, 2, 3
+    free = exact.free_positions(CORPUS_3.tokens).astype(np.int64)
+    z0 = random_path(CORPUS_3, n_states, np.random.default_rng(8))
+    by_hand = chain_state(CORPUS_3, n_states, z0.copy(), BETA)
+    rng = np.random.default_rng(9)
+    g = np.zeros(by_hand[1].shape[2], dtype=np.float32)
+    want_z = []
+    for _ in range(period * n_draws):
+        kernel.sweep_positions(free, rng.random(free.size), CORPUS_3.tokens, *by_hand, g, BETA)
+        want_z.append(by_hand[0].copy())
+    assert any((a != z0).any() for a in want_z)
+    state = chain_state(CORPUS_3, n_states, z0.copy(), BETA)
+    kernel.sweeps(period, free, CORPUS_3.tokens, *state, np.random.default_rng(9), BETA)
+    np.testing.assert_array_equal(state[0], want_z[period - 1])
+    state = chain_state(CORPUS_3, n_states, z0.copy(), BETA)
+    width = n_states + 1
+    out = np.zeros((n_draws, width, CORPUS_3.alphabet_size + 1, width), dtype=np.int32)
+    lj, used, edges = np.zeros(n_draws), np.zeros(n_draws, np.int32), np.zeros(n_draws, np.int32)
+    kernel.sample_draws(period, free, CORPUS_3.tokens, *state, np.random.default_rng(9), BETA,
+                        out, lj, used, edges)
+    np.testing.assert_array_equal(state[0], want_z[-1])
+    for d in range(n_draws):
+        counts = exact.counts(CORPUS_3.tokens, want_z[period * (d + 1) - 1], n_states,
+                              CORPUS_3.alphabet_size + 1)
+        np.testing.assert_array_equal(out[d], counts)
+
+
 def test_inversion_at_the_top_of_the_unit_interval():
     """``u = 1 - 2**-53`` (the largest double below 1) draws the inverse CDF at ``u``, not state
     ``N``: with beta = 1e-20 and state 2 unused, ``Pr(z_t = 2 | ...)`` is ~1e-21, so every
@@ -161,6 +238,35 @@ def test_inversion_at_the_top_of_the_unit_interval():
         kernel.sweep_positions(np.array([t]), np.array([u]), corpus.tokens, z, c, ct, ci, recip, g,
                                beta)
         assert z[t] == 1, (t, cond)
+
+
+def test_a_sweep_is_its_positions_one_at_a_time():
+    """``sweep_positions`` over all free positions equals the same positions resampled one
+    call at a time with the same uniforms (z and every count table): a sweep neither stops
+    early nor skips a position after one that keeps its state. Deterministic; the seeds are
+    chosen so that the sweeps contain kept positions followed by moves (asserted)."""
+    n_states = 3
+    free = exact.free_positions(CORPUS_3.tokens)
+    kept_then_moved = 0
+    for seed in range(6):
+        rng = np.random.default_rng(100 + seed)
+        z0 = random_path(CORPUS_3, n_states, rng)
+        uniforms = rng.random(free.size)
+        whole = chain_state(CORPUS_3, n_states, z0.copy(), BETA)
+        g = np.zeros(whole[1].shape[2], dtype=np.float32)
+        kernel.sweep_positions(free, uniforms, CORPUS_3.tokens, *whole, g, BETA)
+        one = chain_state(CORPUS_3, n_states, z0.copy(), BETA)
+        kept = False
+        for m, t in enumerate(free):
+            before = int(one[0][t])
+            kernel.sweep_positions(free[m:m + 1], uniforms[m:m + 1], CORPUS_3.tokens, *one, g, BETA)
+            if one[0][t] == before:
+                kept = True
+            elif kept:
+                kept_then_moved += 1
+        for a, b in zip(whole, one):
+            np.testing.assert_array_equal(a, b)
+    assert kept_then_moved > 0
 
 
 def test_conditional_goodness_of_fit():

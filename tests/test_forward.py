@@ -233,3 +233,43 @@ def test_xi_to_pfa_with_sample_axis():
         one = xi_to_pfa(xi[s])
         for got, want in zip((init[s], trans[s], stop[s]), one):
             np.testing.assert_array_equal(got, want)
+
+
+# -- memory bound of the sample axis (added from the mutation run) ----------------------------
+@pytest.mark.parametrize("samples_per_chunk", [1, 7])
+def test_samples_are_chunked_to_the_memory_budget(monkeypatch, samples_per_chunk):
+    """A sample's forward state is three ``[n_strings, Q]`` float64 arrays; the sample axis is
+    cut into chunks of ``floor(_CHUNK_BYTES / that)`` samples (at least one), and the traced
+    peak of a call, besides its output, stays within twice the budget."""
+    import tracemalloc
+
+    rng = np.random.default_rng(3)
+    n_samples, n_states, n_letters, n_strings = 40, 8, 3, 200
+    strings = [list(rng.integers(0, n_letters, size=k)) for k in rng.integers(0, 12, size=n_strings)]
+    corpus = Corpus.from_strings(strings, n_letters)
+    trans = rng.random((n_samples, n_letters, n_states, n_states))
+    trans /= trans.sum(axis=(1, 3), keepdims=True) * 1.25
+    stop = 1.0 - trans.sum(axis=(1, 3))
+    init = np.zeros((n_samples, n_states))
+    init[:, 0] = 1.0
+    budget = samples_per_chunk * n_strings * n_states * 8 * 3
+    want = forward_log_prob(init, trans, stop, corpus)  # also warms up one-off allocations
+    monkeypatch.setattr(forward, "_CHUNK_BYTES", budget)
+    sizes = []
+    chunk = forward._forward_chunk
+
+    def spy(*args):
+        sizes.append(args[0].shape[0])
+        return chunk(*args)
+
+    monkeypatch.setattr(forward, "_forward_chunk", spy)
+    tracemalloc.start()
+    try:
+        got = forward_log_prob(init, trans, stop, corpus)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    full, rest = divmod(n_samples, samples_per_chunk)
+    assert sizes == [samples_per_chunk] * full + ([rest] if rest else [])
+    assert peak - got.nbytes <= 2 * budget
+    np.testing.assert_array_equal(got, want)

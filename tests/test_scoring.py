@@ -174,3 +174,66 @@ def test_cli_predict_and_score_keep_tiny_probabilities(tmp_path, capsys):
 
     out = json.loads(capsys.readouterr().out)
     assert out["score"] is not None and np.isfinite(out["score"])
+
+
+# -- added from the mutation run (benchmarks/RESULTS.md, "Mutation score") ----------------------
+
+def test_log_and_linear_scores_agree_with_zeros_on_both_sides():
+    """Eq. 19 in log space equals Eq. 19 on probabilities (score, minimal score and ratio =
+    score / min), with zeros where the solution has no mass and unnormalised inputs on both
+    sides; a zero prediction where the solution has no mass costs nothing in either."""
+    from bayesfa.scoring import score_all_log
+
+    rng = np.random.default_rng(19)
+    for _ in range(5):
+        sol = rng.random(12)  # unnormalised, each <= 1 (the log form takes probabilities)
+        pred = rng.random(12) * 0.5
+        sol[[2, 7]] = 0.0
+        pred[7] = 0.0  # zero where the solution has none
+        with np.errstate(divide="ignore"):
+            lin, log = score_all(pred, sol), score_all_log(np.log(pred), np.log(sol))
+        assert np.isfinite(lin.score) and np.isfinite(log.score)
+        for a, b in zip(lin, log):
+            assert a == pytest.approx(b, rel=1e-12)
+        assert lin.ratio == pytest.approx(lin.score / lin.min_score, rel=1e-15)
+        assert log.ratio == pytest.approx(log.score / log.min_score, rel=1e-15)
+        assert lin.ratio > 1.0
+        # by hand, on normalised vectors
+        p_t, p_c = sol / sol.sum(), pred / pred.sum()
+        m = p_t > 0
+        assert lin.score == pytest.approx(2.0 ** -np.sum(p_t[m] * np.log2(p_c[m])), rel=1e-12)
+
+
+def test_infinite_score_without_warnings():
+    """A zero prediction where the solution has mass is ``inf`` by the rule of Eq. 19's
+    docstring, not by ``log2(0)`` (no floating-point warning escapes)."""
+    import warnings
+
+    from bayesfa.scoring import pautomac_score_log
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert pautomac_score([0.0, 1.0], [0.5, 0.5]) == math.inf
+        assert pautomac_score_log([-np.inf, 0.0], np.log([0.5, 0.5])) == math.inf
+
+
+@pytest.mark.parametrize("n_pred, n_sol", [(2, 3), (3, 2)])
+def test_length_mismatch_is_an_input_error_either_way(n_pred, n_sol):
+    from bayesfa.scoring import pautomac_score_log
+
+    with pytest.raises(InputError, match="prediction has"):
+        pautomac_score(np.full(n_pred, 0.5), np.full(n_sol, 0.5))
+    with pytest.raises(InputError, match="prediction has"):
+        pautomac_score_log(np.full(n_pred, -1.0), np.full(n_sol, -1.0))
+
+
+@pytest.mark.parametrize("bad", [0.5, np.nan])
+@pytest.mark.parametrize("side", ["pred", "solution"])
+def test_log_scores_reject_log_probabilities_above_0_or_nan(bad, side):
+    from bayesfa.scoring import pautomac_score_log
+
+    ok = np.log([0.5, 0.25])
+    wrong = np.array([bad, -1.0])
+    args = (wrong, ok) if side == "pred" else (ok, wrong)
+    with pytest.raises(InputError, match="log in"):
+        pautomac_score_log(*args)

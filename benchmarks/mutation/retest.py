@@ -1,0 +1,49 @@
+"""Re-run a cosmic-ray session's surviving mutants against further tests.
+
+    python retest.py SESSION.sqlite WORKDIR [--lines L1,L2,...] -- PYTEST_ARGS...
+
+``WORKDIR`` holds ``main/`` (a copy of the repository at the commit the session mutated, with
+the tests to try copied in). For each survivor the mutation is applied there
+(``cosmic_ray.mutating.use_mutation``, which restores the file afterwards), pytest runs with
+``NUMBA_DISABLE_JIT=1`` as in the session, and the line ``killed|survived OPERATOR OCCURRENCE
+LINE: code`` is printed. ``--lines``: only the survivors on these lines of the mutated module.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cosmic_ray.mutating import use_mutation
+from cosmic_ray.plugins import get_operator
+from cosmic_ray.work_db import WorkDB, use_db
+from cosmic_ray.work_item import TestOutcome
+
+
+def main() -> None:
+    session, workdir = sys.argv[1], Path(sys.argv[2]).resolve()
+    args = sys.argv[sys.argv.index("--") + 1:]
+    lines = None
+    if "--lines" in sys.argv[:sys.argv.index("--")]:
+        lines = {int(x) for x in sys.argv[sys.argv.index("--lines") + 1].split(",")}
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "PYTHONPATH": str(workdir / "main"),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    with use_db(session, WorkDB.Mode.open) as db:
+        survivors = [(item, result) for item, result in db.completed_work_items
+                     if result.test_outcome == TestOutcome.SURVIVED]
+    os.chdir(workdir)
+    for item, _ in sorted(survivors, key=lambda x: (x[0].mutations[0].start_pos, x[0].job_id)):
+        spec = item.mutations[0]
+        if lines is not None and spec.start_pos[0] not in lines:
+            continue
+        operator = get_operator(spec.operator_name)()
+        with use_mutation(Path(spec.module_path), operator, spec.occurrence):
+            code = subprocess.call([sys.executable, "-m", "pytest", "-x", "-q", "-p",
+                                    "no:cacheprovider", *args], cwd=workdir / "main", env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            line = Path(spec.module_path).read_text().splitlines()[spec.start_pos[0] - 1].strip()
+        print("killed" if code else "survived", spec.operator_name.split("/")[-1], spec.occurrence,
+              f"{spec.start_pos[0]}: {line}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
