@@ -1,8 +1,9 @@
 """The ``bayesfa`` command line.
 
 Commands: ``prob``, ``score``, ``fit``, ``predict``, ``perplexity``, ``diagnose``, ``select``,
-``validate``, ``export``. Shared conventions: ``--seed S``, ``--out PATH``, ``--quiet`` (no progress
-bar; none either when stderr is not a terminal), ``--json`` (one line of JSON on stdout).
+``validate``, ``export``, ``data``, ``pautomac run`` (:mod:`bayesfa.production`). Shared
+conventions: ``--seed S``, ``--out PATH``, ``--quiet`` (no progress bar; none either when stderr
+is not a terminal), ``--json`` (one line of JSON on stdout).
 Bad input ends with one line on stderr and exit status 2, never a traceback.
 """
 
@@ -22,7 +23,7 @@ from bayesfa.methods import get_method, method_names, positive_int
 FORMATS = ("pautomac", "lines", "text", "fasta")
 # argparse destinations that are not the method's own options.
 _CLI_KEYS = {"command", "train", "test", "out", "seed", "quiet", "method", "format", "func", "json",
-             "force"}
+             "force", "predict", "max_draws"}
 
 
 def _positive_list(cast):
@@ -91,6 +92,13 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                    help="replace a bayesfa run made with other data or settings in RUN_DIR "
                         "(the old run stays whole until the new one is complete)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    p.add_argument("--predict", metavar="TEST",
+                   help="also predict TEST's strings (Eq. 6) into the run directory: draw by draw "
+                        "during the chains for methods that can (cgs-pfa), at the end of the fit "
+                        "for the others; `bayesfa predict RUN_DIR TEST` then reuses them")
+    p.add_argument("--max-draws", type=positive_int, default=None, metavar="K",
+                   help="keep the counts of only K draws per chain, evenly thinned (methods that "
+                        "predict online: cgs-pfa); the trace and --predict still use every draw")
     _add_format(p)
     if method is not None and method in method_names():
         get_method(method).add_arguments(p.add_argument_group(f"options of {method}"))
@@ -110,11 +118,27 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("perplexity", help="per-symbol perplexity of a test set under a run",
-                       description="Per-symbol perplexity exp(-sum log p / n_symbols), counting "
-                                   "every letter and every end of string.")
+                       description="Per-symbol perplexity exp(-log p(TEST | train) / n_symbols) "
+                                   "under the conventions of Pfau, Bartlett & Wood (2010), "
+                                   "Sect. 4: for a run on sentences every test string starts "
+                                   "at the initial state and n_symbols counts every letter and "
+                                   "every end of string; for a run on one long sequence "
+                                   "(--sequence) the test continues the training sequence from "
+                                   "the state reached at its end and n_symbols counts letters. "
+                                   "Methods with the perplexity hook (bayesfa/methods.py) fold "
+                                   "the test data into the model as they are read "
+                                   "(\"incremental\": true); others score each string given "
+                                   "the training data only.")
     p.add_argument("run", metavar="RUN_DIR")
     p.add_argument("test", metavar="TEST")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--map", action="store_true",
+                   help="use only the sample of highest joint probability (e.g. PDIA-MAP), "
+                        "for methods that support it")
+    p.add_argument("--per-symbol", action="store_true",
+                   help="average each symbol's predictive over the samples with equal weights "
+                        "(the PDIA authors' estimator) instead of the Bayesian mixture of the "
+                        "whole test set, for methods that support it")
     _add_format(p)
     p.set_defaults(func=cmd_perplexity)
 
@@ -158,6 +182,8 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--toy", default=None, help="toy data set name")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--kernel", choices=("gibbs", "alias-mh"), default=None,
+                   help="cgs-pfa only: validate this sweep kernel (default: the method's own choice)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("export", help="write a run's learned automaton (PAutomaC model file or dot)",
@@ -171,6 +197,28 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--max-edges", type=positive_int, default=200,
                    help="dot: draw only the N most probable transitions (default 200)")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("pautomac", help="production runs over PAutomaC problems on Dask (pautomac run)",
+                       description="Production runs over PAutomaC problems: `bayesfa pautomac run "
+                                   "--help` (bayesfa.production).")
+    from bayesfa.production import add_cli
+
+    add_cli(p, method)
+
+    p = sub.add_parser("data", help="write the PDIA paper's natural data sets (Alice, DNA)",
+                       description="Write NAME.train and NAME.test in the PAutomaC sample layout, "
+                                   "prepared as Pfau, Bartlett & Wood (2010), Sect. 4: alice (27 "
+                                   "symbols, a-z = 0-25, space = 26, one sentence a line; the "
+                                   "paper's own 100/50 split, or --resplit) or dna (one sequence "
+                                   "each, A C G T = 0-3, the first 150,000 bases for training).")
+    p.add_argument("name", choices=("alice", "dna"), metavar="NAME", help="alice or dna")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--resplit", action="store_true",
+                   help="alice: a fresh random 100/50 split of the whole book (see --seed)")
+    p.add_argument("--seed", type=int, default=None, help="alice --resplit: the split's seed; default 0")
+    p.add_argument("--fasta", metavar="PATH", default=None,
+                   help="dna: the FASTA to split (default: the bundled mouse region, 178,393 bp)")
+    p.set_defaults(func=cmd_data)
     return parser
 
 
@@ -267,11 +315,28 @@ def cmd_fit(args) -> int:
     from bayesfa.memory import check_fits
     from bayesfa.rundir import file_sha256, plan_run, run_identity, save_run
 
+    from bayesfa.online import supports_online
+
     method = get_method(args.method)
     corpus, alphabet = _load(args.train, args.format)
     options = _options(args)
+    if args.max_draws is not None:
+        if not supports_online(method):
+            raise InputError(f"--max-draws: method {args.method} keeps no draws to cap (only "
+                             f"methods that predict online do: cgs-pfa)")
+        options["max_draws"] = args.max_draws
+    test = None
+    if args.predict is not None:  # read with the training data's format and alphabet
+        test, _ = _load(args.predict, args.format, alphabet=alphabet)
+        if test.alphabet_size > corpus.alphabet_size:
+            raise InputError(f"alphabet of {test.alphabet_size} letters, but the training data "
+                             f"has {corpus.alphabet_size}", args.predict, 1)
+        options["predict_sha256"] = file_sha256(args.predict)
     train = {"path": str(Path(args.train).resolve()), "sha256": file_sha256(args.train),
-             "format": args.format or "pautomac", "n_strings": corpus.n_strings,
+             "format": args.format or "pautomac",
+             # how test data relate to the training data (methods.py: perplexity hook)
+             "data_shape": "sequence" if options.get("sequence") else "sentences",
+             "n_strings": corpus.n_strings,
              "n_letters": corpus.n_letters, "alphabet_size": corpus.alphabet_size,
              "alphabet": alphabet}
     plan = plan_run(args.out, run_identity(args.method, options, args.seed, train), args.force)
@@ -289,7 +354,11 @@ def cmd_fit(args) -> int:
             # the method keeps its finished pieces (and checkpoints) here; a rerun of the same
             # command finds them again
             extra["workdir"] = plan.workdir
-        result = method.fit(corpus, options, args.seed, _progress(args), **extra)
+        if test is None:
+            result = method.fit(corpus, options, args.seed, _progress(args), **extra)
+        else:
+            result = _fit_and_save_predictions(args, corpus, options, test, plan.build,
+                                               extra.get("workdir"))
         elapsed = time.perf_counter() - start
         info = {"seconds": round(elapsed, 3), **result.info}
         save_run(plan.build, method=args.method, options=options, seed=args.seed,
@@ -300,6 +369,42 @@ def cmd_fit(args) -> int:
                 if plan.status != "swap" else "completed the replacement of the run")
         print(f"bayesfa: {done}; run directory {args.out}", file=sys.stderr)
     return 0
+
+
+def _fit_and_save_predictions(args, corpus, options, test, build, workdir):
+    """``bayesfa fit --predict TEST``: fit and predict (:func:`bayesfa.online.fit_and_predict`),
+    write ``predictions.npz`` into the run being built; the fit's result, whose info says
+    which test file (SHA-256) the predictions are of."""
+    from bayesfa.online import PREDICTIONS, fit_and_predict, save_predictions
+
+    prediction, result = fit_and_predict(
+        args.method, corpus, options, args.seed, test, progress=_progress(args), workdir=workdir,
+        return_fit=True)
+    Path(build).mkdir(parents=True, exist_ok=True)
+    save_predictions(Path(build) / PREDICTIONS, prediction, options["predict_sha256"])
+    about = {"path": str(Path(args.predict).resolve()), "sha256": options["predict_sha256"],
+             "format": args.format or "pautomac", "n_strings": test.n_strings,
+             "n_draws": prediction.n_draws, "online": prediction.info["online"],
+             "max_draws": options.get("max_draws")}
+    return result._replace(info={**result.info, "predict": about})
+
+
+def _stored_predictions(run, test_path: str, fmt: str | None, n_strings: int):
+    """The log predictive a ``fit --predict`` saved in ``run`` when ``test_path`` is that
+    same file (SHA-256) read in the same format; None otherwise."""
+    from bayesfa.online import PREDICTIONS, load_predictions
+    from bayesfa.rundir import file_sha256
+
+    about = run.manifest.get("info", {}).get("predict")
+    if not isinstance(about, dict) or not (run.path / PREDICTIONS).is_file():
+        return None
+    if (fmt or run.manifest.get("train", {}).get("format") or "pautomac") != about.get("format"):
+        return None
+    sha = file_sha256(test_path)
+    if sha != about.get("sha256"):
+        return None
+    logp = load_predictions(run.path / PREDICTIONS, n_strings, sha)
+    return None if logp is None else np.minimum(logp, 0.0)
 
 
 def _run_and_test(args):
@@ -324,25 +429,36 @@ def _run_log_prob(run, test, **kwargs) -> np.ndarray:
         raise InputError(f"unknown method {run.method!r} in the manifest", run.path / "manifest.json")
     arrays = run.arrays
     method = get_method(run.method)
-    if kwargs.get("map"):
-        import inspect
+    _check_supports(run.method, method.predict_log_prob, kwargs)
+    logp = np.asarray(_guarded(run, lambda: method.predict_log_prob(arrays, run.options, test,
+                                                                     **kwargs)), dtype=np.float64)
+    if logp.shape != (test.n_strings,) or np.isnan(logp).any() or (logp > 1e-9).any():
+        raise InputError("the run's arrays and options give values that are not log "
+                         "probabilities (a damaged or edited run)", run.path)
+    return np.minimum(logp, 0.0)
 
-        if "map" not in inspect.signature(method.predict_log_prob).parameters:
-            raise InputError(f"method {run.method} has no MAP prediction (--map)")
+
+def _check_supports(method: str, fn, options: dict) -> None:
+    """An InputError if ``fn`` lacks a keyword the command line asked for (``--map``, ...)."""
+    import inspect
+
+    for key in options:
+        if key not in inspect.signature(fn).parameters:
+            raise InputError(f"method {method} does not support --{key.replace('_', '-')}")
+
+
+def _guarded(run, call):
+    """``call()`` on a run's arrays: what a damaged or edited run raises is an InputError
+    naming the run (NaN is left for the caller to report)."""
     try:
-        with np.errstate(invalid="ignore"):  # NaN from a damaged run is reported below
-            logp = np.asarray(method.predict_log_prob(arrays, run.options, test, **kwargs),
-                              dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            return call()
     except InputError:
         raise
     except (KeyError, IndexError, TypeError, ValueError) as err:
         raise InputError(f"arrays.npz does not fit the manifest's {run.method} run "
                          f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})",
                          run.path) from None
-    if logp.shape != (test.n_strings,) or np.isnan(logp).any() or (logp > 1e-9).any():
-        raise InputError("the run's arrays and options give values that are not log "
-                         "probabilities (a damaged or edited run)", run.path)
-    return np.minimum(logp, 0.0)
 
 
 def cmd_predict(args) -> int:
@@ -350,7 +466,10 @@ def cmd_predict(args) -> int:
 
     run, test = _run_and_test(args)
     extra = {"map": True} if getattr(args, "map", False) else {}
-    write_solution(args.out, log_probs=_run_log_prob(run, test, **extra))
+    logp = None if extra else _stored_predictions(run, args.test, args.format, test.n_strings)
+    if logp is None:
+        logp = _run_log_prob(run, test, **extra)
+    write_solution(args.out, log_probs=logp)
     return 0
 
 
@@ -358,14 +477,34 @@ def cmd_perplexity(args) -> int:
     from bayesfa.scoring import perplexity
 
     run, test = _run_and_test(args)
-    logp = _run_log_prob(run, test)
-    value = perplexity(logp, test.n_tokens)
-    out = {"perplexity": value, "n_symbols": test.n_tokens, "log_prob": float(logp.sum())}
-    if args.json:
+    train = run.manifest.get("train", {})
+    shape = train.get("data_shape") or ("sequence" if run.options.get("sequence") else "sentences")
+    continuation = shape == "sequence"
+    n_symbols = test.n_letters if continuation else test.n_tokens
+    method = get_method(run.method) if run.method in method_names() else None
+    hook = getattr(method, "perplexity_log_prob", None)
+    asked = {k: True for k in ("map", "per_symbol") if getattr(args, k)}
+    zero = "the test data have probability 0 under the run"
+    if hook is None:
+        logp = _run_log_prob(run, test, **asked)
+        total = float(logp.sum())
         zero = f"{int(np.isneginf(logp).sum())} test string(s) have probability 0 under the run"
+    else:
+        _check_supports(run.method, hook, asked)
+        total = float(_guarded(run, lambda: hook(run.arrays, run.options, test,
+                                                 continuation=continuation, **asked)))
+        if np.isnan(total) or total > 1e-9:
+            raise InputError("the run's arrays and options give a value that is not a log "
+                             "probability (a damaged or edited run)", run.path)
+    value = perplexity(np.array([min(total, 0.0)]), n_symbols)
+    out = {"perplexity": value, "n_symbols": n_symbols, "n_letters": test.n_letters,
+           "log_prob": total, "data_shape": shape, "incremental": hook is not None,
+           "mixture": "per-symbol" if args.per_symbol else ("map" if args.map else "joint")}
+    if args.json:
         _print_json(out, {"perplexity": zero, "log_prob": zero})
     else:
-        print(f"perplexity {value:.6f} per symbol ({test.n_tokens} symbols, log prob {logp.sum():.3f})")
+        print(f"perplexity {value:.6f} per symbol ({n_symbols} symbols, log prob {total:.3f}, "
+              f"{shape}{', incremental' if hook is not None else ''})")
     return 0
 
 
@@ -423,7 +562,7 @@ def cmd_select(args) -> int:
 def cmd_validate(args) -> int:
     from bayesfa.validation.harness import validate_main
 
-    text, passed = validate_main(args.method, args.toy, args.json, seed=args.seed)
+    text, passed = validate_main(args.method, args.toy, args.json, seed=args.seed, kernel=args.kernel)
     print(text)
     return 0 if passed else 1
 
@@ -432,6 +571,27 @@ def cmd_export(args) -> int:
     from bayesfa.export import export_run
 
     export_run(args.run, args.format, args.out, args.max_edges)
+    return 0
+
+
+def cmd_data(args) -> int:
+    from bayesfa import naturaldata
+
+    if args.name == "dna":
+        if args.resplit or args.seed is not None:
+            raise InputError("--resplit and --seed are for alice; dna has one split")
+        train, test = naturaldata.dna_split(args.fasta)
+    else:
+        if args.fasta is not None:
+            raise InputError("--fasta is for dna")
+        if args.seed is not None and not args.resplit:
+            raise InputError("--seed needs --resplit (the paper's own split has no seed)")
+        train, test = (naturaldata.alice_resplit(args.seed or 0) if args.resplit
+                       else naturaldata.alice_paper_split())
+    summary = naturaldata.write_split(args.out, args.name, train, test)
+    for part in ("train", "test"):
+        print(f"{summary[part]['path']}: {summary[part]['strings']} strings, "
+              f"{summary[part]['letters']} letters")
     return 0
 
 

@@ -139,9 +139,12 @@ def feldman_grammar(stop: float = 0.2) -> Grammar:
     here the random-random-XOR (RRXOR) process of that tutorial, 5 states.
 
     **Reconstruction.** The paper's Fig. 3(c), which draws the machine, is lost in our copy
-    of the paper; the RRXOR process is the example of that reference with a finite
-    deterministic generator, and its 5 states agree with the paper's "up to 7 states".
-    Compare with the published figure before relying on its state count.
+    of the paper, and no paper in ``../shared/papers`` defines the grammar (searched
+    2026-11-23: the paper's text cites "[4]" without its reference list, the poster's [4] is
+    Teh et al.'s HDP, the draft and the inference section do not mention it). The RRXOR
+    process is the example of that reference with a finite deterministic generator, and its
+    5 states agree with the paper's "up to 7 states". Compare with the published figure
+    before relying on its state count.
 
     Blocks of three bits ``x y (x XOR y)`` with ``x, y`` fair coins: q0 emits ``x``
     (to states 1 or 2), those emit ``y`` (to state 3 "next is 0" or 4 "next is 1"),

@@ -14,6 +14,28 @@ A method is an object with
   what exceeds the available memory (:mod:`bayesfa.memory`). A method that does not define
   it yet is let through unchecked.
 
+Optional hook for ``bayesfa perplexity`` (the conventions of Pfau, Bartlett & Wood 2010, Sect. 4):
+
+- ``perplexity_log_prob(arrays, options, corpus, *, continuation: bool) -> float``: the
+  natural-log probability of the whole test ``corpus`` given the training data, the test
+  strings read in order and *integrated into the model as they are read* (the standard
+  Bayesian update: string s is predicted given the training data and test strings 1..s-1, so
+  the result is log p(test | train), not a sum of independent string predictives; a
+  posterior mixture averages the per-sample *joint* of the test set, i.e. log-mean-exp over
+  samples of each sample's total). ``continuation=False`` (sentence data, e.g. Alice): every
+  string starts at the initial state and its end is a predicted symbol.
+  ``continuation=True`` (one long sequence, e.g. DNA; the run was fitted with ``--sequence``):
+  the test letters continue the training sequence from the state reached at its end, no end
+  symbols. ``bayesfa perplexity`` divides by ``n_symbols``: letters + ends for sentence
+  data, letters for a sequence. The run's data shape is the manifest's
+  ``train["data_shape"]`` (``"sentences"`` or ``"sequence"``, from the method's
+  ``--sequence`` option). A method without the hook is scored by ``sum(predict_log_prob)``
+  (each string given the training data only) and the output says ``"incremental": false``.
+  Optional keywords, passed only when asked for: ``map=True`` (``perplexity --map``: the single
+  sample of highest joint probability) and ``per_symbol=True`` (``perplexity --per-symbol``:
+  the authors' estimator, each symbol's predictive averaged over the samples with equal
+  weights, ``sum_t log mean_k p_k(x_t | x_<t)``).
+
 A method with ``resumable = True`` also takes ``fit(..., workdir=PATH)``: it saves each
 finished piece of work (a chain) there and reuses it when the same fit is run again, so an
 interrupted ``bayesfa fit`` loses no finished chain.
@@ -73,10 +95,14 @@ REGISTRY: dict[str, str] = {
     "oracle-pdfa": "bayesfa.models.oracle_methods:ORACLE_PDFA",
     "pdfa": "bayesfa.samplers.pdfa:METHOD",
     "pdia": "bayesfa.samplers.pdia:METHOD",
+    "pdia-smoothed": "bayesfa.samplers.pdia_smoothed:METHOD",
     "estatemerge": "bayesfa.samplers.estatemerge:METHOD",
     "evgram": "bayesfa.samplers.evgram:METHOD",
     "cvgram": "bayesfa.samplers.cvgram:METHOD",
     "alergia": "bayesfa.samplers.alergia:METHOD",
+    "hmm-em": "bayesfa.samplers.hmm_em:METHOD",
+    "hpyp": "bayesfa.samplers.hpyp:METHOD",
+    "memoizer": "bayesfa.samplers.memoizer:METHOD",
 }
 
 

@@ -139,12 +139,22 @@ def run_fold(method, corpus: Corpus, options: dict[str, Any], train_idx: np.ndar
     ``loglik`` is the sum of the held-out natural-log probabilities (``-inf`` if some string
     has probability 0), ``loglik_finite`` the sum over the others, ``zero_prob`` the corpus
     indices of the strings of probability 0.
+
+    A registered method that predicts online (:func:`bayesfa.online.supports_online`) folds
+    each draw into the held-out strings' Eq. 6 as it is made and keeps one draw's counts, so
+    the fit's memory does not grow with its sweeps.
     """
-    method = _resolve(method)
+    from bayesfa.online import fit_and_predict, supports_online
+
+    name, method = method, _resolve(method)
     start = time.perf_counter()
-    fit = method.fit(corpus.subset(train_idx), dict(options), int(seed), False)
-    logp = np.asarray(method.predict_log_prob(fit.arrays, dict(options), corpus.subset(held_idx)),
-                      dtype=np.float64).reshape(-1)
+    train, held = corpus.subset(train_idx), corpus.subset(held_idx)
+    if isinstance(name, str) and supports_online(method):
+        logp = fit_and_predict(name, train, {**options, "max_draws": 1}, int(seed), held).log_mean
+    else:
+        fit = method.fit(train, dict(options), int(seed), False)
+        logp = method.predict_log_prob(fit.arrays, dict(options), held)
+    logp = np.asarray(logp, dtype=np.float64).reshape(-1)
     if logp.size != held_idx.size:
         raise ValueError(f"{_method_name(method)}: predict_log_prob returned {logp.size} values "
                          f"for {held_idx.size} strings")
@@ -183,13 +193,16 @@ class _Task:
 def cross_validate(method_name, corpus: Corpus, base_options: dict[str, Any],
                    grid: Sequence[dict[str, Any]], folds: int, seed: int,
                    out_dir: str | Path | None = None, client=None, progress: bool = False,
-                   cache: dict | None = None) -> list[dict[str, Any]]:
+                   cache: dict | None = None, on_units=None) -> list[dict[str, Any]]:
     """K-fold cross-validation of each candidate of ``grid`` (option overrides of ``base_options``).
 
     ``method_name`` is a registered method name (:func:`bayesfa.methods.get_method`) or a
     method object. With a ``dask.distributed.Client`` the (candidate, fold) fits run on its
     workers, else one after the other here. ``cache`` (a dict, shared between calls) keeps
-    fold results in memory so that a candidate scored twice is fitted once.
+    fold results in memory so that a candidate scored twice is fitted once. ``on_units(n)``,
+    if given, is called with the number of (candidate, fold) results read from ``out_dir``,
+    then with 1 for each fit that finishes (never for ``cache`` hits), so that a caller
+    running many selections at once counts them on one progress bar.
 
     Returns one row per candidate, in grid order: ``{"candidate", "key", "mean", "se",
     "diff", "diff_se", "fold_means", "fold_logliks", "n_zero", "n_strings", "seconds"}`` (see
@@ -228,10 +241,12 @@ def cross_validate(method_name, corpus: Corpus, base_options: dict[str, Any],
 
     results: dict[tuple[str, int], dict[str, Any]] = {}
     pending: list[_Task] = []
+    from_disk = 0
     for t in tasks:
         done = cache.get(_cache_key(t))
         if done is None and t.path is not None:
             done = _read_fold(t)
+            from_disk += done is not None
         if done is None:
             pending.append(t)
         else:
@@ -243,6 +258,11 @@ def cross_validate(method_name, corpus: Corpus, base_options: dict[str, Any],
         cache[_cache_key(t)] = res
         if t.path is not None:
             _write_fold(t, res)
+        if on_units is not None:
+            on_units(1)
+
+    if on_units is not None and from_disk:
+        on_units(from_disk)
 
     from tqdm.auto import tqdm
 
@@ -435,7 +455,7 @@ def select_two_stage(method_name, corpus: Corpus, states_grid: Sequence[int],
                      beta_grid: Sequence[float], folds: int, seed: int,
                      base_options: dict[str, Any], beta_for_states: float = 0.5,
                      out_dir: str | Path | None = None, client=None,
-                     progress: bool = False, one_se: bool = False) -> Selection:
+                     progress: bool = False, one_se: bool = False, on_units=None) -> Selection:
     """Choose ``N`` then ``beta`` by K-fold cross-validation (Shibata & Yoshinaka 2013, Sect. 4.1).
 
     Stage 1 scores each ``N`` of ``states_grid`` at ``beta = beta_for_states`` (at the only
@@ -443,7 +463,8 @@ def select_two_stage(method_name, corpus: Corpus, states_grid: Sequence[int],
     Stage 2 scores each ``beta`` of ``beta_grid`` at the chosen ``N``. With ``out_dir``, the
     fold files go to ``out_dir/cv/`` and the result to ``selection.json`` and ``selection.txt``.
     ``one_se``: the one-standard-error rule in each stage (module docstring) instead of the
-    largest mean.
+    largest mean. ``on_units``: see :func:`cross_validate` (``bayesfa pautomac run`` runs one
+    selection per problem, all on one Dask client, and counts their fits on one bar).
     """
     states_grid = [int(n) for n in states_grid]
     beta_grid = [float(b) for b in beta_grid]
@@ -455,7 +476,8 @@ def select_two_stage(method_name, corpus: Corpus, states_grid: Sequence[int],
     stage1_beta = beta_grid[0] if len(beta_grid) == 1 else float(beta_for_states)
     cache: dict = {}
     common = dict(corpus=corpus, base_options=base_options, folds=folds, seed=seed,
-                  out_dir=out_dir, client=client, progress=progress, cache=cache)
+                  out_dir=out_dir, client=client, progress=progress, cache=cache,
+                  on_units=on_units)
 
     stage1: list[dict[str, Any]] = []
     if len(states_grid) == 1:

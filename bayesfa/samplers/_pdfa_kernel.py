@@ -23,6 +23,14 @@ Chain state (``Kc`` state capacity; seating arrays in :mod:`bayesfa.samplers._cr
   the seating arrays, is ``exp(lmu)`` and may underflow to 0 where ``v[k, :] == 0``).
 - ``lg`` float64 ``[2, T + 2]``: ``lgamma(beta/S + n) - lgamma(beta/S)`` and
   ``lgamma(beta) - lgamma(beta + n)``, the Dirichlet-multinomial of Eq. x:end by table lookup.
+  A *3-D* ``lg`` ``[1, S + 1, T + 3]`` selects, at compile time (numba specialises every
+  function on it; the 2-D machine code is unchanged), emissions ``pi_q ~ Dir(beta pi0)`` with a
+  non-uniform base ``pi0`` (``--method pdia-smoothed``,
+  :mod:`bayesfa.samplers._smoothed_emission_kernel`): row ``s < S`` holds ``lgamma(a_s + n) -
+  lgamma(a_s)``, ``a_s = beta pi0_s``, row ``S`` holds ``lgamma(beta) - lgamma(beta + n)``,
+  and the last column the pseudo-counts ``a_s`` (row ``S``: ``beta``). Only
+  :func:`row_loglik` and :func:`predict_strings` read it, through :func:`_lg_symbol`,
+  :func:`_lg_total` and :func:`_log_emission_pred`.
 
 The MH move on an entry ``(i, j)`` (or on a table's dish) is exact: with ``C`` the entries
 both paths visit, ``O`` those only the current path visits, ``N`` those the proposed path
@@ -45,7 +53,10 @@ is a fixed number of moves on an entry (a table) picked uniformly, with ``|V| / 
 (``M / M'``) in the acceptance ratio because the number of entries (tables) changes.
 
 ``variant`` (validation mutants): 1 omits the proposal ratio (accepts by likelihood ratio
-times prior ratio), 2 drops the discounts (see ``_crf_kernel``).
+times prior ratio), 2 drops the discounts (see ``_crf_kernel``), 3 drops the Gamma(1, 1)
+prior term from the MH ratio of ``alpha``, 4 drops the Jacobian from the logit-scale walk of
+``d`` (an asymmetric proposal in ``d`` left uncorrected); 3 and 4 act in
+:func:`move_hyper` only.
 """
 
 from __future__ import annotations
@@ -54,6 +65,7 @@ import math
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from bayesfa.samplers._crf_kernel import (H_ALPHA, H_ALPHA0, H_BETA, H_D, H_D0, H_GAMMA, M_HI, M_TABLES,
                                           M_STAMP, S_M, T_COL, T_DISH, T_N, add, end_move,
@@ -79,14 +91,58 @@ def fill_lg(lg, beta, n_symbols):
         lg[1, n] = lbeta - math.lgamma(beta + n)
 
 
+def _lg_symbol(lg, s, n):
+    """``log`` Dirichlet-multinomial factor of ``n`` emissions of symbol ``s`` (numba only)."""
+    raise NotImplementedError
+
+
+def _lg_total(lg, n):
+    """``lgamma(beta) - lgamma(beta + n)`` for a row of ``n`` emissions (numba only)."""
+    raise NotImplementedError
+
+
+def _log_emission_pred(lg, hyp, n_sym, s, c, ctot):
+    """``log`` predictive of symbol ``s`` of ``n_sym`` after ``c`` of the row's ``ctot``
+    emissions (numba only)."""
+    raise NotImplementedError
+
+
+@overload(_lg_symbol)
+def _ov_lg_symbol(lg, s, n):
+    if lg.ndim == 2:
+        return lambda lg, s, n: lg[0, n]
+    return lambda lg, s, n: lg[0, s, n]
+
+
+@overload(_lg_total)
+def _ov_lg_total(lg, n):
+    if lg.ndim == 2:
+        return lambda lg, n: lg[1, n]
+    return lambda lg, n: lg[0, lg.shape[1] - 1, n]
+
+
+@overload(_log_emission_pred)
+def _ov_log_emission_pred(lg, hyp, n_sym, s, c, ctot):
+    if lg.ndim == 2:  # pi_q ~ Dir(beta / S): the pseudo-counts are in hyp
+        def pred(lg, hyp, n_sym, s, c, ctot):
+            beta = hyp[H_BETA]
+            return math.log((c + beta / n_sym) / (ctot + beta))
+        return pred
+
+    def pred_base(lg, hyp, n_sym, s, c, ctot):  # pi_q ~ Dir(beta pi0): read off lg
+        last = lg.shape[2] - 1
+        return math.log((c + lg[0, s, last]) / (ctot + lg[0, n_sym, last]))
+    return pred_base
+
+
 @njit(cache=True)
 def row_loglik(cnt, ctot, q, lg):
     """Eq. x:end for state ``q``."""
     if ctot[q] == 0:
         return 0.0
-    out = lg[1, ctot[q]]
+    out = _lg_total(lg, ctot[q])
     for s in range(cnt.shape[1]):
-        out += lg[0, cnt[q, s]]
+        out += _lg_symbol(lg, s, cnt[q, s])
     return out
 
 
@@ -272,6 +328,63 @@ def _ambiguous(i, j, t0, k_old, delta, seat, vis, stamp, hi, nf, n_new, newq, ne
 
 
 @njit(cache=True)
+def _reseat_old(sign, acc, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs, col_T, sts,
+                meta, hyp):
+    """``sign = -1``: unseat the ``O`` entries (those the proposed path no longer visits) in
+    order; ``sign = 1``: seat them back in reverse order. Adds the log probabilities of the
+    ``rem`` / ``add`` events to ``acc`` (in that order) and returns it: ``E(C+ij*+N+O) -
+    E(C+ij*+N)`` and ``E(C+N+ij+O) - E(C+N+ij)`` of the module docstring's ratio."""
+    if sign < 0:
+        for o in range(n_o):
+            acc += rem(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                       variant)
+    else:
+        for o in range(n_o - 1, -1, -1):
+            acc += add(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                       variant)
+    return acc
+
+
+@njit(cache=True)
+def _mh_accept(dl, r1, f, s_sum, b, size_before, size_after, random_scan, model, variant, n_o, oq,
+               os_, oseat, delta, seat, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, rng):
+    """The MH test of the entry and table moves, called with the old value seated again and
+    the ``O`` entries back in place: ``log A = dL + b - r1 - s_sum`` (module docstring; ``r1``
+    the log probability of the old value's seating, ``f`` that of the proposal's, ``b`` of
+    the reverse's, ``s_sum`` of unseating ``O``), times ``size_before / size_after`` under a
+    random scan (``variant`` 1: the mutant without the proposal ratio, ``dL - r1 + f -
+    s_sum``). On acceptance the ``O`` entries are deleted (unseated, ``delta = seat = -1``)
+    and True is returned; the caller then seats the proposed value."""
+    if variant == 1:
+        log_a = dl - r1 + f - s_sum
+    else:
+        log_a = dl + b - r1 - s_sum
+    if random_scan:
+        log_a += math.log(size_before) - math.log(size_after)
+    if math.log(rng.random()) < log_a:
+        for o in range(n_o):
+            rem(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                variant)
+            delta[oq[o], os_[o]] = -1
+            seat[oq[o], os_[o]] = -1
+        return True
+    return False
+
+
+@njit(cache=True)
+def _reject_entry(i, j, s_new, s_old, k_old, model, variant, n_new, newq, news, delta, seat, nj, v,
+                  mu, tabs, col_tabs, col_T, sts, meta, hyp):
+    """Undo a proposed ``delta_ij`` (seat ``s_new``) and its just-in-time entries; end the move."""
+    _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs, col_T,
+              sts, meta, hyp)
+    rem(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+    add(model, j, s_old, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+    delta[i, j] = k_old
+    seat[i, j] = s_old
+    end_move(tabs, sts, meta)
+
+
+@njit(cache=True)
 def move_entry(i, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, vis, changed,
                newq, news, oq, os_, oseat, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, lg,
                random_scan, rng, stats):
@@ -296,13 +409,8 @@ def move_entry(i, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot
                                   news, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, rng)
     f += lpf
     if not ok:
-        _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
-                  col_T, sts, meta, hyp)
-        rem(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
-        add(model, j, s_old, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
-        delta[i, j] = k_old
-        seat[i, j] = s_old
-        end_move(tabs, sts, meta)
+        _reject_entry(i, j, s_new, s_old, k_old, model, variant, n_new, newq, news, delta, seat,
+                      nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp)
         stats[ST_CAPACITY] += 1
         return
     hi = meta[M_HI]
@@ -310,37 +418,20 @@ def move_entry(i, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot
     # without deleted entries every event has a unique reverse (see _ambiguous)
     if model == 1 and n_o > 0 and _ambiguous(i, j, -1, k_old, delta, seat, vis, meta[M_STAMP],
                                              hi, nf, n_new, newq, news, tabs):
-        _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
-                  col_T, sts, meta, hyp)
-        rem(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
-        add(model, j, s_old, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
-        delta[i, j] = k_old
-        seat[i, j] = s_old
-        end_move(tabs, sts, meta)
+        _reject_entry(i, j, s_new, s_old, k_old, model, variant, n_new, newq, news, delta, seat,
+                      nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp)
         return
     dl = delta_loglik(cnt, ctot, cnt2, ctot2, hi, lg, changed)
-    s_sum = 0.0
-    for o in range(n_o):
-        s_sum += rem(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
-                     variant)
+    s_sum = _reseat_old(-1, 0.0, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs,
+                        col_T, sts, meta, hyp)
     size_after = _n_customers(nj, nf)
     rem(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
     b = add(model, j, s_old, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
-    for o in range(n_o - 1, -1, -1):
-        b += add(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
-                 variant)
-    if variant == 1:
-        log_a = dl - r1 + f - s_sum
-    else:
-        log_a = dl + b - r1 - s_sum
-    if random_scan:
-        log_a += math.log(size_before) - math.log(size_after)
-    if math.log(rng.random()) < log_a:
-        for o in range(n_o):
-            rem(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
-                variant)
-            delta[oq[o], os_[o]] = -1
-            seat[oq[o], os_[o]] = -1
+    b = _reseat_old(1, b, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs, col_T, sts,
+                    meta, hyp)
+    if _mh_accept(dl, r1, f, s_sum, b, size_before, size_after, random_scan, model, variant, n_o,
+                  oq, os_, oseat, delta, seat, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                  rng):
         rem(model, j, s_old, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
         add(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
         _copy_changed(cnt, ctot, cnt2, ctot2, hi, changed)
@@ -369,6 +460,20 @@ def _set_table_targets(t, j, k, delta, seat, hi):
 
 
 @njit(cache=True)
+def _reject_table(t, j, k_new, k_old, model, variant, n_new, newq, news, delta, seat, nj, v, mu,
+                  tabs, col_tabs, col_T, sts, meta, hyp):
+    """Undo a proposed dish ``k_new`` of table ``t`` (column ``j``) and the just-in-time
+    entries; end the move."""
+    _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs, col_T,
+              sts, meta, hyp)
+    _top_rem(k_new, sts, meta, hyp, variant)
+    _top_add(k_old, sts, meta, hyp, variant)
+    tabs[T_DISH, t] = k_old
+    _set_table_targets(t, j, k_old, delta, seat, meta[M_HI])
+    end_move(tabs, sts, meta)
+
+
+@njit(cache=True)
 def move_table(t, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, vis, changed,
                newq, news, oq, os_, oseat, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, lg,
                random_scan, rng, stats):
@@ -393,51 +498,29 @@ def move_table(t, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, 
                                   news, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, rng)
     f += lpf
     if not ok:
-        _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
-                  col_T, sts, meta, hyp)
-        _top_rem(k_new, sts, meta, hyp, variant)
-        _top_add(k_old, sts, meta, hyp, variant)
-        tabs[T_DISH, t] = k_old
-        _set_table_targets(t, j, k_old, delta, seat, meta[M_HI])
-        end_move(tabs, sts, meta)
+        _reject_table(t, j, k_new, k_old, model, variant, n_new, newq, news, delta, seat, nj, v,
+                      mu, tabs, col_tabs, col_T, sts, meta, hyp)
         stats[ST_CAPACITY] += 1
         return
     hi = meta[M_HI]
     n_o = _collect_old(delta, seat, vis, meta[M_STAMP], hi, nf, oq, os_, oseat)
     if n_o > 0 and _ambiguous(-1, -1, t, k_old, delta, seat, vis, meta[M_STAMP], hi, nf, n_new,
                               newq, news, tabs):
-        _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
-                  col_T, sts, meta, hyp)
-        _top_rem(k_new, sts, meta, hyp, variant)
-        _top_add(k_old, sts, meta, hyp, variant)
-        tabs[T_DISH, t] = k_old
-        _set_table_targets(t, j, k_old, delta, seat, hi)
-        end_move(tabs, sts, meta)
+        _reject_table(t, j, k_new, k_old, model, variant, n_new, newq, news, delta, seat, nj, v,
+                      mu, tabs, col_tabs, col_T, sts, meta, hyp)
         return
     dl = delta_loglik(cnt, ctot, cnt2, ctot2, hi, lg, changed)
-    s_sum = 0.0
-    for o in range(n_o):
-        s_sum += rem(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
-                     variant)
+    s_sum = _reseat_old(-1, 0.0, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs,
+                        col_T, sts, meta, hyp)
     size_after = meta[M_TABLES]
     _top_rem(k_new, sts, meta, hyp, variant)
     tabs[T_DISH, t] = k_old
     b = _top_add(k_old, sts, meta, hyp, variant)
-    for o in range(n_o - 1, -1, -1):
-        b += add(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
-                 variant)
-    if variant == 1:
-        log_a = dl - r1 + f - s_sum
-    else:
-        log_a = dl + b - r1 - s_sum
-    if random_scan:
-        log_a += math.log(size_before) - math.log(size_after)
-    if math.log(rng.random()) < log_a:
-        for o in range(n_o):
-            rem(model, os_[o], oseat[o], nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
-                variant)
-            delta[oq[o], os_[o]] = -1
-            seat[oq[o], os_[o]] = -1
+    b = _reseat_old(1, b, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs, col_T, sts,
+                    meta, hyp)
+    if _mh_accept(dl, r1, f, s_sum, b, size_before, size_after, random_scan, model, variant, n_o,
+                  oq, os_, oseat, delta, seat, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                  rng):
         _top_rem(k_old, sts, meta, hyp, variant)
         _top_add(k_new, sts, meta, hyp, variant)
         tabs[T_DISH, t] = k_new
@@ -530,6 +613,8 @@ def _hyper_target(which, model, variant, hyp, cnt, ctot, hi, v, nj, mu, lmu, tab
             out += (x / n_q - 1.0) * lmu[k]
         return out
     prior = 0.0 if which in (H_D, H_D0) else -x
+    if variant == 3 and which == H_ALPHA:  # mutant: alpha's Gamma(1, 1) prior term dropped
+        prior = 0.0
     return prior + log_prior_crf(tabs, col_tabs, col_T, sts, hyp, variant)
 
 
@@ -549,6 +634,8 @@ def move_hyper(which, step, model, variant, hyp, cnt, ctot, hi, v, nj, mu, lmu, 
             stats[ST_HYP + 2 * which + 1] += 1
             return
         jac = math.log(new) + math.log1p(-new) - math.log(old) - math.log1p(-old)
+        if variant == 4 and which == H_D:  # mutant: the logit walk's Jacobian left out
+            jac = 0.0
     else:
         new = old * math.exp(eps)
         jac = eps
@@ -664,31 +751,33 @@ def n_states_used(ctot, hi):
 
 @njit(cache=True)
 def predict_strings(model, variant, sym, offsets, nf, start, delta, seat, cnt, ctot, nj, v, mu,
-                    tabs, col_tabs, col_T, sts, meta, hyp, n_rep, rng, newq, news, out):
+                    tabs, col_tabs, col_T, sts, meta, hyp, lg, n_rep, rng, newq, news, out):
     """Log predictive of each string ``sym[offsets[s]:offsets[s+1]]`` under one posterior
     sample, the string's emissions folded into the counts as they are read (the
     Dirichlet-multinomial predictive) and unvisited entries drawn from the CRF / Polya
     predictive as the string needs them (a Monte Carlo average over ``n_rep`` draws; exact
     when the string needs none). Sentences (``nf = 1``): every string from ``q0`` given the
-    training data only (everything is undone after it). Sequence (``nf = 0``): the strings
-    continue one another from ``start`` and nothing is undone; ``n_rep`` must be 1."""
-    beta = hyp[H_BETA]
+    training data only (everything is undone after it). Sequence (``nf = 0``), or sentences
+    with ``n_rep = 0``: the strings continue one another from ``start`` and nothing is undone
+    (one draw of the unvisited entries; a sentence's end symbol still leads back to ``q0``),
+    so each string is predicted given the training data and the strings before it. ``lg``
+    selects the emission prior by its rank (module docstring; a 2-D one is not read)."""
     n_sym = cnt.shape[1]
-    b = beta / n_sym
     q = start
     for s_i in range(offsets.shape[0] - 1):
         lo, hi_ = offsets[s_i], offsets[s_i + 1]
         acc = -np.inf
-        reps = n_rep if nf == 1 else 1
+        keep = nf == 0 or n_rep < 1  # the strings continue one another: nothing undone
+        reps = 1 if keep else n_rep
         done = 0
         for r in range(reps):
-            if nf == 1:
+            if not keep:
                 q = 0
             lp = 0.0
             n_new = 0
             for t in range(lo, hi_):
                 s = sym[t]
-                lp += math.log((cnt[q, s] + b) / (ctot[q] + beta))
+                lp += _log_emission_pred(lg, hyp, n_sym, s, cnt[q, s], ctot[q])
                 cnt[q, s] += 1
                 ctot[q] += 1
                 if s < nf:
@@ -708,7 +797,7 @@ def predict_strings(model, variant, sym, offsets, nf, start, delta, seat, cnt, c
                     news[n_new] = s
                     n_new += 1
                 q = nq
-            if nf == 1:
+            if not keep:
                 # undo the string: its counts, then the entries it instantiated
                 qq = 0
                 for t in range(lo, hi_):

@@ -61,6 +61,11 @@ class CGSResult(NamedTuple):
     info : timings and sizes.
     heldout_log_pred : float64 ``[chain, draw]``, the log predictive of the held-out slice
         under each draw's plug-in ``xi~`` (label-invariant); None without a held-out slice.
+    predict_log_mean : float64 ``[n_test]``, Eq. 6 for the ``predict`` strings over every
+        draw of every chain, folded in as each draw was made; None without ``predict``.
+
+    With ``max_draws = K`` the ``draw`` axis of ``counts`` holds only the K draws
+    :func:`kept_draw_indices` names; the other arrays keep every draw.
     """
 
     counts: np.ndarray
@@ -70,6 +75,23 @@ class CGSResult(NamedTuple):
     z: np.ndarray
     info: dict[str, Any]
     heldout_log_pred: np.ndarray | None = None
+    predict_log_mean: np.ndarray | None = None
+
+
+#: With a cap on kept draws, draws are made this many at a time into a scratch buffer.
+_SCRATCH_DRAWS = 4
+#: How :func:`kept_draw_indices` thins (recorded in the run's info).
+KEPT_DRAWS_RULE = "(i + 1) * n_draws // max_draws - 1 for i in range(max_draws)"
+
+
+def kept_draw_indices(n_draws: int, max_draws: int | None) -> np.ndarray:
+    """Indices (0-based, among a chain's ``n_draws`` recorded draws) of the draws whose counts
+    are kept under the cap ``max_draws``: ``(i + 1) * n_draws // max_draws - 1`` for ``i <
+    max_draws``, evenly spaced and ending at the last draw; every draw when ``max_draws`` is
+    None or at least ``n_draws``. int64, strictly increasing."""
+    if max_draws is None or max_draws >= n_draws:
+        return np.arange(n_draws, dtype=np.int64)
+    return (np.arange(1, max_draws + 1, dtype=np.int64) * n_draws) // max_draws - 1
 
 
 def prior_matrix(n_states: int, n_symbols: int, beta: float) -> np.ndarray:
@@ -146,6 +168,39 @@ def _free_positions(tokens: np.ndarray) -> np.ndarray:
     return (np.flatnonzero(tokens[:-1] != 0) + 1).astype(np.int64)
 
 
+#: The sweep kernels (``--kernel``): ``gibbs``, Algorithm 1's O(N)-per-token Gibbs sweep
+#: (:mod:`bayesfa.samplers._cgs_pfa_kernel`); ``alias-mh``, Metropolis-Hastings within Gibbs
+#: with O(1) alias-table proposals (:mod:`bayesfa.samplers._cgs_pfa_alias_kernel`). Both leave
+#: the posterior of Eq. 4 invariant and run on the same chain state.
+KERNELS = ("gibbs", "alias-mh")
+#: ``--kernel auto`` runs ``alias-mh`` from this many states on, ``gibbs`` below; None: always
+#: ``gibbs``. Measured (benchmarks/RESULTS.md, "CGS-PFA alias-MH kernel (issue 12)"): at every
+#: N tried (10-400) the Gibbs kernel reached a given PAutomaC score sooner, so there is no
+#: crossover to set yet.
+ALIAS_MH_MIN_STATES: int | None = None
+
+
+def choose_kernel(kernel: str, n_states: int) -> str:
+    """The kernel ``--kernel`` names: ``gibbs``, ``alias-mh``, or for ``auto`` the faster of
+    the two at ``n_states`` (:data:`ALIAS_MH_MIN_STATES`)."""
+    if kernel == "auto":
+        threshold = ALIAS_MH_MIN_STATES
+        return "alias-mh" if threshold is not None and n_states >= threshold else "gibbs"
+    if kernel not in KERNELS:
+        raise InputError(f"kernel must be one of {', '.join(KERNELS)} or auto, got {kernel!r}")
+    return kernel
+
+
+def kernel_module(kernel: str):
+    """The numba module of ``kernel`` (a name of :data:`KERNELS`): ``fill_counts``, ``sweeps``
+    and ``sample_draws`` with the same signatures and chain state."""
+    if kernel == "alias-mh":
+        from bayesfa.samplers import _cgs_pfa_alias_kernel as module
+    else:
+        from bayesfa.samplers import _cgs_pfa_kernel as module
+    return module
+
+
 def new_counts(n_states: int, n_symbols: int):
     """Zeroed ``(c, ct, ci, recip)`` of the kernel's chain state (see ``_cgs_pfa_kernel``)."""
     from bayesfa.samplers._cgs_pfa_kernel import padded_width
@@ -200,8 +255,9 @@ def _heldout_log_pred(counts: np.ndarray, beta: float, held: _Held | None) -> np
 
 def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed_seq, on_sweeps=None,
                held=None, checkpoint=None, checkpoint_every=CHECKPOINT_EVERY, fingerprint=None,
-               resume=None):
-    """One chain from its ``SeedSequence``: random init, burn-in, ``n_draws`` recorded draws.
+               resume=None, predict=None, max_draws=None, kernel="gibbs"):
+    """One chain from its ``SeedSequence``: random init, burn-in, ``n_draws`` recorded draws,
+    by the sweeps of ``kernel`` (a name of :data:`KERNELS`, see :func:`kernel_module`).
 
     ``checkpoint`` (a path): the chain state (``z``, the Generator's ``bit_generator.state``,
     the draws so far, the sweeps done) is saved there atomically after the first block of
@@ -211,13 +267,26 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     an uninterrupted one. Neither the interval nor the block size changes the result: each
     sweep draws one ``rng.random(M)`` whatever the blocks.
 
-    Returns ``(counts, log_joint, used, edges, heldout, z, seconds)``.
+    ``predict`` (a :class:`_Held` of test strings): each draw's plug-in ``log Pr(b | xi~)``
+    (Eq. 6's terms) is folded into a :class:`bayesfa.online.LogMeanAccumulator` as the draw is
+    made. ``max_draws``: only the draws :func:`kept_draw_indices` names keep their counts
+    (the others are made in a scratch buffer of a few draws), and a checkpoint saves those
+    and the accumulator, not every draw.
+
+    Returns ``(counts, log_joint, used, edges, heldout, z, seconds, pred_log_sum)``;
+    ``pred_log_sum`` is ``log sum_draws Pr(b | xi~)`` per test string (empty without
+    ``predict``).
     """
-    from bayesfa.samplers import _cgs_pfa_kernel as kernel
+    from bayesfa.online import LogMeanAccumulator
+    kernel = kernel_module(kernel) if isinstance(kernel, str) else kernel  # or a _Lockstep
 
     rng = np.random.default_rng(seed_seq)
     positions = _free_positions(tokens)
-    counts = np.zeros((n_draws, n_states + 1, n_symbols, n_states + 1), dtype=np.int32)
+    kept = kept_draw_indices(n_draws, max_draws)
+    capped = kept.size < n_draws
+    counts = np.zeros((kept.size, n_states + 1, n_symbols, n_states + 1), dtype=np.int32)
+    acc = LogMeanAccumulator(0 if predict is None else predict.offsets.size - 1)
+    test = None if predict is None else predict.corpus()
     log_joint = np.zeros(n_draws)
     used = np.zeros(n_draws, dtype=np.int32)
     edges = np.zeros(n_draws, dtype=np.int32)
@@ -230,8 +299,10 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         z = np.array(resume["z"], dtype=np.int32)
         rng.bit_generator.state = json.loads(str(resume["rng_state"]))
         done, d, seconds_before = int(resume["sweeps_done"]), int(resume["draws_done"]), float(resume["seconds"])
-        counts[:d], log_joint[:d], used[:d], edges[:d], heldout[:d] = (
+        n_kept = int(np.searchsorted(kept, d))
+        counts[:n_kept], log_joint[:d], used[:d], edges[:d], heldout[:d] = (
             resume[k] for k in ("counts", "log_joint", "used", "edges", "heldout"))
+        acc = LogMeanAccumulator.from_state(resume["pred_log_sum"], d)
     c, ct, ci, recip = new_counts(n_states, n_symbols)
     kernel.fill_counts(tokens, z, c, ct, ci, recip, float(beta))
     state = (positions, tokens, z, c, ct, ci, recip, rng, float(beta))
@@ -242,7 +313,8 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         nonlocal last_save
         if checkpoint is not None and time.monotonic() - last_save >= checkpoint_every:
             _save_chain(checkpoint, fingerprint, {
-                "counts": counts[:d], "log_joint": log_joint[:d], "used": used[:d], "edges": edges[:d],
+                "counts": counts[:np.searchsorted(kept, d)], "log_joint": log_joint[:d],
+                "used": used[:d], "edges": edges[:d], "pred_log_sum": acc.log_sum,
                 "heldout": heldout[:d], "z": z, "seconds": seconds_before + time.perf_counter() - t0,
                 "sweeps_done": done, "draws_done": d,
                 "rng_state": json.dumps(rng.bit_generator.state)})
@@ -259,10 +331,19 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         if on_sweeps is not None:
             on_sweeps(step)
     draws_per_block = max(1, block // period)
+    if capped:  # the draws are made in a scratch buffer, and the kept ones copied out
+        draws_per_block = min(draws_per_block, _SCRATCH_DRAWS)
+        scratch = np.zeros((draws_per_block,) + counts.shape[1:], dtype=np.int32)
     while d < n_draws:
         e = min(n_draws, d + draws_per_block)
-        kernel.sample_draws(period, *state, counts[d:e], log_joint[d:e], used[d:e], edges[d:e])
-        heldout[d:e] = _heldout_log_pred(counts[d:e], beta, held)
+        made = scratch[:e - d] if capped else counts[d:e]
+        kernel.sample_draws(period, *state, made, log_joint[d:e], used[d:e], edges[d:e])
+        heldout[d:e] = _heldout_log_pred(made, beta, held)
+        if test is not None:
+            acc.add(plugin_log_prob(made, beta, test))
+        if capped:
+            lo, hi = np.searchsorted(kept, (d, e))
+            counts[lo:hi] = made[kept[lo:hi] - d]
         step = (e - d) * period
         done += step
         d = e
@@ -270,7 +351,7 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         if on_sweeps is not None:
             on_sweeps(step)
     seconds = seconds_before + time.perf_counter() - t0
-    return counts, log_joint, used, edges, heldout, z, seconds
+    return counts, log_joint, used, edges, heldout, z, seconds, acc.log_sum
 
 
 _WORKER_PROGRESS = None  # in a worker process: shared sweep counts, one slot per chain
@@ -281,15 +362,192 @@ def _init_worker(progress) -> None:
     _WORKER_PROGRESS = progress
 
 
-def _run_chain_job(chain: int, args: tuple, kwargs: dict):
-    """:func:`_run_chain` in a worker process; reports its sweeps into the shared slot
-    ``chain`` of the progress array when there is one."""
+#: ``interleave`` default (``--interleave``): with more chains than processes, up to
+#: ``INTERLEAVE_CHAINS`` chains of the ``gibbs`` kernel share one interleaved kernel
+#: (:mod:`bayesfa.samplers._cgs_pfa_multichain_kernel`) when ``N <= INTERLEAVE_MAX_STATES``.
+#: Measured slower per chain than one chain at a time at N = 10 and 30 on the shared 2-core
+#: machine (benchmarks/RESULTS.md, "CGS-PFA multi-chain kernel (issue 12)"), so off by default
+#: (0 states): ``--interleave CHAINS`` opts in.
+INTERLEAVE_CHAINS = 8
+INTERLEAVE_MAX_STATES = 0
+
+
+def interleave_size(interleave: int | None, kernel: str, n_states: int) -> int:
+    """Chains per interleaved kernel: ``interleave`` when given, else the default above; 1
+    (one chain at a time) for kernels other than ``gibbs``."""
+    if interleave is not None and (isinstance(interleave, bool)
+                                   or not isinstance(interleave, (int, np.integer)) or interleave < 1):
+        raise InputError(f"interleave must be an integer >= 1, got {interleave!r}")
+    if kernel != "gibbs":
+        return 1
+    if interleave is None:
+        return INTERLEAVE_CHAINS if n_states <= INTERLEAVE_MAX_STATES else 1
+    return int(interleave)
+
+
+class _Lockstep:
+    """Stands in for the kernel module of :func:`_run_chain` (its ``kernel=``) when several
+    chains run in threads of one process: a chain's ``sweeps`` or ``sample_draws`` call waits
+    until every chain still running has made its call; the last to arrive runs the calls that
+    match (same operation, length and data) through the interleaved kernel, at most
+    ``max_chains`` chains per kernel call (:func:`_interleaved_call`), and releases them all.
+    Each chain's ``z``, counts and Generator end bit for bit as the one-chain kernel leaves
+    them, and the rest (checkpoints, resume, held-out slice, online prediction, draw caps) is
+    :func:`_run_chain`'s own code, so the chains end exactly as when run one by one. When a
+    chain fails (or the caller is interrupted), :meth:`abort` stops the others at their next
+    kernel call (:class:`_Aborted`), each with the checkpoint of its last block, as an
+    interruption stops chains run one by one."""
+
+    def __init__(self, n_chains: int, max_chains: int):
+        self._cv = threading.Condition()
+        self._live = n_chains
+        self._max = max_chains
+        self._pending: list[dict] = []
+        self._round = 0
+        self._aborted = False
+
+    def fill_counts(self, *args) -> None:
+        from bayesfa.samplers import _cgs_pfa_kernel
+
+        _cgs_pfa_kernel.fill_counts(*args)
+
+    def sweeps(self, n_sweeps, *state) -> None:
+        self._submit(("sweeps", n_sweeps), state, ())
+
+    def sample_draws(self, period, *args) -> None:
+        self._submit(("draws", period), args[:9], args[9:])
+
+    def leave(self) -> None:
+        """A chain is done (or failed): the others no longer wait for it."""
+        with self._cv:
+            self._live -= 1
+            if self._pending and len(self._pending) >= self._live and not self._aborted:
+                self._run()
+
+    def abort(self) -> None:
+        """Stop every chain at its next kernel call (or now, if it is waiting for one)."""
+        with self._cv:
+            self._aborted = True
+            self._cv.notify_all()
+
+    def _submit(self, op: tuple, state: tuple, outs: tuple) -> None:
+        call = {"op": op, "state": state, "outs": outs, "error": None}
+        with self._cv:
+            this = self._round
+            if not self._aborted:
+                self._pending.append(call)
+                if len(self._pending) >= self._live:
+                    self._run()
+            while self._round == this and not self._aborted:
+                self._cv.wait()
+            if self._round == this:
+                raise _Aborted
+        if call["error"] is not None:
+            raise call["error"]
+
+    def _run(self) -> None:  # with the lock held
+        calls, self._pending = self._pending, []
+        groups: dict[tuple, list[dict]] = {}
+        for call in calls:
+            positions, tokens, beta = call["state"][0], call["state"][1], call["state"][8]
+            key = (call["op"], id(tokens), positions.size, beta, tuple(o.shape for o in call["outs"]))
+            groups.setdefault(key, []).append(call)
+        for group in groups.values():
+            for lo in range(0, len(group), self._max):
+                part = group[lo:lo + self._max]
+                try:
+                    _interleaved_call(part)
+                except BaseException as err:  # noqa: BLE001 - re-raised in each chain's thread
+                    for call in part:
+                        call["error"] = err
+        self._round += 1
+        self._cv.notify_all()
+
+
+class _Aborted(Exception):
+    """Raised in a chain's thread when another chain of its :class:`_Lockstep` failed."""
+
+
+def _interleaved_call(calls: list[dict]) -> None:
+    """Run the same ``sweeps`` or ``sample_draws`` call of several chains (each call's state
+    ``(positions, tokens, z, c, ct, ci, recip, rng, beta)`` as :func:`_run_chain` passes it)
+    through :mod:`bayesfa.samplers._cgs_pfa_multichain_kernel`: the chains' states are stacked,
+    swept together, and copied back."""
+    from numba.typed import List
+
+    from bayesfa.samplers import _cgs_pfa_multichain_kernel as multi
+
+    states = [call["state"] for call in calls]
+    positions, tokens, beta = states[0][0], states[0][1], states[0][8]
+    z = np.stack([s[2] for s in states], axis=1)
+    c, ct, ci, recip = (np.stack([s[i] for s in states]) for i in (3, 4, 5, 6))
+    rngs = List([s[7] for s in states])
+    kind, n = calls[0]["op"]
+    if kind == "sweeps":
+        multi.sweeps(n, positions, tokens, z, c, ct, ci, recip, rngs, beta)
+    else:
+        outs = [np.stack([call["outs"][i] for call in calls]) for i in range(4)]
+        multi.sample_draws(n, positions, tokens, z, c, ct, ci, recip, rngs, beta, *outs)
+        for h, call in enumerate(calls):
+            for dst, src in zip(call["outs"], outs):
+                dst[...] = src[h]
+    for h, s in enumerate(states):
+        s[2][...] = z[:, h]
+        for dst, src in zip(s[3:7], (c, ct, ci, recip)):
+            dst[...] = src[h]
+
+
+def _run_chains_interleaved(args: list[tuple], kwargs: list[dict], max_chains: int) -> list:
+    """:func:`_run_chain` of each ``(args[i], kwargs[i])``, the chains in threads of this
+    process sweeping through one interleaved kernel (:class:`_Lockstep`), at most
+    ``max_chains`` per kernel call; the outputs are those of the calls made one by one.
+    ``on_sweeps`` callbacks are called from those threads."""
+    if len(args) == 1 or max_chains <= 1:
+        return [_run_chain(*a, **k) for a, k in zip(args, kwargs)]
+    lock = _Lockstep(len(args), max_chains)
+    outs: list = [None] * len(args)
+    errors: list = [None] * len(args)
+
+    def run(i):
+        try:
+            outs[i] = _run_chain(*args[i], **{**kwargs[i], "kernel": lock})
+        except _Aborted:
+            pass
+        except BaseException as err:  # noqa: BLE001 - re-raised below
+            errors[i] = err
+            lock.abort()
+        finally:
+            lock.leave()
+
+    threads = [threading.Thread(target=run, args=(i,), name=f"cgs-pfa-chain-{i}", daemon=True)
+               for i in range(len(args))]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    except BaseException:  # e.g. KeyboardInterrupt in this thread: stop the chains first
+        lock.abort()
+        for thread in threads:
+            thread.join()
+        raise
+    for err in errors:
+        if err is not None:
+            raise err
+    return outs
+
+
+def _run_chains_job(chains: list[int], args: list[tuple], kwargs: list[dict], max_chains: int):
+    """:func:`_run_chains_interleaved` in a worker process; each chain reports its sweeps into
+    its slot of the shared progress array when there is one."""
     progress = _WORKER_PROGRESS
     if progress is not None:
-        def on_sweeps(n):
-            progress[chain] += n
-        kwargs = {**kwargs, "on_sweeps": on_sweeps}
-    return _run_chain(*args, **kwargs)
+        def reporter(chain):
+            def on_sweeps(n):
+                progress[chain] += n
+            return on_sweeps
+        kwargs = [{**k, "on_sweeps": reporter(c)} for c, k in zip(chains, kwargs)]
+    return _run_chains_interleaved(args, kwargs, max_chains)
 
 
 def _mp_context():
@@ -306,25 +564,30 @@ def _digest(array: np.ndarray) -> str:
 
 
 def _chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws,
-                       seed_seq: np.random.SeedSequence, held: _Held | None = None) -> str:
+                       seed_seq: np.random.SeedSequence, held: _Held | None = None,
+                       predict: _Held | None = None, max_draws: int | None = None,
+                       kernel: str = "gibbs") -> str:
     """What determines a chain's output, as a string (the data by SHA-256): the training
-    tokens, the held-out slice, the settings and the chain's seed; not ``jobs`` nor the
-    checkpoint interval."""
+    tokens, the held-out slice, the test strings predicted online, the cap on kept draws,
+    the settings and the chain's seed; not ``jobs`` nor the checkpoint interval."""
     return json.dumps({"format": _CHAIN_FORMAT, "tokens": _digest(tokens),
                        "heldout": None if held is None else [_digest(held.tokens), _digest(held.offsets)],
-                       "n_symbols": n_symbols, "n_states": n_states, "beta": float(beta),
+                       "predict": None if predict is None else [_digest(predict.tokens),
+                                                                _digest(predict.offsets)],
+                       "max_draws": None if max_draws is None else int(max_draws),
+                       "kernel": kernel, "n_symbols": n_symbols, "n_states": n_states, "beta": float(beta),
                        "burn_in": burn_in, "period": period, "n_draws": n_draws,
                        "entropy": str(seed_seq.entropy), "spawn_key": list(seed_seq.spawn_key)},
                       sort_keys=True)
 
 
-_CHAIN_FORMAT = "bayesfa-cgs-pfa-chain/2"
-_CHAIN_FIELDS = ("counts", "log_joint", "used", "edges", "heldout", "z", "seconds")
+_CHAIN_FORMAT = "bayesfa-cgs-pfa-chain/3"
+_CHAIN_FIELDS = ("counts", "log_joint", "used", "edges", "heldout", "z", "seconds", "pred_log_sum")
 _STATE_FIELDS = _CHAIN_FIELDS + ("sweeps_done", "draws_done", "rng_state")
 
 
 def _load_chain(path: Path, fingerprint: str, *, n_draws: int, z_size: int, burn_in: int,
-                period: int) -> dict | None:
+                period: int, max_draws: int | None = None, n_test: int = 0) -> dict | None:
     """The chain state saved at ``path`` by :func:`_save_chain` (finished or not), or None
     when it was saved for other data, settings or seed. An :class:`InputError` naming the
     file when it cannot be read or is inconsistent (it was written atomically, so only damage
@@ -349,7 +612,9 @@ def _load_chain(path: Path, fingerprint: str, *, n_draws: int, z_size: int, burn
         raise corrupt(f"{type(err).__name__}: {err}".splitlines()[0][:120]) from None
     d, done = int(state["draws_done"]), int(state["sweeps_done"])
     shapes_ok = (0 <= d <= n_draws and state["z"].shape == (z_size,)
-                 and all(state[k].shape[:1] == (d,) for k in ("counts", "log_joint", "used", "edges", "heldout"))
+                 and all(state[k].shape[:1] == (d,) for k in ("log_joint", "used", "edges", "heldout"))
+                 and state["counts"].shape[:1] == (np.searchsorted(kept_draw_indices(n_draws, max_draws), d),)
+                 and state["pred_log_sum"].shape == (n_test,)
                  and done == (min(done, burn_in) if d == 0 else burn_in + d * period))
     if not shapes_ok:
         raise corrupt("its arrays do not match its settings")
@@ -371,14 +636,16 @@ def _save_chain(path: Path, fingerprint: str, state: dict) -> None:
 
 def _finished_state(out, n_sweeps: int, rng_state: str = "{\"state\": null}") -> dict:
     return {**dict(zip(_CHAIN_FIELDS, out)), "sweeps_done": n_sweeps,
-            "draws_done": int(out[0].shape[0]), "rng_state": rng_state}
+            "draws_done": int(out[1].shape[0]), "rng_state": rng_state}
 
 
 def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, burn_in: int,
                    period: int, chains: int, seed: int | None, jobs: int = 1,
                    progress: bool = False, checkpoint_dir: str | os.PathLike | None = None,
                    checkpoint_every: float = CHECKPOINT_EVERY, holdout: float = 0.0,
-                   on_sweeps: Callable[[int], None] | None = None) -> CGSResult:
+                   on_sweeps: Callable[[int], None] | None = None, predict: Corpus | None = None,
+                   max_draws: int | None = None, kernel: str = "gibbs",
+                   interleave: int | None = None) -> CGSResult:
     """Run CGS-PFA (Algorithm 1) on ``corpus`` with ``N = n_states`` states besides state 0.
 
     Each chain starts from a uniformly random ``z``, runs ``burn_in`` sweeps, then records the
@@ -405,8 +672,38 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
 
     ``on_sweeps(n)`` is called after every block of ``n`` sweeps when the chains run in this
     process (``jobs == 1``).
+
+    ``predict`` (a corpus of test strings): Eq. 6 for them is accumulated online, each draw's
+    plug-in predictive folded in (log-sum-exp, float64) as the draw is made
+    (:mod:`bayesfa.online`); the result's ``predict_log_mean``. ``max_draws = K``: each chain
+    keeps the counts of only K draws, :func:`kept_draw_indices` (evenly thinned), so memory
+    and checkpoints stay bounded whatever the number of sweeps; the trace keeps every draw.
+    Neither changes the chains.
+
+    ``kernel``: the sweep, a name of :data:`KERNELS` (``auto`` is resolved by the method's
+    ``fit``, :func:`choose_kernel`); part of each chain's checkpoint fingerprint.
+
+    ``interleave``: with more chains to run than processes, each process runs its chains up
+    to this many at a time in one kernel, interleaved position by position
+    (:mod:`bayesfa.samplers._cgs_pfa_multichain_kernel`, ``gibbs`` only); None: the default of
+    :func:`interleave_size`. The result is bit-identical whatever ``interleave`` and ``jobs``.
+    Interleaved chains run in threads of their process (``on_sweeps`` is called from them), in
+    lockstep: when one fails or is interrupted, the others stop at their next block.
     """
     n_draws = _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs)
+    if kernel not in KERNELS:
+        raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+    if max_draws is not None and (isinstance(max_draws, bool) or not isinstance(max_draws, (int, np.integer))
+                                  or max_draws < 1):
+        raise InputError(f"max_draws must be an integer >= 1, got {max_draws!r}")
+    if predict is not None:
+        if not isinstance(predict, Corpus):
+            raise TypeError("predict must be a bayesfa.Corpus")
+        if predict.alphabet_size > corpus.alphabet_size:
+            raise InputError(f"the strings to predict use {predict.alphabet_size} letters, the "
+                             f"training strings {corpus.alphabet_size}")
+        test = predict.with_alphabet(corpus.alphabet_size)
+        predict = _Held(test.tokens, test.offsets, test.alphabet_size)
     if not (isinstance(checkpoint_every, (int, float)) and checkpoint_every >= 0
             and math.isfinite(checkpoint_every)):
         raise InputError(f"checkpoint_every must be a number of seconds >= 0, got {checkpoint_every!r}")
@@ -431,15 +728,17 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
 
         bar = tqdm(total=chains * sweeps_per_chain, unit="sweep", desc="cgs-pfa",
                    leave=False, dynamic_ncols=True, file=sys.stderr)
-    prints = [_chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, s, held)
-              for s in children]
+    prints = [_chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, s, held,
+                                 predict, max_draws, kernel) for s in children]
+    n_test = 0 if predict is None else predict.offsets.size - 1
     paths: list = [None] * chains
     saved: list = [None] * chains
     if checkpoint_dir is not None:
         Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
         paths = [Path(checkpoint_dir) / f"chain-{c:04d}.npz" for c in range(chains)]
         saved = [_load_chain(p, f, n_draws=n_draws, z_size=tokens.size + 1, burn_in=burn_in,
-                             period=period) if p.exists() else None for p, f in zip(paths, prints)]
+                             period=period, max_draws=max_draws, n_test=n_test)
+                 if p.exists() else None for p, f in zip(paths, prints)]
     outs: list = [None] * chains
     for c, state in enumerate(saved):
         if state is not None and int(state["draws_done"]) == n_draws:
@@ -456,11 +755,13 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
 
     def chain_kwargs(c):
         return {"held": held, "checkpoint": paths[c], "checkpoint_every": float(checkpoint_every),
-                "fingerprint": prints[c], "resume": saved[c]}
+                "fingerprint": prints[c], "resume": saved[c], "predict": predict,
+                "max_draws": max_draws, "kernel": kernel}
 
     def chain_args(c):
         return (tokens, n_symbols, n_states, beta, burn_in, period, n_draws, children[c])
 
+    group = interleave_size(interleave, kernel, n_states)
     t0 = time.perf_counter()
     try:
         if jobs == 1 or len(todo) <= 1:
@@ -470,21 +771,32 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
                 def report(n):
                     for f in callbacks:
                         f(n)
+            if group > 1 and len(todo) > 1:
+                for c, out in zip(todo, _run_chains_interleaved(
+                        [chain_args(c) for c in todo],
+                        [{**chain_kwargs(c), "on_sweeps": report} for c in todo], group)):
+                    finish(c, out)
             for c in todo:
-                finish(c, _run_chain(*chain_args(c), report, **chain_kwargs(c)))
+                if outs[c] is None:
+                    finish(c, _run_chain(*chain_args(c), report, **chain_kwargs(c)))
         else:
             shared = context.RawArray("q", chains) if bar is not None else None
             with concurrent.futures.ProcessPoolExecutor(
                     max_workers=min(jobs, len(todo)), mp_context=context,
                     initializer=_init_worker, initargs=(shared,)) as pool:
-                futures = {pool.submit(_run_chain_job, c, chain_args(c), chain_kwargs(c)): c
-                           for c in todo}
+                # one job per chain; or, interleaving, one group of chains per process
+                parts = ([[c] for c in todo] if group <= 1 or len(todo) <= jobs
+                         else [[int(c) for c in p] for p in np.array_split(todo, jobs)])
+                futures = {pool.submit(_run_chains_job, part, [chain_args(c) for c in part],
+                                       [chain_kwargs(c) for c in part], group): part
+                           for part in parts}
                 pending = set(futures)
                 while pending:
                     done, pending = concurrent.futures.wait(
                         pending, timeout=0.5, return_when=concurrent.futures.FIRST_COMPLETED)
                     for f in done:
-                        finish(futures[f], f.result())
+                        for c, out in zip(futures[f], f.result()):
+                            finish(c, out)
                     if bar is not None:
                         now = sum(sweeps_per_chain if outs[c] is not None else min(shared[c], sweeps_per_chain)
                                   for c in todo)
@@ -493,8 +805,10 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
         if bar is not None:
             bar.close()
     seconds = time.perf_counter() - t0
-    counts, log_joint, used, edges, heldout, z, chain_seconds = (np.stack(x) for x in zip(*outs))
+    counts, log_joint, used, edges, heldout, z, chain_seconds, pred_log_sum = (
+        np.stack(x) for x in zip(*outs))
     info = {
+        "kernel": kernel,
         "n_draws_per_chain": int(n_draws),
         "n_free_positions": int(_free_positions(tokens).size),
         "n_tokens": int(tokens.size),
@@ -502,6 +816,7 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
         "holdout_strings": int(held_idx.size),
         "holdout_letters": 0 if held is None else int(held.corpus().n_letters),
         "jobs": int(jobs),
+        "interleave": int(group),
         "chains_resumed": int(chains - len(todo)),
         "chains_resumed_mid_chain": int(resumed_mid),
         "checkpoint_every": float(checkpoint_every),
@@ -510,14 +825,31 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
         "chain_seconds": [float(s) for s in chain_seconds],
         "ns_per_state_token": float(np.mean(chain_seconds) * 1e9
                                     / max(1, sweeps_per_chain * n_states * tokens.size)),
+        "max_draws": None if max_draws is None else int(max_draws),
+        "kept_draws_per_chain": int(counts.shape[1]),
+        "kept_draws_rule": KEPT_DRAWS_RULE,
+        "predict_strings": n_test if predict is not None else None,
     }
-    return CGSResult(counts, log_joint, used, edges, z, info, heldout if held is not None else None)
+    predict_log_mean = None
+    if predict is not None:  # Eq. 6 over every draw of every chain (same count per chain)
+        from bayesfa.online import combine_log_means
+
+        predict_log_mean = combine_log_means(pred_log_sum - np.log(n_draws), np.full(chains, n_draws))
+    return CGSResult(counts, log_joint, used, edges, z, info, heldout if held is not None else None,
+                     predict_log_mean)
 
 
 def _fraction(text: str) -> float:
     value = float(text)
     if not 0.0 <= value < 1.0:
         raise argparse.ArgumentTypeError(f"must be a fraction in [0, 1), got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
     return value
 
 
@@ -533,6 +865,7 @@ class _CGSPFA:
 
     name = "cgs-pfa"
     resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
+    online_predict = True  # fit(..., predict=TEST) accumulates Eq. 6 draw by draw (bayesfa.online)
     summary = "collapsed Gibbs sampling of a fully connected PFA (Shibata & Yoshinaka 2013, Alg. 1)"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -547,43 +880,91 @@ class _CGSPFA:
                             help=f"save each running chain's state this often, so that an "
                                  f"interrupted fit resumes mid-chain (never changes the result); "
                                  f"default {CHECKPOINT_EVERY:g}")
+        parser.add_argument("--kernel", choices=(*KERNELS, "auto"), default="auto",
+                            help=f"the sweep: gibbs (Algorithm 1, O(N) per token) or alias-mh "
+                                 f"(Metropolis-Hastings within Gibbs, O(1) alias-table proposals); "
+                                 f"default auto: the faster for the N given ("
+                                 + ("gibbs at every N measured" if ALIAS_MH_MIN_STATES is None else
+                                    f"alias-mh from {ALIAS_MH_MIN_STATES} states on")
+                                 + ", benchmarks/RESULTS.md)")
+        parser.add_argument("--interleave", type=_positive_int, default=None, metavar="CHAINS",
+                            help=f"with more chains than --jobs, run up to CHAINS chains per process "
+                                 f"in one interleaved gibbs kernel (never changes the result); "
+                                 + (f"default {INTERLEAVE_CHAINS} up to {INTERLEAVE_MAX_STATES} "
+                                    f"states, 1 (one chain at a time) above"
+                                    if INTERLEAVE_MAX_STATES else "default 1, one chain at a time")
+                                 + " (measured in benchmarks/RESULTS.md)")
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """Peak bytes of ``fit`` and of ``predict_log_prob`` on a corpus of this size: the
         kernel's chain state (``c``, ``ct``, ``z``, positions, uniforms) of each running chain,
         every chain's recorded counts twice (per chain, then stacked), one chain more while a
         resumed or parallel chain is read back; for Eq. 6, the counts, a chunk of plug-in ``xi~``
-        (three float64 copies) and the forward pass (:mod:`bayesfa.memory`)."""
+        (three float64 copies) and the forward pass (:mod:`bayesfa.memory`).
+
+        ``options["interleave"]``: the chains of a process run at once, each state twice.
+
+        ``options["max_draws"] = K``: K draws' counts kept per chain, plus a scratch buffer of
+        a few draws. ``options["predict_sha256"]`` (set by ``bayesfa fit --predict``): the
+        online Eq. 6 of each block of draws during the fit, for a test set taken to be the
+        size of ``corpus`` (as for ``predict_log_prob``)."""
         from bayesfa.memory import forward_bytes
         from bayesfa.samplers._cgs_pfa_kernel import padded_width
 
         n, a, chains = options["states"], corpus.alphabet_size + 1, options["chains"]
         draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
+        kept = len(kept_draw_indices(draws, options.get("max_draws")))
         jobs = min(options.get("jobs", 1), chains)
         size = (n + 1) * a * (n + 1)                       # one recorded C_iaj (int32)
-        chain = draws * (size * 4 + 16)                   # + log joint, states and edges used
-        state = 2 * (n + 1) * a * padded_width(n) * 4 + corpus.n_tokens * 20
+        chain = kept * size * 4 + draws * 16              # + log joint, states and edges used
+        scratch = 0 if kept == draws else min(draws, _SCRATCH_DRAWS) * size * 4
+        state = 2 * (n + 1) * a * padded_width(n) * 4 + corpus.n_tokens * 20 + scratch
+        if choose_kernel(options.get("kernel", "gibbs"), n) == "alias-mh":
+            # the other block's counts and the alias tables (2 A (N+1) tables of N slots)
+            state += 2 * (n + 1) * a * padded_width(n) * 4 + 2 * a * (n + 1) * n * 12
+        samples = chains * kept
+
+        def eq6_work(k):  # a chunk of k plug-in xi~ (three float64 copies) and its forward pass
+            return 3 * k * size * 8 + forward_bytes(k, n + 1, corpus)
+
+        chunk = max(1, _XI_CHUNK_BYTES // (8 * size))
+        k = min(samples, chunk)
+        if options.get("predict_sha256"):  # each block's draws (a scratch's with a cap) scored
+            block = min(draws, chunk, _SCRATCH_DRAWS if scratch else draws)
+            state += eq6_work(block) + corpus.n_strings * 8
+        group = min(interleave_size(options.get("interleave"),
+                                    choose_kernel(options.get("kernel", "gibbs"), n), n), -(-chains // jobs))
+        if group > 1:  # interleaved (--interleave): a process's chains at once, and their stacked copy
+            state *= 2 * group
         stored = chains * chain
         fit = max(stored + state, 2 * stored) + chain
         if jobs > 1:  # each worker: its chain state, its draws and their pickle
             fit += jobs * (state + 2 * chain)
-        samples = chains * draws
-        k = min(samples, max(1, _XI_CHUNK_BYTES // (8 * size)))
-        work = max(3 * k * size * 8 + forward_bytes(k, n + 1, corpus), 2 * samples * corpus.n_strings * 8)
+        work = max(eq6_work(k), 2 * samples * corpus.n_strings * 8)
         return int(max(fit, samples * size * 4 + samples * corpus.n_strings * 8 + work))
 
     def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
-            workdir: str | os.PathLike | None = None) -> FitResult:
+            workdir: str | os.PathLike | None = None, predict: Corpus | None = None) -> FitResult:
+        """The chains of :func:`sample_cgs_pfa`; with ``predict`` (test strings), the arrays
+        also hold ``predict_log_mean`` (Eq. 6 accumulated online over all draws) and
+        ``predict_n_draws``, which :func:`bayesfa.online.fit_and_predict` takes out."""
         res = sample_cgs_pfa(corpus, n_states=options["states"], beta=options["beta"],
                              iterations=options["iterations"], burn_in=options["burn_in"],
                              period=options["period"], chains=options["chains"], seed=seed,
                              jobs=options.get("jobs", 1), progress=progress, checkpoint_dir=workdir,
                              checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY),
-                             holdout=options.get("holdout", 0.0))
+                             holdout=options.get("holdout", 0.0), predict=predict,
+                             max_draws=options.get("max_draws"),
+                             kernel=choose_kernel(options.get("kernel", "gibbs"), options["states"]),
+                             interleave=options.get("interleave"))
         trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges}
         if res.heldout_log_pred is not None:
             trace["heldout_log_pred"] = res.heldout_log_pred
-        return FitResult({"counts": res.counts}, trace, res.info)
+        arrays = {"counts": res.counts}
+        if predict is not None:
+            arrays["predict_log_mean"] = res.predict_log_mean
+            arrays["predict_n_draws"] = np.int64(res.log_joint.size)
+        return FitResult(arrays, trace, res.info)
 
     def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
                          corpus: Corpus) -> np.ndarray:

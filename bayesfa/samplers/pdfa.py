@@ -45,6 +45,9 @@ HYPER_NAMES = {FINITE: ("alpha", "beta", "gamma"), CRF: ("alpha", "beta", "alpha
 HYPER_DEFAULTS = {"alpha": 1.0, "beta": 1.0, "gamma": 1.0, "alpha0": 1.0, "d": 0.5, "d0": 0.5}
 _SLOTS = {"alpha": 0, "beta": 1, "gamma": 2, "alpha0": 2, "d": 3, "d0": 4}
 MOVE_KINDS = ("entry", "table", "mu")
+#: the ``lg`` argument of ``_pdfa_kernel.predict_strings`` for emissions ``Dir(beta / S)``:
+#: a 2-D array selects them (only its rank is read)
+_PLAIN_LG = np.zeros((2, 1))
 
 
 class Data(NamedTuple):
@@ -141,7 +144,7 @@ def _init_chain(state: ChainState, hyp: np.ndarray, rng: np.random.Generator, va
 
 
 def _sweeps(state: ChainState, hyp, fixed, n: int, rng, stats, options, variant: int,
-            moves=(-1, -1)) -> None:
+            moves=(-1, -1), emission=None) -> None:
     from bayesfa.samplers import _pdfa_kernel as K
 
     st = state
@@ -151,9 +154,11 @@ def _sweeps(state: ChainState, hyp, fixed, n: int, rng, stats, options, variant:
                 *st.seating(), hyp, st.lg, fixed, st.lmu, int(options.get("mu_moves", 5)),
                 float(options.get("hyper_step", 0.5)),
                 bool(options.get("table_moves", True)), int(moves[0]), int(moves[1]), rng, stats)
+        if emission is not None:
+            emission.sweep(st, hyp, rng, stats)
 
 
-def _record(state: ChainState, hyp) -> dict[str, Any]:
+def _record(state: ChainState, hyp, emission=None) -> dict[str, Any]:
     """One draw: the instantiated table, counts, seating and hyperparameters."""
     from bayesfa.samplers import _pdfa_kernel as K
 
@@ -170,10 +175,13 @@ def _record(state: ChainState, hyp) -> dict[str, Any]:
     end = _end_state(st.data, delta)
     lj = K.log_joint(st.model, 0, st.cnt, st.ctot, st.meta, st.v, st.nj, st.mu, st.tabs,
                      st.col_tabs, st.col_T, st.sts, hyp, st.lg, st.data.nf, st.lmu)
-    return {"delta": delta, "seat": seat, "cnt": st.cnt[:hi].copy(), "mu": st.mu.copy(),
-            "tdish": tdish, "hyp": hyp.copy(), "end": end, "log_joint": lj,
-            "n_states": K.n_states_used(st.ctot, hi),
-            "n_tables": int(st.meta[2]) if st.model == CRF else int((delta >= 0).sum())}
+    out = {"delta": delta, "seat": seat, "cnt": st.cnt[:hi].copy(), "mu": st.mu.copy(),
+           "tdish": tdish, "hyp": hyp.copy(), "end": end, "log_joint": lj,
+           "n_states": K.n_states_used(st.ctot, hi),
+           "n_tables": int(st.meta[2]) if st.model == CRF else int((delta >= 0).sum())}
+    if emission is not None:
+        emission.record(st, out)
+    return out
 
 
 def _end_state(data: Data, delta: np.ndarray) -> int:
@@ -186,22 +194,26 @@ def _end_state(data: Data, delta: np.ndarray) -> int:
 
 
 def run_chain(model: int, data: Data, n_cap: int, options: dict[str, Any], seed_seq,
-              variant: int = 0, on_sweeps=None) -> dict[str, Any]:
-    """One chain: prior start, ``burn_in`` sweeps, then a draw every ``period`` sweeps."""
+              variant: int = 0, on_sweeps=None, emission=None) -> dict[str, Any]:
+    """One chain: prior start, ``burn_in`` sweeps, then a draw every ``period`` sweeps.
+    ``emission``: a plug-in emission prior (``prepare / sweep / record / stack / describe /
+    predict_lg``, see :mod:`bayesfa.samplers.pdia_smoothed`); ``None``: ``Dir(beta / S)``."""
     rng = np.random.default_rng(seed_seq)
     n_draws = check_schedule(options)
     hyp, fixed = hyper_values(model, options)
     st = ChainState(model, data, n_cap)
     from bayesfa.samplers._pdfa_kernel import N_STATS
 
-    stats = np.zeros(N_STATS)
+    stats = np.zeros(N_STATS + (0 if emission is None else emission.n_stats))
     t0 = time.perf_counter()
     _init_chain(st, hyp, rng, variant)
+    if emission is not None:
+        emission.prepare(st, hyp, fixed, options, rng)
     burn = int(options["burn_in"])
     done = 0
     while done < burn:
         step = min(50, burn - done)
-        _sweeps(st, hyp, fixed, step, rng, stats, options, variant)
+        _sweeps(st, hyp, fixed, step, rng, stats, options, variant, emission=emission)
         done += step
         if on_sweeps:
             on_sweeps(step)
@@ -209,10 +221,11 @@ def run_chain(model: int, data: Data, n_cap: int, options: dict[str, Any], seed_
     moves = (max(1, int(st.nj[data.nf:].sum())), max(1, int(st.meta[2])))
     draws = []
     for _ in range(n_draws):
-        _sweeps(st, hyp, fixed, int(options["period"]), rng, stats, options, variant, moves)
+        _sweeps(st, hyp, fixed, int(options["period"]), rng, stats, options, variant, moves,
+                emission)
         if on_sweeps:
             on_sweeps(int(options["period"]))
-        draws.append(_record(st, hyp))
+        draws.append(_record(st, hyp, emission))
     seconds = time.perf_counter() - t0
     return {"draws": draws, "stats": stats, "seconds": seconds,
             "sweeps": burn + n_draws * int(options["period"])}
@@ -250,8 +263,10 @@ def _stack(chains: list[dict[str, Any]], model: int, n_symbols: int) -> dict[str
 
 
 def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | None,
-              progress: bool, n_cap: int, variant: int = 0, name: str = "pdfa") -> FitResult:
-    """Run ``options["chains"]`` chains (``SeedSequence(seed).spawn``) and assemble the result."""
+              progress: bool, n_cap: int, variant: int = 0, name: str = "pdfa",
+              emission=None) -> FitResult:
+    """Run ``options["chains"]`` chains (``SeedSequence(seed).spawn``) and assemble the result
+    (``emission``: see :func:`run_chain`)."""
     if not isinstance(corpus, Corpus):
         raise TypeError("corpus must be a bayesfa.Corpus")
     if corpus.n_strings < 1:
@@ -273,7 +288,7 @@ def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | N
     t0 = time.perf_counter()
     try:
         outs = [run_chain(model, data, n_cap, options, children[c], variant,
-                          None if bar is None else bar.update) for c in range(chains)]
+                          None if bar is None else bar.update, emission) for c in range(chains)]
     finally:
         if bar is not None:
             bar.close()
@@ -303,12 +318,14 @@ def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | N
             "chain_seconds": [float(c["seconds"]) for c in outs],
             "seconds_per_sweep": float(np.sum([c["seconds"] for c in outs]) / max(1, sum(sweeps))),
             "sampled_hyperparameters": [n for n in names if options.get(n) is None]}
+    if emission is not None:
+        emission.describe(outs, stats, arrays, trace, info, options)
     return FitResult(arrays, trace, info)
 
 
 # -- prediction ---------------------------------------------------------------------------------
 
-def _test_data(arrays, options, corpus: Corpus) -> tuple[Data, np.ndarray]:
+def _test_data(arrays, options, corpus: Corpus, per_symbol: bool = False) -> tuple[Data, np.ndarray]:
     n_symbols = int(arrays["delta"].shape[-1])
     sequence = bool(options.get("sequence", False))
     n_letters = n_symbols if sequence else n_symbols - 1
@@ -323,25 +340,35 @@ def _test_data(arrays, options, corpus: Corpus) -> tuple[Data, np.ndarray]:
         lengths = np.diff(corpus.offsets)
     offsets = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
+    if per_symbol:
+        # every symbol its own stretch, read in order and kept: sentences still restart at q0
+        # (their end symbol leads back to it), each folded into the counts before the next
+        offsets = np.arange(data.sym.size + 1, dtype=np.int64)
     return data, offsets
 
 
 def per_sample_log_prob(model: int, arrays: dict[str, np.ndarray], options: dict[str, Any],
                         corpus: Corpus, draws: list[tuple[int, int]] | None = None,
-                        variant: int = 0) -> np.ndarray:
+                        variant: int = 0, per_symbol: bool = False, emission=None) -> np.ndarray:
     """``log Pr(b | sample)`` ``[chain, draw, n_strings]`` (or ``[len(draws), n_strings]``):
     sentences, each string given the training data; sequence, the strings in order, each
-    given the training data and the strings before it."""
+    given the training data and the strings before it. ``per_symbol``: ``[..., n_symbols]``,
+    the log predictive of every symbol of the test set read in order, each given the training
+    data and every test symbol before it (the paper's incremental evaluation; sentences restart
+    at ``q0``, their end symbols included; one draw of the unvisited transitions per sample)."""
     from bayesfa.samplers._crf_kernel import new_crf, rebuild
     from bayesfa.samplers._pdfa_kernel import predict_strings
 
-    data, offsets = _test_data(arrays, options, corpus)
+    data, offsets = _test_data(arrays, options, corpus, per_symbol)
     delta_all = arrays["delta"]
     n_c, n_d, rows, s = delta_all.shape
     pairs = draws if draws is not None else [(c, d) for c in range(n_c) for d in range(n_d)]
     longest = int(np.diff(offsets).max()) if offsets.size > 1 else 0
-    n_cap = rows if model == FINITE else rows + (data.sym.size if data.nf == 0 else longest) + 2
+    grow = data.sym.size if data.nf == 0 or per_symbol else longest
+    n_cap = rows if model == FINITE else rows + grow + 2
     reps = int(options.get("predict_draws", 10)) if data.nf == 1 else 1
+    if per_symbol and data.nf == 1:
+        reps = 0  # predict_strings: the strings continue one another, nothing undone
     entropy = [int(x) for x in np.asarray(arrays.get("predict_entropy", [0]))]
     out = np.empty((len(pairs), offsets.size - 1))
     for n, (c, d) in enumerate(pairs):
@@ -361,7 +388,9 @@ def per_sample_log_prob(model: int, arrays: dict[str, np.ndarray], options: dict
         big = n_cap * s
         predict_strings(model, variant, data.sym, offsets, data.nf, int(arrays["end_state"][c, d]),
                         delta, seat, cnt, ctot, nj, v, mu, tabs, col_tabs, col_T, sts, meta,
-                        np.ascontiguousarray(arrays["hyp"][c, d]), reps, rng,
+                        np.ascontiguousarray(arrays["hyp"][c, d]),
+                        _PLAIN_LG if emission is None else emission.predict_lg(arrays, c, d),
+                        reps, rng,
                         np.zeros(big, dtype=np.int32), np.zeros(big, dtype=np.int32), out[n])
     if draws is None:
         return out.reshape(n_c, n_d, -1)
@@ -369,22 +398,61 @@ def per_sample_log_prob(model: int, arrays: dict[str, np.ndarray], options: dict
 
 
 def predict(model: int, arrays, options, corpus: Corpus, map: bool = False,
-            variant: int = 0) -> np.ndarray:
+            variant: int = 0, emission=None) -> np.ndarray:
     """Posterior predictive log probability of each string (module docstring); ``map``: the
     sample of highest log joint only."""
     if map:
         lj = np.asarray(arrays["log_joint"])
         c, d = np.unravel_index(int(np.argmax(lj)), lj.shape)
         lp = per_sample_log_prob(model, arrays, options, corpus, draws=[(int(c), int(d))],
-                                 variant=variant)
+                                 variant=variant, emission=emission)
     else:
-        lp = per_sample_log_prob(model, arrays, options, corpus, variant=variant)
+        lp = per_sample_log_prob(model, arrays, options, corpus, variant=variant,
+                                 emission=emission)
         lp = lp.reshape(-1, lp.shape[-1])
     if options.get("sequence", False):
         # strings continue one another: the mixture's sequential conditionals
         cum = log_mean_exp(np.cumsum(lp, axis=1), axis=0)
         return np.diff(np.concatenate([[0.0], cum]))
     return log_mean_exp(lp, axis=0)
+
+
+def perplexity_log_prob(model: int, arrays, options, corpus: Corpus, *, continuation: bool,
+                        map: bool = False, per_symbol: bool = False, variant: int = 0,
+                        emission=None) -> float:
+    """``log p(test | train)`` under the conventions of Pfau, Bartlett & Wood (2010), Sect. 4
+    (the hook of :mod:`bayesfa.methods`): the test data integrated into the model as they are
+    read ("in the standard Bayesian way"), every sentence from ``q0`` (``continuation=False``)
+    or the test sequence continuing from the state reached at the end of training
+    (``continuation=True``, a ``--sequence`` run). Each sample reads the whole test set once,
+    its unvisited transitions drawn from the prior predictive as needed.
+
+    Mixture over the posterior samples: by default the Bayesian one, the average of each
+    sample's probability of the *whole* test set (log-mean-exp of per-sample totals, i.e. the
+    product of the mixture's sequential conditionals, the samples reweighted by the test data
+    read so far). ``per_symbol``: the authors' estimator (GitHub ``dpfau/pdia``,
+    ``src/edu/columbia/stat/wood/pdia/PDIA.java``, ``ppTest`` / ``scoreTest``: each sample reads
+    the test sentences from ``q0`` with its counts updated as it goes, no end symbol, and the
+    per-symbol probabilities are averaged over samples): every symbol's predictive averaged with
+    equal weights, ``sum_t log mean_k p_k(x_t | x_<t)``, also a proper sequential predictive
+    but not the posterior-weighted one. ``map``: the sample of highest log joint alone
+    (PDIA-MAP; both estimators coincide).
+    """
+    sequence = bool(options.get("sequence", False))
+    if continuation != sequence:
+        raise InputError("the run was fitted on " + ("one long sequence" if sequence else
+                         "sentences") + ", but the test is read as " +
+                         ("a continuation" if continuation else "sentences"))
+    draws = None
+    if map:
+        lj = np.asarray(arrays["log_joint"])
+        draws = [tuple(int(i) for i in np.unravel_index(int(np.argmax(lj)), lj.shape))]
+    lp = per_sample_log_prob(model, arrays, options, corpus, draws=draws, variant=variant,
+                             per_symbol=True, emission=emission)
+    lp = lp.reshape(-1, lp.shape[-1])
+    if per_symbol:
+        return float(log_mean_exp(lp, axis=0).sum())
+    return float(log_mean_exp(lp.sum(axis=1), axis=0))
 
 
 def memory_bytes(model: int, corpus: Corpus, options: dict[str, Any], n_cap: int) -> int:
@@ -442,6 +510,11 @@ class _PDFA:
 
     def predict_log_prob(self, arrays, options, corpus, map: bool = False) -> np.ndarray:
         return predict(FINITE, arrays, options, corpus, map=map, variant=self.variant)
+
+    def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
+                            map: bool = False, per_symbol: bool = False) -> float:
+        return perplexity_log_prob(FINITE, arrays, options, corpus, continuation=continuation,
+                                   map=map, per_symbol=per_symbol, variant=self.variant)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         return memory_bytes(FINITE, corpus, options, int(options["states"]) + 1)

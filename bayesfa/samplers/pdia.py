@@ -26,7 +26,8 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.methods import FitResult, nonnegative_int, positive_int
-from bayesfa.samplers.pdfa import CRF, add_common_arguments, fit_model, memory_bytes, predict
+from bayesfa.samplers.pdfa import (CRF, add_common_arguments, fit_model, memory_bytes,
+                                   perplexity_log_prob, predict)
 
 DEFAULT_MAX_STATES = 5000
 
@@ -64,7 +65,10 @@ class _PDIA:
         parser.add_argument("--iterations", type=positive_int, default=1000,
                             help="sweeps per chain, burn-in included; default 1000")
         parser.add_argument("--burn-in", type=nonnegative_int, default=500,
-                            help="sweeps discarded at the start of each chain; default 500")
+                            help="sweeps discarded at the start of each chain; a later sweep "
+                                 "makes as many random-scan moves as there were transitions "
+                                 "and tables at its end (with 0: the one-state start's few); "
+                                 "default 500")
         parser.add_argument("--period", type=positive_int, default=10,
                             help="keep one sample every PERIOD sweeps after burn-in; default 10")
         parser.add_argument("--chains", type=positive_int, default=4,
@@ -90,6 +94,11 @@ class _PDIA:
 
     def predict_log_prob(self, arrays, options, corpus, map: bool = False) -> np.ndarray:
         return predict(CRF, arrays, options, corpus, map=map, variant=self.variant)
+
+    def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
+                            map: bool = False, per_symbol: bool = False) -> float:
+        return perplexity_log_prob(CRF, arrays, options, corpus, continuation=continuation,
+                                   map=map, per_symbol=per_symbol, variant=self.variant)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         return memory_bytes(CRF, corpus, options, state_capacity(corpus, options))

@@ -182,7 +182,7 @@ def mutant_names_of(name: str) -> list[str]:
     from bayesfa.validation import mutants
 
     if name == "cgs-pfa":
-        return mutants.mutant_names()
+        return mutants.all_mutant_names()
     return [f"{name}{MUTANT_INFIX}{v}" for v in _method_mutants(get_method(name))]
 
 
@@ -438,13 +438,22 @@ def compare(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha: 
 # -- everything -----------------------------------------------------------------------------
 
 def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha: float = ALPHA,
-             kernel_checks: bool = True) -> Report:
+             kernel_checks: bool = True, kernel: str | None = None) -> Report:
     """:func:`compare`, plus for ``cgs-pfa`` and its mutants the kernel checks of
     :mod:`bayesfa.validation.kernel_tests` (:func:`~bayesfa.validation.kernel_tests.cgs_pfa_checks`:
     path-GOF on the toy from posterior and from uniform starts, Geweke, SBC) in their CI settings. Each check has false-alarm rate ``alpha``; the report's, at most
-    ``alpha x number of checks`` (union bound)."""
+    ``alpha x number of checks`` (union bound).
+
+    ``kernel`` (``cgs-pfa`` only): the sweep kernel, ``gibbs`` or ``alias-mh``
+    (``bayesfa validate cgs-pfa --kernel alias-mh``); the fit and every kernel check use it.
+    None: the method's default for the toy (the alias-MH mutants imply ``alias-mh``)."""
     toy = get_toy(toy) if isinstance(toy, str) else toy
-    report = compare(method_name, toy, seed, alpha=alpha)
+    if kernel is not None and method_name != "cgs-pfa":
+        raise ValueError(f"a kernel can be chosen for cgs-pfa only, not for {method_name!r}")
+    options = None if kernel is None else {"kernel": kernel}
+    report = compare(method_name, toy, seed, alpha=alpha, options=options)
+    if kernel is not None:
+        report.method = f"{method_name} --kernel {kernel}"
     hook = getattr(hooks(resolve_method(method_name)), "kernel_checks", None)
     if kernel_checks and hook is not None:
         report.checks.extend(hook(toy, seed=seed, alpha=alpha))
@@ -453,14 +462,15 @@ def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha:
         from bayesfa.validation.mutants import PREFIX
 
         variant = method_name[len(PREFIX):] if method_name.startswith(PREFIX) else None
-        report.checks.extend(kernel_tests.cgs_pfa_checks(toy, variant, seed=seed, alpha=alpha))
+        report.checks.extend(kernel_tests.cgs_pfa_checks(toy, variant, seed=seed, alpha=alpha,
+                                                         kernel=kernel or "gibbs"))
     report.info["overall_false_alarm_rate"] = alpha * len(report.checks)
     return report
 
 
 def validate_main(method: str, toy: str | None = "tiny", as_json: bool = False, *,
-                  seed: int = 0) -> tuple[str, bool]:
-    """For ``bayesfa validate METHOD [--toy NAME] [--json]``: ``(text, passed)``.
+                  seed: int = 0, kernel: str | None = None) -> tuple[str, bool]:
+    """For ``bayesfa validate METHOD [--toy NAME] [--json] [--kernel K]``: ``(text, passed)``.
 
     JSON: ``{"method", "toy", "passed", "checks": [{"name", "passed", "description",
     "alpha", "columns", "rows": [...], "summary", "notes"}], "info"}``.
@@ -482,5 +492,8 @@ def validate_main(method: str, toy: str | None = "tiny", as_json: bool = False, 
         get_toy(toy)
     except ValueError as err:
         raise InputError(str(err)) from None
-    report = validate(method, toy, seed)
+    if kernel is not None and method != "cgs-pfa":
+        raise InputError(f"--kernel applies to cgs-pfa only (its mutants name their kernel), "
+                         f"not to {method!r}")
+    report = validate(method, toy, seed, kernel=kernel)
     return (report.to_json(indent=None) if as_json else report.to_table()), report.passed

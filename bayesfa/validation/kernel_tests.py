@@ -3,7 +3,10 @@
 All three take ``variant``: ``None`` tests the real kernel
 :func:`bayesfa.samplers._cgs_pfa_kernel.sweeps`, a name of
 :data:`bayesfa.validation.mutants.MUTANTS` tests the production sweep compiled with one
-deliberate error (they must fail).
+deliberate error (they must fail). ``kernel="alias-mh"`` tests the alias-MH kernel
+(:func:`bayesfa.samplers._cgs_pfa_alias_kernel.sweeps`) instead, whose mutants are
+:data:`bayesfa.validation.mutants.ALIAS_MUTANTS`; its uniform-start reference is
+:func:`alias_sweep_distribution`, the exact distribution after its own sweeps.
 Each returns a :class:`bayesfa.validation.harness.Check` whose false-alarm rate (probability of
 failing a correct kernel) is ``alpha`` (default 1e-3), Bonferroni-split over its sub-tests.
 
@@ -129,8 +132,65 @@ def sweep_distribution(pp, start: np.ndarray, n_sweeps: int) -> np.ndarray:
     return p.reshape(-1)
 
 
+def alias_sweep_distribution(pp, start: np.ndarray, n_sweeps: int) -> np.ndarray:
+    """Exact distribution ``[P]`` of the path after ``n_sweeps`` sweeps of the alias-MH
+    kernel (:mod:`bayesfa.samplers._cgs_pfa_alias_kernel`) from the distribution ``start``
+    over the paths of ``pp``, as :func:`sweep_distribution` does for the Gibbs kernel.
+
+    The kernel is a Markov chain on ``z`` alone (its tables live within a block's phase and
+    hold the other block's counts), so position ``t``'s update is the ``N x N`` matrix
+    ``K = K_out K_in`` of ``z^{-t}``: for each proposal ``q`` (the out factor of Eq. 9 from the
+    other block's counts, then the in factor), ``K(o, k) = q_k min(1, pi_k q_o / (pi_o q_k))``
+    for ``k != o``, ``pi`` the conditional of Eq. 9 (the posterior normalised along the
+    position's axis). Proposal probabilities are the exact weights (the kernel's float32
+    tables realise them up to ~1e-7)."""
+    from scipy.special import logsumexp
+
+    from bayesfa.samplers._cgs_pfa_alias_kernel import _block_split
+
+    tokens = np.asarray(pp.train.tokens)
+    free = free_positions(tokens)
+    n_states, n_symbols = pp.n_states, pp.n_symbols
+    beta = pp.beta
+    shape = (n_states,) * free.size
+    lj = pp.log_joint.reshape(shape)
+    h = int(_block_split(tokens.astype(np.int32)))
+    other = {0: batch_counts(tokens[h:], pp.paths[:, h:], n_states, n_symbols),
+             1: batch_counts(tokens[:h], pp.paths[:, :h + 1], n_states, n_symbols)}
+    nab = n_states * n_symbols * beta
+    kernels = []
+    for f, t in enumerate(free):
+        co = other[0 if t < h else 1]
+        rows = np.arange(pp.paths.shape[0])
+        ap, a = tokens[t - 1], tokens[t]
+        n, prev = pp.paths[:, t + 1], pp.paths[:, t - 1]
+        b_out = n_states * beta if a == 0 else beta
+        ck = co[:, 1:].sum(axis=(2, 3))
+        w_out = (co[rows, 1:, a, n] + b_out) / (ck + nab)
+        w_in = co[rows, prev, ap, 1:] + beta
+        pi = np.exp(lj - logsumexp(lj, axis=f, keepdims=True))
+        pi = np.moveaxis(pi, f, -1)  # [..., k] for each z^{-t}
+        step = []
+        for w in (w_out, w_in):  # independent of z_t: take z_t = 1
+            q = np.take(w.reshape(shape + (n_states,)), 0, axis=f)
+            q = q / q.sum(axis=-1, keepdims=True)
+            ratio = (pi[..., None, :] * q[..., :, None]) / (pi[..., :, None] * q[..., None, :])
+            k = q[..., None, :] * np.minimum(1.0, ratio)
+            idx = np.arange(n_states)
+            k[..., idx, idx] = 0.0
+            k[..., idx, idx] = 1.0 - k.sum(axis=-1)
+            step.append(k)
+        kernels.append(step[0] @ step[1])
+    p = np.asarray(start, dtype=np.float64).reshape(shape)
+    for _ in range(n_sweeps):
+        for f in range(free.size):
+            moved = np.einsum("...o,...ok->...k", np.moveaxis(p, f, -1), kernels[f])
+            p = np.moveaxis(moved, -1, f)
+    return p.reshape(-1)
+
+
 def path_gof(toy="tiny", variant: str | None = None, *, n_draws: int = 20_000, n_sweeps: int | None = None,
-             start: str = "posterior", seed: int = 0, alpha: float = ALPHA):
+             start: str = "posterior", seed: int = 0, alpha: float = ALPHA, kernel: str = "gibbs"):
     """Exact-start stationarity test of the kernel on ``toy``'s data (module docstring).
 
     ``start="posterior"``: the ``n_draws`` chains start from exact posterior draws and their
@@ -139,8 +199,11 @@ def path_gof(toy="tiny", variant: str | None = None, *, n_draws: int = 20_000, n
     tested against the exact distribution after ``n_sweeps`` sweeps (default 2) of the exact
     kernel, :func:`sweep_distribution`. This one also fails a kernel that leaves the posterior
     invariant but does not move as Algorithm 1 does (a frozen kernel, positions never
-    resampled), which the invariance test cannot see.
+    resampled), which the invariance test cannot see. For the alias-MH kernel
+    (``kernel="alias-mh"`` or an alias mutant) the uniform-start reference is
+    :func:`alias_sweep_distribution`.
     """
+    from bayesfa.validation.mutants import kernel_of
     from bayesfa.validation.toys import get_toy
 
     if start not in ("posterior", "uniform"):
@@ -164,10 +227,16 @@ def path_gof(toy="tiny", variant: str | None = None, *, n_draws: int = 20_000, n
         starts = np.zeros((n_draws, tokens.size + 1), dtype=np.int32)
         starts[:, positions] = rng.integers(1, n_states + 1, size=(n_draws, positions.size),
                                             dtype=np.int32)
-        target = sweep_distribution(pp, np.full(pp.prob.size, 1.0 / pp.prob.size), n_sweeps)
+        uniform = np.full(pp.prob.size, 1.0 / pp.prob.size)
+        if kernel_of(variant, kernel) == "alias-mh":
+            target = alias_sweep_distribution(pp, uniform, n_sweeps)
+            exact_kernel = "alias-MH"
+        else:
+            target = sweep_distribution(pp, uniform, n_sweeps)
+            exact_kernel = "Gibbs"
         what = (f"{n_draws} uniformly random paths z, {n_sweeps} sweeps each, end states vs the "
-                f"exact distribution after {n_sweeps} exact Gibbs sweeps")
-    kern = Kernel(variant)
+                f"exact distribution after {n_sweeps} exact {exact_kernel} sweeps")
+    kern = Kernel(variant, kernel)
     ends = kern.run_from(starts, n_sweeps, positions, tokens, n_states, n_symbols, rng, beta)
     codes = path_codes(ends, tokens, n_states)
     by_path = np.bincount(codes, minlength=pp.prob.size)
@@ -302,7 +371,7 @@ def geweke_exact(lengths, n_states: int, beta: float, n_letters: int = 2):
 
 def geweke(variant: str | None = None, *, lengths=GEWEKE_LENGTHS, n_states: int = 2,
            beta: float = 0.5, n_chains: int = 4, n_iterations: int = 5_000, z_sweeps: int = 1,
-           seed: int = 0, alpha: float = ALPHA):
+           seed: int = 0, alpha: float = ALPHA, kernel: str = "gibbs"):
     """Geweke's joint distribution test of the kernel (module docstring)."""
     from bayesfa.validation.diagnostics import ess_mean
 
@@ -312,7 +381,7 @@ def geweke(variant: str | None = None, *, lengths=GEWEKE_LENGTHS, n_states: int 
     exact_stats = _statistics(ta, zz, beta, n_states, n_symbols)
     rng = np.random.default_rng(seed)
     starts = rng.choice(prob.size, size=n_chains, p=prob)
-    kern = Kernel(variant)
+    kern = Kernel(variant, kernel)
     positions = _free(_shape_tokens(lengths))
     scratch = np.zeros((n_states + 1, n_symbols, n_states + 1), dtype=np.int64)
     rec_tokens = np.empty((n_chains, n_iterations, ta.shape[1]), dtype=np.int32)
@@ -400,7 +469,8 @@ SBC_POWER = ("measured power of this setting: it failed mutants no-correction an
 
 def sbc(variant: str | None = None, *, n_replicates: int = 3000, n_states: int = 2, beta: float = 0.5,
         n_strings: int = 6, max_letters: int = 14, burn_in: int = 50, n_posterior: int = 19,
-        period: int = 5, bins: int = 4, n_letters: int = 2, seed: int = 0, alpha: float = ALPHA):
+        period: int = 5, bins: int = 4, n_letters: int = 2, seed: int = 0, alpha: float = ALPHA,
+        kernel: str = "gibbs"):
     """Simulation-based calibration of the kernel (module docstring)."""
     t0 = time.perf_counter()
     if (n_posterior + 1) % bins:
@@ -408,7 +478,7 @@ def sbc(variant: str | None = None, *, n_replicates: int = 3000, n_states: int =
     rng = np.random.default_rng(seed)
     n_symbols = n_letters + 1
     ranks: dict[str, list[int]] = {name: [] for name in SBC_STATISTICS}
-    kern = Kernel(variant)
+    kern = Kernel(variant, kernel)
     redrawn = 0
     for _ in range(n_replicates):
         while True:
@@ -459,12 +529,13 @@ def sbc(variant: str | None = None, *, n_replicates: int = 3000, n_states: int =
 
 # -- the kernel checks of ``bayesfa validate cgs-pfa`` --------------------------------------
 
-def cgs_pfa_checks(toy, variant: str | None = None, *, seed: int = 0, alpha: float = ALPHA):
+def cgs_pfa_checks(toy, variant: str | None = None, *, seed: int = 0, alpha: float = ALPHA,
+                   kernel: str = "gibbs"):
     """The kernel checks that :func:`bayesfa.validation.harness.validate` runs for ``cgs-pfa``
     (``variant`` None) and its mutants, in their default (CI) settings: path GOF from exact
     posterior draws (invariance) and from uniformly random paths (the exact distribution after
     two sweeps: a kernel must move as Algorithm 1 does), Geweke's joint test, and SBC."""
-    return [path_gof(toy, variant, seed=seed, alpha=alpha),
-            path_gof(toy, variant, start="uniform", seed=seed, alpha=alpha),
-            geweke(variant, seed=seed, alpha=alpha),
-            sbc(variant, seed=seed, alpha=alpha)]
+    return [path_gof(toy, variant, seed=seed, alpha=alpha, kernel=kernel),
+            path_gof(toy, variant, start="uniform", seed=seed, alpha=alpha, kernel=kernel),
+            geweke(variant, seed=seed, alpha=alpha, kernel=kernel),
+            sbc(variant, seed=seed, alpha=alpha, kernel=kernel)]

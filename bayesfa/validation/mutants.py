@@ -17,6 +17,11 @@ gives the checks of :mod:`bayesfa.validation.kernel_tests` one interface to the 
 kernel (``None``) and to the mutants. The variant ``"control"`` is the production
 ``sweep_positions`` driven by :func:`run_sweeps` (not a mutant: the tests check that it
 reproduces ``cgs-pfa`` draw for draw, which shows that the driver adds nothing).
+
+The alias-MH kernel (``cgs-pfa --kernel alias-mh``,
+:mod:`bayesfa.samplers._cgs_pfa_alias_kernel`) has its own mutants, :data:`ALIAS_MUTANTS`
+(``cgs-pfa:mutant-alias-no-delta``, ``cgs-pfa:mutant-alias-stale-table``), compiled the same
+way by its ``build_sweep``; :class:`Kernel` runs it with ``kernel="alias-mh"``.
 """
 
 from __future__ import annotations
@@ -29,17 +34,34 @@ from numba import njit
 
 from bayesfa.corpus import Corpus
 from bayesfa.methods import FitResult, check_schedule
+from bayesfa.samplers import _cgs_pfa_alias_kernel as alias_kernel
 from bayesfa.samplers import _cgs_pfa_kernel as kernel
+from bayesfa.samplers.cgs_pfa import KERNELS  # the sweep kernels a Kernel can run
 
 MUTANTS: dict[str, str] = dict(kernel.MUTATIONS)
+#: Mutants of the alias-MH kernel (``cgs-pfa --kernel alias-mh``).
+ALIAS_MUTANTS: dict[str, str] = dict(alias_kernel.MUTATIONS)
 #: Not a mutant: the production sweep through this module's driver.
-VARIANTS = (*MUTANTS, "control")
+VARIANTS = (*MUTANTS, *ALIAS_MUTANTS, "control")
 PREFIX = "cgs-pfa:mutant-"
 
 
 def _check_variant(variant: str | None) -> None:
     if variant is not None and variant not in VARIANTS:
-        raise ValueError(f"unknown mutant {variant!r}; choose from {', '.join(MUTANTS)}")
+        raise ValueError(f"unknown mutant {variant!r}; choose from "
+                         f"{', '.join([*MUTANTS, *ALIAS_MUTANTS])}")
+
+
+def kernel_of(variant: str | None, kernel_name: str = "gibbs") -> str:
+    """The kernel a variant runs: ``alias-mh`` for :data:`ALIAS_MUTANTS`, ``gibbs`` for the
+    other mutants, ``kernel_name`` for the production kernel (``None``) and ``"control"``."""
+    if kernel_name not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel_name!r}; choose from {', '.join(KERNELS)}")
+    if variant in ALIAS_MUTANTS:
+        return "alias-mh"
+    if variant in MUTANTS:
+        return "gibbs"
+    return kernel_name
 
 
 def _new_state(n_states: int, n_symbols: int):
@@ -85,24 +107,32 @@ def run_from_starts(sweep, n_sweeps, starts, positions, tokens, c, ct, ci, recip
 
 
 class Kernel:
-    """A Gibbs kernel for ``z | alpha``: ``init`` builds its chain state for ``(tokens, z)``,
+    """A kernel for ``z | alpha``: ``init`` builds its chain state for ``(tokens, z)``,
     ``sweeps`` runs ``n`` sweeps in place, ``refill`` recomputes the state after ``tokens``
     or ``z`` were changed from outside. ``variant`` None is the production kernel
-    (:func:`bayesfa.samplers._cgs_pfa_kernel.sweeps`); a mutant runs its own compiled
-    ``sweep_positions`` through :func:`run_sweeps`, on the random numbers the production
-    ``sweeps`` draws."""
+    ``kernel_name`` (``gibbs``: :func:`bayesfa.samplers._cgs_pfa_kernel.sweeps`; ``alias-mh``:
+    :func:`bayesfa.samplers._cgs_pfa_alias_kernel.sweeps`); a Gibbs mutant runs its own
+    compiled ``sweep_positions`` through :func:`run_sweeps`, on the random numbers the
+    production ``sweeps`` draws; an alias-MH mutant (:data:`ALIAS_MUTANTS`) its own compiled
+    alias ``sweeps``, which draws its random numbers itself."""
 
-    def __init__(self, variant: str | None = None):
+    def __init__(self, variant: str | None = None, kernel_name: str = "gibbs"):
         _check_variant(variant)
         self.variant = variant
-        if variant is None or variant == "control":
+        self.kernel_name = kernel_of(variant, kernel_name)
+        self._alias = None
+        if self.kernel_name == "alias-mh":
+            self._alias = alias_kernel.build_sweep(variant if variant in ALIAS_MUTANTS else None)
+        elif variant is None or variant == "control":
             self._sweep = kernel.sweep_positions
         else:
             self._sweep = kernel.build_sweep(variant)
 
     @property
     def label(self) -> str:
-        return "cgs-pfa kernel" if self.variant is None else f"mutant kernel {self.variant!r}"
+        if self.variant is None:
+            return "cgs-pfa kernel" if self.kernel_name == "gibbs" else "cgs-pfa alias-mh kernel"
+        return f"mutant kernel {self.variant!r}"
 
     def init(self, tokens, z, n_states: int, n_symbols: int, beta: float):
         state = _new_state(n_states, n_symbols)
@@ -117,8 +147,15 @@ class Kernel:
         """End paths ``[R, T+1]`` of ``n_sweeps`` sweeps from each path of ``starts``
         ``[R, T+1]`` (the random numbers of :meth:`init` then :meth:`sweeps` per start)."""
         state = _new_state(n_states, n_symbols)
-        g = np.zeros(state[0].shape[2], dtype=np.float32)
         ends = np.empty_like(starts)
+        if self._alias is not None:  # a Python loop: cheaper than compiling a driver per variant
+            for r in range(starts.shape[0]):
+                z = starts[r].copy()
+                kernel.fill_counts(tokens, z, *state, float(beta))
+                self._alias(n_sweeps, positions, tokens, z, *state, rng, float(beta))
+                ends[r] = z
+            return ends
+        g = np.zeros(state[0].shape[2], dtype=np.float32)
         run_from_starts(self._sweep, n_sweeps, starts, positions, tokens, *state, g, rng,
                         float(beta), ends)
         return ends
@@ -128,11 +165,20 @@ class Kernel:
         """``burn_in`` sweeps, then ``n_draws`` paths ``[n_draws, T+1]`` ``period`` sweeps
         apart: the same random numbers as the same sweeps through :meth:`sweeps`."""
         out = np.empty((n_draws, z.size), dtype=z.dtype)
+        if self._alias is not None:
+            self._alias(burn_in, positions, tokens, z, *state, rng, float(beta))
+            for d in range(n_draws):
+                self._alias(period, positions, tokens, z, *state, rng, float(beta))
+                out[d] = z
+            return out
         g = np.zeros(state[0].shape[2], dtype=np.float32)
         run_draws(self._sweep, burn_in, period, positions, tokens, z, *state, g, rng, float(beta), out)
         return out
 
     def sweeps(self, n_sweeps: int, positions, tokens, z, state, rng, beta: float) -> None:
+        if self._alias is not None:
+            self._alias(n_sweeps, positions, tokens, z, *state, rng, float(beta))
+            return
         if self.variant is None:
             kernel.sweeps(n_sweeps, positions, tokens, z, *state, rng, float(beta))
             return
@@ -141,7 +187,8 @@ class Kernel:
 
 
 def sample_variant(corpus: Corpus, variant: str, n_states: int, beta: float, iterations: int,
-                   burn_in: int, period: int, chains: int, seed: int | None):
+                   burn_in: int, period: int, chains: int, seed: int | None,
+                   kernel_name: str = "gibbs"):
     """CGS-PFA with the kernel ``variant``: the schedule and seeding of
     :func:`bayesfa.samplers.cgs_pfa.sample_cgs_pfa` (one chain per ``SeedSequence`` child,
     uniform random start, same random-number use), in this process. Returns
@@ -154,7 +201,7 @@ def sample_variant(corpus: Corpus, variant: str, n_states: int, beta: float, ite
     n_symbols = corpus.alphabet_size + 1
     positions = (np.flatnonzero(tokens[:-1] != 0) + 1).astype(np.int64)
     counts = np.zeros((chains, n_draws, n_states + 1, n_symbols, n_states + 1), dtype=np.int32)
-    kern = Kernel(variant)
+    kern = Kernel(variant, kernel_name)
     for ch, child in enumerate(np.random.SeedSequence(seed).spawn(chains)):
         rng = np.random.default_rng(child)
         z = np.zeros(tokens.size + 1, dtype=np.int32)
@@ -172,11 +219,12 @@ class MutantMethod:
     """A mutant CGS-PFA as a :class:`bayesfa.methods.Method` (``cgs-pfa`` options)."""
 
     def __init__(self, variant: str):
-        if variant not in MUTANTS:
-            raise ValueError(f"unknown mutant {variant!r}; choose from {', '.join(MUTANTS)}")
+        described = {**MUTANTS, **ALIAS_MUTANTS}
+        if variant not in described:
+            raise ValueError(f"unknown mutant {variant!r}; choose from {', '.join(described)}")
         self.variant = variant
         self.name = PREFIX + variant
-        self.summary = (f"CGS-PFA with a deliberately wrong kernel ({MUTANTS[variant]}); "
+        self.summary = (f"CGS-PFA with a deliberately wrong kernel ({described[variant]}); "
                         f"for validation only")
 
     def add_arguments(self, parser) -> None:
@@ -200,7 +248,14 @@ class MutantMethod:
 
 
 def mutant_names() -> list[str]:
+    """The mutants of the Gibbs kernel (:data:`MUTANTS`)."""
     return [PREFIX + v for v in MUTANTS]
+
+
+def all_mutant_names() -> list[str]:
+    """Every mutant ``bayesfa validate`` knows: the Gibbs kernel's, then the alias-MH
+    kernel's (:data:`ALIAS_MUTANTS`)."""
+    return [PREFIX + v for v in (*MUTANTS, *ALIAS_MUTANTS)]
 
 
 def get_mutant(name: str) -> MutantMethod:

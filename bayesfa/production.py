@@ -1,0 +1,644 @@
+"""Production runs on PAutomaC with Dask: ``bayesfa pautomac run`` (Shibata & Yoshinaka 2013, Sect. 4.1).
+
+For each problem, optionally the two cross-validation stages of Sect. 4.1 (N, then beta:
+:func:`bayesfa.selection.select_two_stage`, unchanged), then ``C`` final chains at the chosen
+(or given) options, whose posterior predictives are combined by Eq. 6 over all their draws::
+
+    log p(b) = logsumexp_c(log_mean_c(b) + log n_c) - log sum_c n_c
+
+(``log_mean_c``: log of the mean over chain ``c``'s ``n_c`` draws of ``Pr(b | draw)``, from
+:func:`bayesfa.online.fit_and_predict`; the sum is :func:`bayesfa.online.combine_log_means`).
+
+Units. Every fit is one Dask task: a (grid point, fold) of the cross-validation (one chain
+each, as the paper's 150 CV runs) or one final chain. Each problem is driven by one thread of
+this process (the client) that submits its units to the shared ``dask.distributed.Client``
+and waits for them; Dask schedules all problems' units together, reschedules the tasks of a
+worker that dies, and the client writes every finished unit atomically into RESULTS. Units
+are pure functions of (problem data, method, options, unit seed), so their order and the
+workers they ran on never change a result.
+
+Seeds. From ``np.random.SeedSequence(S, spawn_key=(problem key, role, ...))`` (problem key:
+the first 32 bits of the SHA-256 of its name): final chain ``c`` gets the key ``(problem, 1,
+c)``; the cross-validation of a problem gets one seed from ``(problem, 0)`` and is then
+exactly ``bayesfa select TRAIN --seed <that seed>`` (folds and common random numbers per fold,
+the same for every grid point, as :mod:`bayesfa.selection` explains; its ``selection.json``
+records it).
+
+RESULTS layout::
+
+    run.json                                what this run is: method, options, seed, chains, grids
+    summary.csv, summary.md, summary.json   one row per finished problem; failures in .md/.json
+    ratios.png                              score ratio - 1 per problem (log scale)
+    answers/NAME.pautomac.predict           Eq. 6 over all final chains, solution layout
+    problems/NAME/problem.json              the problem's training and test files' SHA-256
+    problems/NAME/select/                   cross-validation fold files, selection.json/.txt
+    problems/NAME/final/chain-CCCC.npz      one final chain: log_mean, n_draws, trace, meta
+
+A rerun of the same command skips finished units (a run killed with SIGKILL loses only the
+units in flight, and its answers are bit-identical to an uninterrupted run's); a RESULTS
+made with other settings is refused in one line (:func:`bayesfa.rundir._differences`), and a
+problem whose files changed since is reported as failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import math
+import re
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bayesfa.errors import InputError
+from bayesfa.rundir import EXECUTION_OPTIONS, _differences, atomic_write, file_sha256, jsonable, write_json
+
+RUN_FORMAT = "bayesfa-production/1"
+UNIT_FORMAT = "bayesfa-production-unit/1"
+RUN_JSON = "run.json"
+SUMMARY_COLUMNS = ("problem", "method", "states", "beta", "score", "min_score", "ratio", "seconds")
+#: Mean ratio - 1 of CGS-PFA over PAutomaC I in the paper (Sect. 4.1: 10 chains x 20,000
+#: sweeps, N and beta by 10-fold cross-validation), drawn as a reference line.
+PAPER_MEAN_RATIO_MINUS_ONE = 0.00129
+PAPER_STATES_GRID = (10, 20, 30, 40, 50, 60, 70, 80, 90)
+PAPER_BETA_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+_ROLE_CV, _ROLE_FINAL = 0, 1
+_ANSWER = "{name}.pautomac.predict"
+
+
+# -- problems --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Problem:
+    """One PAutomaC problem in DIR: ``NAME.pautomac.train``, ``.test`` and, when present,
+    ``NAME.pautomac_solution.txt``."""
+
+    name: str
+    train: Path
+    test: Path
+    solution: Path | None
+
+
+_RANGE = re.compile(r"^(\d+)-(\d+)$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+
+def parse_problems(text: str) -> list[str]:
+    """``"1,2,5-9,foo"`` -> ``["1", "2", "5", "6", "7", "8", "9", "foo"]`` (repeats dropped)."""
+    names: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        m = _RANGE.match(part)
+        if m:
+            lo, hi = int(m.group(1)), int(m.group(2))
+            if lo > hi:
+                raise InputError(f"--problems: empty range {part!r}")
+            names += [str(i) for i in range(lo, hi + 1)]
+        elif _NAME.match(part):
+            names.append(str(int(part)) if part.isdigit() else part)
+        else:
+            raise InputError(f"--problems: {part!r} is neither a number, a range A-B nor a file prefix")
+    if not names:
+        raise InputError("--problems names no problem")
+    return list(dict.fromkeys(names))
+
+
+def find_problems(data: str | Path, names: list[str]) -> list[Problem]:
+    """The :class:`Problem` of each name in ``data`` (whose files need not exist: a missing
+    one fails that problem only, when it is read)."""
+    data = Path(data)
+    if not data.is_dir():
+        raise InputError("no such data directory" if not data.exists() else "not a directory", data)
+    out = []
+    for name in names:
+        solution = data / f"{name}.pautomac_solution.txt"
+        out.append(Problem(name, data / f"{name}.pautomac.train", data / f"{name}.pautomac.test",
+                           solution if solution.is_file() else None))
+    return out
+
+
+# -- seeds -----------------------------------------------------------------------------------
+
+def unit_seed(seed: int, problem: str, role: int, *index: int) -> int:
+    """A 32-bit seed from ``np.random.SeedSequence(seed, spawn_key=(problem key, role, *index))``
+    (module docstring); deterministic, independent of order and workers."""
+    key = int.from_bytes(hashlib.sha256(problem.encode()).digest()[:4], "little")
+    ss = np.random.SeedSequence(int(seed), spawn_key=(key, int(role)) + tuple(int(i) for i in index))
+    return int(ss.generate_state(1, dtype=np.uint32)[0])
+
+
+# -- one final chain (runs on a worker) -----------------------------------------------------
+
+def _final_unit(method_name: str, corpus, test, options: dict, seed: int) -> dict:
+    """One final chain (the worker's entry point, module level so that Dask pickles it by
+    reference): :func:`bayesfa.online.fit_and_predict` (see :func:`final_options`)."""
+    from bayesfa.online import fit_and_predict
+
+    start = time.perf_counter()
+    pred = fit_and_predict(method_name, corpus, options, seed, test)
+    trace = {k: np.asarray(v) for k, v in (pred.trace or {}).items()
+             if np.asarray(v).dtype.kind in "biuf"}
+    return {"log_mean": np.asarray(pred.log_mean, dtype=np.float64).reshape(-1),
+            "n_draws": int(pred.n_draws), "trace": trace,
+            "seconds": time.perf_counter() - start}
+
+
+def final_options(method_name: str, options: dict) -> dict:
+    """A final chain's options: a method that predicts online (:mod:`bayesfa.online`) folds
+    every draw into Eq. 6 as it is made and, unless ``max_draws`` is given, keeps the counts
+    of one draw only (the cap changes what a fit saves, never its ``log_mean``)."""
+    from bayesfa.methods import get_method
+    from bayesfa.online import supports_online
+
+    if supports_online(get_method(method_name)) and options.get("max_draws") is None:
+        return {**options, "max_draws": 1}
+    return options
+
+
+# -- unit files ------------------------------------------------------------------------------
+
+def _write_unit(path: Path, meta: dict, res: dict) -> None:
+    arrays = {"log_mean": res["log_mean"], "n_draws": np.int64(res["n_draws"]),
+              "seconds": np.float64(res["seconds"]),
+              "meta": np.frombuffer(json.dumps(jsonable(meta), sort_keys=True).encode(), dtype=np.uint8)}
+    arrays.update({f"trace_{k}": v for k, v in res["trace"].items()})
+
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+
+    atomic_write(path, write)
+
+
+def _read_unit(path: Path, meta: dict) -> dict | None:
+    """The stored unit; None if absent or unreadable (writes are atomic: recompute); an
+    :class:`InputError` if another run wrote it."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            stored = json.loads(npz["meta"].tobytes().decode())
+            res = {"log_mean": npz["log_mean"].astype(np.float64), "n_draws": int(npz["n_draws"]),
+                   "seconds": float(npz["seconds"]),
+                   "trace": {k[6:]: npz[k] for k in npz.files if k.startswith("trace_")}}
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError):
+        return None
+    if stored != jsonable(meta):
+        raise InputError("written by another run (method, options, seed or data differ); "
+                         "choose another --out", path)
+    return res
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+@dataclass
+class RunSpec:
+    """Everything that defines a production run (its identity) besides the problems' data."""
+
+    method: str
+    options: dict[str, Any]      # the method's options (states/beta: the given values)
+    seed: int
+    chains: int
+    select: bool = False
+    states_grid: list[int] | None = None
+    beta_grid: list[float] | None = None
+    folds: int = 10
+    one_se: bool = False
+
+    def identity(self) -> dict[str, Any]:
+        opts = {k: v for k, v in self.options.items() if k not in EXECUTION_OPTIONS | {"chains"}}
+        opts["chains"] = self.chains
+        if self.select:
+            opts.update(select=True, states=self.states_grid, beta=self.beta_grid,
+                        folds=self.folds, one_se=self.one_se)
+        return jsonable({"method": self.method, "seed": self.seed, "options": opts})
+
+    def unit_options(self, **overrides) -> dict[str, Any]:
+        """A unit's fit options: one chain in one process (the parallelism is Dask's)."""
+        opts = {**self.options, **overrides}
+        for key, value in (("chains", 1), ("jobs", 1)):
+            if key in opts:
+                opts[key] = value
+        return opts
+
+    def n_units(self) -> int:
+        """Units per problem (the cross-validation's distinct (grid point, fold) fits and the
+        final chains)."""
+        if not self.select:
+            return self.chains
+        n1 = len(self.states_grid) if len(self.states_grid) > 1 else 0
+        stage1_beta = self.beta_grid[0] if len(self.beta_grid) == 1 else 0.5
+        overlap = 1 if n1 and stage1_beta in self.beta_grid else 0
+        return self.folds * (n1 + len(self.beta_grid) - overlap) + self.chains
+
+
+def open_results(out: str | Path, spec: RunSpec) -> Path:
+    """Create RESULTS or check that it holds this same run; an :class:`InputError` (one line)
+    for a file, a non-empty folder that is not a production run, or a run of other settings."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError("exists and is not a directory; choose another --out", out)
+    identity = spec.identity()
+    if out.is_dir() and any(out.iterdir()):
+        try:
+            stored = json.loads((out / RUN_JSON).read_text())
+        except FileNotFoundError:
+            raise InputError("not empty and not a bayesfa production run; choose another --out",
+                             out) from None
+        except (OSError, ValueError):
+            raise InputError(f"{RUN_JSON} is unreadable; choose another --out", out) from None
+        old = stored.get("identity") if isinstance(stored, dict) else None
+        if old != identity:
+            raise InputError(f"holds a production run made with "
+                             f"{_differences(old or {}, identity)}; choose another --out", out)
+        return out
+    write_json(out / RUN_JSON, {"format": RUN_FORMAT, "identity": identity})
+    return out
+
+
+class _Bar:
+    """One tqdm bar over every unit of every problem, updated from the problems' threads."""
+
+    def __init__(self, total: int, quiet: bool):
+        from tqdm.auto import tqdm
+
+        self._lock = threading.Lock()
+        self._bar = tqdm(total=total, disable=quiet, file=sys.stderr, desc="units", unit="unit",
+                         dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 10.0)
+
+    def update(self, n: int = 1) -> None:
+        with self._lock:
+            self._bar.update(n)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def _load_problem(problem: Problem):
+    from bayesfa.pautomac import read_sample, read_solution
+
+    train, test = read_sample(problem.train), read_sample(problem.test)
+    if test.alphabet_size > train.alphabet_size:
+        raise InputError(f"alphabet of {test.alphabet_size} letters, but the training file "
+                         f"has {train.alphabet_size}", problem.test, 1)
+    test = test.with_alphabet(train.alphabet_size)
+    solution = None
+    if problem.solution is not None:
+        solution = read_solution(problem.solution, log=True)
+        if solution.size != test.n_strings:
+            raise InputError(f"{solution.size} probabilities for {test.n_strings} test strings",
+                             problem.solution, 1)
+    return train, test, solution
+
+
+def _check_problem_files(pdir: Path, problem: Problem) -> None:
+    """Record (first time) or check (rerun) the SHA-256 of the problem's files."""
+    now = {"train_sha256": file_sha256(problem.train), "test_sha256": file_sha256(problem.test)}
+    path = pdir / "problem.json"
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        write_json(path, now)
+        return
+    if old.get("train_sha256") != now["train_sha256"] or old.get("test_sha256") != now["test_sha256"]:
+        what = "training" if old.get("train_sha256") != now["train_sha256"] else "test"
+        raise InputError(f"its {what} file changed since this RESULTS was started "
+                         f"({_differences(old, now) if what == 'training' else 'other test data'}); "
+                         f"use another --out", problem.train if what == "training" else problem.test)
+
+
+def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Bar,
+                memory: dict | None = None) -> dict[str, Any]:
+    """Cross-validation (with ``spec.select``), final chains, Eq. 6, answer file and score of
+    one problem; returns its summary row (``seconds``: compute seconds of all its units).
+
+    ``memory``: keyword arguments of :func:`bayesfa.memory.check_fits` (``copies``: fits at
+    once on one machine; ``available``: bytes), checked before the problem's first unit; a
+    problem too large fails alone. None: no check."""
+    from bayesfa.memory import check_fits
+    from bayesfa.methods import get_method
+    from bayesfa.online import combine_log_means
+    from bayesfa.pautomac import write_solution
+    from bayesfa.scoring import score_all_log
+
+    train, test, solution = _load_problem(problem)
+    pdir = results / "problems" / problem.name
+    _check_problem_files(pdir, problem)
+    options = spec.unit_options()
+    seconds = 0.0
+    if spec.select:
+        from bayesfa.selection import select_two_stage
+
+        biggest = spec.unit_options(states=max(spec.states_grid), beta=max(spec.beta_grid))
+        if memory is not None:
+            check_fits(get_method(spec.method), train, biggest, **memory,
+                       what=f"{problem.name}: {spec.method} with --states {max(spec.states_grid)}")
+        base = dict(options)
+        if "holdout" in base:  # the folds are the held-out data: fit each on all its strings
+            base["holdout"] = 0.0
+        sel = select_two_stage(spec.method, train, spec.states_grid, spec.beta_grid, spec.folds,
+                               unit_seed(spec.seed, problem.name, _ROLE_CV), base,
+                               out_dir=pdir / "select", client=client, one_se=spec.one_se,
+                               on_units=bar.update)
+        options = spec.unit_options(**sel.choice)
+        stage1 = {r["key"] for r in sel.stage1}  # (N*, 0.5) is in both stages, fitted once
+        seconds += sum(r["seconds"] for r in sel.stage1 + [r for r in sel.stage2 if r["key"] not in stage1])
+    options = final_options(spec.method, options)
+    if memory is not None:
+        check_fits(get_method(spec.method), train, options, **memory,
+                   what=f"{problem.name}: one {spec.method} chain")
+
+    n_test = test.n_strings
+    digests = json.loads((pdir / "problem.json").read_text())
+    units: list[dict | None] = []
+    metas = []
+    for c in range(spec.chains):
+        meta = {"format": UNIT_FORMAT, "method": spec.method,
+                "options": {k: v for k, v in options.items() if k not in EXECUTION_OPTIONS},
+                "seed": unit_seed(spec.seed, problem.name, _ROLE_FINAL, c), "chain": c, **digests}
+        metas.append(meta)
+        done = _read_unit(pdir / "final" / f"chain-{c:04d}.npz", meta)
+        if done is not None and done["log_mean"].shape != (n_test,):
+            done = None
+        units.append(done)
+    if any(u is not None for u in units):
+        bar.update(sum(u is not None for u in units))
+    todo = [c for c in range(spec.chains) if units[c] is None]
+    if todo:
+        from dask.distributed import as_completed
+
+        corpus_f, test_f = client.scatter([train, test], hash=False)
+        futures = {client.submit(_final_unit, spec.method, corpus_f, test_f, options,
+                                 metas[c]["seed"], pure=False): c for c in todo}
+        try:
+            for fut in as_completed(list(futures)):
+                c = futures[fut]
+                res = fut.result()
+                if res["log_mean"].shape != (n_test,):
+                    raise ValueError(f"chain {c}: {res['log_mean'].size} log probabilities for "
+                                     f"{n_test} test strings")
+                _write_unit(pdir / "final" / f"chain-{c:04d}.npz", metas[c], res)
+                units[c] = res
+                bar.update(1)
+        except BaseException:
+            client.cancel(list(futures))
+            raise
+    log_pred = np.minimum(combine_log_means([u["log_mean"] for u in units],
+                                            [u["n_draws"] for u in units]), 0.0)
+    seconds += sum(u["seconds"] for u in units)
+    atomic_write(results / "answers" / _ANSWER.format(name=problem.name),
+                 lambda tmp: write_solution(tmp, log_probs=log_pred))
+    row = {"problem": problem.name, "method": spec.method, "states": options.get("states"),
+           "beta": options.get("beta"), "score": None, "min_score": None, "ratio": None,
+           "seconds": seconds}
+    if solution is not None:
+        row.update(score_all_log(log_pred, solution).as_dict())
+    return row
+
+
+def run(spec: RunSpec, problems: list[Problem], out: str | Path, scheduler: str = "local",
+        workers: int | None = None, quiet: bool = False) -> tuple[list[dict], list[dict]]:
+    """Run every problem on a Dask cluster (``"local"``: a LocalCluster of ``workers``
+    processes with one thread each; else the address of a running ``dask scheduler``) and
+    write the summary. Returns ``(rows, failures)``; a failure is ``{"problem", "error"}``."""
+    from dask.distributed import Client, LocalCluster
+
+    results = open_results(out, spec)
+    start = time.perf_counter()
+    cluster = None
+    if scheduler == "local":
+        import importlib.util
+
+        # a free port (the scheduler serves HTTP there, the dashboard too when bokeh is here)
+        cluster = LocalCluster(n_workers=int(workers or 1), threads_per_worker=1, processes=True,
+                               dashboard_address="127.0.0.1:0")
+        client = Client(cluster)
+        memory = {"copies": int(workers or 1)}  # this machine's available memory
+        has_dashboard = importlib.util.find_spec("bokeh") is not None
+    else:
+        client = Client(scheduler, timeout="30s")
+        has_dashboard = True
+        # one fit at a time per single-thread worker, within the smallest worker's limit
+        limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
+        memory = {"copies": 1, "available": min(limits)} if limits and min(limits) > 0 else None
+    if not quiet:
+        where = (f"dashboard at {client.dashboard_link}" if has_dashboard
+                 else "no dashboard: bokeh is not installed")
+        print(f"bayesfa: Dask scheduler {client.scheduler.address}; {where}", file=sys.stderr)
+    bar = _Bar(spec.n_units() * len(problems), quiet)
+    rows: dict[str, dict] = {}
+    failures: dict[str, dict] = {}
+    # one thread per problem submits its units and waits for them
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(problems), 64)),
+                                                 thread_name_prefix="problem")
+    try:
+        jobs = {pool.submit(run_problem, client, spec, p, results, bar, memory): p for p in problems}
+        for job in concurrent.futures.as_completed(jobs):
+            p = jobs[job]
+            try:
+                rows[p.name] = job.result()
+            except Exception as err:  # one problem's failure never stops the others
+                failures[p.name] = {"problem": p.name, "error": _one_line(err)}
+    finally:
+        bar.close()
+        client.close()  # first: its futures are cancelled, so waiting threads return
+        pool.shutdown(wait=True, cancel_futures=True)
+        if cluster is not None:
+            cluster.close()
+    order = [p.name for p in problems]
+    rows_list = [rows[n] for n in order if n in rows]
+    fail_list = [failures[n] for n in order if n in failures]
+    write_summary(results, spec, rows_list, fail_list, time.perf_counter() - start)
+    return rows_list, fail_list
+
+
+def _one_line(err: BaseException) -> str:
+    if isinstance(err, InputError):
+        return str(err)
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0][:300]}" if text else type(err).__name__
+
+
+# -- report ----------------------------------------------------------------------------------
+
+def _cell(v) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "" if v is None else repr(float(v))
+    return repr(float(v)) if isinstance(v, float) else str(v)
+
+
+def write_summary(results: Path, spec: RunSpec, rows: list[dict], failures: list[dict],
+                  wall_seconds: float) -> None:
+    """``summary.csv`` (:data:`SUMMARY_COLUMNS`), ``summary.md``, ``summary.json`` and, when
+    some problem has a solution, ``ratios.png``."""
+    csv = ",".join(SUMMARY_COLUMNS) + "\n" + "".join(
+        ",".join(_cell(r[c]) for c in SUMMARY_COLUMNS) + "\n" for r in rows)
+    atomic_write(results / "summary.csv", lambda tmp: Path(tmp).write_text(csv))
+    ratios = [r["ratio"] for r in rows if r["ratio"] is not None and math.isfinite(r["ratio"])]
+    mean = float(np.mean(ratios)) - 1.0 if ratios else None
+    lines = [f"# bayesfa pautomac run: {spec.method}", "",
+             f"`{' '.join(sys.argv)}`" if sys.argv else "", "",
+             "| problem | states | beta | score | min score | score - min | ratio - 1 | seconds |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        scored = r["score"] is not None
+        lines.append("| " + " | ".join([
+            r["problem"], _cell(r["states"]), _cell(r["beta"]),
+            f"{r['score']:.6f}" if scored else "-", f"{r['min_score']:.6f}" if scored else "-",
+            f"{r['score'] - r['min_score']:.4f}" if scored else "-",
+            f"{r['ratio'] - 1:.5f}" if scored else "-", f"{r['seconds']:.1f}"]) + " |")
+    lines.append("")
+    if mean is not None:
+        lines.append(f"Mean ratio - 1 over {len(ratios)} scored problems: {mean:.5f} "
+                     f"(paper, PAutomaC I: {PAPER_MEAN_RATIO_MINUS_ONE}).")
+    lines.append(f"Seconds: compute time of each problem's units; this session's wall time "
+                 f"{wall_seconds:.1f} s.")
+    if failures:
+        lines += ["", "## Failures", ""] + [f"- {f['problem']}: {f['error']}" for f in failures]
+    text = "\n".join(lines) + "\n"
+    atomic_write(results / "summary.md", lambda tmp: Path(tmp).write_text(text))
+    write_json(results / "summary.json", {"identity": spec.identity(), "rows": rows,
+                                          "failures": failures, "mean_ratio_minus_one": mean})
+    if ratios:
+        plot_ratios(results / "ratios.png", rows)
+
+
+def plot_ratios(path: Path, rows: list[dict]) -> None:
+    """Ratio - 1 per problem (log scale) beside this run's mean and the paper's."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scored = [r for r in rows if r["ratio"] is not None and math.isfinite(r["ratio"])]
+    fig, ax = plt.subplots(figsize=(0.22 * len(scored) + 5.0, 3.5))
+    values = [max(r["ratio"] - 1.0, 1e-7) for r in scored]
+    ax.plot(range(len(scored)), values, "o", color="tab:blue", label="ratio - 1")
+    ax.axhline(PAPER_MEAN_RATIO_MINUS_ONE, color="tab:red", ls="--",
+               label=f"paper mean {PAPER_MEAN_RATIO_MINUS_ONE}")
+    ax.axhline(float(np.mean([r["ratio"] for r in scored])) - 1.0, color="k", ls=":",
+               label="this run's mean")
+    ax.set_yscale("log")
+    ax.set_xlim(-0.5, len(scored) - 0.5)
+    ax.set_xticks(range(len(scored)), [r["problem"] for r in scored], rotation=90)
+    ax.set_xlabel("problem")
+    ax.set_ylabel("score / min score - 1")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+
+    def write(tmp):
+        fig.savefig(tmp, format="png", dpi=100)
+
+    try:
+        atomic_write(path, write)
+    finally:
+        plt.close(fig)
+
+
+# -- command line ----------------------------------------------------------------------------
+
+def _method_defaults(method: str) -> dict[str, Any]:
+    from bayesfa.methods import get_method
+
+    p = argparse.ArgumentParser(add_help=False)
+    get_method(method).add_arguments(p)
+    return vars(p.parse_args([]))
+
+
+def add_cli(parser: argparse.ArgumentParser, method: str | None) -> None:
+    """Register ``bayesfa pautomac run`` under the ``pautomac`` command's ``parser``."""
+    from bayesfa.methods import get_method, method_names, nonnegative_int, positive_int
+    from bayesfa.selection import parse_grid
+
+    sub = parser.add_subparsers(dest="pautomac_command", required=True, metavar="SUBCOMMAND")
+    p = sub.add_parser(
+        "run", conflict_handler="resolve", help="run a method over PAutomaC problems on Dask",
+        description="Fit METHOD to each problem (after Sect. 4.1's cross-validation with --select), "
+                    "combine C final chains by Eq. 6, write the answers, scores and a summary "
+                    "into RESULTS. Every fit is a Dask task; a rerun skips finished ones.",
+        epilog="`bayesfa pautomac run --method NAME --help` lists NAME's options. Here "
+               "--holdout defaults to 0 (the final chains fit every training string).")
+    p.add_argument("--data", required=True, metavar="DIR", help="folder of NAME.pautomac.train/.test")
+    p.add_argument("--problems", required=True, metavar="LIST",
+                   help="comma-separated problem numbers, ranges (5-9) or file prefixes")
+    p.add_argument("--method", required=True, choices=method_names(), metavar="NAME",
+                   help=f"one of: {', '.join(method_names())}")
+    known = method is not None and method in method_names()
+    defaults = _method_defaults(method) if known else {}
+    if known:
+        get_method(method).add_arguments(p.add_argument_group(f"options of {method}"))
+    grid_help = "; with --select, a comma-separated grid"
+    if "states" in defaults:
+        p.add_argument("--states", type=lambda t: parse_grid(t, int), default=None,
+                       help=f"number of states N (default {defaults['states']}){grid_help} "
+                            f"(default 10,20,...,90)")
+    if "beta" in defaults:
+        p.add_argument("--beta", type=lambda t: parse_grid(t, float), default=None,
+                       help=f"Dirichlet beta (default {defaults['beta']}){grid_help} "
+                            f"(default 0.01,0.02,0.05,0.1,0.2,0.5)")
+    if "states" in defaults and "beta" in defaults:
+        p.add_argument("--folds", type=positive_int, default=10, help="--select: K of K-fold CV; default 10")
+        p.add_argument("--one-se", action="store_true", help="--select: one-standard-error rule")
+    if "holdout" in defaults:
+        p.set_defaults(holdout=0.0)
+    p.add_argument("--select", action="store_true",
+                   help="choose N then beta by cross-validation first (Sect. 4.1, as bayesfa select)")
+    p.add_argument("--chains", type=positive_int, required=True, metavar="C",
+                   help="final chains per problem (one Dask task each)")
+    p.add_argument("--seed", type=nonnegative_int, required=True, metavar="S")
+    p.add_argument("--scheduler", required=True, metavar="local|tcp://HOST:PORT",
+                   help="local: a LocalCluster of --workers processes; or a dask scheduler's address")
+    p.add_argument("--workers", type=positive_int, default=None, metavar="W",
+                   help="worker processes of the local cluster; default 1")
+    p.add_argument("--out", required=True, metavar="RESULTS",
+                   help="results folder: new, empty, or this same run (finished units are kept)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_run, _method_defaults=defaults)
+
+
+def spec_from_args(args) -> RunSpec:
+    defaults = args._method_defaults
+    options = {k: getattr(args, k) for k in defaults}
+    grids = {}
+    for key in ("states", "beta"):
+        if key in defaults:
+            grids[key] = getattr(args, key)
+            options[key] = defaults[key] if grids[key] is None else grids[key][0]
+    if args.select:
+        if "states" not in defaults or "beta" not in defaults:
+            raise InputError(f"--select chooses --states and --beta, which {args.method} does not have")
+        return RunSpec(args.method, options, args.seed, args.chains, True,
+                       grids["states"] or list(PAPER_STATES_GRID), grids["beta"] or list(PAPER_BETA_GRID),
+                       args.folds, args.one_se)
+    for key, grid in grids.items():
+        if grid is not None and len(grid) > 1:
+            raise InputError(f"--{key} {','.join(map(str, grid))}: a grid needs --select")
+    return RunSpec(args.method, options, args.seed, args.chains)
+
+
+def cmd_run(args) -> int:
+    """``bayesfa pautomac run``: exit 0, or 1 (one line naming them) if some problem failed."""
+    if args.scheduler != "local" and not re.match(r"^[a-z]+://", args.scheduler):
+        raise InputError(f"--scheduler {args.scheduler!r}: expected 'local' or an address "
+                         f"like tcp://HOST:PORT")
+    if args.workers is not None and args.scheduler != "local":
+        raise InputError("--workers sets the size of --scheduler local; a running scheduler has its own")
+    spec = spec_from_args(args)
+    problems = find_problems(args.data, parse_problems(args.problems))
+    rows, failures = run(spec, problems, args.out, args.scheduler, args.workers, args.quiet)
+    if not args.quiet:
+        print(f"bayesfa: {len(rows)} problem(s) done; summary in {Path(args.out) / 'summary.md'}",
+              file=sys.stderr)
+    if failures:
+        print(f"bayesfa: error: {len(failures)} problem(s) failed: "
+              + "; ".join(f"{f['problem']} ({f['error']})" for f in failures), file=sys.stderr)
+        return 1
+    return 0

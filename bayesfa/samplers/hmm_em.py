@@ -1,0 +1,223 @@
+"""HMM trained by expectation-maximisation (``--method hmm-em``): the HMM-EM baseline of Pfau,
+Bartlett & Wood (2010), Sect. 4, Table 1 (Rabiner's Baum-Welch, their reference [8]).
+
+The EM itself is hmmlearn's :class:`~hmmlearn.hmm.CategoricalHMM` (a maintained, compiled
+forward-backward), not code of ours. This module only shapes the data, runs several restarts
+and keeps the one of highest training log-likelihood, and scores strings with
+:func:`bayesfa.forward.forward_log_prob` on the fitted parameters.
+
+Data shapes (as for ``pdfa`` / ``pdia``):
+
+- *sentences* (default): every string starts from the initial distribution ``pi`` and its
+  end is a symbol (token 0 of the :class:`~bayesfa.corpus.Corpus`), emitted like a letter,
+  so the HMM emits ``S = A + 1`` symbols. As a PFA for the forward algorithm:
+  ``init = pi``, ``trans[a, q, r] = B[q, a + 1] T[q, r]``, ``stop[q] = B[q, 0]``
+  (:class:`bayesfa.automata.HMM`); ``Pr(x) = Pr(x_1 .. x_n, end)``.
+- *sequence* (``--sequence``): the letters of all strings in order are one long sequence
+  (``S = A``, no end symbol); a test set continues it from the state distribution reached at
+  the end of training (the filtered posterior of the last state, moved on by ``T``).
+
+Arrays saved: ``startprob [K]``, ``transmat [K, K]``, ``emissionprob [K, S]`` and, for a
+sequence, ``next_state [K]``, the distribution of the state of the first test symbol (the
+filtered posterior of the last training state, from hmmlearn's ``predict_proba``, times ``T``).
+
+The number of states is an option (``--states K``). The paper chose it by the perplexity on
+the *test* data ("optimistic ... for comparison purposes only"); that choice is made outside
+the method, by ``benchmarks/pdia_table1.py``'s ``hmm_states_by_test``.
+
+``--pseudo-count c`` adds ``c`` to every emission count in the M-step (the MAP estimate under a
+``Dirichlet(1 + c)`` prior; hmmlearn's ``emissionprob_prior``), so that a letter a state never
+emitted in training keeps a small probability; ``c = 0`` is plain maximum likelihood.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from typing import Any
+
+import numpy as np
+
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+from bayesfa.methods import FitResult, positive_float, positive_int
+
+
+def _nonnegative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0 or not np.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a non-negative number, got {text}")
+    return value
+
+
+def symbols(corpus: Corpus, sequence: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(X [T, 1] int, lengths, S)`` as hmmlearn reads them: sentences, the corpus tokens (0
+    is the end) cut into strings; sequence, the letters (0-based) as one sequence."""
+    if sequence:
+        letters = corpus.tokens[corpus.tokens != 0].astype(np.int64) - 1
+        return letters[:, None], np.array([letters.size]), corpus.alphabet_size
+    return (corpus.tokens.astype(np.int64)[:, None], np.diff(corpus.offsets),
+            corpus.alphabet_size + 1)
+
+
+def new_model(n_states: int, n_features: int, options: dict[str, Any], random_state: int):
+    """A hmmlearn ``CategoricalHMM`` with this method's settings (random start from
+    ``random_state``)."""
+    from hmmlearn.hmm import CategoricalHMM
+
+    return CategoricalHMM(n_components=n_states, n_features=n_features,
+                          emissionprob_prior=1.0 + float(options.get("pseudo_count", 0.01)),
+                          n_iter=int(options.get("n_iter", 100)),
+                          tol=float(options.get("tol", 1e-3)), random_state=random_state,
+                          params="ste", init_params="ste", implementation="scaling")
+
+
+class _quiet_hmmlearn:
+    """Silence hmmlearn's log (it warns on a non-increasing step; we record the trace)."""
+
+    def __enter__(self):
+        self.logger = logging.getLogger("hmmlearn")
+        self.level = self.logger.level
+        self.logger.setLevel(logging.ERROR)
+
+    def __exit__(self, *exc):
+        self.logger.setLevel(self.level)
+
+
+def fit_restarts(corpus: Corpus, options: dict[str, Any], seed: int | None):
+    """``(best model, per-restart summaries)``: ``--restarts`` EM runs from random starts
+    (hmmlearn's ``random_state`` from ``SeedSequence(seed).spawn``), the one of highest
+    training log-likelihood kept."""
+    sequence = bool(options.get("sequence", False))
+    x, lengths, n_features = symbols(corpus, sequence)
+    if x.shape[0] < 1:
+        raise InputError("the training data have no symbol")
+    n_states = int(options["states"])
+    best, summaries = None, []
+    for child in np.random.SeedSequence(seed).spawn(int(options.get("restarts", 5))):
+        model = new_model(n_states, n_features, options, int(child.generate_state(1)[0]))
+        t0 = time.perf_counter()
+        with _quiet_hmmlearn():
+            model.fit(x, lengths)
+        ll = float(model.score(x, lengths))
+        history = np.asarray(model.monitor_.history, dtype=float)
+        # hmmlearn calls a run that used up --n-iter "converged" too: say whether --tol stopped it
+        stopped = history.size > 1 and history[-1] - history[-2] < model.tol
+        summaries.append({"log_likelihood": ll, "iterations": int(history.size),
+                          "converged": bool(stopped),
+                          "seconds": round(time.perf_counter() - t0, 3),
+                          "largest_decrease": float(max(0.0, -np.diff(history).min()))
+                          if history.size > 1 else 0.0})
+        if best is None or ll > best[1]:
+            best = (model, ll)
+    return best[0], summaries
+
+
+def to_pfa(startprob: np.ndarray, transmat: np.ndarray, emissionprob: np.ndarray,
+           sequence: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(init, trans [A, K, K], stop)`` for :func:`bayesfa.forward.forward_log_prob`; a
+    sequence stops nowhere (``stop = 1``: the forward sum is the probability of the letters)."""
+    from bayesfa.automata import HMM
+
+    if sequence:
+        trans = emissionprob.T[:, :, None] * transmat[None, :, :]
+        return startprob, trans, np.ones(startprob.shape[0])
+    pfa = HMM(startprob, emissionprob[:, 1:], transmat, emissionprob[:, 0]).to_pfa()
+    return pfa.init, pfa.trans, pfa.stop
+
+
+def next_state(init: np.ndarray, trans: np.ndarray, one: Corpus) -> np.ndarray:
+    """The distribution of the state after the letters of ``one`` (a single string) read from
+    ``init``: ``init . M(x_1) ... M(x_n) . e_r`` normalised over ``r`` (the forward
+    algorithm with ``stop = e_r``, all ``r`` at once on the sample axis)."""
+    from bayesfa.forward import forward_log_prob
+
+    k = init.shape[0]
+    lp = forward_log_prob(np.broadcast_to(init, (k, k)), np.broadcast_to(trans, (k,) + trans.shape),
+                          np.eye(k), one)[:, 0]
+    w = np.exp(lp - lp.max())
+    return w / w.sum()
+
+
+class _HMMEM:
+    """The ``hmm-em`` entry of :data:`bayesfa.methods.REGISTRY`."""
+
+    name = "hmm-em"
+    summary = "HMM trained by EM (Baum-Welch, hmmlearn CategoricalHMM), best of several restarts"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--states", type=positive_int, default=10,
+                            help="number of hidden states K; default 10")
+        parser.add_argument("--restarts", type=positive_int, default=5,
+                            help="EM runs from random starts; the one of highest training "
+                                 "likelihood is kept; default 5")
+        parser.add_argument("--n-iter", type=positive_int, default=100,
+                            help="EM iterations at most per restart; default 100")
+        parser.add_argument("--tol", type=positive_float, default=1e-3,
+                            help="stop when the log-likelihood rises less than this; default 1e-3")
+        parser.add_argument("--pseudo-count", type=_nonnegative_float, default=0.01,
+                            help="added to every emission count in the M-step (0: maximum "
+                                 "likelihood); default 0.01")
+        parser.add_argument("--sequence", action="store_true",
+                            help="read the training strings as one long sequence (no end "
+                                 "symbol); a test set continues it from the state reached at the end")
+
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
+        model, summaries = fit_restarts(corpus, options, seed)
+        arrays = {"startprob": model.startprob_, "transmat": model.transmat_,
+                  "emissionprob": model.emissionprob_}
+        if options.get("sequence", False):
+            x, lengths, _ = symbols(corpus, True)
+            last = model.predict_proba(x, lengths)[-1]
+            arrays["next_state"] = last @ model.transmat_
+        best = int(np.argmax([s["log_likelihood"] for s in summaries]))
+        info = {"n_states": int(options["states"]), "best_restart": best,
+                "train_log_likelihood": summaries[best]["log_likelihood"], "restarts": summaries,
+                "data_shape": "sequence" if options.get("sequence", False) else "sentences"}
+        return FitResult({k: np.asarray(v, dtype=np.float64) for k, v in arrays.items()}, {}, info)
+
+    def predict_log_prob(self, arrays, options, corpus: Corpus) -> np.ndarray:
+        """Sentences: ``log Pr(x)`` of each string from the initial distribution. Sequence: the
+        strings continue the training sequence and one another; each value is the log
+        probability of a string's letters given everything before it."""
+        from bayesfa.forward import forward_log_prob
+
+        sequence = bool(options.get("sequence", False))
+        emission = np.asarray(arrays["emissionprob"])
+        n_letters = emission.shape[1] - (0 if sequence else 1)
+        if corpus.alphabet_size > n_letters:
+            raise InputError(f"the strings use {corpus.alphabet_size} letters, the model was "
+                             f"trained on {n_letters}")
+        corpus = corpus.with_alphabet(n_letters)
+        init, trans, stop = to_pfa(arrays["startprob"], arrays["transmat"], emission, sequence)
+        if not sequence:
+            return forward_log_prob(init, trans, stop, corpus)
+        # one long sequence: each string from the state distribution the ones before it left
+        carry = np.asarray(arrays["next_state"], dtype=np.float64)
+        out = np.empty(corpus.n_strings)
+        for s in range(corpus.n_strings):
+            one = corpus.subset([s])
+            out[s] = forward_log_prob(carry, trans, stop, one)[0]
+            if s + 1 < corpus.n_strings:
+                carry = next_state(carry, trans, one)
+        return out
+
+    def perplexity_log_prob(self, arrays, options, corpus: Corpus, *, continuation: bool) -> float:
+        """A point estimate: nothing to update with the test data, so ``log p(test | train)``
+        is the sum of :meth:`predict_log_prob` (sentences from ``pi``; a sequence continuing
+        from the end of training)."""
+        if continuation != bool(options.get("sequence", False)):
+            raise InputError("the run's data shape (--sequence or not) does not match the test's")
+        return float(np.sum(self.predict_log_prob(arrays, options, corpus)))
+
+    def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
+        """hmmlearn's forward-backward: about six ``[T, K]`` float64 lattices (log-probabilities
+        of the frames, forward, backward, posteriors, scaling), plus ``[K, S]`` and ``[K, K]``
+        tables."""
+        k = int(options["states"])
+        s = corpus.alphabet_size + 1
+        return int(6 * 8 * (corpus.n_tokens + 1) * k + 8 * k * (k + s) * 4 + 16 * corpus.n_tokens)
+
+
+METHOD = _HMMEM()

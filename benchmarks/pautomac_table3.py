@@ -1,0 +1,143 @@
+"""CGS-PFA on the problems of Table 3 of Shibata & Yoshinaka (2013), beside the paper's CGS(10k).
+
+    nice -n 10 python benchmarks/pautomac_table3.py [--problems 43,5,15,11,32,41,47,36,18]
+        [--seeds 0,1,2] [--iterations 10000] [--burn-in 5000] [--period 100] [--beta 0.05]
+        [--workers 1] [--data ../shared/data/pautomac]
+        [--out benchmarks/results/pautomac_table3.json]
+
+Protocol (the paper's, Sect. 4.1 and 4.6): one chain per run, N from Table 3, L = 10,000
+sweeps, burn-in L/2 (Sect. 4.6.1: "the burn-in period was set at L/2"), one draw every 100
+sweeps (Period = 100, Sect. 4.1), so 50 draws; the answer is Eq. 6 over them. Table 3 does not
+give beta (the paper chose it by 10-fold CV per problem); ``--beta`` sets it for all problems.
+Each run predicts the test set online (:func:`bayesfa.online.fit_and_predict`, draws folded in
+as they are made, ``max_draws = 1``), so memory stays at one chain's state whatever L.
+
+Units (problem x seed) run in ``--workers`` processes; each finished unit is written atomically
+into ``--out`` at once, and a running unit checkpoints its chain into ``OUT_work/`` every
+``--checkpoint-every`` seconds, so a rerun of the same command skips finished units and resumes
+unfinished ones mid-chain (bit-identical). Prints, per problem: the paper's seconds and score
+- min, then each seed's CPU seconds (wall seconds in brackets: they follow the machine's load)
+and score - min, their medians, and median CPU seconds / the paper's seconds.
+Table 3 (PAutomaC II; 22's training file is missing from the shared set): problem -> (N, CGS(10k)
+seconds, CGS(10k) score - min).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER_TABLE3 = {43: (30, 540, 0.1105), 5: (10, 350, 0.1792), 15: (40, 1800, 0.0371),
+                11: (80, 5300, 0.0670), 32: (90, 10000, 0.0098), 41: (40, 5100, 0.0112),
+                47: (90, 18000, 0.0006), 36: (50, 9900, 0.0273), 18: (50, 13000, 0.0037)}
+
+
+def run_unit(problem: int, seed: int, data: str, settings: dict, workdir: str) -> dict:
+    """One chain of CGS-PFA on ``problem`` with ``seed``, its test set predicted online."""
+    import numpy as np
+
+    from bayesfa.online import fit_and_predict
+    from bayesfa.pautomac import read_sample, read_solution
+    from bayesfa.scoring import score_all_log
+
+    data = Path(data)
+    train = read_sample(data / f"{problem}.pautomac.train")
+    test = read_sample(data / f"{problem}.pautomac.test")
+    solution = read_solution(data / f"{problem}.pautomac_solution.txt", log=True)
+    options = {"states": PAPER_TABLE3[problem][0], "beta": settings["beta"],
+               "iterations": settings["iterations"], "burn_in": settings["burn_in"],
+               "period": settings["period"], "chains": 1, "jobs": 1, "holdout": 0.0,
+               "max_draws": 1, "checkpoint_every": settings["checkpoint_every"]}
+    wall, cpu = time.perf_counter(), time.process_time()
+    pred = fit_and_predict("cgs-pfa", train, options, seed, test, workdir=workdir)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    s = score_all_log(pred.log_mean, solution)
+    fit = pred.info["fit"]
+    return {"problem": problem, "seed": seed, "states": options["states"],
+            "n_tokens": int(train.n_tokens), "n_draws": pred.n_draws,
+            "wall_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2),
+            "chain_seconds": round(float(np.sum(fit["chain_seconds"])), 2),
+            "resumed": bool(fit["chains_resumed"] or fit["chains_resumed_mid_chain"]),
+            "ns_per_state_token": fit["ns_per_state_token"],
+            "score": s.score, "min_score": s.min_score, "excess": s.score - s.min_score}
+
+
+def table(rows: dict, problems: list[int], seeds: list[int]) -> str:
+    head = (f"| problem | N | paper s | paper score-min | " + " | ".join(
+        f"seed {s} cpu s (wall) | seed {s} score-min" for s in seeds)
+        + " | median cpu s | median score-min | time / paper | better |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for p in problems:
+        n, paper_s, paper_x = PAPER_TABLE3[p]
+        got = [rows.get(f"{p}/{s}") for s in seeds]
+        cells = []
+        for r in got:
+            cells += ["-", "-"] if r is None else [f"{r['cpu_seconds']:.0f} ({r['wall_seconds']:.0f})",
+                                                  f"{r['excess']:.4f}"]
+        done = [r for r in got if r is not None]
+        if done:
+            med_s = statistics.median(r["cpu_seconds"] for r in done)
+            med_x = statistics.median(r["excess"] for r in done)
+            tail = [f"{med_s:.0f}", f"{med_x:.4f}", f"{med_s / paper_s:.3f}",
+                    ("yes" if med_x < paper_x else "no") + ("" if len(done) == len(seeds) else
+                                                          f" ({len(done)}/{len(seeds)} seeds)")]
+        else:
+            tail = ["-"] * 4
+        lines.append(f"| {p} | {n} | {paper_s} | {paper_x} | " + " | ".join(cells + tail) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    from bayesfa.rundir import write_json
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--problems", default=",".join(map(str, PAPER_TABLE3)))
+    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--iterations", type=int, default=10_000)
+    p.add_argument("--burn-in", type=int, default=None, help="default: iterations / 2 (the paper's)")
+    p.add_argument("--period", type=int, default=100)
+    p.add_argument("--beta", type=float, default=0.05)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--checkpoint-every", type=float, default=120.0)
+    p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pautomac"))
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pautomac_table3.json"))
+    p.add_argument("--table", action="store_true", help="only print the table of --out")
+    args = p.parse_args(argv)
+    problems = [int(v) for v in args.problems.split(",")]
+    unknown = [k for k in problems if k not in PAPER_TABLE3]
+    if unknown:
+        sys.exit(f"not a Table 3 problem with a training file: {unknown}")
+    seeds = [int(v) for v in args.seeds.split(",")]
+    burn_in = args.iterations // 2 if args.burn_in is None else args.burn_in
+    settings = {"iterations": args.iterations, "burn_in": burn_in, "period": args.period,
+                "beta": args.beta, "chains": 1, "max_draws": 1}
+    out = Path(args.out)
+    done = json.loads(out.read_text()) if out.exists() else {"settings": settings, "rows": {}}
+    if done["settings"] != settings:
+        sys.exit(f"{out} holds results for other settings {done['settings']}; choose another --out")
+    if not args.table:
+        work = out.with_name(out.stem + "_work")
+        todo = [(k, s) for k in problems for s in seeds if f"{k}/{s}" not in done["rows"]]
+        unit_settings = {**settings, "checkpoint_every": args.checkpoint_every}
+        with concurrent.futures.ProcessPoolExecutor(max_workers=args.workers) as pool:
+            futures = {pool.submit(run_unit, k, s, args.data, unit_settings, str(work / f"{k}-seed{s}")): (k, s)
+                       for k, s in todo}
+            for f in concurrent.futures.as_completed(futures):
+                row = f.result()
+                row["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                done["rows"][f"{row['problem']}/{row['seed']}"] = row
+                write_json(out, done)
+                print(f"problem {row['problem']} seed {row['seed']}: {row['chain_seconds']:.0f} s, "
+                      f"score - min {row['excess']:.4f}", flush=True)
+    print(table(done["rows"], problems, seeds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,338 @@
+"""Table 1 of Pfau, Bartlett & Wood (2010) from runs here: PDIA, PDIA-MAP, HMM-EM, HPYP n-grams
+(bigram ... 6-gram) and the sequence memoizer on Alice in Wonderland (AIW) and mouse DNA.
+
+    python benchmarks/pdia_table1.py [--splits aiw-paper,dna,aiw-r1,...] [--methods pdia,hmm-em,...]
+        [--budget paper|today|quick] [--out benchmarks/results/pdia_table1_NAME.json]
+        [--runs runs/pdia_table1] [--table-only] [--traces]
+
+Everything goes through the command line a user would type: ``bayesfa data alice|dna``
+writes each split (``aiw-paper``: the paper's own 100/50 sentences; ``aiw-rS``: ``--resplit
+--seed S``; ``dna``: the first 150,000 bases of the bundled mouse region for training, the
+remaining 28,393 for testing -- the paper's own 194,173 bp fragment of chromosome 2 is not
+available), ``bayesfa fit`` learns, ``bayesfa perplexity RUN TEST --json`` scores under the
+paper's conventions (sentence resets for AIW, continuation for DNA, the test data integrated
+into the model as read; ends of sentences are predicted and counted, see
+:mod:`bayesfa.methods`). Each finished job is written into the JSON file at once (atomically)
+and skipped when the script runs again (``bayesfa fit`` also leaves a finished run alone), so
+the script is resumable: run it niced in the background and read the file as it grows.
+
+PDIA budget (``--budget paper``): AIW 15,000 burn-in sweeps then 3,500 sweeps keeping every
+fifth (700 draws), DNA 1,000 burn-in then 900 keeping every tenth (90 draws): our reading of
+"we ran 15,000 burn-in samples and used 3,500 samples for predictive inference" and "every
+fifth sample for AIW and every tenth sample for DNA after burn-in was used for prediction";
+one chain per split, hyperparameters sampled under the paper's priors (the ``pdia`` defaults).
+``--budget today`` (the default): AIW 80 burn-in sweeps then 40 keeping every fourth (10
+draws), DNA 50 then 30 keeping every third (10 draws): 0.6 % and 4 % of the paper's sweeps,
+what fitted into the last 40 minutes of the session on the shared 2-core machine, where a full
+PDIA sweep at the paper's size costs about 0.37 CPU-s on AIW (``benchmarks/RESULTS.md``) and each
+job got 1-2 % of a core (load average 35-40 from the other engineers' jobs). ``--budget quick``: a
+smoke run.
+
+Several processes may run at once on different splits: give each its own ``--out`` file
+named ``benchmarks/results/pdia_table1*.json``; ``--table-only`` merges all of them.
+
+HMM-EM: ``--method hmm-em --states K`` for K on a grid; the number of states is then chosen
+by the perplexity on the *test* data, as the paper does ("a procedure used here to produce
+optimistic HMM performance for comparison purposes only"): :func:`hmm_states_by_test`.
+
+HPYP n-grams and the sequence memoizer: ``--methods hpyp,memoizer`` runs them the same way
+(``--order 2..6``); the table also reads ``benchmarks/hpyp_memoizer_table1.py``'s saved
+``benchmarks/results/hpyp_memoizer*.json`` for the rows it has not run itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bayesfa.methods import method_names
+from bayesfa.rundir import write_json
+
+ROOT = Path(__file__).resolve().parents[1]
+BAYESFA = [sys.executable, "-m", "bayesfa.cli"]
+
+#: Table 1 of the paper: perplexity and number of states (PDIA: average over samples).
+PAPER = {
+    "aiw": {"pdia": (5.13, 365.6), "pdia-joint": (None, None), "pdia-map": (5.46, 379),
+            "hmm-em": (7.89, 52), "2-gram": (9.71, 28), "3-gram": (6.45, 382), "4-gram": (5.13, 2023),
+            "5-gram": (4.80, 5592), "6-gram": (4.69, 10838), "memoizer": (4.78, 19358)},
+    "dna": {"pdia": (3.72, 64.7), "pdia-joint": (None, None), "pdia-map": (3.72, 54),
+            "hmm-em": (3.76, 19), "2-gram": (3.77, 5), "3-gram": (3.75, 21), "4-gram": (3.74, 85),
+            "5-gram": (3.73, 341), "6-gram": (3.72, 1365), "memoizer": (3.56, 314166)},
+}
+ROWS = ("pdia", "pdia-joint", "pdia-map", "hmm-em", "2-gram", "3-gram", "4-gram", "5-gram",
+        "6-gram", "memoizer")
+
+PDIA_BUDGET = {
+    "paper": {"aiw": ["--iterations", "18500", "--burn-in", "15000", "--period", "5"],
+              "dna": ["--iterations", "1900", "--burn-in", "1000", "--period", "10"]},
+    # what fitted the shared 2 cores on 2026-11-23 (load average 30-40: module docstring)
+    "today": {"aiw": ["--iterations", "120", "--burn-in", "80", "--period", "4"],
+              "dna": ["--iterations", "80", "--burn-in", "50", "--period", "3"]},
+    "quick": {"aiw": ["--iterations", "300", "--burn-in", "200", "--period", "5"],
+              "dna": ["--iterations", "100", "--burn-in", "50", "--period", "10"]},
+}
+HMM_GRID = {"aiw": (10, 20, 30), "dna": (2, 5, 10)}
+HMM_OPTIONS = {"aiw": ["--restarts", "3", "--n-iter", "200"],
+               "dna": ["--restarts", "2", "--n-iter", "100"]}
+
+
+def dataset(split: str) -> str:
+    return "dna" if split.startswith("dna") else "aiw"
+
+
+def split_files(split: str, runs: Path) -> tuple[Path, Path]:
+    """Write the split with ``bayesfa data`` (once) and return ``(train, test)`` paths."""
+    folder = runs / "data" / split
+    name = "dna" if dataset(split) == "dna" else "alice"
+    train, test = folder / f"{name}.train", folder / f"{name}.test"
+    if not (train.is_file() and test.is_file()):
+        cmd = BAYESFA + ["data", name, "--out", str(folder)]
+        if split.startswith("aiw-r"):
+            cmd += ["--resplit", "--seed", split[len("aiw-r"):]]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return train, test
+
+
+def jobs(split: str, methods: list[str], budget: str) -> list[dict]:
+    """The jobs of one split: ``{"key", "row", "run", "args" (of fit), "perplexity" (its extra
+    options)}``; jobs with the same ``run`` share one fit."""
+    ds = dataset(split)
+    seq = ["--sequence"] if ds == "dna" else []
+    out = []
+    if "pdia" in methods:
+        args = ["--method", "pdia", "--chains", "1", *PDIA_BUDGET[budget][ds], *seq]
+        # the paper's PDIA row: the authors' per-symbol mixture; beside it the Bayesian mixture
+        out.append({"key": f"{split}/pdia", "row": "pdia", "run": "pdia", "args": args,
+                    "perplexity": ["--per-symbol"]})
+        out.append({"key": f"{split}/pdia-joint", "row": "pdia-joint", "run": "pdia", "args": args,
+                    "perplexity": []})
+        out.append({"key": f"{split}/pdia-map", "row": "pdia-map", "run": "pdia", "args": args,
+                    "perplexity": ["--map"]})
+    if "hmm-em" in methods:
+        for k in HMM_GRID[ds]:
+            out.append({"key": f"{split}/hmm-em-{k}", "row": "hmm-em", "run": f"hmm-em-{k}",
+                        "args": ["--method", "hmm-em", "--states", str(k), *HMM_OPTIONS[ds], *seq],
+                        "perplexity": []})
+    registered = set(method_names())
+    if "hpyp" in methods and "hpyp" in registered:
+        for order in range(2, 7):
+            out.append({"key": f"{split}/{order}-gram", "row": f"{order}-gram",
+                        "run": f"hpyp-{order}", "perplexity": [],
+                        "args": ["--method", "hpyp", "--order", str(order),
+                                 *_if_supported("hpyp", seq)]})
+    if "memoizer" in methods and "memoizer" in registered:
+        out.append({"key": f"{split}/memoizer", "row": "memoizer", "run": "memoizer", "perplexity": [],
+                    "args": ["--method", "memoizer", *_if_supported("memoizer", seq)]})
+    return out
+
+
+def _if_supported(method: str, extra: list[str]) -> list[str]:
+    """The options of ``extra`` (e.g. ``--sequence``) that ``bayesfa fit --method METHOD`` has."""
+    from bayesfa.methods import get_method
+
+    parser = argparse.ArgumentParser()
+    get_method(method).add_arguments(parser)
+    return [e for e in extra if e in parser._option_string_actions]
+
+
+def n_states(run: Path, map_: bool) -> float | None:
+    """PDIA: the average number of states over the draws (``map_``: of the MAP draw); other
+    methods: the manifest's ``info["n_states"]`` if they record one."""
+    from bayesfa.rundir import read_manifest, read_trace
+
+    manifest = read_manifest(run / "manifest.json")
+    trace_path = run / "trace.nc"
+    if manifest["method"] in ("pdia", "pdfa") and trace_path.is_file():
+        trace = read_trace(trace_path)
+        ns = np.asarray(trace["n_states"], dtype=float)
+        if map_:
+            lj = np.asarray(trace["log_joint"])
+            return float(ns.reshape(-1)[int(np.argmax(lj.reshape(-1)))])
+        return float(ns.mean())
+    value = manifest.get("info", {}).get("n_states")
+    return None if value is None else float(value)
+
+
+def run_job(job: dict, split: str, runs: Path) -> dict:
+    train, test = split_files(split, runs)
+    run = runs / split / job["run"]
+    fit_cmd = BAYESFA + ["fit", str(train), *job["args"], "--seed", "0", "--out", str(run),
+                         "--quiet"]
+    t0 = time.perf_counter()
+    subprocess.run(fit_cmd, check=True)
+    wall = time.perf_counter() - t0
+    from bayesfa.rundir import read_manifest
+
+    manifest = read_manifest(run / "manifest.json")
+    perp_cmd = BAYESFA + ["perplexity", str(run), str(test), "--json", *job["perplexity"]]
+    t0 = time.perf_counter()
+    res = json.loads(subprocess.run(perp_cmd, check=True, capture_output=True, text=True).stdout)
+    score_seconds = time.perf_counter() - t0
+    info = manifest.get("info", {})
+    return {"split": split, "dataset": dataset(split), "row": job["row"], "run": str(run),
+            "fit_command": "bayesfa " + " ".join(fit_cmd[len(BAYESFA):]),
+            "perplexity_command": "bayesfa " + " ".join(perp_cmd[len(BAYESFA):]),
+            **{k: res.get(k) for k in ("perplexity", "n_symbols", "n_letters", "log_prob",
+                                       "incremental", "data_shape", "mixture")},
+            "n_states": n_states(run, "--map" in job["perplexity"]),
+            "fit_seconds": info.get("seconds"), "fit_wall_seconds_this_call": round(wall, 1),
+            "seconds_per_sweep": info.get("seconds_per_sweep"),
+            "score_seconds": round(score_seconds, 1), "options": manifest.get("options"),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def hmm_states_by_test(entries: dict, split: str) -> dict | None:
+    """The paper's HMM-EM row: among the ``hmm-em-K`` fits of ``split``, the one of lowest
+    *test* perplexity (cross-validation on the test data: optimistic, "for comparison
+    purposes only", as in the paper); None if there is none."""
+    cands = [e for k, e in entries.items() if k.startswith(f"{split}/hmm-em-")
+             and e.get("perplexity") is not None]
+    return min(cands, key=lambda e: e["perplexity"]) if cands else None
+
+
+def table(entries: dict) -> dict:
+    """``{dataset: {row: {"paper": (perp, states), "splits": {split: (perp, states)},
+    "mean", "sd", "min", "max"}}}`` from the finished entries."""
+    out: dict = {}
+    splits = sorted({e["split"] for e in entries.values()})
+    for ds in ("aiw", "dna"):
+        out[ds] = {}
+        for row in ROWS:
+            per = {}
+            for split in splits:
+                if dataset(split) != ds:
+                    continue
+                e = (hmm_states_by_test(entries, split) if row == "hmm-em"
+                     else entries.get(f"{split}/{row}"))
+                if e is not None and e.get("perplexity") is not None:
+                    per[split] = (e["perplexity"], e.get("n_states"))
+            vals = np.array([p for p, _ in per.values()], dtype=float)
+            out[ds][row] = {"paper": PAPER[ds][row], "splits": per,
+                            "mean": float(vals.mean()) if vals.size else None,
+                            "sd": float(vals.std(ddof=1)) if vals.size > 1 else None,
+                            "min": float(vals.min()) if vals.size else None,
+                            "max": float(vals.max()) if vals.size else None}
+    return out
+
+
+def _paper(perp, states) -> str:
+    return "  -- (--)" if perp is None else f"{perp:5.2f} ({states})"
+
+
+def format_table(tab: dict, registered: set[str]) -> str:
+    lines = []
+    for ds in ("aiw", "dna"):
+        lines.append(f"{ds.upper()}: row | paper perplexity (states) | ours per split | mean ± sd")
+        for row in ROWS:
+            r = tab[ds][row]
+            pp, ps = r["paper"]
+            if not r["splits"]:
+                why = ("pending (method not registered yet)"
+                       if (row.endswith("gram") and "hpyp" not in registered)
+                       or (row == "memoizer" and "memoizer" not in registered) else "not run yet")
+                lines.append(f"  {row:10s} | {_paper(pp, ps)} | {why}")
+                continue
+            cells = ", ".join(f"{s} {p:.3f} ({'' if n is None else f'{n:.0f}'})"
+                              for s, (p, n) in sorted(r["splits"].items()))
+            spread = f"{r['mean']:.3f}" + (f" ± {r['sd']:.3f}" if r["sd"] is not None else "")
+            lines.append(f"  {row:10s} | {_paper(pp, ps)} | {cells} | {spread}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--splits", default="aiw-paper,dna,aiw-r1,aiw-r2,aiw-r3,aiw-r4")
+    ap.add_argument("--methods", default="pdia,hmm-em,hpyp,memoizer")
+    ap.add_argument("--budget", choices=tuple(PDIA_BUDGET), default="today")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pdia_table1.json"))
+    ap.add_argument("--runs", default=str(ROOT / "runs" / "pdia_table1"))
+    ap.add_argument("--table-only", action="store_true", help="print the table of finished jobs")
+    ap.add_argument("--traces", action="store_true",
+                    help="also write the PDIA runs' traces to pdia_table1_traces.json beside --out")
+    args = ap.parse_args(argv)
+    out, runs = Path(args.out), Path(args.runs)
+    doc = json.loads(out.read_text()) if out.is_file() else {}
+    entries = doc.setdefault("entries", {})
+    doc["budget"] = args.budget
+    doc["machine"] = f"{os.cpu_count()} cores (shared with other jobs; timings noisy)"
+    methods = [m for m in args.methods.split(",") if m]
+    if not args.table_only:
+        for split in [s for s in args.splits.split(",") if s]:
+            for job in jobs(split, methods, args.budget):
+                if job["key"] in entries:
+                    continue
+                print(f"[{time.strftime('%H:%M:%S')}] {job['key']}", flush=True)
+                try:
+                    entries[job["key"]] = run_job(job, split, runs)
+                except subprocess.CalledProcessError as err:
+                    print(f"  failed: {err}", flush=True)
+                    continue
+                e = entries[job["key"]]
+                print(f"  perplexity {e['perplexity']:.4f}  states {e['n_states']}  "
+                      f"fit {e['fit_seconds']} s", flush=True)
+                doc["table"] = table(entries)
+                write_json(out, doc)
+    if entries:
+        doc["table"] = table(entries)
+        write_json(out, doc)
+    merged = load_entries(out.parent)
+    if args.traces:
+        collect_traces(merged, out.parent / "pdia_table1_traces.json")
+    print(format_table(table(merged), set(method_names())))
+    return 0
+
+
+def collect_traces(entries: dict, out: Path) -> dict:
+    """The PDIA runs' traces (log joint, states in use, hyperparameters per draw) and fit
+    facts, from the run directories of the finished entries, into ``out`` (for the notebook,
+    which then needs no run directory)."""
+    from bayesfa.rundir import read_manifest, read_trace
+
+    traces = {}
+    for key, e in entries.items():
+        if e["row"] != "pdia" or "run" not in e or not (Path(e["run"]) / "trace.nc").is_file():
+            continue
+        run = Path(e["run"])
+        trace = read_trace(run / "trace.nc")
+        info = read_manifest(run / "manifest.json").get("info", {})
+        traces[e["split"]] = {
+            **{k: np.asarray(v, dtype=float).reshape(-1).tolist() for k, v in trace.items()},
+            "period": e["options"]["period"], "burn_in": e["options"]["burn_in"],
+            "seconds": info.get("seconds"), "seconds_per_sweep": info.get("seconds_per_sweep"),
+            "acceptance": info.get("acceptance")}
+    write_json(out, traces)
+    return traces
+
+
+def load_entries(folder: Path = ROOT / "benchmarks" / "results") -> dict:
+    """The finished jobs of every ``pdia_table1*.json`` in ``folder``, merged, plus the n-gram
+    and memoizer rows of ``benchmarks/hpyp_memoizer_table1.py --json hpyp_memoizer*.json``
+    (the same registry calls, seed 0, on the paper's AIW split and the DNA split) where this
+    script has not run them itself."""
+    merged: dict = {}
+    for path in sorted(Path(folder).glob("hpyp_memoizer*.json")):
+        doc = json.loads(path.read_text())
+        for r in doc["rows"] if isinstance(doc, dict) else doc:  # later rows win
+            row = f"{r['order']}-gram" if r["method"] == "hpyp" else "memoizer"
+            split = "aiw-paper" if r["data"] == "aiw" else "dna"
+            merged[f"{split}/{row}"] = {
+                "split": split, "dataset": r["data"], "row": row, "perplexity": r["perplexity"],
+                "n_symbols": r["n_symbols"], "n_states": r.get("n_states"),
+                "fit_seconds": r.get("fit_seconds"), "source": path.name,
+                "budget": (f"{r['burn_in']} + {r['iterations'] - r['burn_in']}"
+                           if r.get("iterations") else "one particle")}
+    for path in sorted(Path(folder).glob("pdia_table1*.json")):
+        merged.update(json.loads(path.read_text()).get("entries", {}))
+    return merged
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""``--method hmm-em``: an HMM trained by Baum-Welch (hmmlearn's CategoricalHMM), scored with
+bayesfa.forward."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pytest
+
+from bayesfa.corpus import Corpus
+from bayesfa.forward import forward_log_prob
+from bayesfa.methods import get_method
+from bayesfa.samplers import hmm_em
+
+
+def options(*argv):
+    parser = argparse.ArgumentParser()
+    get_method("hmm-em").add_arguments(parser)
+    return vars(parser.parse_args(list(argv)))
+
+
+def corpus(seed=0, n=40):
+    """Strings of a 2-state source over 3 letters: runs of letter 0 then runs of 1 / 2."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        length = int(rng.integers(1, 9))
+        state, s = 0, []
+        for _ in range(length):
+            s.append(0 if state == 0 else int(rng.integers(1, 3)))
+            state = state if rng.random() < 0.7 else 1 - state
+        out.append(s)
+    return Corpus.from_strings(out, 3)
+
+
+@pytest.mark.parametrize("sequence", [False, True])
+def test_fitted_log_likelihood_equals_forward(sequence):
+    """hmmlearn's log-likelihood of the training data under the fitted parameters equals
+    bayesfa.forward's on the same parameters (sentences: the end of a string is symbol 0;
+    sequence: one string of letters, stop = 1), and the run keeps the best restart."""
+    train = corpus()
+    opts = options("--states", "3", "--restarts", "3", "--n-iter", "30",
+                   *(["--sequence"] if sequence else []))
+    fit = get_method("hmm-em").fit(train, opts, 7, False)
+    a = fit.arrays
+    init, trans, stop = hmm_em.to_pfa(a["startprob"], a["transmat"], a["emissionprob"], sequence)
+    seq = (Corpus.from_strings([train.tokens[train.tokens != 0] - 1], 3) if sequence else train)
+    ours = forward_log_prob(init, trans, stop, seq).sum()
+    assert ours == pytest.approx(fit.info["train_log_likelihood"], rel=1e-10)
+    lls = [r["log_likelihood"] for r in fit.info["restarts"]]
+    assert fit.info["train_log_likelihood"] == max(lls) and len(lls) == 3
+    if not sequence:  # a distribution over strings: the predictive is forward's
+        test = corpus(seed=1, n=5)
+        assert np.allclose(get_method("hmm-em").predict_log_prob(a, opts, test),
+                           forward_log_prob(init, trans, stop, test), rtol=1e-12)
+
+
+def test_em_never_decreases_the_likelihood():
+    """Maximum likelihood (--pseudo-count 0): every Baum-Welch step raises the log-likelihood
+    (up to rounding), from each of three random starts."""
+    train = corpus(seed=2)
+    x, lengths, n_features = hmm_em.symbols(train, False)
+    for start in range(3):
+        model = hmm_em.new_model(4, n_features, options("--pseudo-count", "0", "--n-iter", "40",
+                                                        "--tol", "1e-12"), start)
+        model.fit(x, lengths)
+        history = np.asarray(model.monitor_.history)
+        assert history.size > 5
+        assert np.all(np.diff(history) >= -1e-9 * abs(history[-1]))
+        assert history[-1] > history[0]
+
+
+def test_same_seed_same_result():
+    train = corpus(seed=3)
+    opts = options("--states", "3", "--restarts", "2", "--n-iter", "20")
+    method = get_method("hmm-em")
+    one, two, other = (method.fit(train, opts, s, False) for s in (5, 5, 6))
+    for key in one.arrays:
+        assert np.array_equal(one.arrays[key], two.arrays[key]), key
+    assert not np.array_equal(one.arrays["emissionprob"], other.arrays["emissionprob"])
+    assert method.estimate_memory(train, opts) > 0

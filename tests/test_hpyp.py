@@ -1,0 +1,278 @@
+"""HPYP-smoothed n-grams (``--method hpyp``) against formulas by hand and exact enumeration."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from bayesfa.cli import main
+from bayesfa.corpus import Corpus
+from bayesfa.methods import get_method
+from bayesfa.samplers._crf_kernel import log_eppf_py
+from bayesfa.samplers.hpyp import context_tree, flat_symbols, per_sample_log_prob, sample_hpyp
+from bayesfa.validation.hpyp_checks import exact_predictive, hpyp_log_marginal, log_marginal
+
+
+def options(**kw):
+    parser = argparse.ArgumentParser()
+    get_method("hpyp").add_arguments(parser)
+    opts = vars(parser.parse_args([]))
+    opts.update(kw)
+    return opts
+
+
+def test_context_tree_of_a_bigram_and_the_unbounded_compressed_tree():
+    # "ab", "bb": F = 0 1 2 0 2 2 0; contexts read backwards, cut at the previous end
+    corpus = Corpus.from_strings([[0, 1], [1, 1]], 2)
+    F, n_sym, first = flat_symbols(corpus, False)
+    assert F.tolist() == [0, 1, 2, 0, 2, 2, 0] and n_sym == 3 and first == 1
+    parent, depth, tok_node = context_tree(F, first, True, 1, compress=False)
+    # bigram: the context is the previous symbol (0 at a string start)
+    prev = F[:-1]
+    assert np.all(depth[tok_node] == 1)
+    assert len({int(n) for n in tok_node}) == len(set(prev.tolist()))
+    for i, j in itertools.combinations(range(prev.size), 2):
+        assert (tok_node[i] == tok_node[j]) == (prev[i] == prev[j])
+    assert np.all(parent[tok_node] == 0)
+    # unbounded, compressed: contexts "0", "10", "210", "0", "20", "220"
+    parent, depth, tok_node = context_tree(F, first, True, None, compress=True)
+    assert depth[tok_node].tolist() == [1, 2, 3, 1, 2, 3]
+    assert tok_node[0] == tok_node[3]
+    assert parent.size <= 2 * 6 + 1
+
+
+def test_bigram_predictive_by_hand_one_customer_per_restaurant():
+    """Train on "a" (bigram, S = 3: a, b, end). Every restaurant has one customer, so the
+    seating is fixed: root tables a, end. Pr("b") = p(b | start) * p(end | b) with b folded
+    in: p(b | start) = (th + d)/(th + 1) * (th + 2d)/(3 (th + 2)) and then
+    p(end | b) = (1 - d + (th + 3d)/3) / (th + 3)."""
+    d, th = 0.3, 0.7
+    train = Corpus.from_strings([[0]], 2)
+    test = Corpus.from_strings([[1]], 2)
+    by_hand = (th + d) / (th + 1) * (th + 2 * d) / (3 * (th + 2)) * \
+        (1 - d + (th + 3 * d) / 3) / (th + 3)
+    assert math.exp(exact_predictive(train, test, 2, d, th)[0]) == pytest.approx(by_hand, rel=1e-12)
+    fit = sample_hpyp(train, 2, iterations=30, burn_in=10, chains=2, seed=1, discount=d,
+                      concentration=th)
+    lp = per_sample_log_prob(fit.arrays, {"order": 2}, test)
+    assert np.exp(lp) == pytest.approx(np.full(lp.shape, by_hand), rel=1e-12)
+
+
+def _exact_table_posterior(d, th):
+    """Bigram on "aaaa": restaurant "a" holds 3 customers of dish a (and one end). Enumerate
+    every set partition of them and of the root's a-customers; posterior of their number
+    of tables t from the log EPPF of each restaurant times G0 = 1/3 per root table."""
+    def partitions(items):
+        if not items:
+            yield []
+            return
+        first, rest = items[0], items[1:]
+        for p in partitions(rest):
+            yield [[first]] + p
+            for k in range(len(p)):
+                yield p[:k] + [[first] + p[k]] + p[k + 1:]
+
+    post = np.zeros(4)
+    for pa in partitions([1, 2, 3]):
+        sizes_a = [len(b) for b in pa] + [1]  # the end customer at its own table
+        lw_a = log_eppf_py(np.array(sizes_a), len(sizes_a), th, d)
+        # root: the start context's table (a), one customer per a-table of "a", the end table
+        for pr in partitions(list(range(1 + len(pa)))):
+            sizes_r = [len(b) for b in pr] + [1]
+            lw = lw_a + log_eppf_py(np.array(sizes_r), len(sizes_r), th, d) \
+                + len(sizes_r) * math.log(1 / 3)
+            post[len(pa)] += math.exp(lw)
+    return post[1:] / post.sum()
+
+
+def test_gibbs_table_counts_match_exact_enumeration_of_seatings():
+    """Chi-square test of the sampled t_{a,a} (3 customers) against the enumeration;
+    4 chains x 4,000 draws thinned by 4 (autocorrelation below 0.2 here). False-alarm rate
+    1e-3 (fixed seed)."""
+    d, th = 0.5, 0.5
+    exact = _exact_table_posterior(d, th)
+    corpus = Corpus.from_strings([[0, 0, 0, 0]], 2)
+    fit = sample_hpyp(corpus, 2, iterations=16_100, burn_in=100, period=4, chains=4, seed=7,
+                      discount=d, concentration=th)
+    F, n_sym, first = flat_symbols(corpus, False)
+    parent, depth, tok_node = context_tree(F, first, True, 1, compress=False)
+    node_a = tok_node[1]  # the context of the second a is "a"
+    slot = [k for k in range(fit.arrays["slot_sym"].size)
+            if fit.arrays["slot_sym"][k] == 1 and tok_node[fit.arrays["slot_tok"][k]] == node_a
+            and fit.arrays["slot_up"][k] == 0]
+    assert len(slot) == 1
+    draws = fit.arrays["tables"][:, :, slot[0]].ravel()
+    counts = np.bincount(draws, minlength=4)[1:]
+    assert counts.sum() == draws.size
+    p = stats.chisquare(counts, exact * draws.size).pvalue
+    assert p > 1e-3, (counts / draws.size, exact)
+    # and the exact marginal likelihood agrees with the enumeration's normaliser
+    assert np.isfinite(hpyp_log_marginal(corpus, 2, d, th))
+
+
+def test_predictive_matches_the_exact_trigram_predictive():
+    """Trigram on three short strings, fixed d, theta: the sampler's mean predictive of every
+    string up to length 2 within Bonferroni z* of the exact one (MCSE from arviz's ESS of the mean;
+    false-alarm rate 1e-3)."""
+    from bayesfa.validation import diagnostics
+
+    train = Corpus.from_strings([[0, 1], [0, 0, 1], [1]], 2)
+    test = Corpus.from_strings([[], [0], [1], [0, 1], [1, 1]], 2)
+    ref = np.exp(exact_predictive(train, test, 3, 0.4, 1.0))
+    fit = sample_hpyp(train, 3, iterations=2_100, burn_in=100, chains=4, seed=2, discount=0.4,
+                      concentration=1.0)
+    p = np.exp(per_sample_log_prob(fit.arrays, {"order": 3}, test))
+    z_star = stats.norm.ppf(1 - 1e-3 / (2 * test.n_strings))
+    for s in range(test.n_strings):
+        mcse = diagnostics.mcse_mean(p[:, :, s])
+        assert abs(p[:, :, s].mean() - ref[s]) <= z_star * mcse, s
+
+
+def test_same_seed_same_result_sampled_hyperparameters_and_both_shapes():
+    method = get_method("hpyp")
+    corpus = Corpus.from_strings([[0, 1, 1, 0], [1, 0], [0, 0, 1]], 2)
+    test = Corpus.from_strings([[0, 1], [1]], 2)
+    for seq in (False, True):
+        opts = options(order=3, iterations=60, burn_in=20, chains=2, sequence=seq)
+        a = method.fit(corpus, opts, 4, False)
+        b = method.fit(corpus, opts, 4, False)
+        for key in a.arrays:
+            assert np.array_equal(a.arrays[key], b.arrays[key]), key
+        assert {"d_0", "d_2", "theta_1", "log_joint"} <= set(a.trace)
+        d = a.trace["d_1"]
+        assert np.all((d > 0) & (d < 1)) and np.unique(d).size > 1
+        lp = method.predict_log_prob(a.arrays, opts, test)
+        assert np.array_equal(lp, method.predict_log_prob(b.arrays, opts, test))
+        assert np.all(lp < 0) and lp.shape == (2,)
+        total = method.perplexity_log_prob(a.arrays, opts, test, continuation=seq)
+        assert total < 0
+        # one value per test symbol: the same pass, cut finer
+        strings = per_sample_log_prob(a.arrays, opts, test, carry=True)
+        tokens = per_sample_log_prob(a.arrays, opts, test, per_token=True)
+        assert tokens.shape[-1] == (test.n_letters if seq else test.n_tokens)
+        assert tokens.sum(axis=-1) == pytest.approx(strings.sum(axis=-1), abs=1e-9)
+        per_symbol = method.perplexity_log_prob(a.arrays, opts, test, continuation=seq,
+                                                per_symbol=True)
+        assert per_symbol == pytest.approx(
+            np.log(np.exp(tokens).reshape(-1, tokens.shape[-1]).mean(axis=0)).sum(), rel=1e-12)
+        if seq:  # a continuation: the strings' conditionals add up to the joint
+            assert total == pytest.approx(lp.sum(), abs=1e-9)
+
+
+@pytest.mark.parametrize("method, extra", [("hpyp", ["--order", "2", "--iterations", "40",
+                                                      "--burn-in", "10"]),
+                                           ("memoizer", [])])
+def test_cli_fit_predict_perplexity(tmp_path, method, extra):
+    train = tmp_path / "train.txt"
+    train.write_text("ab ba\nabab\nbaa\naab\n")
+    test = tmp_path / "test.txt"
+    test.write_text("ab\nbba\n")
+    run = tmp_path / "run"
+    assert main(["fit", str(train), "--format", "lines", "--method", method, *extra,
+                 "--seed", "3", "--out", str(run), "--quiet"]) == 0
+    assert main(["predict", str(run), str(test), "--format", "lines", "--out",
+                 str(tmp_path / "pred.txt")]) == 0
+    assert main(["perplexity", str(run), str(test), "--format", "lines", "--json"]) == 0
+    assert json.loads((run / "manifest.json").read_text())["method"] == method
+
+
+@pytest.mark.slow
+def test_validate_passes_and_the_mutant_fails():
+    from bayesfa.validation.harness import validate
+
+    assert validate("hpyp", "tiny").passed
+    assert not validate("hpyp:mutant-no-join-discount", "tiny").passed
+
+
+def test_predictive_is_normalised():
+    """Per sample: a sequence's next letter has probabilities summing to 1 (exactly: no
+    seating happens before the first test symbol is predicted); sentences: the strings up to
+    length 2 have total probability below 1 and the empty string a positive one."""
+    corpus = Corpus.from_strings([[0, 1, 2], [1]], 3)
+    for seq in (True, False):
+        fit = sample_hpyp(corpus, 3, iterations=12, burn_in=2, seed=0, sequence=seq)
+        if seq:
+            # the strings of a sequence continue one another: score each letter alone
+            p = np.stack([np.exp(per_sample_log_prob(
+                fit.arrays, {"order": 3, "sequence": True},
+                Corpus.from_strings([[a]], 3)))[..., 0] for a in range(3)], axis=-1)
+            assert p.sum(axis=-1) == pytest.approx(np.ones(p.shape[:2]), abs=1e-12)
+        else:
+            strings = Corpus.from_strings([[]] + [[a] for a in range(3)]
+                                          + [[a, b] for a in range(3) for b in range(3)], 3)
+            p = np.exp(per_sample_log_prob(fit.arrays, {"order": 3}, strings))
+            assert np.all(p.sum(axis=-1) < 1.0) and np.all(p[..., 0] > 0)
+
+
+def test_auxiliary_variable_updates_match_the_posterior_by_quadrature():
+    """Unigram (one restaurant) on a few strings: the sampled d (theta fixed) and theta
+    (d fixed) against their exact posterior means, prior x exact marginal likelihood on a
+    grid (Beta(1, 1) on d, Gamma(1, 1) on theta). z-test with arviz's MCSE, false-alarm rate
+    1e-3 each (fixed seed)."""
+    from scipy import integrate
+
+    from bayesfa.validation import diagnostics
+
+    corpus = Corpus.from_strings([[0, 0, 1], [0], [1, 0, 0, 0]], 2)
+    z_star = stats.norm.ppf(1 - 1e-3 / 2)
+    F, n_sym, first = flat_symbols(corpus, False)
+    parent, _, tok_node = context_tree(F, first, True, 0, compress=False)
+    assert parent.size == 1  # the root only
+
+    def lml(d, th):
+        return log_marginal(parent, np.array([d]), np.array([th]), tok_node,
+                            F[first:].astype(np.int64), n_sym)
+
+    assert lml(0.3, 1.0) == pytest.approx(hpyp_log_marginal(corpus, 1, 0.3, 1.0), rel=1e-12)
+    grid_d = np.linspace(0.0005, 0.9995, 300)
+    w_d = np.exp([lml(d, 1.0) for d in grid_d])
+    mean_d = integrate.trapezoid(grid_d * w_d, grid_d) / integrate.trapezoid(w_d, grid_d)
+    grid_t = np.linspace(0.001, 40.0, 600)
+    w_t = np.exp([lml(0.3, th) for th in grid_t]) * np.exp(-grid_t)
+    mean_t = integrate.trapezoid(grid_t * w_t, grid_t) / integrate.trapezoid(w_t, grid_t)
+    fit = sample_hpyp(corpus, 1, iterations=3_100, burn_in=100, chains=4, seed=11,
+                      concentration=1.0)
+    d = fit.trace["d_0"]
+    assert abs(d.mean() - mean_d) <= z_star * diagnostics.mcse_mean(d), (d.mean(), mean_d)
+    fit = sample_hpyp(corpus, 1, iterations=3_100, burn_in=100, chains=4, seed=12, discount=0.3)
+    th = fit.trace["theta_0"]
+    assert abs(th.mean() - mean_t) <= z_star * diagnostics.mcse_mean(th), (th.mean(), mean_t)
+
+
+def test_scoring_sentences_undoes_its_seatings_exactly():
+    """Scoring with ``reset`` seats each test string's symbols as they are read and takes
+    them back after the string: the counts are those of the training data again; without
+    ``reset`` they hold every test symbol too."""
+    from bayesfa.samplers._hpyp_kernel import node_levels, score_tokens
+
+    corpus = Corpus.from_strings([[0, 1, 1], [1, 0], [0, 0, 1, 0], [1, 1, 1]], 2)
+    F, n_sym, first = flat_symbols(corpus, False)
+    parent, depth, tok_node = context_tree(F, first, True, 2, compress=False)
+    tok_sym = F[first:].astype(np.int64)
+    n = parent.size
+    nd, nth = np.full(n, 0.4), np.full(n, 0.8)
+    c, t = np.zeros((n, n_sym), np.int32), np.zeros((n, n_sym), np.int32)
+    cs, ts = np.zeros(n, np.int32), np.zeros(n, np.int32)
+    path_len = int(node_levels(parent).max()) + 2
+    rng = np.random.default_rng(0)
+    n_train = int(corpus.offsets[2])  # the first two strings train, the others are the test
+    offsets = corpus.offsets[2:] - n_train
+    score_tokens(rng, tok_node, tok_sym, 0, np.array([0, n_train]), False, parent, nd, nth, c, t,
+                 cs, ts, 1 / n_sym, path_len, np.zeros(1))
+    before = [a.copy() for a in (c, t, cs, ts)]
+    out = np.zeros(2)
+    score_tokens(rng, tok_node, tok_sym, n_train, offsets, True, parent, nd, nth, c, t, cs, ts,
+                 1 / n_sym, path_len, out)
+    for a, b in zip((c, t, cs, ts), before):
+        assert np.array_equal(a, b)
+    assert np.all(out < 0)
+    score_tokens(rng, tok_node, tok_sym, n_train, offsets, False, parent, nd, nth, c, t, cs, ts,
+                 1 / n_sym, path_len, out)
+    assert cs[0] > before[2][0] and c.sum() > before[0].sum()
+    assert np.all(t <= c) and np.all((t > 0) == (c > 0))
