@@ -33,7 +33,7 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
 from bayesfa.rundir import atomic_write
-from bayesfa.methods import FitResult, add_mcmc_arguments, check_schedule
+from bayesfa.methods import FitResult, add_mcmc_arguments, check_schedule, positive_int
 
 # Sweeps are run in blocks of about this many (N x T) units between progress updates
 # (about 0.05 s at 2 ns per unit); the block size never changes the result.
@@ -846,13 +846,6 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
-    return value
-
-
 def _seconds(text: str) -> float:
     value = float(text)
     if not (value >= 0 and math.isfinite(value)):
@@ -887,7 +880,7 @@ class _CGSPFA:
                                  + ("gibbs at every N measured" if ALIAS_MH_MIN_STATES is None else
                                     f"alias-mh from {ALIAS_MH_MIN_STATES} states on")
                                  + ", benchmarks/RESULTS.md)")
-        parser.add_argument("--interleave", type=_positive_int, default=None, metavar="CHAINS",
+        parser.add_argument("--interleave", type=positive_int, default=None, metavar="CHAINS",
                             help=f"with more chains than --jobs, run up to CHAINS chains per process "
                                  f"in one interleaved gibbs kernel (never changes the result); "
                                  + (f"default {INTERLEAVE_CHAINS} up to {INTERLEAVE_MAX_STATES} "

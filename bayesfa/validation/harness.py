@@ -171,6 +171,21 @@ def hooks(method):
     return method
 
 
+#: The hooks a validation spec may define, which a mutant method carries itself.
+SPEC_HOOKS = ("validation_budget", "exact_reference", "per_sample_log_prob", "kernel_checks")
+
+
+def carry_spec(method, spec, name: str):
+    """``method`` named ``name``, carrying ``spec``'s hooks (those it defines) itself, so that
+    :func:`hooks` returns the method: how a spec's ``mutant(variant)`` hands a mutant over."""
+    method.name = name
+    method.validation = None
+    for attr in SPEC_HOOKS:
+        if hasattr(spec, attr):
+            setattr(method, attr, getattr(spec, attr))
+    return method
+
+
 def _method_mutants(method) -> list[str]:
     names = getattr(hooks(method), "mutant_names", None)
     return list(names()) if callable(names) else []

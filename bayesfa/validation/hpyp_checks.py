@@ -169,14 +169,11 @@ class HPYPSpec:
     def mutant(self, variant: str):
         from bayesfa.samplers.hpyp import _HPYP
 
+        from bayesfa.validation.harness import carry_spec
+
         method = _HPYP()
         method.variant = MUTANTS[variant]
-        method.name = f"hpyp:mutant-{variant}"
-        method.validation = None
-        spec = HPYPSpec(MUTANTS[variant], variant)
-        for attr in ("validation_budget", "exact_reference", "per_sample_log_prob"):
-            setattr(method, attr, getattr(spec, attr))
-        return method
+        return carry_spec(method, HPYPSpec(MUTANTS[variant], variant), f"hpyp:mutant-{variant}")
 
 
 HPYP = HPYPSpec()

@@ -317,15 +317,11 @@ class _Spec:
         base = get_method(self.family)
         code = MUTANTS[self.family][variant]
         spec = type(self)(code, variant)
+        from bayesfa.validation.harness import carry_spec
+
         method = type(base)()
         method.variant = code
-        method.name = f"{self.family}:mutant-{variant}"
-        method.validation = None
-        # the harness reads the hooks off the mutant itself
-        for attr in ("validation_budget", "exact_reference", "per_sample_log_prob",
-                     "kernel_checks"):
-            setattr(method, attr, getattr(spec, attr))
-        return method
+        return carry_spec(method, spec, f"{self.family}:mutant-{variant}")
 
     def per_sample_log_prob(self, arrays, options, test):
         from bayesfa.samplers.pdfa import per_sample_log_prob

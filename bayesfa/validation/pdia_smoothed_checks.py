@@ -259,14 +259,11 @@ class SmoothedSpec:
 
         code = EMISSION_MUTANTS[variant]
         spec = type(self)(code, variant)
+        from bayesfa.validation.harness import carry_spec
+
         method = _PDIASmoothed()
         method.emission_variant = code
-        method.name = f"pdia-smoothed:mutant-{variant}"
-        method.validation = None
-        for attr in ("validation_budget", "exact_reference", "per_sample_log_prob",
-                     "kernel_checks"):
-            setattr(method, attr, getattr(spec, attr))
-        return method
+        return carry_spec(method, spec, f"pdia-smoothed:mutant-{variant}")
 
     def exact_reference(self, toy, test, options):
         hyp = {k: options[k] for k in FIXED}
