@@ -61,8 +61,9 @@ TRACE = "trace.nc"
 UNFINISHED = "unfinished.json"  # what an unfinished run will be (see plan_run)
 WORKDIR = "partial"  # a method's saved pieces of an unfinished fit
 STAGING = ".{name}.bayesfa-new"  # sibling where --force builds the replacement run
-#: Options that change how a fit runs but not its result: not part of a run's identity.
-EXECUTION_OPTIONS = frozenset({"jobs", "checkpoint_every"})
+#: Options that change how a fit runs but not its result (the interleaved kernel is
+#: bit-identical to chains run one by one): not part of a run's identity.
+EXECUTION_OPTIONS = frozenset({"jobs", "checkpoint_every", "interleave"})
 
 # What the readers of numpy's zip files and of HDF5 raise on a damaged file: the file is
 # untrusted input, and each of these means "cannot be read", not a bug of bayesfa.

@@ -195,3 +195,16 @@ def test_harness_compare_passes_with_interleaved_chains():
     report = compare("cgs-pfa", "tiny", options={"interleave": 8, "kernel": "gibbs"})
     assert report.info["fit_info"]["interleave"] == 8
     assert report.passed
+
+
+def test_interleave_is_not_part_of_a_runs_identity():
+    """Interleaving never changes the result, so a run resumed with another ``--interleave``
+    (or in a production runner started before the option existed) is the same run."""
+    from bayesfa.rundir import run_identity
+
+    train = {"sha256": "0" * 64, "format": "pautomac"}
+    base = {"states": 10, "beta": 0.1, "iterations": 5, "kernel": "auto"}
+    same = [run_identity("cgs-pfa", {**base, **extra}, 1, train)
+            for extra in ({}, {"interleave": None}, {"interleave": 8}, {"interleave": 1, "jobs": 2})]
+    assert all(s == same[0] for s in same)
+    assert run_identity("cgs-pfa", {**base, "beta": 0.2}, 1, train) != same[0]
