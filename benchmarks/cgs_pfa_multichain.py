@@ -33,7 +33,8 @@ from pdia_speed import cpu_name  # noqa: E402
 
 from bayesfa.samplers import _cgs_pfa_kernel as kernel  # noqa: E402
 from bayesfa.samplers import _cgs_pfa_multichain_kernel as multi  # noqa: E402
-from bayesfa.samplers.cgs_pfa import _free_positions, new_counts  # noqa: E402
+from bayesfa.samplers.cgs_pfa import new_counts  # noqa: E402
+from bayesfa.samplers.chains import free_positions  # noqa: E402
 
 
 @njit(cache=True)
@@ -47,7 +48,7 @@ def warm_chains(corpus, n_states: int, n_chains: int, beta: float, warmup: int, 
     """``n_chains`` chain states ``(z, c, ct, ci, recip, rng)`` after ``warmup`` one-chain sweeps
     from a uniformly random path (the front's initialisation)."""
     tokens = corpus.tokens
-    positions = _free_positions(tokens)
+    positions = free_positions(tokens)
     chains = []
     for child in np.random.SeedSequence(seed).spawn(n_chains):
         rng = np.random.default_rng(child)

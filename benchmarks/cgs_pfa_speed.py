@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from pathlib import Path
 
@@ -26,7 +25,9 @@ from numba import njit
 
 from bayesfa.corpus import Corpus
 from bayesfa.samplers import _cgs_pfa_kernel as kernel
-from bayesfa.samplers.cgs_pfa import _free_positions, new_counts
+from bayesfa.samplers.cgs_pfa import new_counts
+from bayesfa.samplers.chains import free_positions
+from machine import cpu_name  # benchmarks/machine.py: this script's folder is on sys.path
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "pautomac"
@@ -97,7 +98,7 @@ def bench(corpus: Corpus, n_states: int, beta: float, repeats: int, warmup: int,
     positions whose state changed per timed sweep."""
     rng = np.random.default_rng(seed)
     tokens = corpus.tokens
-    positions = _free_positions(tokens)
+    positions = free_positions(tokens)
     n_symbols = corpus.alphabet_size + 1
     z = np.zeros(tokens.size + 1, dtype=np.int32)
     z[positions] = rng.integers(1, n_states + 1, size=positions.size, dtype=np.int32)
@@ -130,12 +131,7 @@ def main(argv=None):
     repeats, warmup = (5, 20) if args.quick else (10, 50)
     # compile (or load from cache) before timing
     bench(synthetic(200), 3, args.beta, 1, 1)
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     print(f"# CGS-PFA sweep cost: {cpu}, {os.cpu_count()} cores, one thread, beta={args.beta}, "
           f"{warmup} warm-up sweeps, best of {repeats}, {time.strftime('%Y-%m-%d')}")
     print(f"{'data':<22} {'T':>9} {'A':>3} {'N':>4} {'sweep ns/NT':>12} {'floor ns/NT':>12} "

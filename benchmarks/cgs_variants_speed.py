@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cgs_pfa_speed import DEFAULT_DATA, read_pautomac, synthetic  # noqa: E402
+from machine import best_of, cpu_name  # noqa: E402
 
 from bayesfa.samplers import _cgs_hmm_kernel as hmm_kernel  # noqa: E402
 from bayesfa.samplers import _cgs_sg_kernel as sg_kernel  # noqa: E402
@@ -74,18 +74,6 @@ def floor_sg(positions, tokens, z, c, ct, ci, gr, grt, v, beta):
     return acc
 
 
-def _best(fn, repeats):
-    """Best of ``repeats`` calls, in CPU time of this thread (``time.thread_time``): on a
-    loaded machine, wall time also counts the time slices other processes get, and that
-    inflates long calls (a sweep) more than short ones (a floor loop)."""
-    best = np.inf
-    for _ in range(repeats):
-        t0 = time.thread_time()
-        fn()
-        best = min(best, time.thread_time() - t0)
-    return best
-
-
 def bench_hmm(corpus, n_states, alpha, beta, repeats, warmup, seed=0):
     rng = np.random.default_rng(seed)
     tokens = corpus.tokens
@@ -95,8 +83,8 @@ def bench_hmm(corpus, n_states, alpha, beta, repeats, warmup, seed=0):
     hmm_kernel.fill_counts(tokens, z, *state)
     hmm_kernel.sweeps(warmup, positions, tokens, z, *state, rng, alpha, beta, 0)
     units = n_states * tokens.size
-    sweep = _best(lambda: hmm_kernel.sweeps(1, positions, tokens, z, *state, rng, alpha, beta, 0), repeats)
-    floor = _best(lambda: floor_hmm(positions, tokens, z, *state, alpha, beta), repeats)
+    sweep = best_of(lambda: hmm_kernel.sweeps(1, positions, tokens, z, *state, rng, alpha, beta, 0), repeats)
+    floor = best_of(lambda: floor_hmm(positions, tokens, z, *state, alpha, beta), repeats)
     return sweep * 1e9 / units, floor * 1e9 / units
 
 
@@ -113,9 +101,9 @@ def bench_sg(corpus, n_states, beta, repeats, warmup, seed=0):
     interval = n_states * n_symbols
     sg_kernel.sweeps(warmup, positions, tokens, z, *st, rng, beta, interval, 0)
     units = n_states * tokens.size
-    with_g = _best(lambda: sg_kernel.sweeps(1, positions, tokens, z, *st, rng, beta, interval, 0), repeats)
-    z_only = _best(lambda: sg_kernel.sweeps(1, positions, tokens, z, *st, rng, beta, 1 << 62, 0), repeats)
-    floor = _best(lambda: floor_sg(positions, tokens, z, c, ct, ci, gr, grt, v, beta), repeats)
+    with_g = best_of(lambda: sg_kernel.sweeps(1, positions, tokens, z, *st, rng, beta, interval, 0), repeats)
+    z_only = best_of(lambda: sg_kernel.sweeps(1, positions, tokens, z, *st, rng, beta, 1 << 62, 0), repeats)
+    floor = best_of(lambda: floor_sg(positions, tokens, z, c, ct, ci, gr, grt, v, beta), repeats)
     return with_g * 1e9 / units, z_only * 1e9 / units, floor * 1e9 / units, int(meta[0]), int(meta[2])
 
 
@@ -135,12 +123,7 @@ def main(argv=None):
     small = synthetic(200)  # compile (or load from cache) before timing
     bench_hmm(small, 3, args.alpha, args.beta, 1, 1)
     bench_sg(small, 3, args.beta, 1, 1)
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     print(f"# CGS-HMM / CGS-SG sweep cost: {cpu}, {os.cpu_count()} cores (shared, noisy), one thread, "
           f"alpha={args.alpha}, beta={args.beta}, {args.warmup} warm-up sweeps, thread CPU time, best of "
           f"{args.repeats}, {time.strftime('%Y-%m-%d')}; {name}, T={corpus.n_tokens}, "

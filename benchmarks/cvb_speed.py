@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -39,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from cgs_pfa_speed import DEFAULT_DATA, bench as cgs_bench, read_pautomac, synthetic  # noqa: E402
+from machine import best_of, cpu_name  # noqa: E402
 
 from bayesfa.samplers import _cvb_kernel as kernel  # noqa: E402
 from bayesfa.samplers import cvb  # noqa: E402
@@ -66,12 +66,7 @@ def floor_pass(positions, tokens, q, ec):
 
 
 def _best(fn, repeats):
-    best = np.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return best_of(fn, repeats, time.perf_counter)  # wall time, as this benchmark always measured
 
 
 def bench_vb(corpus, n_states, beta, repeats, warmup, cvb2: bool, seed=0):
@@ -119,12 +114,7 @@ def main(argv=None):
     small = synthetic(300)
     bench_vb(small, 3, args.beta, 1, 1, True)  # compile (or load from cache) before timing
     cgs_bench(small, 3, args.beta, 1, 1)
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"# CVB cost: {cpu}, {os.cpu_count()} cores, one thread, beta={args.beta}, best of "
           f"{repeats}, {time.strftime('%Y-%m-%d %H:%M')}, load average {load:.1f}")

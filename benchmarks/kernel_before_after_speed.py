@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cgs_pfa_speed import DEFAULT_DATA, corpora  # noqa: E402
 
 from bayesfa.samplers import _cgs_pfa_kernel as new  # noqa: E402
-from bayesfa.samplers.cgs_pfa import _free_positions, new_counts  # noqa: E402
+from bayesfa.samplers.cgs_pfa import new_counts  # noqa: E402
+from bayesfa.samplers.chains import free_positions  # noqa: E402
 
 
 def load(path: str):
@@ -47,7 +48,7 @@ def main(argv=None):
     old = load(args.old_kernel)
     name, corpus = corpora(DEFAULT_DATA, [100_000])[0]
     tokens = corpus.tokens
-    positions = _free_positions(tokens)
+    positions = free_positions(tokens)
     n_symbols = corpus.alphabet_size + 1
     print(f"# {name}, T={tokens.size}, beta={args.beta}, best of {args.repeats} interleaved rounds, "
           f"CPU time; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")

@@ -1,9 +1,10 @@
 """Tests of CGS-HMM and CGS-HMM(*) (Shibata & Yoshinaka 2013, Sect. 4.4, Eq. 20).
 
 The kernel's conditional is compared with brute force from the collapsed HMM joint, the
-enumeration of the validation spec with :mod:`bayesfa.models.hmm`'s, and (slow) the whole
-``bayesfa validate`` runs: exact predictive and Geweke pass, mutants fail, and CGS-HMM agrees
-with the NumPyro oracle ``oracle-hmm``. Statistical checks have fixed seeds and state their
+enumeration of the validation spec with :mod:`bayesfa.models.hmm`'s, and (slow) CGS-HMM
+agrees with the NumPyro oracle ``oracle-hmm``. The CLI and the whole ``bayesfa validate``
+runs (exact predictive and Geweke pass, mutants fail) are tested with the other samplers of
+issue 7 in ``tests/test_cgs_sg.py``. Statistical checks have fixed seeds and state their
 false-alarm rate.
 """
 
@@ -17,7 +18,6 @@ from scipy import stats
 
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.methods import get_method
 from bayesfa.samplers import _cgs_hmm_kernel as kernel
 from bayesfa.samplers import cgs_hmm
 from bayesfa.validation import cgs_variants_checks as checks
@@ -128,56 +128,8 @@ def test_argument_checks():
         cgs_hmm.sample_cgs_hmm(TRAIN, 2, 0.5, -1.0, 10, 0, 1, 1, 0)
 
 
-@pytest.mark.parametrize("method", ["cgs-hmm", "cgs-hmm-star"])
-def test_cli_on_bundled_problem_24(method, tmp_path, capsys):
-    """fit, predict (every test string positive), diagnose; bad options exit 2 in one line."""
-    from bayesfa.cli import main
-    from bayesfa.datasets import pautomac_path
-    from bayesfa.pautomac import read_solution
-
-    train, test = pautomac_path(24, "train"), pautomac_path(24, "test")
-    run = tmp_path / "run"
-    assert main(["fit", str(train), "--method", method, "--states", "4", "--beta", "0.1",
-                 "--alpha", "0.2", "--iterations", "6", "--burn-in", "2", "--period", "2",
-                 "--chains", "2", "--seed", "3", "--out", str(run), "--quiet"]) == 0
-    assert main(["predict", str(run), str(test), "--out", str(tmp_path / "p")]) == 0
-    assert (read_solution(tmp_path / "p") > 0).all()
-    assert main(["diagnose", str(run), "--json"]) == 0
-    m = get_method(method)
-    assert m.estimate_memory(Corpus.from_strings([[0]], 1), {"states": 4, "chains": 2, "iterations": 6,
-                                                            "burn_in": 2, "period": 2}) > 0
-    for bad in (["--states", "0"], ["--beta", "0"], ["--alpha", "-1"]):
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as exc:  # one error line, exit 2
-            main(["fit", str(train), "--method", method, *bad, "--seed", "1",
-                  "--out", str(tmp_path / "bad")])
-        err = capsys.readouterr().err
-        assert exc.value.code == 2 and "Traceback" not in err, err
-        assert len(err.strip().splitlines()) == 1, err
-        assert "error:" in err and bad[0] in err, err
-
-
-# -- slow: the whole validation ---------------------------------------------------------------
-
-@pytest.mark.slow
-@pytest.mark.parametrize("method", ["cgs-hmm", "cgs-hmm-star"])
-def test_validate_passes(method):
-    """False-alarm rate 2e-3 (predictive + Geweke, 1e-3 each)."""
-    from bayesfa.validation.harness import validate
-
-    report = validate(method, "tiny", seed=0)
-    assert report.passed, report.to_table()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("mutant", ["cgs-hmm:mutant-no-correction", "cgs-hmm:mutant-all-visits"])
-def test_mutants_fail(mutant):
-    from bayesfa.validation.harness import validate
-
-    report = validate(mutant, "tiny", seed=0)
-    assert not report.check("predictive").passed
-    assert not report.check("geweke").passed
-
+# -- the CLI on problem 24 and (slow) the whole validation and its mutants: tests/test_cgs_sg.py
+# (the three samplers of issue 7 together) -----------------------------------------------------
 
 @pytest.mark.slow
 def test_cgs_hmm_agrees_with_oracle_hmm():

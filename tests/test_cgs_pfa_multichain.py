@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from numba.typed import List
 
+from bayesfa.samplers.chains import free_positions
 from bayesfa.cli import main
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
@@ -36,7 +37,7 @@ CORPUS = _corpus()
 
 def _chain_states(tokens, n_states, n_symbols, n_chains, seed, beta):
     """Chains initialised as the front does: ``(z, c, ct, ci, recip, rng)`` per SeedSequence child."""
-    positions = cgs_pfa._free_positions(tokens)
+    positions = free_positions(tokens)
     out = []
     for child in np.random.SeedSequence(seed).spawn(n_chains):
         rng = np.random.default_rng(child)
@@ -110,7 +111,7 @@ def test_front_interleaved_equals_chains_one_by_one(n_chains):
 
 def test_interrupted_interleaved_chains_resume_bit_identical(tmp_path, monkeypatch):
     kw = dict(n_states=3, beta=0.3, iterations=200, burn_in=50, period=6, chains=3, seed=7, holdout=0.1)
-    n_free = cgs_pfa._free_positions(CORPUS.tokens).size
+    n_free = free_positions(CORPUS.tokens).size
     monkeypatch.setattr(cgs_pfa, "_BLOCK_UNITS", 5 * kw["n_states"] * n_free)  # 5-6 sweeps a block
     full = cgs_pfa.sample_cgs_pfa(CORPUS, **kw, interleave=1)
     with pytest.raises(KeyboardInterrupt):  # one chain's callback raises: all three stop

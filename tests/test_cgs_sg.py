@@ -1,9 +1,9 @@
 """Tests of CGS-SG (Shibata & Yoshinaka 2013, Sect. 3, Algorithm 2, Eq. 18).
 
 Brute force from Eq. 18 for the kernel's conditional of ``z_t``; exact laws of ``|G|`` (by
-enumerating every graph) for the degree convolution and the graph update; (slow) the whole
-``bayesfa validate cgs-sg`` and its mutants, and every shared PAutomaC problem from the CLI
-for the three samplers of issue 7. Statistical checks have fixed seeds and state their
+enumerating every graph) for the degree convolution and the graph update. For the three
+samplers of issue 7 (``cgs-sg``, ``cgs-hmm``, ``cgs-hmm-star``): the CLI on problem 24, and
+(slow) the whole ``bayesfa validate`` and its mutants, and every shared PAutomaC problem. Statistical checks have fixed seeds and state their
 false-alarm rate.
 """
 
@@ -159,25 +159,36 @@ def test_run_trace_and_seed():
         cgs_sg.sample_cgs_sg(TRAIN, seed=1, **{**kw, "n_states": 0})
 
 
-def test_cli_on_bundled_problem_24(tmp_path, capsys):
+# -- the three samplers of issue 7 (cgs-sg, cgs-hmm, cgs-hmm-star) ------------------------------
+
+ISSUE_7 = {"cgs-sg": ([], ["--beta", "-0.5"]),
+           "cgs-hmm": (["--alpha", "0.2"], ["--alpha", "-1"]),
+           "cgs-hmm-star": (["--alpha", "0.2"], ["--alpha", "-1"])}
+
+
+@pytest.mark.parametrize("method", list(ISSUE_7))
+def test_cli_on_bundled_problem_24(method, tmp_path, capsys):
+    """fit, predict (every test string positive), diagnose; bad options exit 2 in one line."""
     from bayesfa.cli import main
     from bayesfa.datasets import pautomac_path
     from bayesfa.pautomac import read_solution
 
+    own, own_bad = ISSUE_7[method]
     train, test = pautomac_path(24, "train"), pautomac_path(24, "test")
     run = tmp_path / "run"
-    assert main(["fit", str(train), "--method", "cgs-sg", "--states", "4", "--beta", "0.1",
+    assert main(["fit", str(train), "--method", method, "--states", "4", "--beta", "0.1", *own,
                  "--iterations", "6", "--burn-in", "2", "--period", "2", "--chains", "2",
                  "--seed", "3", "--out", str(run), "--quiet"]) == 0
     assert main(["predict", str(run), str(test), "--out", str(tmp_path / "p")]) == 0
     assert (read_solution(tmp_path / "p") > 0).all()
-    assert get_method("cgs-sg").estimate_memory(
+    assert main(["diagnose", str(run), "--json"]) == 0
+    assert get_method(method).estimate_memory(
         Corpus.from_strings([[0]], 1), {"states": 4, "chains": 2, "iterations": 6, "burn_in": 2,
                                         "period": 2}) > 0
-    for bad in (["--states", "0"], ["--beta", "0"], ["--beta", "-0.5"]):
+    for bad in (["--states", "0"], ["--beta", "0"], own_bad):
         capsys.readouterr()
         with pytest.raises(SystemExit) as exc:  # one error line, exit 2
-            main(["fit", str(train), "--method", "cgs-sg", *bad, "--seed", "1",
+            main(["fit", str(train), "--method", method, *bad, "--seed", "1",
                   "--out", str(tmp_path / "bad")])
         err = capsys.readouterr().err
         assert exc.value.code == 2 and "Traceback" not in err, err
@@ -185,19 +196,19 @@ def test_cli_on_bundled_problem_24(tmp_path, capsys):
         assert "error:" in err and bad[0] in err, err
 
 
-# -- slow ----------------------------------------------------------------------------------------
-
 @pytest.mark.slow
-def test_validate_passes():
+@pytest.mark.parametrize("method", list(ISSUE_7))
+def test_validate_passes(method):
     """False-alarm rate 2e-3 (predictive + Geweke, 1e-3 each)."""
     from bayesfa.validation.harness import validate
 
-    report = validate("cgs-sg", "tiny", seed=0)
+    report = validate(method, "tiny", seed=0)
     assert report.passed, report.to_table()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mutant", ["cgs-sg:mutant-no-correction", "cgs-sg:mutant-no-state-factor"])
+@pytest.mark.parametrize("mutant", ["cgs-sg:mutant-no-correction", "cgs-sg:mutant-no-state-factor",
+                                    "cgs-hmm:mutant-no-correction", "cgs-hmm:mutant-all-visits"])
 def test_mutants_fail(mutant):
     from bayesfa.validation.harness import validate
 

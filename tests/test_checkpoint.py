@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bayesfa.samplers.chains import free_positions
 from bayesfa.cli import main
 from bayesfa.corpus import Corpus
 from bayesfa.datasets import pautomac_path
@@ -43,7 +44,7 @@ CORPUS = _corpus()
 @pytest.fixture()
 def small_blocks(monkeypatch):
     """Blocks of about 5 sweeps (instead of the whole chain on so small a corpus)."""
-    n_free = cgs_pfa._free_positions(CORPUS.tokens).size
+    n_free = free_positions(CORPUS.tokens).size
     monkeypatch.setattr(cgs_pfa, "_BLOCK_UNITS", 5 * KW["n_states"] * n_free)
 
 

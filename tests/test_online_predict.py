@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
+from bayesfa.samplers.chains import free_positions
 from bayesfa.cli import main
 from bayesfa.corpus import Corpus
 from bayesfa.datasets import pautomac_path
@@ -98,7 +99,7 @@ def test_online_equals_offline_and_the_cap_keeps_the_chains():
 
 
 def test_capped_predicting_chain_resumes_bit_identical(tmp_path, monkeypatch):
-    n_free = cgs_pfa._free_positions(TRAIN.tokens).size
+    n_free = free_positions(TRAIN.tokens).size
     monkeypatch.setattr(cgs_pfa, "_BLOCK_UNITS", 5 * KW["n_states"] * n_free)  # ~5 sweeps a block
     args = dict(**KW, predict=TEST, max_draws=4)
     full = cgs_pfa.sample_cgs_pfa(TRAIN, **args)

@@ -123,8 +123,10 @@ def prefix_tree_bytes(corpus: Corpus) -> int:
 # -- red-blue machinery ---------------------------------------------------------------------
 @njit(cache=True)
 def heap_push(heap, size, value):
-    """Push ``value`` on the binary min-heap ``heap[:size]``; returns the new size (the
-    caller grows ``heap`` when full)."""
+    """Push ``value`` on the binary min-heap ``heap[:size]``, ``heap`` grown when full;
+    returns ``(heap, new size)``."""
+    if size >= heap.shape[0]:
+        heap = grow(heap)
     i = size
     heap[i] = value
     while i > 0:
@@ -133,7 +135,7 @@ def heap_push(heap, size, value):
             break
         heap[p], heap[i] = heap[i], heap[p]
         i = p
-    return size + 1
+    return heap, size + 1
 
 
 @njit(cache=True)
@@ -165,51 +167,66 @@ def grow(heap):
 
 
 @njit(cache=True)
-def fold(red, blue, child, count, order, n_keys, parent, is_red, dead, heap, heap_size, stack):
-    """Fold the subtree of ``blue`` into ``red`` (Carrasco & Oncina 1994; AALpy's ``fold``):
-    counts of common letters are added and their children folded in turn; a child ``red``
-    lacks is attached to it. Depth-first, children in ``order``. Blue-side nodes are marked
-    ``dead``; a child attached to a red state is pushed on the blue heap.
+def push_pair(stack, top, x, y):
+    """Push the pair ``(x, y)`` of a fold's depth-first walk on ``stack[:top]`` (three slots a
+    pair: ``x``, ``y`` and the index into ``order[y]`` of the next letter, here 0). Returns
+    ``(stack, top)``; ``stack`` is grown when full."""
+    if top + 3 > stack.shape[0]:
+        stack = grow(stack)
+    stack[top] = x
+    stack[top + 1] = y
+    stack[top + 2] = 0
+    return stack, top + 3
 
-    ``stack`` int64 ``[>= 3 * depth]`` is scratch. Returns ``(heap, heap_size, stack)``
-    (either may have been reallocated).
-    """
-    stack[0] = red
-    stack[1] = blue
-    stack[2] = 0
-    count[red, 0] += count[blue, 0]
-    top = 3
+
+@njit(cache=True)
+def next_letter(stack, top, order, n_keys):
+    """The next step of a fold's walk: drops the pairs on ``stack[:top]`` whose letters are
+    all visited and returns ``(top, x, y, a)`` with ``a`` the next letter of the top pair's
+    ``y`` in ``order`` (its index advanced), or ``top == 0`` when the walk is over."""
     while top > 0:
-        x = stack[top - 3]
         y = stack[top - 2]
         k = stack[top - 1]
         if k < n_keys[y]:
             stack[top - 1] = k + 1
-            a = order[y, k]
-            yc = child[y, a]
-            xc = child[x, a]
-            if xc >= 0:
-                count[x, a] += count[y, a]
-                if top + 3 > stack.shape[0]:
-                    stack = grow(stack)
-                stack[top] = xc
-                stack[top + 1] = yc
-                stack[top + 2] = 0
-                top += 3
-                count[xc, 0] += count[yc, 0]
-            else:
-                child[x, a] = yc
-                count[x, a] = count[y, a]
-                order[x, n_keys[x]] = a
-                n_keys[x] += 1
-                parent[yc] = x
-                if is_red[x]:
-                    if heap_size >= heap.shape[0]:
-                        heap = grow(heap)
-                    heap_size = heap_push(heap, heap_size, yc)
+            return top, stack[top - 3], y, order[y, k]
+        top -= 3
+    return 0, -1, -1, -1
+
+
+@njit(cache=True)
+def fold(red, blue, child, count, order, n_keys, parent, is_red, dead, heap, heap_size, stack):
+    """Fold the subtree of ``blue`` into ``red`` (Carrasco & Oncina 1994; AALpy's ``fold``):
+    counts of common letters are added and their children folded in turn; a child ``red``
+    lacks is attached to it. Depth-first (:func:`push_pair`, :func:`next_letter`), children
+    in ``order``. Blue-side nodes are marked ``dead``; a child attached to a red state is
+    pushed on the blue heap.
+
+    ``stack`` int64 is scratch. Returns ``(heap, heap_size, stack)`` (either may have been
+    reallocated).
+    """
+    count[red, 0] += count[blue, 0]
+    dead[blue] = True
+    stack, top = push_pair(stack, 0, red, blue)
+    while True:
+        top, x, y, a = next_letter(stack, top, order, n_keys)
+        if top == 0:
+            break
+        yc = child[y, a]
+        xc = child[x, a]
+        if xc >= 0:
+            count[x, a] += count[y, a]
+            count[xc, 0] += count[yc, 0]
+            dead[yc] = True
+            stack, top = push_pair(stack, top, xc, yc)
         else:
-            dead[y] = True
-            top -= 3
+            child[x, a] = yc
+            count[x, a] = count[y, a]
+            order[x, n_keys[x]] = a
+            n_keys[x] += 1
+            parent[yc] = x
+            if is_red[x]:
+                heap, heap_size = heap_push(heap, heap_size, yc)
     return heap, heap_size, stack
 
 
@@ -239,10 +256,40 @@ def promote(b, red_list, n_red, is_red, child, order, n_keys, heap, heap_size):
     for k in range(n_keys[b]):
         c = child[b, order[b, k]]
         if not is_red[c]:
-            if heap_size >= heap.shape[0]:
-                heap = grow(heap)
-            heap_size = heap_push(heap, heap_size, c)
+            heap, heap_size = heap_push(heap, heap_size, c)
     return n_red, heap, heap_size
+
+
+@njit(cache=True)
+def red_blue_start(child, order, n_keys):
+    """The red-blue state of a merger at its start: the root red, its children blue.
+    Returns ``(is_red, dead, red_list, n_red, heap, heap_size, stack)``: ``is_red`` and
+    ``dead`` bool ``[n]``, ``red_list`` int64 ``[n]`` (the red states, sorted, first
+    ``n_red``), the blue heap ``heap[:heap_size]`` and the fold's scratch ``stack``."""
+    n = child.shape[0]
+    is_red = np.zeros(n, dtype=np.bool_)
+    dead = np.zeros(n, dtype=np.bool_)
+    red_list = np.empty(n, dtype=np.int64)
+    heap = np.empty(64, dtype=np.int64)
+    stack = np.empty(64, dtype=np.int64)
+    n_red, heap, heap_size = promote(0, red_list, 0, is_red, child, order, n_keys, heap, 0)
+    return is_red, dead, red_list, n_red, heap, heap_size, stack
+
+
+@njit(cache=True)
+def merge_or_promote(b, r, red_list, n_red, is_red, dead, child, count, order, n_keys, sym,
+                     parent, heap, heap_size, stack):
+    """End blue ``b``'s turn: with ``r >= 0``, point ``b``'s parent at the red state ``r``
+    and :func:`fold` ``b`` into it; with ``r < 0``, make ``b`` red (:func:`promote`).
+    Returns ``(n_red, heap, heap_size, stack)``."""
+    if r >= 0:
+        child[parent[b], sym[b]] = r
+        heap, heap_size, stack = fold(r, b, child, count, order, n_keys, parent, is_red, dead,
+                                      heap, heap_size, stack)
+    else:
+        n_red, heap, heap_size = promote(b, red_list, n_red, is_red, child, order, n_keys, heap,
+                                         heap_size)
+    return n_red, heap, heap_size, stack
 
 
 @njit(cache=True)

@@ -308,25 +308,33 @@ def to_pdfa(arrays: dict[str, np.ndarray], beta: float):
 
 
 @njit(cache=True)
-def _factor_closure(child):
-    """The factor-closed set ``S`` as a backward trie ``s_child [m, A+1]``, and
-    ``s_ctx [m]``: the trie node (VGram context) of each state."""
+def _tree_parents(child):
+    """``(par, let, depth)``, int64 ``[n]`` each, of the trie ``child [n, A+1]`` whose
+    nodes are made after their parents: each node's parent (-1 for the root), the letter
+    on the edge into it and its depth."""
     n, n_sym = child.shape
-    # strings of the trie's nodes, read backwards from the root: parent and letter
     par = np.full(n, -1, dtype=np.int64)
     let = np.zeros(n, dtype=np.int64)
-    dep = np.zeros(n, dtype=np.int64)
     for w in range(n):
         for b in range(n_sym):
             c = child[w, b]
             if c >= 0:
                 par[c] = w
                 let[c] = b
-    maxd = 0
-    for w in range(1, n):  # children are made after their parents
-        dep[w] = dep[par[w]] + 1
-        if dep[w] > maxd:
-            maxd = dep[w]
+    depth = np.zeros(n, dtype=np.int64)
+    for w in range(1, n):
+        depth[w] = depth[par[w]] + 1
+    return par, let, depth
+
+
+@njit(cache=True)
+def _factor_closure(child):
+    """The factor-closed set ``S`` as a backward trie ``s_child [m, A+1]``, and
+    ``s_ctx [m]``: the trie node (VGram context) of each state."""
+    n, n_sym = child.shape
+    # strings of the trie's nodes, read backwards from the root: parent and letter
+    par, let, dep = _tree_parents(child)  # children are made after their parents
+    maxd = dep.max()
     cap = 2 * n + 16
     s_child = np.full((cap, n_sym), -1, dtype=np.int32)
     m = 1
@@ -387,17 +395,7 @@ def _factor_transitions(s_child):
     ``^`` in ``S``)."""
     m, n_sym = s_child.shape
     # forward strings of the states, to walk s a backwards
-    par = np.full(m, -1, dtype=np.int64)
-    let = np.zeros(m, dtype=np.int64)
-    for s in range(m):
-        for b in range(n_sym):
-            c = s_child[s, b]
-            if c >= 0:
-                par[c] = s
-                let[c] = b
-    depth = np.zeros(m, dtype=np.int64)
-    for s in range(1, m):  # states are made after their parents
-        depth[s] = depth[par[s]] + 1
+    par, let, depth = _tree_parents(s_child)  # states are made after their parents
     buf = np.empty(depth.max() + 1, dtype=np.int64)
     delta = np.empty((m, n_sym - 1), dtype=np.int64)
     for s in range(m):

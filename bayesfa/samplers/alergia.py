@@ -81,33 +81,23 @@ def _compatible(r, b, child, count, log_term, stack):
 def alergia_kernel(child0, count0, order, n_keys, sym, parent, log_term):
     """Red-blue merging on the prefix tree ``child0, count0`` (kept unchanged for the
     tests); returns ``(delta, counts)`` of the red states in prefix order."""
-    n = child0.shape[0]
     child = child0.copy()
     count = count0.copy()
-    is_red = np.zeros(n, dtype=np.bool_)
-    dead = np.zeros(n, dtype=np.bool_)
-    red_list = np.empty(n, dtype=np.int64)
-    heap = np.empty(64, dtype=np.int64)
-    stack = np.empty(64, dtype=np.int64)
+    is_red, dead, red_list, n_red, heap, heap_size, stack = pt.red_blue_start(child, order, n_keys)
     cstack = np.empty(64, dtype=np.int64)
-    n_red, heap, heap_size = pt.promote(0, red_list, 0, is_red, child, order, n_keys, heap, 0)
     while True:
         b, heap_size = pt.pop_blue(heap, heap_size, child, sym, parent, is_red, dead)
         if b < 0:
             break
-        merged = False
+        merge = -1
         for i in range(n_red):
-            r = red_list[i]
-            ok, cstack = _compatible(r, b, child0, count0, log_term, cstack)
+            ok, cstack = _compatible(red_list[i], b, child0, count0, log_term, cstack)
             if ok:
-                child[parent[b], sym[b]] = r
-                heap, heap_size, stack = pt.fold(r, b, child, count, order, n_keys, parent, is_red,
-                                                 dead, heap, heap_size, stack)
-                merged = True
+                merge = red_list[i]
                 break
-        if not merged:
-            n_red, heap, heap_size = pt.promote(b, red_list, n_red, is_red, child, order, n_keys,
-                                                heap, heap_size)
+        n_red, heap, heap_size, stack = pt.merge_or_promote(
+            b, merge, red_list, n_red, is_red, dead, child, count, order, n_keys, sym, parent,
+            heap, heap_size, stack)
     return pt.red_machine(red_list, n_red, child, count)
 
 

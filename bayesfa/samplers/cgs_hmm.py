@@ -21,7 +21,6 @@ probabilistic finite automata", Machine Learning 96, 2014, Sect. 4.4, Eq. 20, Fi
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import time
 from typing import Any, Callable, NamedTuple
 
@@ -30,9 +29,9 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
-from bayesfa.methods import FitResult, add_mcmc_arguments, check_schedule, positive_float
+from bayesfa.methods import FitResult, add_mcmc_arguments, positive_float
+from bayesfa.samplers.chains import check_chain_arguments, free_positions, map_chains
 
-_MAX_TOKENS = 1 << 31
 _XI_CHUNK_BYTES = 1 << 26  # xi~ built for at most 64 MiB of samples at a time
 
 
@@ -49,34 +48,7 @@ class HMMResult(NamedTuple):
     info: dict[str, Any]
 
 
-# -- shared by the samplers of issue 7 -------------------------------------------------------
-
-def check_common(corpus, n_states, beta, iterations, burn_in, period, chains, jobs,
-                 **positive) -> int:
-    """Argument checks shared by the fronts; returns the draws per chain. ``positive``:
-    further hyperparameters that must be positive numbers (e.g. ``alpha=0.1``)."""
-    if not isinstance(corpus, Corpus):
-        raise TypeError("corpus must be a bayesfa.Corpus")
-    for name, value, low in (("n_states", n_states, 1), ("iterations", iterations, 1),
-                             ("burn_in", burn_in, 0), ("period", period, 1),
-                             ("chains", chains, 1), ("jobs", jobs, 1)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
-    for name, value in {"beta": beta, **positive}.items():
-        if not (isinstance(value, (int, float, np.floating, np.integer)) and np.isfinite(value)
-                and value > 0):
-            raise InputError(f"{name} must be a positive number, got {value!r}")
-    if corpus.n_strings < 1:
-        raise InputError("the training corpus has no string")
-    if corpus.n_tokens >= _MAX_TOKENS:
-        raise InputError(f"the training corpus has {corpus.n_tokens} tokens, too many")
-    return check_schedule({"iterations": iterations, "burn_in": burn_in, "period": period})
-
-
-def free_positions(tokens: np.ndarray) -> np.ndarray:
-    """Indices ``t`` of ``z`` (length ``T + 1``) with ``tokens[t-1] != 0``, int64."""
-    return (np.flatnonzero(tokens[:-1] != 0) + 1).astype(np.int64)
-
+# -- shared by the samplers of issue 7 (the chain loop's pieces: bayesfa.samplers.chains) -----
 
 def random_path(tokens: np.ndarray, n_states: int, rng: np.random.Generator) -> np.ndarray:
     """A uniformly random ``z`` (Algorithm 1, line 1): 0 where fixed, ``1..N`` elsewhere."""
@@ -84,18 +56,6 @@ def random_path(tokens: np.ndarray, n_states: int, rng: np.random.Generator) -> 
     z = np.zeros(tokens.size + 1, dtype=np.int32)
     z[positions] = rng.integers(1, n_states + 1, size=positions.size, dtype=np.int32)
     return z
-
-
-def map_chains(run_one: Callable, args: list[tuple], jobs: int) -> list:
-    """``[run_one(*a) for a in args]``, in ``jobs`` worker processes when ``jobs > 1`` (the
-    start method of :func:`bayesfa.samplers.cgs_pfa._mp_context`). Results in input order."""
-    if jobs <= 1 or len(args) <= 1:
-        return [run_one(*a) for a in args]
-    from bayesfa.samplers.cgs_pfa import _mp_context
-
-    with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(args)),
-                                                mp_context=_mp_context()) as pool:
-        return list(pool.map(run_one, *zip(*args)))
 
 
 def chunked_log_prob(make_xi: Callable[[slice], np.ndarray], n_samples: int, sample_bytes: int,
@@ -192,8 +152,8 @@ def sample_cgs_hmm(corpus: Corpus, n_states: int, alpha: float, beta: float, ite
     from a uniformly random ``z``, runs ``burn_in`` sweeps and records ``C_iaj`` every
     ``period`` sweeps, ``(iterations - burn_in) // period`` draws. ``variant`` != 0 runs a
     deliberately wrong kernel (validation only)."""
-    n_draws = check_common(corpus, n_states, beta, iterations, burn_in, period, chains, jobs,
-                           alpha=alpha)
+    n_draws = check_chain_arguments(corpus, n_states, beta, iterations, burn_in, period, chains,
+                                    jobs, alpha=alpha)
     tokens = corpus.tokens
     n_symbols = corpus.alphabet_size + 1
     children = np.random.SeedSequence(seed).spawn(chains)
@@ -212,7 +172,19 @@ def sample_cgs_hmm(corpus: Corpus, n_states: int, alpha: float, beta: float, ite
     return HMMResult(counts, log_joint, used, edges, z, info)
 
 
-class _CGSHMM:
+class DrawMixture:
+    """``predict_log_prob`` of a registry entry from its ``per_sample_log_prob``
+    (``[chain, draw, n_strings]``): Eq. 6, the mean of ``Pr(b | xi~(s))`` over every draw of
+    every chain."""
+
+    def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
+                         corpus: Corpus) -> np.ndarray:
+        """Eq. 6: the mean of ``Pr(b | xi~(s))`` over every draw of every chain."""
+        logp = self.per_sample_log_prob(arrays, options, corpus)
+        return log_mean_exp(logp.reshape(-1, logp.shape[-1]), axis=0)
+
+
+class _CGSHMM(DrawMixture):
     """The ``cgs-hmm`` (``star=False``) and ``cgs-hmm-star`` entries of the registry."""
 
     def __init__(self, star: bool, variant: int = 0, name: str | None = None):
@@ -261,11 +233,6 @@ class _CGSHMM:
             out = hmm_log_prob(flat, options["alpha"], options["beta"], corpus)
         return out.reshape(counts.shape[:-3] + (-1,))
 
-    def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
-                         corpus: Corpus) -> np.ndarray:
-        """Eq. 6: the mean of ``Pr(b | xi~(s))`` over every draw of every chain."""
-        logp = self.per_sample_log_prob(arrays, options, corpus)
-        return log_mean_exp(logp.reshape(-1, logp.shape[-1]), axis=0)
 
 
 CGS_HMM = _CGSHMM(star=False)

@@ -28,10 +28,9 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.forward import log_mean_exp
 from bayesfa.methods import FitResult, add_mcmc_arguments, nonnegative_int
-from bayesfa.samplers.cgs_hmm import (check_common, chunked_log_prob, free_positions, map_chains,
-                                      random_path, stored_bytes)
+from bayesfa.samplers.cgs_hmm import DrawMixture, chunked_log_prob, random_path, stored_bytes
+from bayesfa.samplers.chains import check_chain_arguments, free_positions, map_chains
 
 
 class SGResult(NamedTuple):
@@ -106,7 +105,7 @@ def sample_cgs_sg(corpus: Corpus, n_states: int, beta: float, iterations: int, b
     two updates of ``G`` (0: ``N A``, the order Sect. 3 recommends). Chain ``c`` uses the
     ``c``-th child of ``np.random.SeedSequence(seed)``; the result does not depend on
     ``jobs``. ``variant`` != 0 runs a deliberately wrong kernel (validation only)."""
-    n_draws = check_common(corpus, n_states, beta, iterations, burn_in, period, chains, jobs)
+    n_draws = check_chain_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs)
     if isinstance(graph_interval, bool) or not isinstance(graph_interval, (int, np.integer)) \
             or graph_interval < 0:
         raise InputError(f"graph_interval must be an integer >= 0, got {graph_interval!r}")
@@ -135,7 +134,7 @@ def sample_cgs_sg(corpus: Corpus, n_states: int, beta: float, iterations: int, b
     return SGResult(counts, graph, trace, z, info)
 
 
-class _CGSSG:
+class _CGSSG(DrawMixture):
     """The ``cgs-sg`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
     summary = "collapsed Gibbs sampling of a sparse PFA and its graph (Shibata & Yoshinaka 2013, Alg. 2)"
@@ -173,12 +172,6 @@ class _CGSSG:
         flat = (-1,) + counts.shape[-3:]
         out = sg_log_prob(counts.reshape(flat), graph.reshape(flat), options["beta"], corpus)
         return out.reshape(lead + (-1,))
-
-    def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
-                         corpus: Corpus) -> np.ndarray:
-        """Eq. 6: the mean of ``Pr(b | xi~(s))`` over every draw of every chain."""
-        logp = self.per_sample_log_prob(arrays, options, corpus)
-        return log_mean_exp(logp.reshape(-1, logp.shape[-1]), axis=0)
 
 
 METHOD = _CGSSG()

@@ -38,6 +38,7 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import FitResult
 from bayesfa.samplers.cgs_pfa import plugin_log_prob, prior_matrix
+from bayesfa.samplers.chains import check_numbers, free_positions
 
 _REFRESH = 16  # recompute the maintained sums from q every this many iterations
 LOWER_BOUND = 1e-7  # Sect. 4.2, footnote 8
@@ -66,23 +67,10 @@ class VBResult(NamedTuple):
 
 
 # -- pieces ------------------------------------------------------------------------------------
-def free_positions(tokens: np.ndarray) -> np.ndarray:
-    """Indices ``t`` of ``q`` (length ``T + 1``) with ``tokens[t-1] != 0``, int64."""
-    return (np.flatnonzero(np.asarray(tokens)[:-1] != 0) + 1).astype(np.int64)
-
-
 def check_arguments(corpus: Corpus, n_states, beta, iterations, tol) -> None:
-    if not isinstance(corpus, Corpus):
-        raise TypeError("corpus must be a bayesfa.Corpus")
-    for name, value in (("n_states", n_states), ("iterations", iterations)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise InputError(f"{name} must be an integer >= 1, got {value!r}")
-    for name, value in (("beta", beta), ("tol", tol)):
-        if not (isinstance(value, (int, float, np.floating, np.integer)) and np.isfinite(value)
-                and value > 0):
-            raise InputError(f"{name} must be a positive number, got {value!r}")
-    if corpus.n_strings < 1:
-        raise InputError("the training corpus has no string")
+    """The fits' arguments (:func:`bayesfa.samplers.chains.check_numbers`)."""
+    check_numbers(corpus, (("n_states", n_states, 1), ("iterations", iterations, 1)),
+                  {"beta": beta, "tol": tol})
 
 
 def initial_q(tokens: np.ndarray, n_states: int, rng: np.random.Generator) -> np.ndarray:

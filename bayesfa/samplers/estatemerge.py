@@ -52,71 +52,57 @@ def state_log_evidence(count, q, beta):
 
 
 @njit(cache=True)
+def _logged_add(count, x, a, c, log_x, log_a, log_c, n_log):
+    """``count[x, a] += c``, the old value logged at ``n_log`` for the undo of
+    :func:`_trial_gain`; returns ``n_log + 1``."""
+    log_x[n_log] = x
+    log_a[n_log] = a
+    log_c[n_log] = count[x, a]
+    count[x, a] += c
+    return n_log + 1
+
+
+@njit(cache=True)
 def _trial_gain(red, blue, child, count, order, n_keys, beta, stack, log_a, log_c, log_x,
                 mark, touched):
     """Change of ``log Pr(a|G)`` if ``blue`` were folded into ``red``; the tables are
     restored before returning. ``log_*`` and ``touched`` are scratch (grown as needed)."""
     n_log = 0
     gain = 0.0
-    stack[0] = red
-    stack[1] = blue
-    stack[2] = 0
-    top = 3
     # every touched x is marked once; y's end count is added when the pair is pushed
     mark[red] = True
     touched[0] = red
     n_touched = 1
     gain -= state_log_evidence(count, blue, beta)
-    log_x[n_log] = red
-    log_a[n_log] = 0
-    log_c[n_log] = count[red, 0]
-    n_log += 1
-    count[red, 0] += count[blue, 0]
-    while top > 0:
-        x = stack[top - 3]
-        y = stack[top - 2]
-        k = stack[top - 1]
-        if k < n_keys[y]:
-            stack[top - 1] = k + 1
-            a = order[y, k]
-            yc = child[y, a]
-            xc = child[x, a]
-            if n_log + 2 >= log_a.shape[0]:
-                log_a, log_c, log_x = pt.grow(log_a), pt.grow(log_c), pt.grow(log_x)
-            log_x[n_log] = x
-            log_a[n_log] = a
-            log_c[n_log] = count[x, a]
-            n_log += 1
-            count[x, a] += count[y, a]
-            if xc >= 0:
-                if not mark[xc]:
-                    mark[xc] = True
-                    if n_touched >= touched.shape[0]:
-                        touched = pt.grow(touched)
-                    touched[n_touched] = xc
-                    n_touched += 1
-                gain -= state_log_evidence(count, yc, beta)
-                log_x[n_log] = xc
-                log_a[n_log] = 0
-                log_c[n_log] = count[xc, 0]
-                n_log += 1
-                count[xc, 0] += count[yc, 0]
-                if top + 3 > stack.shape[0]:
-                    stack = pt.grow(stack)
-                stack[top] = xc
-                stack[top + 1] = yc
-                stack[top + 2] = 0
-                top += 3
-            else:
-                # attach: yc keeps its counts; x's row changes (logged above). Record the
-                # pointer change as a = -(letter) so that undo clears it.
-                child[x, a] = yc
-                log_x[n_log] = x
-                log_a[n_log] = -a
-                log_c[n_log] = 0
-                n_log += 1
+    n_log = _logged_add(count, red, 0, count[blue, 0], log_x, log_a, log_c, n_log)
+    stack, top = pt.push_pair(stack, 0, red, blue)
+    while True:  # the walk of pt.fold, every change logged
+        top, x, y, a = pt.next_letter(stack, top, order, n_keys)
+        if top == 0:
+            break
+        yc = child[y, a]
+        xc = child[x, a]
+        if n_log + 2 >= log_a.shape[0]:
+            log_a, log_c, log_x = pt.grow(log_a), pt.grow(log_c), pt.grow(log_x)
+        n_log = _logged_add(count, x, a, count[y, a], log_x, log_a, log_c, n_log)
+        if xc >= 0:
+            if not mark[xc]:
+                mark[xc] = True
+                if n_touched >= touched.shape[0]:
+                    touched = pt.grow(touched)
+                touched[n_touched] = xc
+                n_touched += 1
+            gain -= state_log_evidence(count, yc, beta)
+            n_log = _logged_add(count, xc, 0, count[yc, 0], log_x, log_a, log_c, n_log)
+            stack, top = pt.push_pair(stack, top, xc, yc)
         else:
-            top -= 3
+            # attach: yc keeps its counts; x's row changes (logged above). Record the
+            # pointer change as a = -(letter) so that undo clears it.
+            child[x, a] = yc
+            log_x[n_log] = x
+            log_a[n_log] = -a
+            log_c[n_log] = 0
+            n_log += 1
     # gain so far: - s(folded y); add s(x) after the fold, undo, subtract s(x) before
     for i in range(n_touched):
         gain += state_log_evidence(count, touched[i], beta)
@@ -140,18 +126,12 @@ def _trial_gain(red, blue, child, count, order, n_keys, beta, stack, log_a, log_
 def estatemerge_kernel(child, count, order, n_keys, sym, parent, beta, first_fit):
     """Greedy evidence-based red-blue merging (module docstring); mutates the tables and
     returns ``(delta, counts)`` of the red states in prefix order."""
-    n = child.shape[0]
-    is_red = np.zeros(n, dtype=np.bool_)
-    dead = np.zeros(n, dtype=np.bool_)
-    mark = np.zeros(n, dtype=np.bool_)
-    red_list = np.empty(n, dtype=np.int64)
-    heap = np.empty(64, dtype=np.int64)
-    stack = np.empty(64, dtype=np.int64)
+    is_red, dead, red_list, n_red, heap, heap_size, stack = pt.red_blue_start(child, order, n_keys)
+    mark = np.zeros(child.shape[0], dtype=np.bool_)
     log_a = np.empty(256, dtype=np.int64)
     log_c = np.empty(256, dtype=np.int64)
     log_x = np.empty(256, dtype=np.int64)
     touched = np.empty(64, dtype=np.int64)
-    n_red, heap, heap_size = pt.promote(0, red_list, 0, is_red, child, order, n_keys, heap, 0)
     while True:
         b, heap_size = pt.pop_blue(heap, heap_size, child, sym, parent, is_red, dead)
         if b < 0:
@@ -170,13 +150,9 @@ def estatemerge_kernel(child, count, order, n_keys, sym, parent, beta, first_fit
                 best = r
                 if first_fit:
                     break
-        if best >= 0:
-            child[p, sym[b]] = best
-            heap, heap_size, stack = pt.fold(best, b, child, count, order, n_keys, parent, is_red,
-                                             dead, heap, heap_size, stack)
-        else:
-            n_red, heap, heap_size = pt.promote(b, red_list, n_red, is_red, child, order, n_keys,
-                                                heap, heap_size)
+        n_red, heap, heap_size, stack = pt.merge_or_promote(
+            b, best, red_list, n_red, is_red, dead, child, count, order, n_keys, sym, parent,
+            heap, heap_size, stack)
     return pt.red_machine(red_list, n_red, child, count)
 
 

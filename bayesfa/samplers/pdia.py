@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from bayesfa.corpus import Corpus
-from bayesfa.methods import FitResult, nonnegative_int, positive_int
+from bayesfa.methods import FitResult, nonnegative_int, positive_float, positive_int
 from bayesfa.samplers.pdfa import (CRF, add_common_arguments, fit_model, memory_bytes,
                                    perplexity_log_prob, predict)
 
@@ -36,13 +36,6 @@ def _unit_interval(text: str) -> float:
     value = float(text)
     if not 0.0 <= value < 1.0:
         raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value
-
-
-def _concentration(text: str) -> float:
-    value = float(text)
-    if not value > 0 or not np.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
     return value
 
 
@@ -76,7 +69,7 @@ class _PDIA:
         parser.add_argument("--jobs", type=positive_int, default=1,
                             help="ignored: the chains run one after the other in this process")
         add_common_arguments(parser)
-        parser.add_argument("--alpha0", type=_concentration, default=None,
+        parser.add_argument("--alpha0", type=positive_float, default=None,
                             help="concentration of the top restaurant (mu); fixed if given, "
                                  "else sampled under Gamma(1, 1) from 1.0")
         parser.add_argument("--d", type=_unit_interval, default=None,

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from bayesfa.corpus import Corpus
-from bayesfa.methods import FitResult, nonnegative_int
+from bayesfa.methods import FitResult, nonnegative_int, positive_float
 from bayesfa.samplers.pdfa import CRF, fit_model, memory_bytes, perplexity_log_prob, predict
-from bayesfa.samplers.pdia import _PDIA, _concentration, state_capacity
+from bayesfa.samplers.pdia import _PDIA, state_capacity
 
 #: mutants of the emission part (validation): 1 draws ``pi0`` from the emission counts
 #: instead of the table counts, 2 predicts with the uniform base (the back-off dropped from
@@ -126,7 +126,7 @@ class _PDIASmoothed(_PDIA):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         super().add_arguments(parser)
-        parser.add_argument("--beta0", type=_concentration, default=None,
+        parser.add_argument("--beta0", type=positive_float, default=None,
                             help="total mass of the shared emission base pi0 ~ "
                                  "Dir(beta0/|Sigma|) (--beta is then the concentration of "
                                  "pi_q ~ Dir(beta pi0)); fixed if given, else sampled under "

@@ -186,20 +186,25 @@ def pdia_log_marginals(train: Corpus, tests: Corpus, hyp: dict[str, float], k_ma
     return z[0], np.array(zb), dropped_x[0], np.array(dropped_b) + dropped_x[0]
 
 
-def _walk(tokens, pos, q, weight, crf, delta, cnt, beta, n_sym, k_max, leaf, dropped, seat=None):
-    """Depth-first sum (see :func:`pdia_log_marginals`); emission counts restored on return.
+def walk_seatings(tokens, pos, q, weight, crf, delta, k_max, leaf, emit, unemit, on_cut,
+                  seat=None):
+    """Depth-first over every way the franchise ``crf`` (a :class:`_Franchise`) seats the
+    new transitions that ``tokens[pos:]`` visit from state ``q``, at most ``k_max`` dishes;
+    ``delta`` (``(state, letter) -> state``) holds the branch's transitions, restored on
+    return. The walker of both exact references (:func:`pdia_log_marginals`,
+    :func:`bayesfa.validation.pdia_smoothed_checks.log_marginals`).
 
-    ``leaf(weight)`` is called at the end of ``tokens`` with the weight of that branch (prior
-    of the seating times the emission predictives), while ``delta`` (and, if given, ``seat``:
-    ``(state, letter) -> table index in the column``) hold the branch's configuration;
-    ``dropped[0]`` accumulates the weight of the branches ``k_max`` cuts off."""
+    ``emit(q, s, weight) -> weight`` counts the emission of symbol ``s`` at ``q`` into the
+    branch and returns the branch weight times its factor; ``unemit(touched)`` takes back
+    the emissions ``touched`` (a list of ``(q, s)``) when the walk returns. ``on_cut(weight, cut)`` is called at every new transition: the
+    fraction ``cut`` (maybe 0) of the branch's seatings that ``k_max`` cuts off.
+    ``leaf(weight)`` is called at the end of ``tokens`` with the weight of that branch
+    (prior of the seating times the emission factors), while ``delta`` (and, if given,
+    ``seat``: ``(state, letter) -> table index in the column``) hold its configuration."""
     touched = []
     while pos < len(tokens):
         s = tokens[pos]
-        row = cnt.setdefault(q, [0] * (n_sym + 1))
-        weight = weight * ((row[s] + beta / n_sym) / (row[n_sym] + beta))  # not in place (arrays)
-        row[s] += 1
-        row[n_sym] += 1
+        weight = emit(q, s, weight)
         touched.append((q, s))
         pos += 1
         if s == 0:
@@ -209,22 +214,43 @@ def _walk(tokens, pos, q, weight, crf, delta, cnt, beta, n_sym, k_max, leaf, dro
             q = delta[(q, s)]
             continue
         opts, cut = crf.options(s, k_max)
-        dropped[0] += weight * cut
+        on_cut(weight, cut)
         for prob, kind, arg in opts:
             k, undo = crf.seat(s, kind, arg)
             delta[(q, s)] = k
             if seat is not None:
                 seat[(q, s)] = arg if kind == "join" else len(crf.tables[s]) - 1
-            _walk(tokens, pos, k, weight * prob, crf, delta, cnt, beta, n_sym, k_max, leaf,
-                  dropped, seat)
+            walk_seatings(tokens, pos, k, weight * prob, crf, delta, k_max, leaf, emit, unemit,
+                          on_cut, seat)
             del delta[(q, s)]
             crf.unseat(undo)
         break
     else:
         leaf(weight)
-    for q_, s_ in touched:
-        cnt[q_][s_] -= 1
-        cnt[q_][n_sym] -= 1
+    unemit(touched)
+
+
+def _walk(tokens, pos, q, weight, crf, delta, cnt, beta, n_sym, k_max, leaf, dropped, seat=None):
+    """Depth-first sum (see :func:`pdia_log_marginals`): :func:`walk_seatings` with the
+    PDIA's emissions, each weighted by its predictive ``(c_qs + beta / S) / (c_q + beta)``
+    under the branch's counts ``cnt[q]`` (``S = n_sym`` symbols, the total last; restored on
+    return); ``dropped[0]`` accumulates the weight of the branches ``k_max`` cuts off."""
+    def emit(q, s, w):
+        row = cnt.setdefault(q, [0] * (n_sym + 1))
+        w = w * ((row[s] + beta / n_sym) / (row[n_sym] + beta))  # not in place (arrays)
+        row[s] += 1
+        row[n_sym] += 1
+        return w
+
+    def unemit(touched):
+        for q_, s_ in touched:
+            cnt[q_][s_] -= 1
+            cnt[q_][n_sym] -= 1
+
+    def on_cut(w, cut):
+        dropped[0] += w * cut
+
+    walk_seatings(tokens, pos, q, weight, crf, delta, k_max, leaf, emit, unemit, on_cut, seat)
 
 
 def pdia_exact_predictive(train: Corpus, test: Corpus, hyp: dict[str, float],

@@ -34,7 +34,7 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.validation.pdfa_checks import (ALPHA, TRUNCATION_RESOLUTION, Simulator, _Franchise,
-                                            _symbols, geweke_table)
+                                            _symbols, geweke_table, walk_seatings)
 
 FIXED = {"alpha": 1.0, "beta": 1.0, "alpha0": 1.0, "d": 0.3, "d0": 0.3, "beta0": 1.0}
 
@@ -81,35 +81,25 @@ def log_emission_marginal(counts: list[list[int]], beta: float, beta0: float) ->
 
 
 def _walk(tokens, pos, q, weight, crf, delta, cnt, k_max, leaf, dropped, emis):
-    """Depth-first sum over the transition seatings; ``cnt[q]`` the emission counts of the
-    branch (restored on return); ``leaf(weight)`` at the end; ``emis(cnt)`` the emission
-    marginal bounding a cut branch."""
-    touched = []
-    while pos < len(tokens):
-        s = tokens[pos]
-        cnt.setdefault(q, [0] * len(cnt[0]))[s] += 1
-        touched.append((q, s))
-        pos += 1
-        if s == 0:
-            q = 0
-            continue
-        if (q, s) in delta:
-            q = delta[(q, s)]
-            continue
-        opts, cut = crf.options(s, k_max)
+    """Depth-first sum over the transition seatings
+    (:func:`bayesfa.validation.pdfa_checks.walk_seatings`); ``cnt[q]`` the emission counts
+    of the branch (restored on return), which weigh nothing on the way; ``leaf(weight)`` at
+    the end; ``emis(cnt)`` the emission marginal bounding a cut branch."""
+    n_sym = len(cnt[0])
+
+    def emit(q, s, w):
+        cnt.setdefault(q, [0] * n_sym)[s] += 1
+        return w
+
+    def unemit(touched):
+        for q_, s_ in touched:
+            cnt[q_][s_] -= 1
+
+    def on_cut(w, cut):
         if cut:
-            dropped[0] += weight * cut * math.exp(emis(cnt))
-        for prob, kind, arg in opts:
-            k, undo = crf.seat(s, kind, arg)
-            delta[(q, s)] = k
-            _walk(tokens, pos, k, weight * prob, crf, delta, cnt, k_max, leaf, dropped, emis)
-            del delta[(q, s)]
-            crf.unseat(undo)
-        break
-    else:
-        leaf(weight)
-    for q_, s_ in touched:
-        cnt[q_][s_] -= 1
+            dropped[0] += w * cut * math.exp(emis(cnt))
+
+    walk_seatings(tokens, pos, q, weight, crf, delta, k_max, leaf, emit, unemit, on_cut)
 
 
 def log_marginals(train: Corpus, tests: Corpus, hyp: dict[str, float], k_max: int):

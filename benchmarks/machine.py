@@ -1,0 +1,29 @@
+"""What the benchmark scripts share: the machine they ran on and how they time a call
+(imported by the scripts, which put this folder on ``sys.path``)."""
+
+from __future__ import annotations
+
+import platform
+import time
+
+
+def cpu_name() -> str:
+    """The CPU's model name from ``/proc/cpuinfo``, else what :mod:`platform` knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def best_of(fn, repeats: int, clock=time.thread_time) -> float:
+    """The shortest of ``repeats`` calls of ``fn()`` in seconds of ``clock``. The default,
+    CPU time of this thread: on a loaded machine, wall time also counts the time slices
+    other processes get, and that inflates long calls (a sweep) more than short ones (a
+    floor loop)."""
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = clock()
+        fn()
+        best = min(best, clock() - t0)
+    return best

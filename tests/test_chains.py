@@ -1,0 +1,78 @@
+"""bayesfa.samplers.chains: the argument checks and the chain pool the sampler fronts share."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+from bayesfa.samplers import chains
+
+TRAIN = Corpus.from_strings([[0, 1], [], [1, 1, 0]], 2)
+GOOD = dict(n_states=2, beta=0.5, iterations=10, burn_in=4, period=3, chains=2, jobs=1)
+
+
+def test_check_chain_arguments_returns_the_draws_per_chain():
+    assert chains.check_chain_arguments(TRAIN, **GOOD) == 2  # (10 - 4) // 3
+    assert chains.check_chain_arguments(TRAIN, **{**GOOD, "burn_in": 0}, alpha=np.float32(0.1)) == 3
+
+
+@pytest.mark.parametrize("key,bad,message", [
+    ("n_states", 0, "n_states must be an integer >= 1, got 0"),
+    ("n_states", True, "n_states must be an integer >= 1, got True"),
+    ("n_states", 2.0, "n_states must be an integer >= 1, got 2.0"),
+    ("iterations", 0, "iterations must be an integer >= 1, got 0"),
+    ("burn_in", -1, "burn_in must be an integer >= 0, got -1"),
+    ("period", 0, "period must be an integer >= 1, got 0"),
+    ("chains", 0, "chains must be an integer >= 1, got 0"),
+    ("jobs", 0, "jobs must be an integer >= 1, got 0"),
+    ("beta", 0.0, "beta must be a positive number, got 0.0"),
+    ("beta", float("inf"), "beta must be a positive number, got inf"),
+    ("beta", "1", "beta must be a positive number, got '1'"),
+    ("alpha", float("nan"), "alpha must be a positive number, got nan"),
+    ("burn_in", 10, "--iterations 10 with --burn-in 10 and --period 3 keeps no sample"),
+])
+def test_check_chain_arguments_names_the_bad_argument(key, bad, message):
+    with pytest.raises(InputError) as exc:
+        chains.check_chain_arguments(TRAIN, **{**GOOD, key: bad})
+    assert str(exc.value) == message
+
+
+def test_checks_come_in_order_and_the_token_limit_is_the_callers():
+    with pytest.raises(TypeError, match="bayesfa.Corpus"):
+        chains.check_chain_arguments(TRAIN.tokens, **{**GOOD, "n_states": 0})
+    with pytest.raises(InputError, match="n_states"):  # integers before numbers
+        chains.check_chain_arguments(TRAIN, **{**GOOD, "n_states": 0, "beta": 0.0})
+    with pytest.raises(InputError, match="^the training corpus has no string$"):
+        chains.check_chain_arguments(Corpus.from_strings([], 2), **GOOD)
+    limit = TRAIN.n_tokens
+    with pytest.raises(InputError) as exc:
+        chains.check_chain_arguments(TRAIN, **GOOD, max_tokens=limit)
+    assert str(exc.value) == f"the training corpus has {limit} tokens, too many"
+    with pytest.raises(InputError) as exc:
+        chains.check_chain_arguments(TRAIN, **GOOD, max_tokens=limit, too_many="; float32")
+    assert str(exc.value) == f"the training corpus has {limit} tokens; float32"
+    assert chains.check_chain_arguments(TRAIN, **GOOD, max_tokens=limit + 1) == 2
+
+
+def test_check_numbers_of_the_variational_fits():
+    chains.check_numbers(TRAIN, (("n_states", 1, 1),), {"tol": 1e-9})
+    with pytest.raises(InputError, match="^tol must be a positive number, got -1$"):
+        chains.check_numbers(TRAIN, (("n_states", 1, 1),), {"tol": -1})
+
+
+def test_free_positions():
+    # tokens 1 2 0 | 0 | 2 2 1 0: z[t] is free unless t = 0 or token t-1 ends a string
+    tokens = Corpus.from_strings([[0, 1], [], [1, 1, 0]], 2).tokens
+    np.testing.assert_array_equal(chains.free_positions(tokens), [1, 2, 5, 6, 7])
+    assert chains.free_positions(tokens).dtype == np.int64
+    np.testing.assert_array_equal(chains.free_positions(list(tokens)), [1, 2, 5, 6, 7])
+
+
+def test_map_chains_in_processes_keeps_the_order():
+    args = [(b, 3, 1000) for b in range(7)]
+    serial = chains.map_chains(pow, args, 1)
+    assert serial == [pow(*a) for a in args]
+    assert chains.map_chains(pow, args, 2) == serial
+    assert chains.mp_context().get_start_method() in ("fork", "forkserver", "spawn")
