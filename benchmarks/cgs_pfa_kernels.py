@@ -1,7 +1,12 @@
 """Cost of one CGS-PFA sweep per kernel in ns per (N x T), beside the floor loop, in one process.
 
 Kernels: ``gibbs`` (:mod:`bayesfa.samplers._cgs_pfa_kernel`, O(N) per token), ``alias-mh``
-(:mod:`bayesfa.samplers._cgs_pfa_alias_kernel`, O(1) proposals), and the multi-chain kernel
+(:mod:`bayesfa.samplers._cgs_pfa_alias_kernel`, O(1) alias-table proposals, two
+Metropolis-Hastings steps per position), ``bucket-mh`` (:mod:`bayesfa.samplers._cgs_pfa_bucket_kernel`,
+O(1) table-free proposals, one step per position), ``bucket-mh-2step`` (the same with two
+steps per position, ``build_sweep(None, 2)``), with ``--before FILE`` ``alias-before``: the
+``sweeps`` of an earlier copy of the alias kernel's file (e.g. ``git show
+REV:bayesfa/samplers/_cgs_pfa_alias_kernel.py > /tmp/alias_before.py``), and the multi-chain kernel
 of issue 12 item 2 when ``bayesfa.samplers._cgs_pfa_multichain_kernel`` exists (``--multichain``
 chains in one call, 8 by default; its figures are per chain). The floor is :func:`benchmarks.cgs_pfa_speed.floor_sweep` (the reads of one Gibbs
 sweep, no draws, no updates). The machine is shared, so the kernels are interleaved: each
@@ -12,13 +17,14 @@ sweep and to the floor, and the load average before and after.
 Every kernel starts from the same state: a random path after ``--warmup`` Gibbs sweeps (the
 regime where a chain spends its time); each then runs on its own copy of it.
 
-    python benchmarks/cgs_pfa_kernels.py [--quick] [--states 10 30 90 200] [--data DIR]
+    python benchmarks/cgs_pfa_kernels.py [--quick] [--states 10 30 90 200] [--data DIR] [--before FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import sys
 import time
@@ -30,8 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cgs_pfa_speed import DEFAULT_DATA, corpora, floor_sweep  # noqa: E402
 
 from bayesfa.samplers import _cgs_pfa_alias_kernel as alias  # noqa: E402
+from bayesfa.samplers import _cgs_pfa_bucket_kernel as bucket  # noqa: E402
 from bayesfa.samplers import _cgs_pfa_kernel as gibbs  # noqa: E402
-from bayesfa.samplers.cgs_pfa import _free_positions, new_counts  # noqa: E402
+from bayesfa.samplers.cgs_pfa import new_counts  # noqa: E402
+from bayesfa.samplers.chains import free_positions  # noqa: E402
 
 
 def multichain_module():
@@ -42,8 +50,48 @@ def multichain_module():
         return None
 
 
+#: The one-chain kernels' ``sweeps`` by name (:func:`load_before` adds ``alias-before``).
+SWEEPS = {"gibbs": gibbs.sweeps, "alias-mh": alias.sweeps, "bucket-mh": bucket.sweeps,
+          "bucket-mh-2step": bucket.build_sweep(None, 2)}
+
+
+def load_before(path) -> None:
+    """Add ``alias-before``: the ``sweeps`` of the alias-kernel file ``path`` (an earlier copy)."""
+    spec = importlib.util.spec_from_file_location("alias_kernel_before", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # numba's on-disk cache looks the module up by name
+    spec.loader.exec_module(module)
+    SWEEPS["alias-before"] = module.sweeps
+
+
+def add_kernel_arguments(parser) -> None:
+    """``--before FILE`` and ``--kernels NAME...`` (shared with cgs_pfa_score_time.py)."""
+    parser.add_argument("--before", type=Path, default=None,
+                        help="an earlier copy of _cgs_pfa_alias_kernel.py, run as alias-before")
+    parser.add_argument("--kernels", nargs="+", default=None,
+                        help=f"run only these of {', '.join([*SWEEPS, 'alias-before', 'multichain'])} "
+                             f"(gibbs always runs)")
+
+
+def select_kernels(args) -> None:
+    """Apply :func:`add_kernel_arguments`' options to :data:`SWEEPS`."""
+    if args.before is not None:
+        load_before(args.before)
+    if args.kernels is not None:
+        for name in [*SWEEPS]:
+            if name != "gibbs" and name not in args.kernels:
+                del SWEEPS[name]
+        if "multichain" not in args.kernels:
+            EXCLUDED.add("multichain")
+
+
+#: Kernels left out by ``--kernels``, besides those removed from :data:`SWEEPS`.
+EXCLUDED: set[str] = set()
+
+
 def kernel_names() -> list[str]:
-    return ["gibbs", "alias-mh"] + (["multichain"] if multichain_module() is not None else [])
+    multi = multichain_module() is not None and "multichain" not in EXCLUDED
+    return [*SWEEPS] + (["multichain"] if multi else [])
 
 
 class Chains:
@@ -61,7 +109,7 @@ class Chains:
             self.state = tuple(np.ascontiguousarray(np.stack([s[i] for s in states])) for i in range(4))
             self.rngs = List(rngs)
         else:
-            self.sweeps = {"gibbs": gibbs.sweeps, "alias-mh": alias.sweeps}[name]
+            self.sweeps = SWEEPS[name]
             self.zs, self.states, self.rngs = zs, states, rngs
 
     @property
@@ -82,6 +130,16 @@ class Chains:
         return self.z.T.copy() if self.name == "multichain" else np.stack(self.zs)
 
 
+def random_start(tokens, positions, n_states: int, n_symbols: int, beta: float, rng):
+    """``(z, (c, ct, ci, recip))``: a uniformly random path (Algorithm 1, line 1, the random
+    numbers the front uses) and its counts."""
+    z = np.zeros(tokens.size + 1, dtype=np.int32)
+    z[positions] = rng.integers(1, n_states + 1, size=positions.size, dtype=np.int32)
+    state = new_counts(n_states, n_symbols)
+    gibbs.fill_counts(tokens, z, *state, beta)
+    return z, state
+
+
 def bench(corpus, n_states: int, beta: float, repeats: int, warmup: int, seed: int = 0,
           multichain: int = 8):
     """``{name: (wall ns/NT, cpu ns/NT, moved)}`` per chain for every kernel and ``"floor"``.
@@ -89,12 +147,8 @@ def bench(corpus, n_states: int, beta: float, repeats: int, warmup: int, seed: i
     of the same warm state with their own Generators), its time divided by their number."""
     rng = np.random.default_rng(seed)
     tokens = corpus.tokens
-    positions = _free_positions(tokens)
-    n_symbols = corpus.alphabet_size + 1
-    z = np.zeros(tokens.size + 1, dtype=np.int32)
-    z[positions] = rng.integers(1, n_states + 1, size=positions.size, dtype=np.int32)
-    state = new_counts(n_states, n_symbols)
-    gibbs.fill_counts(tokens, z, *state, beta)
+    positions = free_positions(tokens)
+    z, state = random_start(tokens, positions, n_states, corpus.alphabet_size + 1, beta, rng)
     gibbs.sweeps(warmup, positions, tokens, z, *state, rng, beta)
     runs = {}
     for name in kernel_names():
@@ -135,7 +189,9 @@ def main(argv=None):
                         help="time the multi-chain kernel (meant for small N) up to this N only")
     parser.add_argument("--repeats", type=int, default=None, help="default 10 (--quick: 5)")
     parser.add_argument("--warmup", type=int, default=None, help="default 50 (--quick: 20)")
+    add_kernel_arguments(parser)
     args = parser.parse_args(argv)
+    select_kernels(args)
     sizes = [100_000] if args.quick else [1_000_000]
     repeats, warmup = (5, 20) if args.quick else (10, 50)
     repeats, warmup = args.repeats or repeats, args.warmup or warmup

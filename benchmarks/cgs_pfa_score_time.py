@@ -1,9 +1,10 @@
 """Score - min against seconds of sampling, per CGS-PFA kernel, on PAutomaC problems (issue 12, 4b).
 
-An alias-MH sweep costs less than a Gibbs sweep but mixes less, so the figure that counts is
-the score reached in a given time. For each run ``PROBLEM:N:SECONDS`` every kernel (``gibbs``,
-``alias-mh``, and the multi-chain kernel when ``bayesfa.samplers._cgs_pfa_multichain_kernel``
-exists) runs the same chains from the same seeds (chain ``c``: the ``c``-th child of
+An alias-MH sweep can cost less than a Gibbs sweep but mixes less, so the figure that counts
+is the score reached in a given time. For each run ``PROBLEM:N:SECONDS`` every kernel of
+``cgs_pfa_kernels.py`` (``gibbs``, ``alias-mh``, ``bucket-mh``, ``bucket-mh-2step``, ``alias-before`` with
+``--before FILE``, and the multi-chain kernel when ``bayesfa.samplers._cgs_pfa_multichain_kernel``
+exists; ``--kernels`` picks some) runs the same chains from the same seeds (chain ``c``: the ``c``-th child of
 ``SeedSequence(seed)``, the uniform start of Algorithm 1 line 1, identical for every kernel)
 for ``SECONDS`` of its own sweeping per chain (CPU seconds of the thread by default,
 ``--budget-clock``). The kernels take turns in slices of about
@@ -16,7 +17,8 @@ solution is plotted against ``t`` (wall seconds of the kernel's own sweeps, not 
 scoring), and against CPU seconds of the thread (less affected by a shared machine's load).
 Results: JSON and a PNG (both clocks) under ``benchmarks/results/``.
 
-    python benchmarks/cgs_pfa_score_time.py [--runs 43:30:60 47:90:120] [--chains 2] [--seed 0]
+    python benchmarks/cgs_pfa_score_time.py [--runs 43:30:60 47:90:120] [--chains 2] [--seed 0] \
+        [--kernels bucket-mh ...] [--before FILE]
 """
 
 from __future__ import annotations
@@ -33,14 +35,16 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from cgs_pfa_kernels import Chains, kernel_names  # noqa: E402
-from cgs_pfa_speed import DEFAULT_DATA  # noqa: E402
+from cgs_pfa_kernels import (Chains, add_kernel_arguments, bench, kernel_names,  # noqa: E402
+                             random_start, select_kernels)
+from cgs_pfa_speed import DEFAULT_DATA, synthetic  # noqa: E402
 
 from bayesfa.forward import log_mean_exp  # noqa: E402
 from bayesfa.pautomac import read_sample, read_solution  # noqa: E402
 from bayesfa.rundir import write_json  # noqa: E402
 from bayesfa.samplers import _cgs_pfa_kernel as gibbs  # noqa: E402
-from bayesfa.samplers.cgs_pfa import _free_positions, new_counts, plugin_log_prob  # noqa: E402
+from bayesfa.samplers.cgs_pfa import plugin_log_prob  # noqa: E402
+from bayesfa.samplers.chains import free_positions  # noqa: E402
 from bayesfa.scoring import score_all_log  # noqa: E402
 
 
@@ -50,14 +54,11 @@ class Run:
     other on one core, or all at once in the multi-chain kernel)."""
 
     def __init__(self, name, tokens, n_states, n_symbols, beta, children):
-        positions = _free_positions(tokens)
+        positions = free_positions(tokens)
         rngs = [np.random.default_rng(s) for s in children]
         zs, states = [], []
         for rng in rngs:  # Algorithm 1, line 1, as the front does
-            z = np.zeros(tokens.size + 1, dtype=np.int32)
-            z[positions] = rng.integers(1, n_states + 1, size=positions.size, dtype=np.int32)
-            state = new_counts(n_states, n_symbols)
-            gibbs.fill_counts(tokens, z, *state, beta)
+            z, state = random_start(tokens, positions, n_states, n_symbols, beta, rng)
             zs.append(z)
             states.append(state)
         self.chains = Chains(name, positions, tokens, zs, states, rngs, beta)
@@ -176,7 +177,10 @@ def main(argv=None) -> int:
                    help="N x T units of sweeping between two draws (period = this / (N T))")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
     p.add_argument("--out", type=Path, default=HERE / "results" / "cgs_pfa_score_time.json")
+    add_kernel_arguments(p)
     args = p.parse_args(argv)
+    select_kernels(args)
+    bench(synthetic(200), 3, args.beta, 1, 1, multichain=2)  # compile (or load from cache) first
     results = []
     for spec in args.runs:
         problem, n_states, seconds = spec.split(":")

@@ -426,7 +426,7 @@ def test_forkserver_workers_give_the_same_result(monkeypatch):
 
     kw = dict(n_states=3, beta=0.1, iterations=25, burn_in=5, period=2, chains=3, seed=42)
     a = cgs_pfa.sample_cgs_pfa(CORPUS_3, **kw)
-    monkeypatch.setattr(cgs_pfa, "_mp_context", lambda: multiprocessing.get_context("forkserver"))
+    monkeypatch.setattr(cgs_pfa, "mp_context", lambda: multiprocessing.get_context("forkserver"))
     b = cgs_pfa.sample_cgs_pfa(CORPUS_3, jobs=2, **kw)
     np.testing.assert_array_equal(a.counts, b.counts)
 

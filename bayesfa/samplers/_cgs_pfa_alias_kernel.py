@@ -46,8 +46,9 @@ against ``A N**2`` (measured in benchmarks/RESULTS.md). The tables live only ins
 Chain state: exactly that of :mod:`bayesfa.samplers._cgs_pfa_kernel` (``z [T+1]``, ``c [N+1, A,
 W]``, ``ct [A, N+1, W]``, ``ci [N+1]``, ``recip [W]``, same invariants, float32 whole-number
 counts exact below 2**24 tokens), so both kernels run on the same state and share
-``fill_counts``, ``record``, ``log_joint``. Scratch of one call: ``co, cto, cio, recipo`` (the
-other block's counts, same layout) and ``tab`` float32 ``[2 A (N+1), N, 3]``: for table ``j`` and
+``fill_counts``, ``move_state``, ``record_draw`` (the table-free variant of the same proposals,
+:mod:`bayesfa.samplers._cgs_pfa_bucket_kernel`, ``--kernel bucket-mh``, shares its block
+split). Scratch of one call: ``co, cto, cio, recipo`` (the other block's counts, same layout) and ``tab`` float32 ``[2 A (N+1), N, 3]``: for table ``j`` and
 slot ``i``: the alias probability, the alias (a state index ``< 2**24``, exact in float32) and
 ``N`` times the probability with which the table proposes state ``i + 1``. Tables ``a (N+1) + n`` are out tables, ``A (N+1) + p A + a'``
 in tables.
@@ -69,8 +70,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from bayesfa.samplers._cgs_pfa_kernel import (_exact_weight, fill_counts, log_joint, n_edges,
-                                              n_states_used, record)
+# fill_counts: the chain state is the Gibbs kernel's (cgs_pfa.kernel_module reads it here)
+from bayesfa.samplers._cgs_pfa_kernel import (_exact_weight, fill_counts, move_state,  # noqa: F401
+                                              record_draw)
 
 #: Contiguous blocks of strings updated in turn, each with tables of the other's counts (the
 #: sweep is written for two: block 0 is ``tokens[:h]``, block 1 ``tokens[h:]``, :func:`_block_split`).
@@ -145,24 +147,6 @@ def _build_alias(tab, j, stacks, n_states):
         q = np.float64(tab[j, i, 0])
         tab[j, i, 2] += q
         tab[j, int(tab[j, i, 1]), 2] += 1.0 - q
-
-
-@njit(cache=True, inline="always")
-def _move(t, k, old, p, ap, a, n, z, c, ct, ci, recip, nab):
-    """``z_t: old -> k`` with the counts of its two transitions moved (Definition 2)."""
-    c[p, ap, old] -= 1
-    c[p, ap, k] += 1
-    ct[ap, old, p] -= 1
-    ct[ap, k, p] += 1
-    c[old, a, n] -= 1
-    c[k, a, n] += 1
-    ct[a, n, old] -= 1
-    ct[a, n, k] += 1
-    ci[old] -= 1
-    ci[k] += 1
-    recip[old] = np.float32(1.0 / (ci[old] + nab))
-    recip[k] = np.float32(1.0 / (ci[k] + nab))
-    z[t] = k
 
 
 _BUILT: dict = {}
@@ -266,7 +250,7 @@ def build_sweep(mutation: str | None = None):
                                 w_k = tab[j, k - 1, 2]
                             # accept with probability min(1, g_k w_old / (g_old w_k))
                             if f * (np.float64(g_old) * w_k) < np.float64(g_k) * w_old:
-                                _move(t, k, old, p, ap, a, n, z, c, ct, ci, recip, nab)
+                                move_state(t, k, old, p, ap, a, n, z, c, ct, ci, recip, nab)
                                 old = k
                                 g_old = g_k
 
@@ -285,8 +269,5 @@ def sample_draws(period, positions, tokens, z, c, ct, ci, recip, rng, beta,
     (the outputs of :func:`bayesfa.samplers._cgs_pfa_kernel.sample_draws`)."""
     for d in range(out_counts.shape[0]):
         sweeps(period, positions, tokens, z, c, ct, ci, recip, rng, beta)
-        record(c, out_counts[d])
-        out_log_joint[d] = log_joint(c, beta)
-        out_n_states[d] = n_states_used(ci)
-        out_n_edges[d] = n_edges(c)
+        record_draw(d, c, ci, beta, out_counts, out_log_joint, out_n_states, out_n_edges)
 

@@ -109,6 +109,31 @@ def _exact_weight(k, p, ap, a, n, old, c, ct, ci, nab, b_out, beta,
     return (c_out + b_out) * (c_in + beta + delta) / den
 
 
+@njit(cache=True, fastmath=True, boundscheck=False, inline="always")
+def move_state(t, k, old, p, ap, a, n, z, c, ct, ci, recip, nab):
+    """``z_t: old -> k`` with the counts of its two transitions moved (Definition 2):
+    ``(p, a_{t-1}, old) -> (p, a_{t-1}, k)`` and ``(old, a_t, n) -> (k, a_t, n)``, in ``c``,
+    ``ct``, ``ci`` and ``recip`` (``nab = N A beta``). Shared by every one-chain CGS-PFA kernel.
+
+    Inlined into the sweep at numba IR level; ``np.true_divide`` (numpy's error model: the
+    same IEEE quotient, no ``ZeroDivisionError`` branch, as ``ci + nab >= nab > 0``) keeps the
+    inlined code free of raise paths, which would otherwise make numba reference-count the
+    arrays on every move (``benchmarks/kernel_codegen.py``)."""
+    c[p, ap, old] -= 1
+    c[p, ap, k] += 1
+    ct[ap, old, p] -= 1
+    ct[ap, k, p] += 1
+    c[old, a, n] -= 1
+    c[k, a, n] += 1
+    ct[a, n, old] -= 1
+    ct[a, n, k] += 1
+    ci[old] -= 1
+    ci[k] += 1
+    recip[old] = np.float32(np.true_divide(1.0, ci[old] + nab))
+    recip[k] = np.float32(np.true_divide(1.0, ci[k] + nab))
+    z[t] = k
+
+
 _BUILT: dict = {}
 
 
@@ -233,19 +258,7 @@ def build_sweep(mutation: str | None = None):
                         k = kk
                         break
             # (k == old is possible here only through rounding; the updates then cancel)
-            c[p, ap, old] -= 1
-            c[p, ap, k] += 1
-            ct[ap, old, p] -= 1
-            ct[ap, k, p] += 1
-            c[old, a, n] -= 1
-            c[k, a, n] += 1
-            ct[a, n, old] -= 1
-            ct[a, n, k] += 1
-            ci[old] -= 1
-            ci[k] += 1
-            recip[old] = np.float32(1.0 / (ci[old] + nab))
-            recip[k] = np.float32(1.0 / (ci[k] + nab))
-            z[t] = k
+            move_state(t, k, old, p, ap, a, n, z, c, ct, ci, recip, nab)
 
     _BUILT[mutation] = sweep_positions
     return sweep_positions
@@ -329,6 +342,16 @@ def record(c, out):
                 out[i, a, j] = np.int32(c[i, a, j])
 
 
+@njit(cache=True, inline="always")
+def record_draw(d, c, ci, beta, out_counts, out_log_joint, out_n_states, out_n_edges):
+    """Draw ``d`` of the outputs of :func:`sample_draws` from the chain's counts ``c``, ``ci``.
+    Shared by every one-chain CGS-PFA kernel."""
+    record(c, out_counts[d])
+    out_log_joint[d] = log_joint(c, beta)
+    out_n_states[d] = n_states_used(ci)
+    out_n_edges[d] = n_edges(c)
+
+
 @njit(cache=True)
 def sample_draws(period, positions, tokens, z, c, ct, ci, recip, rng, beta,
                  out_counts, out_log_joint, out_n_states, out_n_edges):
@@ -339,7 +362,4 @@ def sample_draws(period, positions, tokens, z, c, ct, ci, recip, rng, beta,
     """
     for d in range(out_counts.shape[0]):
         sweeps(period, positions, tokens, z, c, ct, ci, recip, rng, beta)
-        record(c, out_counts[d])
-        out_log_joint[d] = log_joint(c, beta)
-        out_n_states[d] = n_states_used(ci)
-        out_n_edges[d] = n_edges(c)
+        record_draw(d, c, ci, beta, out_counts, out_log_joint, out_n_states, out_n_edges)

@@ -19,7 +19,6 @@ import concurrent.futures
 import hashlib
 import json
 import math
-import multiprocessing
 import os
 import sys
 import threading
@@ -33,7 +32,8 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
 from bayesfa.rundir import atomic_write
-from bayesfa.methods import FitResult, add_mcmc_arguments, check_schedule, positive_int
+from bayesfa.methods import FitResult, add_mcmc_arguments, positive_int
+from bayesfa.samplers.chains import check_chain_arguments, free_positions, mp_context
 
 # Sweeps are run in blocks of about this many (N x T) units between progress updates
 # (about 0.05 s at 2 ns per unit); the block size never changes the result.
@@ -146,43 +146,31 @@ def predict_log_prob(counts: np.ndarray, beta: float, corpus: Corpus) -> np.ndar
 
 
 def _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs) -> int:
-    if not isinstance(corpus, Corpus):
-        raise TypeError("corpus must be a bayesfa.Corpus")
-    for name, value, low in (("n_states", n_states, 1), ("iterations", iterations, 1),
-                             ("burn_in", burn_in, 0), ("period", period, 1),
-                             ("chains", chains, 1), ("jobs", jobs, 1)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
-    if not (isinstance(beta, (int, float, np.floating, np.integer)) and np.isfinite(beta) and beta > 0):
-        raise InputError(f"beta must be a positive number, got {beta!r}")
-    if corpus.n_strings < 1:
-        raise InputError("the training corpus has no string")
-    if corpus.n_tokens >= _MAX_TOKENS:
-        raise InputError(f"the training corpus has {corpus.n_tokens} tokens; the sampler keeps its "
-                         f"counts in float32, exact below {_MAX_TOKENS} tokens")
-    return check_schedule({"iterations": iterations, "burn_in": burn_in, "period": period})
-
-
-def _free_positions(tokens: np.ndarray) -> np.ndarray:
-    """Indices ``t`` of ``z`` (length ``T + 1``) with ``tokens[t-1] != 0``, int64."""
-    return (np.flatnonzero(tokens[:-1] != 0) + 1).astype(np.int64)
+    """:func:`bayesfa.samplers.chains.check_chain_arguments` with the float32 counts' limit."""
+    return check_chain_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs,
+                                 max_tokens=_MAX_TOKENS,
+                                 too_many=f"; the sampler keeps its counts in float32, exact "
+                                          f"below {_MAX_TOKENS} tokens")
 
 
 #: The sweep kernels (``--kernel``): ``gibbs``, Algorithm 1's O(N)-per-token Gibbs sweep
 #: (:mod:`bayesfa.samplers._cgs_pfa_kernel`); ``alias-mh``, Metropolis-Hastings within Gibbs
-#: with O(1) alias-table proposals (:mod:`bayesfa.samplers._cgs_pfa_alias_kernel`). Both leave
-#: the posterior of Eq. 4 invariant and run on the same chain state.
-KERNELS = ("gibbs", "alias-mh")
+#: with O(1) alias-table proposals (:mod:`bayesfa.samplers._cgs_pfa_alias_kernel`);
+#: ``bucket-mh``, the same with table-free proposals from token buckets
+#: (:mod:`bayesfa.samplers._cgs_pfa_bucket_kernel`). All leave the posterior of Eq. 4
+#: invariant and run on the same chain state.
+KERNELS = ("gibbs", "alias-mh", "bucket-mh")
 #: ``--kernel auto`` runs ``alias-mh`` from this many states on, ``gibbs`` below; None: always
 #: ``gibbs``. Measured (benchmarks/RESULTS.md, "CGS-PFA alias-MH kernel (issue 12)"): at every
-#: N tried (10-400) the Gibbs kernel reached a given PAutomaC score sooner, so there is no
-#: crossover to set yet.
+#: N tried (10-400) the Gibbs kernel reached a given PAutomaC score sooner, and so it did
+#: against ``bucket-mh`` ("Table-free proposals", N = 30 and 90), so there is no crossover to
+#: set yet.
 ALIAS_MH_MIN_STATES: int | None = None
 
 
 def choose_kernel(kernel: str, n_states: int) -> str:
-    """The kernel ``--kernel`` names: ``gibbs``, ``alias-mh``, or for ``auto`` the faster of
-    the two at ``n_states`` (:data:`ALIAS_MH_MIN_STATES`)."""
+    """The kernel ``--kernel`` names (:data:`KERNELS`), or for ``auto`` the faster of ``gibbs``
+    and ``alias-mh`` at ``n_states`` (:data:`ALIAS_MH_MIN_STATES`)."""
     if kernel == "auto":
         threshold = ALIAS_MH_MIN_STATES
         return "alias-mh" if threshold is not None and n_states >= threshold else "gibbs"
@@ -196,6 +184,8 @@ def kernel_module(kernel: str):
     and ``sample_draws`` with the same signatures and chain state."""
     if kernel == "alias-mh":
         from bayesfa.samplers import _cgs_pfa_alias_kernel as module
+    elif kernel == "bucket-mh":
+        from bayesfa.samplers import _cgs_pfa_bucket_kernel as module
     else:
         from bayesfa.samplers import _cgs_pfa_kernel as module
     return module
@@ -281,7 +271,7 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     kernel = kernel_module(kernel) if isinstance(kernel, str) else kernel  # or a _Lockstep
 
     rng = np.random.default_rng(seed_seq)
-    positions = _free_positions(tokens)
+    positions = free_positions(tokens)
     kept = kept_draw_indices(n_draws, max_draws)
     capped = kept.size < n_draws
     counts = np.zeros((kept.size, n_states + 1, n_symbols, n_states + 1), dtype=np.int32)
@@ -550,15 +540,6 @@ def _run_chains_job(chains: list[int], args: list[tuple], kwargs: list[dict], ma
     return _run_chains_interleaved(args, kwargs, max_chains)
 
 
-def _mp_context():
-    """``fork`` while this process has no other thread (fast, and scripts need no
-    ``if __name__ == "__main__"`` guard); else ``forkserver`` (JAX, for one, starts threads)."""
-    methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1 and "jax" not in sys.modules:
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-
-
 def _digest(array: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
 
@@ -720,7 +701,7 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     jobs = min(jobs, chains)
     if on_sweeps is not None and jobs > 1:
         raise ValueError("on_sweeps is called only when the chains run in this process (jobs=1)")
-    context = _mp_context() if jobs > 1 else None  # before the bar starts its monitor thread
+    context = mp_context() if jobs > 1 else None  # before the bar starts its monitor thread
     sweeps_per_chain = burn_in + n_draws * period
     bar = None
     if progress:
@@ -810,7 +791,7 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     info = {
         "kernel": kernel,
         "n_draws_per_chain": int(n_draws),
-        "n_free_positions": int(_free_positions(tokens).size),
+        "n_free_positions": int(free_positions(tokens).size),
         "n_tokens": int(tokens.size),
         "holdout": float(holdout),
         "holdout_strings": int(held_idx.size),
@@ -874,8 +855,9 @@ class _CGSPFA:
                                  f"interrupted fit resumes mid-chain (never changes the result); "
                                  f"default {CHECKPOINT_EVERY:g}")
         parser.add_argument("--kernel", choices=(*KERNELS, "auto"), default="auto",
-                            help=f"the sweep: gibbs (Algorithm 1, O(N) per token) or alias-mh "
-                                 f"(Metropolis-Hastings within Gibbs, O(1) alias-table proposals); "
+                            help=f"the sweep: gibbs (Algorithm 1, O(N) per token), alias-mh "
+                                 f"(Metropolis-Hastings within Gibbs, O(1) alias-table proposals) "
+                                 f"or bucket-mh (the same, table-free proposals); "
                                  f"default auto: the faster for the N given ("
                                  + ("gibbs at every N measured" if ALIAS_MH_MIN_STATES is None else
                                     f"alias-mh from {ALIAS_MH_MIN_STATES} states on")
@@ -915,6 +897,10 @@ class _CGSPFA:
         if choose_kernel(options.get("kernel", "gibbs"), n) == "alias-mh":
             # the other block's counts and the alias tables (2 A (N+1) tables of N slots)
             state += 2 * (n + 1) * a * padded_width(n) * 4 + 2 * a * (n + 1) * n * 12
+        elif choose_kernel(options.get("kernel", "gibbs"), n) == "bucket-mh":
+            from bayesfa.samplers._cgs_pfa_bucket_kernel import scratch_bytes
+
+            state += scratch_bytes(n, a, corpus.n_tokens)  # each block's counts and the buckets
         samples = chains * kept
 
         def eq6_work(k):  # a chunk of k plug-in xi~ (three float64 copies) and its forward pass

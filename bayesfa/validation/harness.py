@@ -459,9 +459,9 @@ def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha:
     path-GOF on the toy from posterior and from uniform starts, Geweke, SBC) in their CI settings. Each check has false-alarm rate ``alpha``; the report's, at most
     ``alpha x number of checks`` (union bound).
 
-    ``kernel`` (``cgs-pfa`` only): the sweep kernel, ``gibbs`` or ``alias-mh``
+    ``kernel`` (``cgs-pfa`` only): the sweep kernel, ``gibbs``, ``alias-mh`` or ``bucket-mh``
     (``bayesfa validate cgs-pfa --kernel alias-mh``); the fit and every kernel check use it.
-    None: the method's default for the toy (the alias-MH mutants imply ``alias-mh``)."""
+    None: the method's default for the toy (the alias-MH and bucket-MH mutants imply their kernel)."""
     toy = get_toy(toy) if isinstance(toy, str) else toy
     if kernel is not None and method_name != "cgs-pfa":
         raise ValueError(f"a kernel can be chosen for cgs-pfa only, not for {method_name!r}")

@@ -6,7 +6,9 @@ All three take ``variant``: ``None`` tests the real kernel
 deliberate error (they must fail). ``kernel="alias-mh"`` tests the alias-MH kernel
 (:func:`bayesfa.samplers._cgs_pfa_alias_kernel.sweeps`) instead, whose mutants are
 :data:`bayesfa.validation.mutants.ALIAS_MUTANTS`; its uniform-start reference is
-:func:`alias_sweep_distribution`, the exact distribution after its own sweeps.
+:func:`alias_sweep_distribution`, the exact distribution after its own sweeps; likewise
+``kernel="bucket-mh"`` (:mod:`bayesfa.samplers._cgs_pfa_bucket_kernel`,
+:data:`~bayesfa.validation.mutants.BUCKET_MUTANTS`, :func:`bucket_sweep_distribution`).
 Each returns a :class:`bayesfa.validation.harness.Check` whose false-alarm rate (probability of
 failing a correct kernel) is ``alpha`` (default 1e-3), Bonferroni-split over its sub-tests.
 
@@ -132,18 +134,25 @@ def sweep_distribution(pp, start: np.ndarray, n_sweeps: int) -> np.ndarray:
     return p.reshape(-1)
 
 
-def alias_sweep_distribution(pp, start: np.ndarray, n_sweeps: int) -> np.ndarray:
-    """Exact distribution ``[P]`` of the path after ``n_sweeps`` sweeps of the alias-MH
-    kernel (:mod:`bayesfa.samplers._cgs_pfa_alias_kernel`) from the distribution ``start``
-    over the paths of ``pp``, as :func:`sweep_distribution` does for the Gibbs kernel.
+def _mh_matrix(q, pi):
+    """``[..., o, k]``: one Metropolis-Hastings step from proposal ``q`` ``[..., k]`` (normalised,
+    independent of the current state ``o``) for the target ``pi`` ``[..., k]``:
+    ``q_k min(1, pi_k q_o / (pi_o q_k))`` off the diagonal."""
+    ratio = (pi[..., None, :] * q[..., :, None]) / (pi[..., :, None] * q[..., None, :])
+    k = q[..., None, :] * np.minimum(1.0, ratio)
+    idx = np.arange(q.shape[-1])
+    k[..., idx, idx] = 0.0
+    k[..., idx, idx] = 1.0 - k.sum(axis=-1)
+    return k
 
-    The kernel is a Markov chain on ``z`` alone (its tables live within a block's phase and
-    hold the other block's counts), so position ``t``'s update is the ``N x N`` matrix
-    ``K = K_out K_in`` of ``z^{-t}``: for each proposal ``q`` (the out factor of Eq. 9 from the
-    other block's counts, then the in factor), ``K(o, k) = q_k min(1, pi_k q_o / (pi_o q_k))``
-    for ``k != o``, ``pi`` the conditional of Eq. 9 (the posterior normalised along the
-    position's axis). Proposal probabilities are the exact weights (the kernel's float32
-    tables realise them up to ~1e-7)."""
+
+def _mh_sweep_distribution(pp, start, n_sweeps: int, position_kernel) -> np.ndarray:
+    """Exact distribution ``[P]`` after ``n_sweeps`` sweeps of a two-block Metropolis-Hastings
+    kernel (:mod:`bayesfa.samplers._cgs_pfa_alias_kernel` and its bucket variant) from
+    ``start``: position ``t``'s update is ``position_kernel(q_out, q_in, pi)`` ``[..., o, k]``,
+    ``q_out ~ C'_{k a_t z_{t+1}} + b`` and ``q_in ~ C'_{z_{t-1} a_{t-1} k} + beta`` the
+    normalised factors of the other block's counts ``C'`` and ``pi`` the conditional of Eq. 9
+    (the posterior normalised along the position's axis), for each ``z^{-t}``."""
     from scipy.special import logsumexp
 
     from bayesfa.samplers._cgs_pfa_alias_kernel import _block_split
@@ -157,7 +166,6 @@ def alias_sweep_distribution(pp, start: np.ndarray, n_sweeps: int) -> np.ndarray
     h = int(_block_split(tokens.astype(np.int32)))
     other = {0: batch_counts(tokens[h:], pp.paths[:, h:], n_states, n_symbols),
              1: batch_counts(tokens[:h], pp.paths[:, :h + 1], n_states, n_symbols)}
-    nab = n_states * n_symbols * beta
     kernels = []
     for f, t in enumerate(free):
         co = other[0 if t < h else 1]
@@ -165,28 +173,60 @@ def alias_sweep_distribution(pp, start: np.ndarray, n_sweeps: int) -> np.ndarray
         ap, a = tokens[t - 1], tokens[t]
         n, prev = pp.paths[:, t + 1], pp.paths[:, t - 1]
         b_out = n_states * beta if a == 0 else beta
-        ck = co[:, 1:].sum(axis=(2, 3))
-        w_out = (co[rows, 1:, a, n] + b_out) / (ck + nab)
-        w_in = co[rows, prev, ap, 1:] + beta
         pi = np.exp(lj - logsumexp(lj, axis=f, keepdims=True))
         pi = np.moveaxis(pi, f, -1)  # [..., k] for each z^{-t}
-        step = []
-        for w in (w_out, w_in):  # independent of z_t: take z_t = 1
-            q = np.take(w.reshape(shape + (n_states,)), 0, axis=f)
-            q = q / q.sum(axis=-1, keepdims=True)
-            ratio = (pi[..., None, :] * q[..., :, None]) / (pi[..., :, None] * q[..., None, :])
-            k = q[..., None, :] * np.minimum(1.0, ratio)
-            idx = np.arange(n_states)
-            k[..., idx, idx] = 0.0
-            k[..., idx, idx] = 1.0 - k.sum(axis=-1)
-            step.append(k)
-        kernels.append(step[0] @ step[1])
+        qs = []
+        for w in (co[rows, 1:, a, n] + b_out, co[rows, prev, ap, 1:] + beta):
+            q = np.take(w.reshape(shape + (n_states,)), 0, axis=f)  # independent of z_t
+            qs.append(q / q.sum(axis=-1, keepdims=True))
+        denominator = co[:, 1:].sum(axis=(2, 3)) + n_states * n_symbols * beta
+        kernels.append(position_kernel(qs[0], qs[1], pi,
+                                       np.take(denominator.reshape(shape + (n_states,)), 0, axis=f)))
     p = np.asarray(start, dtype=np.float64).reshape(shape)
     for _ in range(n_sweeps):
         for f in range(free.size):
             moved = np.einsum("...o,...ok->...k", np.moveaxis(p, f, -1), kernels[f])
             p = np.moveaxis(moved, -1, f)
     return p.reshape(-1)
+
+
+def alias_sweep_distribution(pp, start: np.ndarray, n_sweeps: int) -> np.ndarray:
+    """Exact distribution ``[P]`` of the path after ``n_sweeps`` sweeps of the alias-MH
+    kernel (:mod:`bayesfa.samplers._cgs_pfa_alias_kernel`) from the distribution ``start``
+    over the paths of ``pp``, as :func:`sweep_distribution` does for the Gibbs kernel.
+
+    The kernel is a Markov chain on ``z`` alone (its tables live within a block's phase and
+    hold the other block's counts), so position ``t``'s update is the ``N x N`` matrix
+    ``K = K_out K_in`` of ``z^{-t}`` (:func:`_mh_sweep_distribution`): an MH step from the out
+    table, ``~ (C'_{k a_t z_{t+1}} + b) / (C'_k + N A beta)``, then one from the in table,
+    ``~ C'_{z_{t-1} a_{t-1} k} + beta``. Proposal probabilities are the exact weights (the
+    kernel's float32 tables realise them up to ~1e-7)."""
+    def position_kernel(q_out, q_in, pi, denominator):
+        q = q_out / denominator
+        return _mh_matrix(q / q.sum(axis=-1, keepdims=True), pi) @ _mh_matrix(q_in, pi)
+
+    return _mh_sweep_distribution(pp, start, n_sweeps, position_kernel)
+
+
+def bucket_sweep_distribution(pp, start: np.ndarray, n_sweeps: int, steps: int | None = None) -> np.ndarray:
+    """Exact distribution ``[P]`` of the path after ``n_sweeps`` sweeps of the bucket-MH
+    kernel (:mod:`bayesfa.samplers._cgs_pfa_bucket_kernel`, ``steps`` Metropolis-Hastings steps
+    per position, default its ``STEPS``) from the distribution ``start`` over the paths of
+    ``pp`` (:func:`_mh_sweep_distribution`). Its proposals are the normalised factors
+    ``q_out ~ C'_{k a_t z_{t+1}} + b`` (no denominator) and ``q_in``; ``steps=2``: an MH step
+    from each, ``K_out K_in``; ``steps=1``: one from the mixture ``(q_out + q_in) / 2``. Exact
+    proposal probabilities (the kernel realises them up to the float resolution of its
+    uniforms)."""
+    from bayesfa.samplers._cgs_pfa_bucket_kernel import STEPS
+
+    steps = STEPS if steps is None else steps
+
+    def position_kernel(q_out, q_in, pi, denominator):
+        if steps == 1:
+            return _mh_matrix(0.5 * (q_out + q_in), pi)
+        return _mh_matrix(q_out, pi) @ _mh_matrix(q_in, pi)
+
+    return _mh_sweep_distribution(pp, start, n_sweeps, position_kernel)
 
 
 def path_gof(toy="tiny", variant: str | None = None, *, n_draws: int = 20_000, n_sweeps: int | None = None,
@@ -201,7 +241,7 @@ def path_gof(toy="tiny", variant: str | None = None, *, n_draws: int = 20_000, n
     invariant but does not move as Algorithm 1 does (a frozen kernel, positions never
     resampled), which the invariance test cannot see. For the alias-MH kernel
     (``kernel="alias-mh"`` or an alias mutant) the uniform-start reference is
-    :func:`alias_sweep_distribution`.
+    :func:`alias_sweep_distribution`, for the bucket-MH kernel :func:`bucket_sweep_distribution`.
     """
     from bayesfa.validation.mutants import kernel_of
     from bayesfa.validation.toys import get_toy
@@ -231,6 +271,9 @@ def path_gof(toy="tiny", variant: str | None = None, *, n_draws: int = 20_000, n
         if kernel_of(variant, kernel) == "alias-mh":
             target = alias_sweep_distribution(pp, uniform, n_sweeps)
             exact_kernel = "alias-MH"
+        elif kernel_of(variant, kernel) == "bucket-mh":
+            target = bucket_sweep_distribution(pp, uniform, n_sweeps)
+            exact_kernel = "bucket-MH"
         else:
             target = sweep_distribution(pp, uniform, n_sweeps)
             exact_kernel = "Gibbs"

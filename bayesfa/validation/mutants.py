@@ -21,7 +21,9 @@ reproduces ``cgs-pfa`` draw for draw, which shows that the driver adds nothing).
 The alias-MH kernel (``cgs-pfa --kernel alias-mh``,
 :mod:`bayesfa.samplers._cgs_pfa_alias_kernel`) has its own mutants, :data:`ALIAS_MUTANTS`
 (``cgs-pfa:mutant-alias-no-delta``, ``cgs-pfa:mutant-alias-stale-table``), compiled the same
-way by its ``build_sweep``; :class:`Kernel` runs it with ``kernel="alias-mh"``.
+way by its ``build_sweep``; :class:`Kernel` runs it with ``kernel="alias-mh"``. Likewise the
+bucket-MH kernel (``--kernel bucket-mh``, :mod:`bayesfa.samplers._cgs_pfa_bucket_kernel`) and
+:data:`BUCKET_MUTANTS`.
 """
 
 from __future__ import annotations
@@ -35,21 +37,26 @@ from numba import njit
 from bayesfa.corpus import Corpus
 from bayesfa.methods import FitResult, check_schedule
 from bayesfa.samplers import _cgs_pfa_alias_kernel as alias_kernel
+from bayesfa.samplers import _cgs_pfa_bucket_kernel as bucket_kernel
 from bayesfa.samplers import _cgs_pfa_kernel as kernel
 from bayesfa.samplers.cgs_pfa import KERNELS  # the sweep kernels a Kernel can run
 
 MUTANTS: dict[str, str] = dict(kernel.MUTATIONS)
 #: Mutants of the alias-MH kernel (``cgs-pfa --kernel alias-mh``).
 ALIAS_MUTANTS: dict[str, str] = dict(alias_kernel.MUTATIONS)
+#: Mutants of the bucket-MH kernel (``cgs-pfa --kernel bucket-mh``).
+BUCKET_MUTANTS: dict[str, str] = dict(bucket_kernel.MUTATIONS)
+#: The Metropolis-Hastings kernels' modules, which build their own ``sweeps`` (mutants included).
+MH_KERNELS = {"alias-mh": alias_kernel, "bucket-mh": bucket_kernel}
 #: Not a mutant: the production sweep through this module's driver.
-VARIANTS = (*MUTANTS, *ALIAS_MUTANTS, "control")
+VARIANTS = (*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, "control")
 PREFIX = "cgs-pfa:mutant-"
 
 
 def _check_variant(variant: str | None) -> None:
     if variant is not None and variant not in VARIANTS:
         raise ValueError(f"unknown mutant {variant!r}; choose from "
-                         f"{', '.join([*MUTANTS, *ALIAS_MUTANTS])}")
+                         f"{', '.join([*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS])}")
 
 
 def kernel_of(variant: str | None, kernel_name: str = "gibbs") -> str:
@@ -59,6 +66,8 @@ def kernel_of(variant: str | None, kernel_name: str = "gibbs") -> str:
         raise ValueError(f"unknown kernel {kernel_name!r}; choose from {', '.join(KERNELS)}")
     if variant in ALIAS_MUTANTS:
         return "alias-mh"
+    if variant in BUCKET_MUTANTS:
+        return "bucket-mh"
     if variant in MUTANTS:
         return "gibbs"
     return kernel_name
@@ -120,9 +129,10 @@ class Kernel:
         _check_variant(variant)
         self.variant = variant
         self.kernel_name = kernel_of(variant, kernel_name)
-        self._alias = None
-        if self.kernel_name == "alias-mh":
-            self._alias = alias_kernel.build_sweep(variant if variant in ALIAS_MUTANTS else None)
+        self._alias = None  # the sweeps of an MH kernel (alias-mh or bucket-mh)
+        if self.kernel_name in MH_KERNELS:
+            module = MH_KERNELS[self.kernel_name]
+            self._alias = module.build_sweep(variant if variant in module.MUTATIONS else None)
         elif variant is None or variant == "control":
             self._sweep = kernel.sweep_positions
         else:
@@ -131,7 +141,7 @@ class Kernel:
     @property
     def label(self) -> str:
         if self.variant is None:
-            return "cgs-pfa kernel" if self.kernel_name == "gibbs" else "cgs-pfa alias-mh kernel"
+            return "cgs-pfa kernel" if self.kernel_name == "gibbs" else f"cgs-pfa {self.kernel_name} kernel"
         return f"mutant kernel {self.variant!r}"
 
     def init(self, tokens, z, n_states: int, n_symbols: int, beta: float):
@@ -219,7 +229,7 @@ class MutantMethod:
     """A mutant CGS-PFA as a :class:`bayesfa.methods.Method` (``cgs-pfa`` options)."""
 
     def __init__(self, variant: str):
-        described = {**MUTANTS, **ALIAS_MUTANTS}
+        described = {**MUTANTS, **ALIAS_MUTANTS, **BUCKET_MUTANTS}
         if variant not in described:
             raise ValueError(f"unknown mutant {variant!r}; choose from {', '.join(described)}")
         self.variant = variant
@@ -254,8 +264,8 @@ def mutant_names() -> list[str]:
 
 def all_mutant_names() -> list[str]:
     """Every mutant ``bayesfa validate`` knows: the Gibbs kernel's, then the alias-MH
-    kernel's (:data:`ALIAS_MUTANTS`)."""
-    return [PREFIX + v for v in (*MUTANTS, *ALIAS_MUTANTS)]
+    kernel's (:data:`ALIAS_MUTANTS`) and the bucket-MH kernel's (:data:`BUCKET_MUTANTS`)."""
+    return [PREFIX + v for v in (*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS)]
 
 
 def get_mutant(name: str) -> MutantMethod:
