@@ -18,8 +18,9 @@ sweep, not a full sweep.
 
 At the paper's size (about 365 states): ``--state FILE --grow N`` runs (or resumes) one chain
 and saves its whole state every ``--block`` sweeps; ``--state FILE`` alone times full sweeps
-from a saved state (wall and thread CPU time), and ``--state FILE --profile`` times the
-pieces of a proposal on it (what bounds the sweep).
+from a saved state (wall and thread CPU time; the positions re-walked and the entries drawn
+just in time per proposal), and ``--state FILE --profile`` splits a sweep's CPU time into
+entry moves, table moves and the rest (what bounds the sweep).
 
 Floor loop beside it: one pass of the deterministic automaton of the final sample over the
 training data (``q = delta[q, x]``, counting ``c[q, x]``), the work of one full likelihood
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from pathlib import Path
 
@@ -44,6 +44,9 @@ import numpy as np
 from numba import njit
 
 from bayesfa.methods import get_method
+from bayesfa.samplers._crf_kernel import sample_dish
+from bayesfa.samplers._pdfa_kernel import ST_JIT, ST_WALKED
+from machine import cpu_name  # benchmarks/ is on sys.path when this script runs
 from bayesfa.textdata import LOWERCASE_AND_SPACE, load_lines
 
 HERE = Path(__file__).resolve().parent
@@ -145,6 +148,7 @@ def load_chain(path: Path, corpus):
     import json
 
     from bayesfa.samplers import pdfa as P
+    from bayesfa.samplers._pdfa_kernel import N_STATS
 
     z = np.load(path)
     data = P.as_symbols(corpus, False)
@@ -155,8 +159,10 @@ def load_chain(path: Path, corpus):
         getattr(st, k)[...] = z[k]
     rng = np.random.default_rng()
     rng.bit_generator.state = json.loads(str(z["rng"]))
+    stats = np.zeros(N_STATS)  # a state saved before a counter was added: the first ones
+    stats[:z["stats"].size] = z["stats"]
     return {"state": st, "hyp": z["hyp"].copy(), "fixed": z["fixed"].copy(),
-            "stats": z["stats"].copy(), "rng": rng, "sweeps": int(z["sweeps"]),
+            "stats": stats, "rng": rng, "sweeps": int(z["sweeps"]),
             "log": [tuple(r) for r in z["log"]]}
 
 
@@ -206,6 +212,7 @@ def time_at(path: Path, corpus, n: int, repeats: int) -> None:
           f"load average {os.getloadavg()[0]:.1f}")
     for _ in range(repeats):
         chain = load_chain(path, corpus)
+        run_sweeps(load_chain(path, corpus), 1)  # load the compiled kernel before timing
         wall, cpu = run_sweeps(chain, n)
         walls.append(wall / n)
         cpus.append(cpu / n)
@@ -214,63 +221,87 @@ def time_at(path: Path, corpus, n: int, repeats: int) -> None:
         best, med = min(t), float(np.median(t))
         print(f"{name:>5} s/sweep {best:.4f} {med:.4f}   Java/ours "
               f"{JAVA_SECONDS_PER_SWEEP / best:.1f} {JAVA_SECONDS_PER_SWEEP / med:.1f}")
-    # what bounds it: every proposal re-walks the whole data (eval_path); count them
+    # what bounds it: the positions the proposals re-walk and the entries they draw
     hi = int(st.meta[6])
     proposals = int(st.nj[1:].sum()) + int(st.meta[2])
     floor = floor_seconds(st.data.sym, st.delta[:hi], repeats=20)
-    print(f"# proposals per sweep {proposals} (transitions + tables), each walking all "
-          f"{st.data.sym.size} tokens and clearing {hi} x {st.delta.shape[1]} counts; floor "
-          f"(one path pass) {floor * 1e3:.3f} ms; best CPU sweep = {min(cpus) / floor:.0f} "
-          f"passes = {min(cpus) / floor / proposals:.2f} passes per proposal")
+    done = chain["stats"] - start["stats"]
+    n_prop = done[1] + done[3]
+    print(f"# {proposals} proposals per sweep at the start (transitions + tables); per proposal "
+          f"{done[ST_WALKED] / n_prop:.1f} positions re-walked (of {st.data.sym.size}) and "
+          f"{done[ST_JIT] / n_prop:.1f} entries drawn just in time; floor (one path pass) "
+          f"{floor * 1e3:.3f} ms; best CPU sweep = {min(cpus) / floor:.0f} passes")
 
 
-def profile_parts(path: Path, corpus, repeats: int = 200) -> None:
-    """CPU time per call of the pieces every proposal runs (on the saved state, nothing
-    changed: the path instantiates nothing new), times the proposals of one sweep: the
-    path walk with the clearing of the proposal's counts (``eval_path``), the comparison of
-    the counts (``delta_loglik``), the scan for entries the path no longer visits
-    (``_collect_old``), and the ambiguity rule (``_ambiguous``, run only when that scan finds
-    some: it allocates and zeroes arrays of the table capacity)."""
-    from bayesfa.samplers import _pdfa_kernel as K
+def profile_parts(path: Path, corpus, sweeps: int = 10) -> None:
+    """Where a full sweep's CPU time goes, on the saved state: ``sweeps`` sweeps of entry moves
+    only (as many as there are transitions), of table moves only (as many as tables, the
+    hyperparameters fixed in both), of the hyperparameter moves alone (with the path index
+    rebuilt, as every sweep does), and full sweeps; with the positions each proposal
+    re-walked and the entries it drew just in time (``_pdfa_kernel.walk_changes``), and
+    the CPU time per call of two loops a proposal runs: picking an instantiated entry by
+    rejection, and a dish draw (``_crf_kernel.sample_dish``)."""
+    from bayesfa.samplers import pdfa as P
 
-    chain = load_chain(path, corpus)
-    st, hyp = chain["state"], chain["hyp"]
-    rng = np.random.default_rng(0)
-    hi = int(st.meta[6])
-    proposals = int(st.nj[1:].sum()) + int(st.meta[2])
-    sym, nf = st.data.sym, st.data.nf
-
-    def ev():
-        K.eval_path(1, 0, sym, nf, st.delta, st.seat, st.cnt2, st.ctot2, st.vis, st.newq,
-                    st.news, *st.seating(), hyp, rng)
-
-    parts = {
-        "eval_path (walk + clear)": ev,
-        "delta_loglik": lambda: K.delta_loglik(st.cnt, st.ctot, st.cnt2, st.ctot2, hi, st.lg,
-                                               st.changed),
-        "_collect_old": lambda: K._collect_old(st.delta, st.seat, st.vis, st.meta[7], hi, nf,
-                                               st.oq, st.os, st.oseat),
-        "_ambiguous": lambda: K._ambiguous(-1, -1, -1, 1, st.delta, st.seat, st.vis, st.meta[7],
-                                           hi, nf, 0, st.newq, st.news, st.tabs),
-    }
-    print(f"# per-call CPU time on {path.name} ({n_states(chain)} states, hi {hi}, capacity "
-          f"{st.delta.shape[0]} x {st.delta.shape[1]}), x {proposals} proposals per sweep")
-    for name, fn in parts.items():
-        fn()
+    start = load_chain(path, corpus)
+    n_tr, n_tab = int(start["state"].nj[1:].sum()), int(start["state"].meta[2])
+    print(f"# CPU time of the thread on {path.name} ({n_states(start)} states, {n_tr} "
+          f"transitions, {n_tab} tables), {sweeps} sweeps each after one untimed")
+    print(f"{'moves':>12} {'ms/sweep':>9} {'proposals':>9} {'us/proposal':>11} "
+          f"{'re-walked':>9} {'drawn':>6}  (per proposal)")
+    for name, opts, moves, free in (("entry", {"table_moves": False}, (n_tr, 0), False),
+                                     ("table", {}, (0, n_tab), False),
+                                     ("hyper+index", {"table_moves": False}, (0, 0), True),
+                                     ("full sweep", {}, (-1, -1), True)):
+        chain = load_chain(path, corpus)
+        st = chain["state"]
+        fixed = chain["fixed"] if free else np.ones(5, dtype=np.int64)
+        P._sweeps(st, chain["hyp"], fixed, 1, chain["rng"], chain["stats"], opts, 0, moves)
+        s0 = chain["stats"].copy()
         c0 = time.thread_time()
-        for _ in range(repeats):
-            fn()
-        per = (time.thread_time() - c0) / repeats
-        print(f"{name:>26} {per * 1e3:8.3f} ms/call {per * proposals:8.3f} s/sweep if every "
-              f"proposal runs it")
+        P._sweeps(st, chain["hyp"], fixed, sweeps, chain["rng"], chain["stats"], opts, 0, moves)
+        per = (time.thread_time() - c0) / sweeps
+        d = (chain["stats"] - s0) / sweeps
+        n_prop = d[1] + d[3]
+        line = f"{name:>12} {per * 1e3:9.2f} {n_prop:9.0f}"
+        if n_prop:
+            line += (f" {per / n_prop * 1e6:11.1f} {d[ST_WALKED] / n_prop:9.1f} "
+                     f"{d[ST_JIT] / n_prop:6.1f}")
+        print(line)
+    st, hyp = start["state"], start["hyp"]
+    rng = np.random.default_rng(0)
+    for name, fn in (("pick an entry", _pick_entries), ("dish draw", _dish_draws)):
+        args = ((st.delta, int(st.meta[6]), 1) if fn is _pick_entries
+                else (st.sts, st.meta, hyp))
+        fn(10, rng, *args)
+        c0 = time.thread_time()
+        fn(20_000, rng, *args)
+        print(f"# {name}: {(time.thread_time() - c0) / 20_000 * 1e6:.2f} us per call")
 
 
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
+@njit(cache=True)
+def _pick_entries(n, rng, delta, hi, nf):
+    """``n`` uniform picks of an instantiated entry as the PDIA sweep makes them."""
+    acc = 0
+    for _ in range(n):
+        while True:
+            q = int(rng.integers(0, hi))
+            j = int(rng.integers(nf, delta.shape[1]))
+            if delta[q, j] >= 0:
+                break
+        acc += q
+    return acc
+
+
+@njit(cache=True)
+def _dish_draws(n, rng, sts, meta, hyp):
+    """``n`` dish draws of a new table on a copy of ``meta`` (the state is not changed)."""
+    acc = 0
+    m = meta.copy()
+    for _ in range(n):
+        m[:] = meta
+        acc += sample_dish(rng, sts, m, hyp, 0, sts.shape[1])
+    return acc
 
 
 def main(argv=None):

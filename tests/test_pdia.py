@@ -72,6 +72,53 @@ def test_pdia_sampled_hyperparameters_map_and_sequence():
     assert total == pytest.approx(1.0, abs=1e-9)
 
 
+@pytest.mark.parametrize("model,sequence", [(1, False), (1, True), (0, False), (0, True)])
+def test_path_index_matches_a_full_walk_after_every_sweep(model, sequence):
+    """The sweep re-walks only what a proposal changes (``_pdfa_kernel.walk_changes``) and
+    keeps a path index across its moves. After every sweep the counts, the state of every
+    position, each entry's number of uses and list of positions must equal those of one full
+    walk of the current ``delta``, every entry used by the path must be instantiated and no
+    other (the zero-count deletion), and ``cnt2 == cnt``. PDIA (model 1) and finite PDFA
+    (model 0), sentences and one long sequence, hyperparameters sampled."""
+    from bayesfa.samplers import _pdfa_kernel as K
+    from bayesfa.samplers import pdfa as P
+
+    rng = np.random.default_rng(3)
+    strings = [list(rng.integers(0, 3, size=rng.integers(0, 9))) for _ in range(12)]
+    data = P.as_symbols(Corpus.from_strings(strings, 3), sequence)
+    st = P.ChainState(model, data, 2 * data.sym.size + 2 if model == 1 else 5)
+    hyp, fixed = P.hyper_values(model, {})
+    P._init_chain(st, hyp, rng, 0)
+    stats = np.zeros(K.N_STATS)
+    for sweep in range(25):
+        P._sweeps(st, hyp, fixed, 1, rng, stats, {}, 0, (-1, -1))
+        ws = st.workspace()
+        seen = {k: v.copy() for k, v in zip(("wt", "we"), ws[:2])}
+        fresh = K.new_workspace(data.sym.size, st.n_cap, data.n_symbols)
+        cnt, ctot = np.zeros_like(st.cnt), np.zeros_like(st.ctot)
+        hi = int(st.meta[6])
+        K.build_index(data.sym, data.nf, st.delta, hi, cnt, ctot, cnt.copy(), ctot.copy(), st.lg,
+                      fresh)
+        _, _, _, ok = K.eval_path(model, 0, data.sym, data.nf, st.delta.copy(), st.seat.copy(),
+                                  cnt, ctot, st.vis.copy(), st.newq.copy(), st.news.copy(),
+                                  *[a.copy() for a in st.seating()], hyp, rng)
+        assert ok
+        assert np.array_equal(cnt, st.cnt) and np.array_equal(ctot, st.ctot), sweep
+        assert np.array_equal(st.cnt2, st.cnt) and np.array_equal(st.ctot2, st.ctot), sweep
+        assert np.array_equal(seen["wt"][K.W_QPATH], fresh[0][K.W_QPATH]), sweep
+        assert np.array_equal(seen["we"][K.E_NVIS], fresh[1][K.E_NVIS]), sweep
+        used = seen["we"][K.E_NVIS][:hi, data.nf:] > 0
+        assert np.array_equal(used, st.delta[:hi, data.nf:] >= 0), sweep
+        for q, s in zip(*np.nonzero(used)):  # each entry's list: the positions that use it
+            pos, t = [], seen["we"][K.E_HEAD, q, s + data.nf]
+            while t >= 0:
+                pos.append(t)
+                t = seen["wt"][K.W_NXT, t]
+            expect = np.nonzero((fresh[0][K.W_QPATH] == q) & (data.sym == s + data.nf))[0]
+            assert sorted(pos) == list(expect), (sweep, q, s)
+    assert stats[K.ST_ENTRY] > 0 and stats[K.ST_WALKED] > 0
+
+
 @pytest.mark.slow
 def test_validate_passes_and_mutants_fail():
     from bayesfa.validation.harness import validate

@@ -116,13 +116,20 @@ def _top_rem(k, sts, meta, hyp, variant):
     if sts[S_M, k] > 0:
         return math.log(sts[S_M, k] - d0) - math.log(a0 + big_m)
     meta[M_DISHES] -= 1
-    if sts[S_FLAG, k] == IN_USE:
-        sts[S_FLAG, k] = PENDING
-        sts[S_PEND, meta[M_PEND_ST]] = k
-        meta[M_PEND_ST] += 1
-    elif sts[S_FLAG, k] == REOPENED:
-        sts[S_FLAG, k] = PENDING
+    _close(sts, k, S_PEND, S_FLAG, meta, M_PEND_ST)
     return math.log(a0 + d0 * meta[M_DISHES]) - math.log(a0 + big_m) if big_m > 0 else 0.0
+
+
+@njit(cache=True, inline="always")
+def _close(ids, x, pend, flag, meta, m_pend):
+    """Table or state ``x`` closed during a move: onto the pending stack (row ``pend`` of
+    ``ids``, length ``meta[m_pend]``) unless it is already there (reopened and closed again)."""
+    if ids[flag, x] == IN_USE:
+        ids[flag, x] = PENDING
+        ids[pend, meta[m_pend]] = x
+        meta[m_pend] += 1
+    elif ids[flag, x] == REOPENED:
+        ids[flag, x] = PENDING
 
 
 @njit(cache=True)
@@ -180,14 +187,17 @@ def rem(model, j, s, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant):
     col_tabs[j, pos] = last
     tabs[T_POS, last] = pos
     col_T[j] -= 1
-    if tabs[T_FLAG, s] == IN_USE:
-        tabs[T_FLAG, s] = PENDING
-        tabs[T_PEND, meta[M_PEND_TAB]] = s
-        meta[M_PEND_TAB] += 1
-    elif tabs[T_FLAG, s] == REOPENED:
-        tabs[T_FLAG, s] = PENDING
+    _close(tabs, s, T_PEND, T_FLAG, meta, M_PEND_TAB)
     lp = (math.log(alpha + d * col_T[j]) - math.log(alpha + n)) if n > 0 else 0.0
     return lp + _top_rem(tabs[T_DISH, s], sts, meta, hyp, variant)
+
+
+@njit(cache=True, inline="always")
+def _total(n, disc, groups):
+    """An upper bound of the running sum ``sum_g (n_g - disc)`` over ``groups`` groups of
+    ``n`` customers in all (``n - disc groups`` plus a margin far above its rounding): a
+    uniform at or above it falls past every group."""
+    return n - disc * groups + 1e-9 * (n + 1.0)
 
 
 @njit(cache=True)
@@ -197,9 +207,11 @@ def sample_dish(rng, sts, meta, hyp, variant, n_cap):
     a0 = hyp[H_ALPHA0]
     d0 = _disc(hyp, H_D0, variant)
     u = rng.random() * (a0 + meta[M_TABLES])
-    if meta[M_TABLES] > 0:
+    # the existing dishes weigh M - d0 K in all: a u clearly above that (margin far beyond the
+    # rounding of the running sum) is a new dish, found without the scan
+    if meta[M_TABLES] > 0 and u < _total(meta[M_TABLES], d0, meta[M_DISHES]):
         acc = 0.0
-        for k in range(1, n_cap):
+        for k in range(1, min(n_cap, meta[M_HI])):  # no state at or above hi serves a table
             if sts[S_M, k] > 0:
                 acc += sts[S_M, k] - d0
                 if u < acc:
@@ -240,12 +252,13 @@ def sample_seat(model, rng, j, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
         return n_cap - 1
     d = _disc(hyp, H_D, variant)
     u = rng.random() * (alpha + nj[j])
-    acc = 0.0
-    for p in range(col_T[j]):
-        t = col_tabs[j, p]
-        acc += tabs[T_N, t] - d
-        if u < acc:
-            return t
+    if u < _total(nj[j], d, col_T[j]):  # else a new table (see sample_dish)
+        acc = 0.0
+        for p in range(col_T[j]):
+            t = col_tabs[j, p]
+            acc += tabs[T_N, t] - d
+            if u < acc:
+                return t
     k = sample_dish(rng, sts, meta, hyp, variant, n_cap)
     if k < 0:
         return -1
@@ -261,24 +274,23 @@ def seat_dish(model, s, tabs):
 @njit(cache=True)
 def end_move(tabs, sts, meta):
     """Free the tables and states closed during the move that are still closed."""
-    for p in range(meta[M_PEND_TAB]):
-        t = tabs[T_PEND, p]
-        if tabs[T_FLAG, t] == PENDING:
-            tabs[T_FREE, meta[M_FREE_TAB]] = t
-            meta[M_FREE_TAB] += 1
-            tabs[T_FLAG, t] = FREE
+    _free_pending(tabs, T_PEND, T_FREE, T_FLAG, meta, M_PEND_TAB, M_FREE_TAB)
+    _free_pending(sts, S_PEND, S_FREE, S_FLAG, meta, M_PEND_ST, M_FREE_ST)
+
+
+@njit(cache=True, inline="always")
+def _free_pending(ids, pend, free, flag, meta, m_pend, m_free):
+    """Empty the pending stack (row ``pend`` of ``ids``, length ``meta[m_pend]``): an id still
+    closed goes on the free stack, a reopened one is in use again."""
+    for p in range(meta[m_pend]):
+        x = ids[pend, p]
+        if ids[flag, x] == PENDING:
+            ids[free, meta[m_free]] = x
+            meta[m_free] += 1
+            ids[flag, x] = FREE
         else:
-            tabs[T_FLAG, t] = IN_USE
-    meta[M_PEND_TAB] = 0
-    for p in range(meta[M_PEND_ST]):
-        k = sts[S_PEND, p]
-        if sts[S_FLAG, k] == PENDING:
-            sts[S_FREE, meta[M_FREE_ST]] = k
-            meta[M_FREE_ST] += 1
-            sts[S_FLAG, k] = FREE
-        else:
-            sts[S_FLAG, k] = IN_USE
-    meta[M_PEND_ST] = 0
+            ids[flag, x] = IN_USE
+    meta[m_pend] = 0
 
 
 @njit(cache=True)
@@ -375,12 +387,7 @@ def rebuild(model, nf, delta, seat, tdish, n_tab, nj, v, tabs, col_tabs, col_T, 
         n_free = 0
         n_dish = 0
         for k in range(n_cap - 1, 0, -1):
-            if sts[S_M, k] == 0 and k >= n_rows:
-                sts[S_FREE, n_free] = k
-                sts[S_FLAG, k] = FREE
-                n_free += 1
-            elif sts[S_M, k] == 0:
-                # a label below hi that serves no table: free as well
+            if sts[S_M, k] == 0:  # (a label below hi that serves no table is free as well)
                 sts[S_FREE, n_free] = k
                 sts[S_FLAG, k] = FREE
                 n_free += 1

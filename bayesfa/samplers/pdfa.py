@@ -112,6 +112,16 @@ class ChainState:
             self.mu[:] = 1.0 / n_cap
         self.lmu = np.log(self.mu) if model == FINITE else np.zeros(n_cap)  # log mu (finite)
         self.lg = np.zeros((2, data.sym.size + 2))
+        self._ws = None
+
+    def workspace(self):
+        """The path index and scratch of the sweep (``_pdfa_kernel.new_workspace``), made on
+        first use and kept: no proposal allocates."""
+        if self._ws is None:
+            from bayesfa.samplers._pdfa_kernel import new_workspace
+
+            self._ws = new_workspace(self.data.sym.size, self.n_cap, self.data.n_symbols)
+        return self._ws
 
     def seating(self):
         return (self.nj, self.v, self.mu, self.tabs, self.col_tabs, self.col_T, self.sts, self.meta)
@@ -125,14 +135,9 @@ def _init_chain(state: ChainState, hyp: np.ndarray, rng: np.random.Generator, va
 
     st = state
     K.fill_lg(st.lg, hyp[1], st.data.n_symbols)
-    if st.model == CRF:
-        K.init_one_state(variant, st.data.sym, st.data.nf, st.delta, st.seat, st.cnt2, st.ctot2,
-                         st.vis, st.newq, st.news, *st.seating(), hyp, rng)
-        st.cnt[:] = st.cnt2
-        st.ctot[:] = st.ctot2
-        return
     _, _, _, ok = K.eval_path(st.model, variant, st.data.sym, st.data.nf, st.delta, st.seat,
-                              st.cnt2, st.ctot2, st.vis, st.newq, st.news, *st.seating(), hyp, rng)
+                              st.cnt2, st.ctot2, st.vis, st.newq, st.news, *st.seating(), hyp, rng,
+                              st.model == CRF)
     if not ok:
         raise InputError(f"the state capacity {st.n_cap} is too small for the first path; "
                          "raise --max-states")
@@ -153,7 +158,8 @@ def _sweeps(state: ChainState, hyp, fixed, n: int, rng, stats, options, variant:
                 st.cnt2, st.ctot2, st.vis, st.changed, st.newq, st.news, st.oq, st.os, st.oseat,
                 *st.seating(), hyp, st.lg, fixed, st.lmu, int(options.get("mu_moves", 5)),
                 float(options.get("hyper_step", 0.5)),
-                bool(options.get("table_moves", True)), int(moves[0]), int(moves[1]), rng, stats)
+                bool(options.get("table_moves", True)), int(moves[0]), int(moves[1]), rng, stats,
+                st.workspace())
         if emission is not None:
             emission.sweep(st, hyp, rng, stats)
 
@@ -459,8 +465,9 @@ def memory_bytes(model: int, corpus: Corpus, options: dict[str, Any], n_cap: int
     """Peak bytes of fit and predict: one chain's state plus the stored draws."""
     n_draws = max(1, (options["iterations"] - options["burn_in"]) // options["period"])
     s = corpus.alphabet_size + 1
-    per_entry = 4 * 6 + 8 + 4 * 5 + (4 * 7 if model == CRF else 0)
-    chain = n_cap * s * per_entry + 8 * 2 * (corpus.n_tokens + 2)
+    per_entry = 4 * 6 + 8 + 4 * 5 + (4 * 7 if model == CRF else 0) + 28  # 28: the workspace
+    chain = (n_cap * s * per_entry + 8 * 2 * (corpus.n_tokens + 2)
+             + 4 * 7 * corpus.n_tokens + 8 * 6 * n_cap)  # the workspace's path index, row arrays
     stored = options["chains"] * n_draws * n_cap * s * 4 * 3
     return int(chain + stored + 4 * corpus.n_tokens)
 
