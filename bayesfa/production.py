@@ -37,7 +37,9 @@ RESULTS layout::
 A rerun of the same command skips finished units (a run killed with SIGKILL loses only the
 units in flight, and its answers are bit-identical to an uninterrupted run's); a RESULTS
 made with other settings is refused in one line (:func:`bayesfa.rundir._differences`), and a
-problem whose files changed since is reported as failed.
+problem whose files changed since is reported as failed. The summary files are written when
+the run ends; :func:`summarize` gives the rows of the problems finished so far from the unit
+files (a run in progress, or killed), built as the run builds them.
 """
 
 from __future__ import annotations
@@ -178,19 +180,26 @@ def _write_unit(path: Path, meta: dict, res: dict) -> None:
     atomic_write(path, write)
 
 
-def _read_unit(path: Path, meta: dict) -> dict | None:
-    """The stored unit; None if absent or unreadable (writes are atomic: recompute); an
-    :class:`InputError` if another run wrote it."""
+def _load_unit(path: Path) -> tuple[dict, dict] | None:
+    """``(stored meta, unit)`` of a unit file; None if absent or unreadable (writes are
+    atomic: an unreadable file is recomputed)."""
     try:
         with np.load(path, allow_pickle=False) as npz:
             stored = json.loads(npz["meta"].tobytes().decode())
             res = {"log_mean": npz["log_mean"].astype(np.float64), "n_draws": int(npz["n_draws"]),
                    "seconds": float(npz["seconds"]),
                    "trace": {k[6:]: npz[k] for k in npz.files if k.startswith("trace_")}}
-    except FileNotFoundError:
+    except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError):  # FileNotFoundError too
         return None
-    except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError):
+    return stored, res
+
+
+def _read_unit(path: Path, meta: dict) -> dict | None:
+    """The stored unit (:func:`_load_unit`); an :class:`InputError` if another run wrote it."""
+    loaded = _load_unit(path)
+    if loaded is None:
         return None
+    stored, res = loaded
     if stored != jsonable(meta):
         raise InputError("written by another run (method, options, seed or data differ); "
                          "choose another --out", path)
@@ -325,9 +334,7 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
     problem too large fails alone. None: no check."""
     from bayesfa.memory import check_fits
     from bayesfa.methods import get_method
-    from bayesfa.online import combine_log_means
     from bayesfa.pautomac import write_solution
-    from bayesfa.scoring import score_all_log
 
     train, test, solution = _load_problem(problem)
     pdir = results / "problems" / problem.name
@@ -349,8 +356,7 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
                                out_dir=pdir / "select", client=client, one_se=spec.one_se,
                                on_units=bar.update)
         options = spec.unit_options(**sel.choice)
-        stage1 = {r["key"] for r in sel.stage1}  # (N*, 0.5) is in both stages, fitted once
-        seconds += sum(r["seconds"] for r in sel.stage1 + [r for r in sel.stage2 if r["key"] not in stage1])
+        seconds += _cv_seconds(sel.stage1, sel.stage2)
     options = final_options(spec.method, options)
     if memory is not None:
         check_fits(get_method(spec.method), train, options, **memory,
@@ -391,17 +397,34 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
         except BaseException:
             client.cancel(list(futures))
             raise
-    log_pred = np.minimum(combine_log_means([u["log_mean"] for u in units],
-                                            [u["n_draws"] for u in units]), 0.0)
-    seconds += sum(u["seconds"] for u in units)
+    log_pred, row = _problem_row(spec.method, problem.name, options, units, seconds, solution)
     atomic_write(results / "answers" / _ANSWER.format(name=problem.name),
                  lambda tmp: write_solution(tmp, log_probs=log_pred))
-    row = {"problem": problem.name, "method": spec.method, "states": options.get("states"),
-           "beta": options.get("beta"), "score": None, "min_score": None, "ratio": None,
-           "seconds": seconds}
-    if solution is not None:
-        row.update(score_all_log(log_pred, solution).as_dict())
     return row
+
+
+def _cv_seconds(stage1: list[dict], stage2: list[dict]) -> float:
+    """Compute seconds of a problem's cross-validation fits ((N*, 0.5) is in both stages,
+    fitted once)."""
+    keys = {r["key"] for r in stage1}
+    return sum(r["seconds"] for r in stage1 + [r for r in stage2 if r["key"] not in keys])
+
+
+def _problem_row(method: str, name: str, options: dict, units: list[dict], cv_seconds: float,
+                 log_solution: np.ndarray | None) -> tuple[np.ndarray, dict[str, Any]]:
+    """Eq. 6 over a problem's final chains (module docstring) and its summary row
+    (:data:`SUMMARY_COLUMNS`; score, min_score and ratio None without a solution)."""
+    from bayesfa.online import combine_log_means
+    from bayesfa.scoring import score_all_log
+
+    log_pred = np.minimum(combine_log_means([u["log_mean"] for u in units],
+                                            [u["n_draws"] for u in units]), 0.0)
+    row = {"problem": name, "method": method, "states": options.get("states"),
+           "beta": options.get("beta"), "score": None, "min_score": None, "ratio": None,
+           "seconds": cv_seconds + sum(u["seconds"] for u in units)}
+    if log_solution is not None:
+        row.update(score_all_log(log_pred, log_solution).as_dict())
+    return log_pred, row
 
 
 def run(spec: RunSpec, problems: list[Problem], out: str | Path, scheduler: str = "local",
@@ -431,7 +454,7 @@ def run(spec: RunSpec, problems: list[Problem], out: str | Path, scheduler: str 
         memory = {"copies": 1, "available": min(limits)} if limits and min(limits) > 0 else None
     if not quiet:
         where = (f"dashboard at {client.dashboard_link}" if has_dashboard
-                 else "no dashboard: bokeh is not installed")
+                 else "no dashboard: bokeh is not installed (pip install 'dask[diagnostics]')")
         print(f"bayesfa: Dask scheduler {client.scheduler.address}; {where}", file=sys.stderr)
     bar = _Bar(spec.n_units() * len(problems), quiet)
     rows: dict[str, dict] = {}
@@ -458,6 +481,81 @@ def run(spec: RunSpec, problems: list[Problem], out: str | Path, scheduler: str 
     fail_list = [failures[n] for n in order if n in failures]
     write_summary(results, spec, rows_list, fail_list, time.perf_counter() - start)
     return rows_list, fail_list
+
+
+def summarize(results: str | Path, data: str | Path | None = None) -> tuple[list[dict], dict[str, int]]:
+    """The summary rows of the problems a RESULTS folder has finished so far, while its run
+    goes on, after it was killed, or once it is done (then the rows equal ``summary.json``'s).
+
+    A problem is finished when all its final chains are written; its row is built from them
+    as the run builds it (Eq. 6, :func:`_problem_row`), scored against
+    ``data/NAME.pautomac_solution.txt`` when ``data`` is given and that file exists (the test
+    file there must be the one the run predicted, by SHA-256). Returns ``(rows, pending)``:
+    rows in problem order (numbers first), and ``{name: final chains written}`` of the
+    problems started but not finished (problems not started yet are not known to RESULTS).
+    An :class:`InputError` for a folder that is not a production run, or a unit file or data
+    that another run or other data wrote."""
+    from bayesfa.pautomac import read_solution
+    from bayesfa.selection import SELECTION_JSON
+
+    results = Path(results)
+    try:
+        identity = json.loads((results / RUN_JSON).read_text())["identity"]
+        method, seed = identity["method"], int(identity["seed"])
+        chains, select = int(identity["options"]["chains"]), bool(identity["options"].get("select"))
+    except FileNotFoundError:
+        raise InputError(f"no {RUN_JSON}: not a bayesfa production run", results) from None
+    except (OSError, ValueError, KeyError, TypeError):
+        raise InputError(f"{RUN_JSON} is unreadable", results) from None
+    rows: list[dict] = []
+    pending: dict[str, int] = {}
+    names = sorted((p.name for p in (results / "problems").glob("*") if (p / "problem.json").is_file()),
+                   key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0, n))
+    for name in names:
+        pdir = results / "problems" / name
+        digests = json.loads((pdir / "problem.json").read_text())
+        units, options = [], None
+        for c in range(chains):
+            path = pdir / "final" / f"chain-{c:04d}.npz"
+            loaded = _load_unit(path)
+            if loaded is None:
+                continue
+            stored, unit = loaded
+            expect = {"format": UNIT_FORMAT, "method": method, "chain": c,
+                      "seed": unit_seed(seed, name, _ROLE_FINAL, c), **digests}
+            if ({k: stored.get(k) for k in expect} != expect
+                    or stored.get("options") != (options or stored.get("options"))):
+                raise InputError("written by another run (method, options, seed or data differ)", path)
+            options = stored["options"]
+            units.append(unit)
+        if len(units) < chains:
+            pending[name] = len(units)
+            continue
+        cv_seconds = 0.0
+        if select:
+            try:
+                sel = json.loads((pdir / "select" / SELECTION_JSON).read_text())
+                cv_seconds += _cv_seconds(sel["stage1"], sel["stage2"])
+            except (OSError, ValueError, KeyError, TypeError):
+                raise InputError(f"final chains but no readable {SELECTION_JSON}",
+                                 pdir / "select") from None
+        log_solution = None
+        if data is not None:
+            [problem] = find_problems(data, [name])
+            if problem.solution is not None:
+                try:
+                    same = file_sha256(problem.test) == digests["test_sha256"]
+                except OSError as err:
+                    raise InputError(f"cannot read: {err.strerror}", problem.test) from None
+                if not same:
+                    raise InputError("not the test file this run predicted (SHA-256 differs)",
+                                     problem.test)
+                log_solution = read_solution(problem.solution, log=True)
+                if log_solution.size != units[0]["log_mean"].size:
+                    raise InputError(f"{log_solution.size} probabilities for "
+                                     f"{units[0]['log_mean'].size} test strings", problem.solution, 1)
+        rows.append(_problem_row(method, name, options, units, cv_seconds, log_solution)[1])
+    return rows, pending
 
 
 def _one_line(err: BaseException) -> str:

@@ -15,6 +15,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -133,6 +134,10 @@ def test_local_cluster_run_answers_scores_and_reports_the_bad_problem(reference,
     assert "## Failures" in md and "- bad: " in md
     rows = _summary_rows(out)
     assert [r[0] for r in rows] == list(GOOD)
+    for name, *_, ratio, _seconds in rows:  # the markdown table: a line per problem, the mean
+        assert re.search(rf"^\| {name} \| [23] \| 0\.[15] \| .* \| {float(ratio) - 1:.5f} \| ", md, re.M), md
+    mean = np.mean([float(r[6]) for r in rows]) - 1
+    assert f"Mean ratio - 1 over 2 scored problems: {mean:.5f} (paper, PAutomaC I: 0.00129)." in md
     assert len(_unit_files(out)) == 2 * UNITS_PER_PROBLEM
     assert (out / "ratios.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for name, method, states, beta, score, min_score, ratio, seconds in rows:
@@ -144,6 +149,36 @@ def test_local_cluster_run_answers_scores_and_reports_the_bad_problem(reference,
         selection = json.loads((out / "problems" / name / "select" / "selection.json").read_text())
         assert selection["choice"] == {"states": int(states), "beta": float(beta)}
         assert selection["seed"] == production.unit_seed(SEED, name, 0)  # = bayesfa select --seed
+
+
+def test_summarize_rebuilds_the_summary_from_the_unit_files(reference, data_dir, tmp_path):
+    """summarize() (what a run in progress has finished) gives summary.json's rows exactly;
+    without data, no scores; a unit file of another run or another test file is refused."""
+    out, _, _ = reference
+    rows, pending = production.summarize(out, data_dir)
+    assert rows == json.loads((out / "summary.json").read_text())["rows"] and pending == {}
+    bare, _ = production.summarize(out)
+    assert [(r["problem"], r["score"], r["ratio"]) for r in bare] == [(n, None, None) for n in GOOD]
+    assert [{**r, "score": None, "min_score": None, "ratio": None} for r in rows] == bare
+    other = tmp_path / "data"
+    other.mkdir()
+    for f in data_dir.glob("a.pautomac*"):
+        (other / f.name).write_bytes(f.read_bytes())
+    (other / "a.pautomac.test").write_text((data_dir / "b.pautomac.test").read_text())
+    with pytest.raises(InputError, match="not the test file this run predicted"):
+        production.summarize(out, other)
+    copy = tmp_path / "copy"
+    for f in [out / "run.json", *out.glob("problems/a/**/*")]:
+        if f.is_file():
+            (copy / f.relative_to(out)).parent.mkdir(parents=True, exist_ok=True)
+            (copy / f.relative_to(out)).write_bytes(f.read_bytes())
+    (copy / "problems/a/final/chain-0001.npz").write_bytes((out / "problems/b/final/chain-0001.npz").read_bytes())
+    with pytest.raises(InputError, match="chain-0001.npz: written by another run"):
+        production.summarize(copy, data_dir)
+    (copy / "problems/a/final/chain-0001.npz").unlink()
+    assert production.summarize(copy, data_dir) == ([], {"a": 1})
+    with pytest.raises(InputError, match="not a bayesfa production run"):
+        production.summarize(tmp_path)
 
 
 def test_answer_is_eq6_over_all_final_chains_with_their_unit_seeds(reference, data_dir):
@@ -239,19 +274,48 @@ def test_kill_9_mid_run_then_rerun_skips_finished_units_and_is_bit_identical(ref
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+        # the killed command's Dask workers notice that their parent is gone and exit
+        assert _wait_for_group_exit(proc.pid, 60), "worker processes outlived the killed run"
     finally:
-        _killpg(proc)  # the killed command's cluster, orphaned
+        _killpg(proc)
     kept = {p: p.stat().st_mtime_ns for p in _unit_files(out)}
     assert 3 <= len(kept) < 2 * UNITS_PER_PROBLEM, "the kill did not land mid-run"
     assert not (out / "summary.csv").exists()
+    # what the killed run finished is summarized already, with the final values
+    rows, pending = production.summarize(out, data_dir)
+    assert {r["problem"] for r in rows} | set(pending) == set(GOOD)
+    ref_rows = {r["problem"]: r for r in json.loads((ref / "summary.json").read_text())["rows"]}
+    for r in rows:
+        assert {**r, "seconds": None} == {**ref_rows[r["problem"]], "seconds": None}
 
-    rc, err = _run(args)
+    rc, err = _run(args[:-1])  # not --quiet: the scheduler, its dashboard and one bar
     assert rc == 0, err
+    assert re.search(r"Dask scheduler tcp://127\.0\.0\.1:\d+; dashboard at http://127\.0\.0\.1:\d+/status\n", err), err
+    total = 2 * UNITS_PER_PROBLEM
+    assert f"units: 100%" in err and f" {total}/{total} " in err, err
     assert len(_unit_files(out)) == 2 * UNITS_PER_PROBLEM
     assert {p: p.stat().st_mtime_ns for p in kept} == kept  # finished units were not redone
     for name in GOOD:
         assert _answer(out, name) == _answer(ref, name)
     assert [r[:7] for r in _summary_rows(out)] == [r[:7] for r in _summary_rows(ref)]
+
+
+def _wait_for_group_exit(pgid: int, timeout: float) -> bool:
+    """Whether every process of group ``pgid`` (zombies aside) is gone within ``timeout`` s."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = []
+        for p in psutil.process_iter(["status"]):
+            with contextlib.suppress(ProcessLookupError, PermissionError, psutil.Error):
+                if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                    alive.append(p.pid)
+        if not alive:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
 
 
 def _free_port() -> int:
