@@ -139,6 +139,10 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                    help="average each symbol's predictive over the samples with equal weights "
                         "(the PDIA authors' estimator) instead of the Bayesian mixture of the "
                         "whole test set, for methods that support it")
+    p.add_argument("--letters-only", action="store_true",
+                   help="sentence data: leave the predictions of the sentence ends out of the "
+                        "count (the same pass; n_symbols counts letters, as the PDIA paper "
+                        "counts Alice in Wonderland), for methods that support it")
     _add_format(p)
     p.set_defaults(func=cmd_perplexity)
 
@@ -480,10 +484,10 @@ def cmd_perplexity(args) -> int:
     train = run.manifest.get("train", {})
     shape = train.get("data_shape") or ("sequence" if run.options.get("sequence") else "sentences")
     continuation = shape == "sequence"
-    n_symbols = test.n_letters if continuation else test.n_tokens
+    n_symbols = test.n_letters if continuation or args.letters_only else test.n_tokens
     method = get_method(run.method) if run.method in method_names() else None
     hook = getattr(method, "perplexity_log_prob", None)
-    asked = {k: True for k in ("map", "per_symbol") if getattr(args, k)}
+    asked = {k: True for k in ("map", "per_symbol", "letters_only") if getattr(args, k)}
     zero = "the test data have probability 0 under the run"
     if hook is None:
         logp = _run_log_prob(run, test, **asked)
@@ -499,7 +503,8 @@ def cmd_perplexity(args) -> int:
     value = perplexity(np.array([min(total, 0.0)]), n_symbols)
     out = {"perplexity": value, "n_symbols": n_symbols, "n_letters": test.n_letters,
            "log_prob": total, "data_shape": shape, "incremental": hook is not None,
-           "mixture": "per-symbol" if args.per_symbol else ("map" if args.map else "joint")}
+           "mixture": "per-symbol" if args.per_symbol else ("map" if args.map else "joint"),
+           "letters_only": bool(args.letters_only)}
     if args.json:
         _print_json(out, {"perplexity": zero, "log_prob": zero})
     else:

@@ -27,7 +27,9 @@ Optional hook for ``bayesfa perplexity`` (the conventions of Pfau, Bartlett & Wo
   ``continuation=True`` (one long sequence, e.g. DNA; the run was fitted with ``--sequence``):
   the test letters continue the training sequence from the state reached at its end, no end
   symbols. ``bayesfa perplexity`` divides by ``n_symbols``: letters + ends for sentence
-  data, letters for a sequence. The run's data shape is the manifest's
+  data, letters for a sequence. A hook may take ``letters_only`` (``--letters-only``): the
+  same test pass, with the predictions of the sentence ends left out of the total, which is
+  then divided by the letters (how the PDIA paper counts AIW). The run's data shape is the manifest's
   ``train["data_shape"]`` (``"sentences"`` or ``"sequence"``, from the method's
   ``--sequence`` option). A method without the hook is scored by ``sum(predict_log_prob)``
   (each string given the training data only) and the output says ``"incremental": false``.

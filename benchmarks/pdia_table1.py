@@ -63,13 +63,16 @@ BAYESFA = [sys.executable, "-m", "bayesfa.cli"]
 PAPER = {
     "aiw": {"pdia": (5.13, 365.6), "pdia-joint": (None, None), "pdia-map": (5.46, 379),
             "hmm-em": (7.89, 52), "2-gram": (9.71, 28), "3-gram": (6.45, 382), "4-gram": (5.13, 2023),
-            "5-gram": (4.80, 5592), "6-gram": (4.69, 10838), "memoizer": (4.78, 19358)},
+            "5-gram": (4.80, 5592), "6-gram": (4.69, 10838), "memoizer": (4.78, 19358),
+            "pdia-smoothed": (None, None), "pdia-smoothed-joint": (None, None)},
     "dna": {"pdia": (3.72, 64.7), "pdia-joint": (None, None), "pdia-map": (3.72, 54),
             "hmm-em": (3.76, 19), "2-gram": (3.77, 5), "3-gram": (3.75, 21), "4-gram": (3.74, 85),
-            "5-gram": (3.73, 341), "6-gram": (3.72, 1365), "memoizer": (3.56, 314166)},
+            "5-gram": (3.73, 341), "6-gram": (3.72, 1365), "memoizer": (3.56, 314166),
+            "pdia-smoothed": (None, None), "pdia-smoothed-joint": (None, None)},
 }
+#: pdia-smoothed (beyond the paper, issue 10 item 5) has no paper figure.
 ROWS = ("pdia", "pdia-joint", "pdia-map", "hmm-em", "2-gram", "3-gram", "4-gram", "5-gram",
-        "6-gram", "memoizer")
+        "6-gram", "memoizer", "pdia-smoothed", "pdia-smoothed-joint")
 
 PDIA_BUDGET = {
     "paper": {"aiw": ["--iterations", "18500", "--burn-in", "15000", "--period", "5"],
@@ -118,11 +121,17 @@ def jobs(split: str, methods: list[str], budget: str,
         args = ["--method", "pdia", "--chains", "1", *PDIA_BUDGET[budget][ds], *seq]
         # the paper's PDIA row: the authors' per-symbol mixture; beside it the Bayesian mixture
         out.append({"key": f"{split}/pdia", "row": "pdia", "run": "pdia", "args": args,
-                    "perplexity": ["--per-symbol"]})
+                    "perplexity": ["--per-symbol"], "letters": ds == "aiw"})
         out.append({"key": f"{split}/pdia-joint", "row": "pdia-joint", "run": "pdia", "args": args,
-                    "perplexity": []})
+                    "perplexity": [], "letters": ds == "aiw"})
         out.append({"key": f"{split}/pdia-map", "row": "pdia-map", "run": "pdia", "args": args,
-                    "perplexity": ["--map"]})
+                    "perplexity": ["--map"], "letters": ds == "aiw"})
+    if "pdia-smoothed" in methods:  # the same budget and conventions as the PDIA's rows
+        args = ["--method", "pdia-smoothed", "--chains", "1", *PDIA_BUDGET[budget][ds], *seq]
+        out.append({"key": f"{split}/pdia-smoothed", "row": "pdia-smoothed", "run": "pdia-smoothed",
+                    "args": args, "perplexity": ["--per-symbol"], "letters": ds == "aiw"})
+        out.append({"key": f"{split}/pdia-smoothed-joint", "row": "pdia-smoothed-joint",
+                    "run": "pdia-smoothed", "args": args, "perplexity": [], "letters": ds == "aiw"})
     if "hmm-em" in methods:
         for k in hmm_states or HMM_GRID[ds]:
             out.append({"key": f"{split}/hmm-em-{k}", "row": "hmm-em", "run": f"hmm-em-{k}",
@@ -157,7 +166,7 @@ def n_states(run: Path, map_: bool) -> float | None:
 
     manifest = read_manifest(run / "manifest.json")
     trace_path = run / "trace.nc"
-    if manifest["method"] in ("pdia", "pdfa") and trace_path.is_file():
+    if manifest["method"] in ("pdia", "pdfa", "pdia-smoothed") and trace_path.is_file():
         trace = read_trace(trace_path)
         ns = np.asarray(trace["n_states"], dtype=float)
         if map_:
@@ -166,6 +175,15 @@ def n_states(run: Path, map_: bool) -> float | None:
         return float(ns.mean())
     value = manifest.get("info", {}).get("n_states")
     return None if value is None else float(value)
+
+
+def letters_only(entry: dict, split: str, runs: Path) -> float:
+    """The entry's perplexity over the letters alone (``bayesfa perplexity ... --letters-only``:
+    the same test pass, the sentence ends' predictions left out of the count), how the paper
+    counts AIW (``benchmarks/RESULTS.md``, "HPYP n-grams and the sequence memoizer")."""
+    cmd = [*BAYESFA, *entry["perplexity_command"].split()[1:], "--letters-only"]
+    out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    return out["perplexity"]
 
 
 def run_job(job: dict, split: str, runs: Path) -> dict:
@@ -213,7 +231,7 @@ def table(entries: dict) -> dict:
     for ds in ("aiw", "dna"):
         out[ds] = {}
         for row in ROWS:
-            per = {}
+            per, letters = {}, {}
             for split in splits:
                 if dataset(split) != ds:
                     continue
@@ -221,12 +239,15 @@ def table(entries: dict) -> dict:
                      else entries.get(f"{split}/{row}"))
                 if e is not None and e.get("perplexity") is not None:
                     per[split] = (e["perplexity"], e.get("n_states"))
+                    if e.get("perplexity_letters_only") is not None:
+                        letters[split] = e["perplexity_letters_only"]
             vals = np.array([p for p, _ in per.values()], dtype=float)
             out[ds][row] = {"paper": PAPER[ds][row], "splits": per,
                             "mean": float(vals.mean()) if vals.size else None,
                             "sd": float(vals.std(ddof=1)) if vals.size > 1 else None,
                             "min": float(vals.min()) if vals.size else None,
-                            "max": float(vals.max()) if vals.size else None}
+                            "max": float(vals.max()) if vals.size else None,
+                            "letters_only": letters}
     return out
 
 
@@ -245,12 +266,17 @@ def format_table(tab: dict, registered: set[str]) -> str:
                 why = ("pending (method not registered yet)"
                        if (row.endswith("gram") and "hpyp" not in registered)
                        or (row == "memoizer" and "memoizer" not in registered) else "not run yet")
-                lines.append(f"  {row:10s} | {_paper(pp, ps)} | {why}")
+                lines.append(f"  {row:19s} | {_paper(pp, ps)} | {why}")
                 continue
             cells = ", ".join(f"{s} {p:.3f} ({'' if n is None else f'{n:.0f}'})"
                               for s, (p, n) in sorted(r["splits"].items()))
             spread = f"{r['mean']:.3f}" + (f" ± {r['sd']:.3f}" if r["sd"] is not None else "")
-            lines.append(f"  {row:10s} | {_paper(pp, ps)} | {cells} | {spread}")
+            lines.append(f"  {row:19s} | {_paper(pp, ps)} | {cells} | {spread}")
+            if r.get("letters_only"):
+                lv = np.array(list(r["letters_only"].values()))
+                cells = ", ".join(f"{s} {v:.3f}" for s, v in sorted(r["letters_only"].items()))
+                lines.append(f"  {'  letters only':19s} | {_paper(pp, ps)} | {cells} | {lv.mean():.3f}"
+                             + (f" ± {lv.std(ddof=1):.3f}" if lv.size > 1 else ""))
     return "\n".join(lines)
 
 
@@ -279,6 +305,10 @@ def main(argv=None) -> int:
         for split in [s for s in args.splits.split(",") if s]:
             for job in jobs(split, methods, args.budget, hmm_states):
                 if job["key"] in entries:
+                    e = entries[job["key"]]
+                    if job.get("letters") and "perplexity_letters_only" not in e:
+                        e["perplexity_letters_only"] = letters_only(e, split, runs)
+                        write_json(out, doc)
                     continue
                 print(f"[{time.strftime('%H:%M:%S')}] {job['key']}", flush=True)
                 try:
@@ -287,6 +317,8 @@ def main(argv=None) -> int:
                     print(f"  failed: {err}", flush=True)
                     continue
                 e = entries[job["key"]]
+                if job.get("letters"):
+                    e["perplexity_letters_only"] = letters_only(e, split, runs)
                 print(f"  perplexity {e['perplexity']:.4f}  states {e['n_states']}  "
                       f"fit {e['fit_seconds']} s", flush=True)
                 doc["table"] = table(entries)

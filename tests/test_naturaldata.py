@@ -134,6 +134,9 @@ def test_perplexity_sentences_reset_and_count_ends(tmp_path, capsys):
     assert out["n_symbols"] == 6 + 3 and out["n_letters"] == 6 and out["data_shape"] == "sentences"
     assert out["log_prob"] == pytest.approx(logp, rel=1e-12)
     assert out["perplexity"] == pytest.approx(np.exp(-logp / 9), rel=1e-12)
+    # hmm-em's hook has no letters-only count: refused in one line, not ignored
+    assert main(["perplexity", str(run), str(test), "--letters-only"]) != 0
+    assert "does not support --letters-only" in capsys.readouterr().err
 
 
 def test_perplexity_sequence_continues_from_the_end_of_training(tmp_path, capsys):
@@ -200,6 +203,15 @@ def test_pdfa_perplexity_hook_by_hand(sequence):
     authors = method.perplexity_log_prob(a, opts, test, continuation=sequence, per_symbol=True)
     assert joint == pytest.approx(float(log_mean_exp(per.sum(axis=1))), rel=1e-10)
     assert authors == pytest.approx(float(log_mean_exp(per, axis=0).sum()), rel=1e-10)
+    # --letters-only: the same pass, the end predictions left out of the total (sentences)
+    letters = tokens != 0 if not sequence else np.ones(tokens.size, dtype=bool)
+    if not sequence:
+        assert (~letters).sum() == test.n_strings
+    for per_symbol, expect in ((False, log_mean_exp(per[:, letters].sum(axis=1))),
+                               (True, log_mean_exp(per[:, letters], axis=0).sum())):
+        got = method.perplexity_log_prob(a, opts, test, continuation=sequence,
+                                         per_symbol=per_symbol, letters_only=True)
+        assert got == pytest.approx(float(expect), rel=1e-10)
     if not sequence:
         independent = method.predict_log_prob(a, opts, test).sum()
         assert abs(independent - joint) > 1e-6

@@ -425,7 +425,7 @@ def predict(model: int, arrays, options, corpus: Corpus, map: bool = False,
 
 def perplexity_log_prob(model: int, arrays, options, corpus: Corpus, *, continuation: bool,
                         map: bool = False, per_symbol: bool = False, variant: int = 0,
-                        emission=None) -> float:
+                        emission=None, letters_only: bool = False) -> float:
     """``log p(test | train)`` under the conventions of Pfau, Bartlett & Wood (2010), Sect. 4
     (the hook of :mod:`bayesfa.methods`): the test data integrated into the model as they are
     read ("in the standard Bayesian way"), every sentence from ``q0`` (``continuation=False``)
@@ -442,7 +442,10 @@ def perplexity_log_prob(model: int, arrays, options, corpus: Corpus, *, continua
     per-symbol probabilities are averaged over samples): every symbol's predictive averaged with
     equal weights, ``sum_t log mean_k p_k(x_t | x_<t)``, also a proper sequential predictive
     but not the posterior-weighted one. ``map``: the sample of highest log joint alone
-    (PDIA-MAP; both estimators coincide).
+    (PDIA-MAP; both estimators coincide). ``letters_only``: the same pass, the predictions of
+    the sentence ends left out of the total (every symbol is still read and folded in; the
+    paper's AIW figures count letters only, ``benchmarks/RESULTS.md``); no effect on a sequence,
+    which has no end symbols.
     """
     sequence = bool(options.get("sequence", False))
     if continuation != sequence:
@@ -456,6 +459,8 @@ def perplexity_log_prob(model: int, arrays, options, corpus: Corpus, *, continua
     lp = per_sample_log_prob(model, arrays, options, corpus, draws=draws, variant=variant,
                              per_symbol=True, emission=emission)
     lp = lp.reshape(-1, lp.shape[-1])
+    if letters_only and not sequence:
+        lp = lp[:, np.asarray(corpus.tokens) != 0]  # the symbols read, in order (as_symbols)
     if per_symbol:
         return float(log_mean_exp(lp, axis=0).sum())
     return float(log_mean_exp(lp.sum(axis=1), axis=0))
@@ -519,9 +524,11 @@ class _PDFA:
         return predict(FINITE, arrays, options, corpus, map=map, variant=self.variant)
 
     def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
-                            map: bool = False, per_symbol: bool = False) -> float:
+                            map: bool = False, per_symbol: bool = False,
+                            letters_only: bool = False) -> float:
         return perplexity_log_prob(FINITE, arrays, options, corpus, continuation=continuation,
-                                   map=map, per_symbol=per_symbol, variant=self.variant)
+                                   map=map, per_symbol=per_symbol, variant=self.variant,
+                                   letters_only=letters_only)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         return memory_bytes(FINITE, corpus, options, int(options["states"]) + 1)

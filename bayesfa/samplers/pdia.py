@@ -89,9 +89,11 @@ class _PDIA:
         return predict(CRF, arrays, options, corpus, map=map, variant=self.variant)
 
     def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
-                            map: bool = False, per_symbol: bool = False) -> float:
+                            map: bool = False, per_symbol: bool = False,
+                            letters_only: bool = False) -> float:
         return perplexity_log_prob(CRF, arrays, options, corpus, continuation=continuation,
-                                   map=map, per_symbol=per_symbol, variant=self.variant)
+                                   map=map, per_symbol=per_symbol, variant=self.variant,
+                                   letters_only=letters_only)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         return memory_bytes(CRF, corpus, options, state_capacity(corpus, options))

@@ -147,10 +147,11 @@ class _PDIASmoothed(_PDIA):
                        emission=self._emission())
 
     def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
-                            map: bool = False, per_symbol: bool = False) -> float:
+                            map: bool = False, per_symbol: bool = False,
+                            letters_only: bool = False) -> float:
         return perplexity_log_prob(CRF, arrays, options, corpus, continuation=continuation,
                                    map=map, per_symbol=per_symbol, variant=self.variant,
-                                   emission=self._emission())
+                                   emission=self._emission(), letters_only=letters_only)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """The PDIA's, plus the 3-D emission table and the stored ``log pi0``."""
