@@ -23,10 +23,13 @@ fifth sample for AIW and every tenth sample for DNA after burn-in was used for p
 one chain per split, hyperparameters sampled under the paper's priors (the ``pdia`` defaults).
 ``--budget today`` (the default): AIW 80 burn-in sweeps then 40 keeping every fourth (10
 draws), DNA 50 then 30 keeping every third (10 draws): 0.6 % and 4 % of the paper's sweeps,
-what fitted into the last 40 minutes of the session on the shared 2-core machine, where a full
-PDIA sweep at the paper's size costs about 0.37 CPU-s on AIW (``benchmarks/RESULTS.md``) and each
-job got 1-2 % of a core (load average 35-40 from the other engineers' jobs). ``--budget quick``: a
-smoke run.
+what fitted a heavily shared machine on 2026-11-23 with the sweep of then (0.37 CPU-s at the
+paper's AIW size). Since the incremental sweep (0.015 CPU-s, ``benchmarks/RESULTS.md``) the
+paper's budget fits: an AIW chain takes 4-10 minutes, a DNA chain about 30 (``--budget
+paper``, 2026-11-25). ``--budget quick``: a smoke run. ``--methods pdia-smoothed`` runs the
+smoothed PDIA at the same budget. AIW PDIA rows also record ``perplexity_letters_only``
+(``bayesfa perplexity --letters-only``: the sentence ends left out of the count, the paper's
+count).
 
 Several processes may run at once on different splits: give each its own ``--out`` file
 named ``benchmarks/results/pdia_table1*.json``; ``--table-only`` merges all of them.
