@@ -180,11 +180,13 @@ def n_states(run: Path, map_: bool) -> float | None:
     return None if value is None else float(value)
 
 
-def letters_only(entry: dict, split: str, runs: Path) -> float:
-    """The entry's perplexity over the letters alone (``bayesfa perplexity ... --letters-only``:
+def letters_only(job: dict, split: str, runs: Path) -> float:
+    """The job's perplexity over the letters alone (``bayesfa perplexity ... --letters-only``:
     the same test pass, the sentence ends' predictions left out of the count), how the paper
     counts AIW (``benchmarks/RESULTS.md``, "HPYP n-grams and the sequence memoizer")."""
-    cmd = [*BAYESFA, *entry["perplexity_command"].split()[1:], "--letters-only"]
+    _, test = split_files(split, runs)
+    cmd = BAYESFA + ["perplexity", str(runs / split / job["run"]), str(test), "--json",
+                     *job["perplexity"], "--letters-only"]
     out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     return out["perplexity"]
 
@@ -310,7 +312,7 @@ def main(argv=None) -> int:
                 if job["key"] in entries:
                     e = entries[job["key"]]
                     if job.get("letters") and "perplexity_letters_only" not in e:
-                        e["perplexity_letters_only"] = letters_only(e, split, runs)
+                        e["perplexity_letters_only"] = letters_only(job, split, runs)
                         write_json(out, doc)
                     continue
                 print(f"[{time.strftime('%H:%M:%S')}] {job['key']}", flush=True)
@@ -321,7 +323,7 @@ def main(argv=None) -> int:
                     continue
                 e = entries[job["key"]]
                 if job.get("letters"):
-                    e["perplexity_letters_only"] = letters_only(e, split, runs)
+                    e["perplexity_letters_only"] = letters_only(job, split, runs)
                 print(f"  perplexity {e['perplexity']:.4f}  states {e['n_states']}  "
                       f"fit {e['fit_seconds']} s", flush=True)
                 doc["table"] = table(entries)
