@@ -143,6 +143,11 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                    help="sentence data: leave the predictions of the sentence ends out of the "
                         "count (the same pass; n_symbols counts letters, as the PDIA paper "
                         "counts Alice in Wonderland), for methods that support it")
+    p.add_argument("--draw-sets", type=positive_int, default=1, metavar="K",
+                   help="read the test K times per sample, each with its own draws of the "
+                        "transitions the sample has not instantiated, and mix the readings "
+                        "(pdfa, pdia, pdia-smoothed); one draw set scores a lone sample (--map) "
+                        "too low; default 1")
     _add_format(p)
     p.set_defaults(func=cmd_perplexity)
 
@@ -488,6 +493,8 @@ def cmd_perplexity(args) -> int:
     method = get_method(run.method) if run.method in method_names() else None
     hook = getattr(method, "perplexity_log_prob", None)
     asked = {k: True for k in ("map", "per_symbol", "letters_only") if getattr(args, k)}
+    if args.draw_sets != 1:
+        asked["draw_sets"] = args.draw_sets
     zero = "the test data have probability 0 under the run"
     if hook is None:
         logp = _run_log_prob(run, test, **asked)
@@ -503,8 +510,9 @@ def cmd_perplexity(args) -> int:
     value = perplexity(np.array([min(total, 0.0)]), n_symbols)
     out = {"perplexity": value, "n_symbols": n_symbols, "n_letters": test.n_letters,
            "log_prob": total, "data_shape": shape, "incremental": hook is not None,
-           "mixture": "per-symbol" if args.per_symbol else ("map" if args.map else "joint"),
-           "letters_only": bool(args.letters_only)}
+           "mixture": ("map " if args.map and args.per_symbol else "")
+           + ("per-symbol" if args.per_symbol else ("map" if args.map else "joint")),
+           "letters_only": bool(args.letters_only), "draw_sets": args.draw_sets}
     if args.json:
         _print_json(out, {"perplexity": zero, "log_prob": zero})
     else:

@@ -1,15 +1,16 @@
-"""PDIA-MAP's perplexity and the just-in-time draws of its unvisited transitions.
+"""PDIA-MAP's perplexity against the number of draw sets of its unvisited transitions.
 
-A single posterior sample reads the test data with each unvisited transition drawn once, just
-in time, from the CRF predictive (:func:`bayesfa.samplers.pdfa.per_sample_log_prob`), so its
-log predictive is the log of a one-draw Monte Carlo estimate: biased low (Jensen). This script
-reads one run's MAP sample K times with independent draw sets (``predict_entropy`` 1000..
-1000+K-1) and prints the single-draw perplexity (mean, min, max over the K sets: what
-``bayesfa perplexity RUN TEST --map --letters-only`` reports for one of them) beside the
-perplexity of each symbol's predictive averaged over the K draw sets (the authors' per-symbol
-estimator applied to the draws of one sample instead of to the samples).
+A single posterior sample reads the test data with each unvisited transition drawn just in
+time from the CRF predictive (:func:`bayesfa.samplers.pdfa.per_sample_log_prob`): one reading
+estimates ``p(test | sample)`` without bias, but its log is biased low (Jensen), badly so for
+a lone sample whose test pass draws many transitions. ``bayesfa perplexity RUN TEST --map
+--draw-sets K`` integrates them out with a particle filter of ``K`` particles (the default
+mixture), or with ``--per-symbol`` averages each symbol's predictive over ``K`` independent
+readings with equal weights (the authors' estimator applied to the draws). This script prints
+both for each ``K`` with the time each took, to show where they settle.
 
-    python benchmarks/pdia_map_draws.py RUN_DIR TEST [--draws 60] [--all-symbols]
+    python benchmarks/pdia_map_draws.py RUN_DIR TEST [--draw-sets 1,10,30,100,300,1000]
+        [--all-symbols]
 
 Measured on the paper's AIW split at the paper's budget (``benchmarks/RESULTS.md``, "The PDIA
 at the paper's budget").
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 import numpy as np
 
@@ -27,36 +29,36 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run")
     ap.add_argument("test")
-    ap.add_argument("--draws", type=int, default=60, help="independent draw sets K")
+    ap.add_argument("--draw-sets", default="1,10,30,100,300,1000",
+                    help="comma-separated K to compare")
     ap.add_argument("--all-symbols", action="store_true",
                     help="count the sentence ends too (default: letters only, the paper's count)")
     args = ap.parse_args(argv)
 
-    from bayesfa.forward import log_mean_exp
+    from bayesfa.methods import get_method
     from bayesfa.pautomac import read_sample
     from bayesfa.rundir import load_run
-    from bayesfa.samplers.pdfa import CRF, per_sample_log_prob
 
     run = load_run(args.run)
-    if run.method != "pdia" or run.options.get("sequence"):
-        raise SystemExit("a pdia run on sentences is needed")
+    if run.method not in ("pdia", "pdia-smoothed", "pdfa"):
+        raise SystemExit("a pdfa, pdia or pdia-smoothed run is needed")
     test = read_sample(args.test)
-    arrays, options = dict(run.arrays), run.options
-    lj = np.asarray(arrays["log_joint"])
-    c, d = (int(i) for i in np.unravel_index(int(np.argmax(lj)), lj.shape))
-    keep = np.ones(test.tokens.size, bool) if args.all_symbols else np.asarray(test.tokens) != 0
-    lps = []
-    for k in range(args.draws):
-        arrays["predict_entropy"] = np.array([1000 + k])
-        lps.append(per_sample_log_prob(CRF, arrays, options, test, draws=[(c, d)],
-                                       per_symbol=True)[0][keep])
-    lps = np.array(lps)
-    n = int(keep.sum())
-    single = np.exp(-lps.sum(axis=1) / n)
-    averaged = float(np.exp(-log_mean_exp(lps, axis=0).sum() / n))
-    print(f"MAP sample (chain {c}, draw {d}), {n} symbols counted, {args.draws} draw sets: "
-          f"single-draw perplexity {single.mean():.3f} (min {single.min():.3f}, max "
-          f"{single.max():.3f}); each symbol's predictive averaged over the draw sets: {averaged:.3f}")
+    method = get_method(run.method)
+    sequence = bool(run.options.get("sequence"))
+    letters = not args.all_symbols and not sequence
+    n = test.n_letters if letters or sequence else test.n_tokens
+    print(f"{run.method} MAP sample, {n} symbols counted"
+          f"{' (letters only)' if letters else ''}")
+    print(f"{'K':>6} | {'particle filter':>15} {'s':>6} | {'per symbol':>10} {'s':>6}")
+    for k in (int(x) for x in args.draw_sets.split(",")):
+        row = []
+        for per_symbol in (False, True):
+            t0 = time.perf_counter()
+            lp = method.perplexity_log_prob(run.arrays, run.options, test, continuation=sequence,
+                                            map=True, per_symbol=per_symbol, draw_sets=k,
+                                            **({"letters_only": True} if letters else {}))
+            row += [float(np.exp(-lp / n)), time.perf_counter() - t0]
+        print(f"{k:6d} | {row[0]:15.4f} {row[1]:6.1f} | {row[2]:10.4f} {row[3]:6.1f}", flush=True)
     return 0
 
 

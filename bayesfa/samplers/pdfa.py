@@ -355,19 +355,23 @@ def _test_data(arrays, options, corpus: Corpus, per_symbol: bool = False) -> tup
 
 def per_sample_log_prob(model: int, arrays: dict[str, np.ndarray], options: dict[str, Any],
                         corpus: Corpus, draws: list[tuple[int, int]] | None = None,
-                        variant: int = 0, per_symbol: bool = False, emission=None) -> np.ndarray:
+                        variant: int = 0, per_symbol: bool = False, emission=None,
+                        draw_set: int = 0, particles: int = 1) -> np.ndarray:
     """``log Pr(b | sample)`` ``[chain, draw, n_strings]`` (or ``[len(draws), n_strings]``):
     sentences, each string given the training data; sequence, the strings in order, each
     given the training data and the strings before it. ``per_symbol``: ``[..., n_symbols]``,
     the log predictive of every symbol of the test set read in order, each given the training
     data and every test symbol before it (the paper's incremental evaluation; sentences restart
-    at ``q0``, their end symbols included; one draw of the unvisited transitions per sample)."""
-    from bayesfa.samplers._crf_kernel import new_crf, rebuild
+    at ``q0``, their end symbols included; one draw of the unvisited transitions per sample).
+    ``draw_set``: which independent set of just-in-time draws of the unvisited transitions
+    (set 0 is the one every other call uses; set ``k`` seeds each sample's generator with ``k``
+    appended). ``particles`` (``per_symbol`` only): ``K`` readings per sample, draw sets
+    ``0..K-1``, as a particle filter (:func:`_particle_filter`): each symbol's predictive is
+    the readings' average weighted by the test read so far."""
     from bayesfa.samplers._pdfa_kernel import predict_strings
 
     data, offsets = _test_data(arrays, options, corpus, per_symbol)
-    delta_all = arrays["delta"]
-    n_c, n_d, rows, s = delta_all.shape
+    n_c, n_d, rows, s = arrays["delta"].shape
     pairs = draws if draws is not None else [(c, d) for c in range(n_c) for d in range(n_d)]
     longest = int(np.diff(offsets).max()) if offsets.size > 1 else 0
     grow = data.sym.size if data.nf == 0 or per_symbol else longest
@@ -376,30 +380,101 @@ def per_sample_log_prob(model: int, arrays: dict[str, np.ndarray], options: dict
     if per_symbol and data.nf == 1:
         reps = 0  # predict_strings: the strings continue one another, nothing undone
     entropy = [int(x) for x in np.asarray(arrays.get("predict_entropy", [0]))]
+    scratch = (np.zeros(n_cap * s, dtype=np.int32), np.zeros(n_cap * s, dtype=np.int32))
     out = np.empty((len(pairs), offsets.size - 1))
     for n, (c, d) in enumerate(pairs):
-        rng = np.random.default_rng(entropy + [c, d])
-        nj, v, mu, tabs, col_tabs, col_T, sts, meta = new_crf(n_cap, s)
-        delta = np.full((n_cap, s), -1, dtype=np.int32)
-        seat = np.full((n_cap, s), -1, dtype=np.int32)
-        cnt = np.zeros((n_cap, s), dtype=np.int32)
-        delta[:rows] = delta_all[c, d]
-        seat[:rows] = arrays["seat"][c, d]
-        cnt[:rows] = arrays["counts"][c, d]
-        ctot = cnt.sum(axis=1).astype(np.int32)
-        if model == FINITE:
-            mu[:] = arrays["mu"][c, d]
-        rebuild(model, data.nf, delta[:rows], seat[:rows], arrays["tdish"][c, d],
-                int(arrays["n_tab"][c, d]), nj, v, tabs, col_tabs, col_T, sts, meta)
-        big = n_cap * s
-        predict_strings(model, variant, data.sym, offsets, data.nf, int(arrays["end_state"][c, d]),
-                        delta, seat, cnt, ctot, nj, v, mu, tabs, col_tabs, col_T, sts, meta,
-                        np.ascontiguousarray(arrays["hyp"][c, d]),
-                        _PLAIN_LG if emission is None else emission.predict_lg(arrays, c, d),
-                        reps, rng,
-                        np.zeros(big, dtype=np.int32), np.zeros(big, dtype=np.int32), out[n])
+        state = _sample_state(model, data.nf, arrays, c, d, n_cap)
+        hyp = np.ascontiguousarray(arrays["hyp"][c, d])
+        lg = _PLAIN_LG if emission is None else emission.predict_lg(arrays, c, d)
+        start = int(arrays["end_state"][c, d])
+        if particles > 1:
+            if not per_symbol:
+                raise ValueError("particles need per_symbol")
+            out[n] = _particle_filter(model, variant, data, state, start, hyp, lg,
+                                      entropy + [c, d], particles, scratch)
+            continue
+        rng = np.random.default_rng(entropy + [c, d] + ([draw_set] if draw_set else []))
+        predict_strings(model, variant, data.sym, offsets, data.nf, start, *state, hyp, lg,
+                        reps, rng, *scratch, out[n])
     if draws is None:
         return out.reshape(n_c, n_d, -1)
+    return out
+
+
+def _sample_state(model: int, nf: int, arrays, c: int, d: int, n_cap: int) -> list[np.ndarray]:
+    """Recorded sample ``(c, d)`` as the working arrays ``_pdfa_kernel.predict_strings`` reads
+    and updates, in its argument order: ``delta, seat, cnt, ctot`` and the seating arrays of
+    :func:`bayesfa.samplers._crf_kernel.new_crf` (``n_cap`` states)."""
+    from bayesfa.samplers._crf_kernel import new_crf, rebuild
+
+    rows, s = arrays["delta"].shape[2:]
+    nj, v, mu, tabs, col_tabs, col_T, sts, meta = new_crf(n_cap, s)
+    delta = np.full((n_cap, s), -1, dtype=np.int32)
+    seat = np.full((n_cap, s), -1, dtype=np.int32)
+    cnt = np.zeros((n_cap, s), dtype=np.int32)
+    delta[:rows] = arrays["delta"][c, d]
+    seat[:rows] = arrays["seat"][c, d]
+    cnt[:rows] = arrays["counts"][c, d]
+    ctot = cnt.sum(axis=1).astype(np.int32)
+    if model == FINITE:
+        mu[:] = arrays["mu"][c, d]
+    rebuild(model, nf, delta[:rows], seat[:rows], arrays["tdish"][c, d],
+            int(arrays["n_tab"][c, d]), nj, v, tabs, col_tabs, col_T, sts, meta)
+    return [delta, seat, cnt, ctot, nj, v, mu, tabs, col_tabs, col_T, sts, meta]
+
+
+#: the test symbols :func:`_particle_filter` reads between two resampling checks
+RESAMPLE_EVERY = 10
+
+
+def _particle_filter(model, variant, data: Data, state, start: int, hyp, lg, entropy,
+                     n_particles: int, scratch) -> np.ndarray:
+    """``[n_symbols]`` ``log p(x_t | x_<t, sample)`` of the test symbols read in order, the
+    unvisited transitions integrated out by sequential Monte Carlo: particle ``k`` reads the
+    test with its own just-in-time draws (generator ``entropy + [k]``, none appended for
+    ``k = 0``: the single reading's), each symbol's predictive is the particles' average
+    weighted by the probability each gave the test symbols before it, and every
+    :data:`RESAMPLE_EVERY` symbols the particles are resampled
+    (systematic) when their effective number falls below half. The sum of the output is the
+    log of the filter's estimate of ``p(test | sample)``, which is unbiased (Del Moral 2004),
+    where one reading's is too but with a variance that grows with the draws the test needs."""
+    from scipy.special import logsumexp
+
+    from bayesfa.samplers._pdfa_kernel import predict_strings
+
+    n = data.sym.size
+    block = RESAMPLE_EVERY
+    bounds = np.unique(np.concatenate([np.arange(0, n, block), [n]]))
+    rngs = [np.random.default_rng(entropy + ([k] if k else [])) for k in range(n_particles)]
+    resampler = np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy,
+                                                                           spawn_key=(1,))))
+    states = [state] + [[a.copy() for a in state] for _ in range(n_particles - 1)]
+    qs = [start] * n_particles
+    logw = np.full(n_particles, -np.log(n_particles))
+    out = np.empty(n)
+    width = int(np.diff(bounds).max()) if bounds.size > 1 else 0
+    lp = np.empty((n_particles, width))
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        m = hi - lo
+        offs = np.arange(m + 1, dtype=np.int64)
+        for k in range(n_particles):
+            qs[k] = predict_strings(model, variant, data.sym[lo:hi], offs, data.nf, qs[k],
+                                    *states[k], hyp, lg, 0, rngs[k], *scratch, lp[k, :m])
+        chunk = lp[:, :m]
+        before = np.empty_like(chunk)  # each particle's log weight before symbol t
+        before[:, 0] = logw
+        before[:, 1:] = logw[:, None] + np.cumsum(chunk[:, :-1], axis=1)
+        out[lo:hi] = logsumexp(before + chunk, axis=0) - logsumexp(before, axis=0)
+        logw = before[:, -1] + chunk[:, -1]
+        logw -= logsumexp(logw)
+        w = np.exp(logw)
+        if hi < n and 1.0 / np.sum(w * w) < n_particles / 2:
+            u = (resampler.random() + np.arange(n_particles)) / n_particles
+            anc = np.minimum(np.searchsorted(np.cumsum(w), u), n_particles - 1)
+            states = [states[j] if a == j else [x.copy() for x in states[a]]
+                      for j, a in enumerate(anc)]
+            qs = [qs[a] for a in anc]
+            logw = np.full(n_particles, -np.log(n_particles))
     return out
 
 
@@ -425,7 +500,7 @@ def predict(model: int, arrays, options, corpus: Corpus, map: bool = False,
 
 def perplexity_log_prob(model: int, arrays, options, corpus: Corpus, *, continuation: bool,
                         map: bool = False, per_symbol: bool = False, variant: int = 0,
-                        emission=None, letters_only: bool = False) -> float:
+                        emission=None, letters_only: bool = False, draw_sets: int = 1) -> float:
     """``log p(test | train)`` under the conventions of Pfau, Bartlett & Wood (2010), Sect. 4
     (the hook of :mod:`bayesfa.methods`): the test data integrated into the model as they are
     read ("in the standard Bayesian way"), every sentence from ``q0`` (``continuation=False``)
@@ -442,10 +517,20 @@ def perplexity_log_prob(model: int, arrays, options, corpus: Corpus, *, continua
     per-symbol probabilities are averaged over samples): every symbol's predictive averaged with
     equal weights, ``sum_t log mean_k p_k(x_t | x_<t)``, also a proper sequential predictive
     but not the posterior-weighted one. ``map``: the sample of highest log joint alone
-    (PDIA-MAP; both estimators coincide). ``letters_only``: the same pass, the predictions of
-    the sentence ends left out of the total (every symbol is still read and folded in; the
-    paper's AIW figures count letters only, ``benchmarks/RESULTS.md``); no effect on a sequence,
-    which has no end symbols.
+    (PDIA-MAP). ``letters_only``: the same pass, the predictions of the sentence ends left out
+    of the total (every symbol is still read and folded in; the paper's AIW figures count
+    letters only, ``benchmarks/RESULTS.md``); no effect on a sequence, which has no end symbols.
+
+    ``draw_sets``: each sample reads the test set ``K`` times, with independent just-in-time
+    draws of the transitions it has not instantiated (set 0 is the one ``K = 1`` uses, so
+    ``K = 1`` gives the single reading's value bit for bit). One reading estimates
+    ``p(test | sample)`` without bias, but its log is biased low (Jensen), far too low for a
+    lone sample (``map``) whose test pass draws many transitions. ``per_symbol`` averages each
+    symbol's predictive over the ``samples x K`` readings with equal weights (the authors'
+    estimator applied to the draws too); the default mixture gives each sample the estimate of
+    a particle filter with ``K`` particles (:func:`_particle_filter`), the readings weighted
+    by the test read so far, whose log converges to ``log p(test | sample)`` as ``K`` grows.
+    With ``map`` and ``K = 1`` both estimators coincide.
     """
     sequence = bool(options.get("sequence", False))
     if continuation != sequence:
@@ -456,14 +541,21 @@ def perplexity_log_prob(model: int, arrays, options, corpus: Corpus, *, continua
     if map:
         lj = np.asarray(arrays["log_joint"])
         draws = [tuple(int(i) for i in np.unravel_index(int(np.argmax(lj)), lj.shape))]
-    lp = per_sample_log_prob(model, arrays, options, corpus, draws=draws, variant=variant,
-                             per_symbol=True, emission=emission)
-    lp = lp.reshape(-1, lp.shape[-1])
-    if letters_only and not sequence:
-        lp = lp[:, np.asarray(corpus.tokens) != 0]  # the symbols read, in order (as_symbols)
-    if per_symbol:
-        return float(log_mean_exp(lp, axis=0).sum())
-    return float(log_mean_exp(lp.sum(axis=1), axis=0))
+    if int(draw_sets) < 1:
+        raise InputError(f"--draw-sets must be at least 1, got {draw_sets}")
+    keep = (np.asarray(corpus.tokens) != 0 if letters_only and not sequence else slice(None))
+    if not per_symbol:  # each sample's total, from a particle filter when K > 1
+        lp = per_sample_log_prob(model, arrays, options, corpus, draws=draws, variant=variant,
+                                 per_symbol=True, emission=emission, particles=int(draw_sets))
+        lp = lp.reshape(-1, lp.shape[-1])[:, keep]  # the symbols read, in order (as_symbols)
+        return float(log_mean_exp(lp.sum(axis=1), axis=0))
+    per_set = []  # per draw set, each symbol's log-mean over the samples
+    for k in range(int(draw_sets)):
+        lp = per_sample_log_prob(model, arrays, options, corpus, draws=draws, variant=variant,
+                                 per_symbol=True, emission=emission, draw_set=k)
+        per_set.append(log_mean_exp(lp.reshape(-1, lp.shape[-1])[:, keep], axis=0))
+    # every set has the same number of samples: the mean of the sets' means
+    return float(log_mean_exp(np.array(per_set), axis=0).sum())
 
 
 def memory_bytes(model: int, corpus: Corpus, options: dict[str, Any], n_cap: int) -> int:
@@ -525,10 +617,10 @@ class _PDFA:
 
     def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
                             map: bool = False, per_symbol: bool = False,
-                            letters_only: bool = False) -> float:
+                            letters_only: bool = False, draw_sets: int = 1) -> float:
         return perplexity_log_prob(FINITE, arrays, options, corpus, continuation=continuation,
                                    map=map, per_symbol=per_symbol, variant=self.variant,
-                                   letters_only=letters_only)
+                                   letters_only=letters_only, draw_sets=draw_sets)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         return memory_bytes(FINITE, corpus, options, int(options["states"]) + 1)

@@ -148,10 +148,11 @@ class _PDIASmoothed(_PDIA):
 
     def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
                             map: bool = False, per_symbol: bool = False,
-                            letters_only: bool = False) -> float:
+                            letters_only: bool = False, draw_sets: int = 1) -> float:
         return perplexity_log_prob(CRF, arrays, options, corpus, continuation=continuation,
                                    map=map, per_symbol=per_symbol, variant=self.variant,
-                                   emission=self._emission(), letters_only=letters_only)
+                                   emission=self._emission(), letters_only=letters_only,
+                                   draw_sets=draw_sets)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """The PDIA's, plus the 3-D emission table and the stored ``log pi0``."""
