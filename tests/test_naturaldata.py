@@ -134,9 +134,14 @@ def test_perplexity_sentences_reset_and_count_ends(tmp_path, capsys):
     assert out["n_symbols"] == 6 + 3 and out["n_letters"] == 6 and out["data_shape"] == "sentences"
     assert out["log_prob"] == pytest.approx(logp, rel=1e-12)
     assert out["perplexity"] == pytest.approx(np.exp(-logp / 9), rel=1e-12)
-    # hmm-em's hook has no letters-only count: refused in one line, not ignored
-    assert main(["perplexity", str(run), str(test), "--letters-only"]) != 0
-    assert "does not support --letters-only" in capsys.readouterr().err
+    # --letters-only: each string's prefix probability, its end's prediction left out
+    letters = _perplexity(run, test, capsys, "--letters-only")
+    prefix = sum(np.log(_brute(PI, B_SENT, [a + 1 for a in x])) for x in strings)
+    assert letters["n_symbols"] == 6 and letters["log_prob"] == pytest.approx(prefix, rel=1e-12)
+    assert prefix > logp + 0.1
+    # nor draw sets (it draws nothing)
+    assert main(["perplexity", str(run), str(test), "--draw-sets", "5"]) != 0
+    assert "does not support --draw-sets" in capsys.readouterr().err
 
 
 def test_perplexity_sequence_continues_from_the_end_of_training(tmp_path, capsys):

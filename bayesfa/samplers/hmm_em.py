@@ -203,13 +203,28 @@ class _HMMEM:
                 carry = next_state(carry, trans, one)
         return out
 
-    def perplexity_log_prob(self, arrays, options, corpus: Corpus, *, continuation: bool) -> float:
+    def perplexity_log_prob(self, arrays, options, corpus: Corpus, *, continuation: bool,
+                            letters_only: bool = False) -> float:
         """A point estimate: nothing to update with the test data, so ``log p(test | train)``
         is the sum of :meth:`predict_log_prob` (sentences from ``pi``; a sequence continuing
-        from the end of training)."""
-        if continuation != bool(options.get("sequence", False)):
+        from the end of training). ``letters_only`` (sentences): the ends' predictions left
+        out, i.e. each string's prefix probability ``pi M(x_1) ... M(x_n) 1`` (the PFA's rows
+        and stop sum to one, so the forward mass after the letters is the probability that a
+        string begins with them); a sequence has no ends to leave out."""
+        from bayesfa.forward import forward_log_prob
+
+        sequence = bool(options.get("sequence", False))
+        if continuation != sequence:
             raise InputError("the run's data shape (--sequence or not) does not match the test's")
-        return float(np.sum(self.predict_log_prob(arrays, options, corpus)))
+        if not letters_only or sequence:
+            return float(np.sum(self.predict_log_prob(arrays, options, corpus)))
+        emission = np.asarray(arrays["emissionprob"])
+        if corpus.alphabet_size > emission.shape[1] - 1:
+            raise InputError(f"the strings use {corpus.alphabet_size} letters, the model was "
+                             f"trained on {emission.shape[1] - 1}")
+        corpus = corpus.with_alphabet(emission.shape[1] - 1)
+        init, trans, _ = to_pfa(arrays["startprob"], arrays["transmat"], emission, False)
+        return float(np.sum(forward_log_prob(init, trans, np.ones(init.shape[0]), corpus)))
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """hmmlearn's forward-backward: about six ``[T, K]`` float64 lattices (log-probabilities
