@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import hashlib
 import json
 import math
 import os
@@ -31,17 +30,17 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
-from bayesfa.rundir import atomic_write
 from bayesfa.methods import FitResult, add_mcmc_arguments, positive_int
-from bayesfa.samplers.chains import check_chain_arguments, free_positions, mp_context
+from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
+                                     check_chain_arguments, check_generator_state,
+                                     corrupt_checkpoint, digest as _digest, free_positions,
+                                     mp_context, read_checkpoint, save_checkpoint)
 
 # Sweeps are run in blocks of about this many (N x T) units between progress updates
 # (about 0.05 s at 2 ns per unit); the block size never changes the result.
 _BLOCK_UNITS = 25_000_000
 _MAX_TOKENS = 1 << 24  # float32 counts are exact below this (see _cgs_pfa_kernel)
 _XI_CHUNK_BYTES = 1 << 26  # plug-in xi~ built for at most 64 MiB of samples at a time
-#: Default seconds between two saves of a running chain's state (``--checkpoint-every``).
-CHECKPOINT_EVERY = 120.0
 #: Default fraction of the training strings held out for ``heldout_log_pred`` (``--holdout``),
 #: and the most strings held out whatever the fraction.
 HOLDOUT = 0.02
@@ -540,10 +539,6 @@ def _run_chains_job(chains: list[int], args: list[tuple], kwargs: list[dict], ma
     return _run_chains_interleaved(args, kwargs, max_chains)
 
 
-def _digest(array: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
-
-
 def _chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws,
                        seed_seq: np.random.SeedSequence, held: _Held | None = None,
                        predict: _Held | None = None, max_draws: int | None = None,
@@ -573,24 +568,9 @@ def _load_chain(path: Path, fingerprint: str, *, n_draws: int, z_size: int, burn
     when it was saved for other data, settings or seed. An :class:`InputError` naming the
     file when it cannot be read or is inconsistent (it was written atomically, so only damage
     from outside, e.g. a truncated copy, does that)."""
-    def corrupt(why: str):
-        return InputError(f"corrupt checkpoint ({why}); delete it to run this chain afresh", path)
-
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            if "fingerprint" not in npz.files:
-                raise corrupt("no fingerprint")
-            stored = str(npz["fingerprint"])
-            if stored != fingerprint:
-                return None  # another run's chain (data, settings, seed or version): not ours
-            missing = [k for k in _STATE_FIELDS if k not in npz.files]
-            if missing:
-                raise corrupt(f"missing {', '.join(missing)}")
-            state = {k: npz[k] for k in _STATE_FIELDS}
-    except InputError:
-        raise
-    except Exception as err:  # noqa: BLE001 - zipfile, pickle, OS and format errors alike
-        raise corrupt(f"{type(err).__name__}: {err}".splitlines()[0][:120]) from None
+    state = read_checkpoint(path, fingerprint, _STATE_FIELDS)
+    if state is None:
+        return None  # another run's chain (data, settings, seed or version): not ours
     d, done = int(state["draws_done"]), int(state["sweeps_done"])
     shapes_ok = (0 <= d <= n_draws and state["z"].shape == (z_size,)
                  and all(state[k].shape[:1] == (d,) for k in ("log_joint", "used", "edges", "heldout"))
@@ -598,21 +578,13 @@ def _load_chain(path: Path, fingerprint: str, *, n_draws: int, z_size: int, burn
                  and state["pred_log_sum"].shape == (n_test,)
                  and done == (min(done, burn_in) if d == 0 else burn_in + d * period))
     if not shapes_ok:
-        raise corrupt("its arrays do not match its settings")
-    try:
-        json.loads(str(state["rng_state"]))["state"]
-    except (ValueError, KeyError, TypeError):
-        raise corrupt("unreadable random-number-generator state") from None
+        raise corrupt_checkpoint(path, "its arrays do not match its settings")
+    check_generator_state(path, state["rng_state"])
     return state
 
 
-def _save_chain(path: Path, fingerprint: str, state: dict) -> None:
-    def write(tmp):
-        with open(tmp, "wb") as f:
-            np.savez(f, fingerprint=np.array(fingerprint),
-                     **{k: np.asarray(v) for k, v in state.items()})
-
-    atomic_write(path, write)
+#: Writes a chain state atomically (:func:`bayesfa.samplers.chains.save_checkpoint`).
+_save_chain = save_checkpoint
 
 
 def _finished_state(out, n_sweeps: int, rng_state: str = "{\"state\": null}") -> dict:
@@ -827,13 +799,6 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _seconds(text: str) -> float:
-    value = float(text)
-    if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text}")
-    return value
-
-
 class _CGSPFA:
     """The ``cgs-pfa`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
@@ -849,11 +814,7 @@ class _CGSPFA:
                                  f"of sampling, chosen from the seed; each draw records their log "
                                  f"predictive (heldout_log_pred) for diagnose; 0 disables; default "
                                  f"{HOLDOUT}")
-        parser.add_argument("--checkpoint-every", type=_seconds, default=CHECKPOINT_EVERY,
-                            metavar="SECONDS",
-                            help=f"save each running chain's state this often, so that an "
-                                 f"interrupted fit resumes mid-chain (never changes the result); "
-                                 f"default {CHECKPOINT_EVERY:g}")
+        add_checkpoint_argument(parser)
         parser.add_argument("--kernel", choices=(*KERNELS, "auto"), default="auto",
                             help=f"the sweep: gibbs (Algorithm 1, O(N) per token), alias-mh "
                                  f"(Metropolis-Hastings within Gibbs, O(1) alias-table proposals) "

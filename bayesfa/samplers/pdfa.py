@@ -22,13 +22,21 @@ its emissions folded into the counts as they are read (the Dirichlet-multinomial
 predictive) and the transitions the training data never used drawn from the prior
 predictive (Monte Carlo over ``--predict-draws`` draws, exact when none is needed): never 0.
 ``bayesfa predict RUN TEST --map`` uses the single sample of highest log joint (PDIA-MAP).
+
+Checkpoints (``fit(..., workdir=)``, the ``resumable`` contract of :mod:`bayesfa.methods`):
+each chain saves its whole state to ``workdir/chain-CCCC.npz`` (atomically) every
+``--checkpoint-every`` seconds, checked between blocks of sweeps, and when it finishes; the
+same fit run again reuses finished chains and resumes the others where they stopped, and
+ends bit-identical to an uninterrupted fit (:func:`run_chain`, :func:`fit_model`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -38,6 +46,10 @@ from bayesfa.errors import InputError
 from bayesfa.forward import log_mean_exp
 from bayesfa.methods import (FitResult, add_mcmc_arguments, check_schedule, nonnegative_int,
                              positive_float, positive_int)
+from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument, chain_path,
+                                     check_checkpoint_every, check_generator_state,
+                                     corrupt_checkpoint, digest, generator_state,
+                                     read_checkpoint, save_checkpoint)
 
 FINITE, CRF = 0, 1
 #: hyperparameter slots of the kernels' ``hyp`` array, per model (see ``_crf_kernel``)
@@ -84,7 +96,12 @@ def hyper_values(model: int, options: dict[str, Any]) -> tuple[np.ndarray, np.nd
 
 
 class ChainState:
-    """Every array of one chain (the kernels' chain state, see their module docstrings)."""
+    """Every array of one chain (the kernels' chain state, see their module docstrings).
+
+    A checkpoint (:func:`run_chain`) saves every ndarray attribute, those an emission
+    plug-in's ``prepare`` adds included, but not the workspace ``_ws``: its path index is
+    rebuilt at the start of every sweep (``_pdfa_kernel.build_index``) and the rest is scratch
+    invalidated by stamps."""
 
     def __init__(self, model: int, data: Data, n_cap: int):
         from bayesfa.samplers._crf_kernel import new_crf
@@ -200,41 +217,241 @@ def _end_state(data: Data, delta: np.ndarray) -> int:
 
 
 def run_chain(model: int, data: Data, n_cap: int, options: dict[str, Any], seed_seq,
-              variant: int = 0, on_sweeps=None, emission=None) -> dict[str, Any]:
-    """One chain: prior start, ``burn_in`` sweeps, then a draw every ``period`` sweeps.
-    ``emission``: a plug-in emission prior (``prepare / sweep / record / stack / describe /
-    predict_lg``, see :mod:`bayesfa.samplers.pdia_smoothed`); ``None``: ``Dir(beta / S)``."""
+              variant: int = 0, on_sweeps=None, emission=None, checkpoint=None,
+              checkpoint_every: float = CHECKPOINT_EVERY, fingerprint: str | None = None,
+              resume: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One chain: prior start, ``burn_in`` sweeps (in blocks of 50), then a draw every
+    ``period`` sweeps. ``emission``: a plug-in emission prior (``prepare / sweep / record /
+    stack / describe / predict_lg``, see :mod:`bayesfa.samplers.pdia_smoothed`); ``None``:
+    ``Dir(beta / S)``.
+
+    ``checkpoint`` (a path): after each block of sweeps (a burn-in block, or the ``period``
+    sweeps and the record of a draw) that ends ``checkpoint_every`` seconds or more after the
+    last save, and when the chain ends, the whole chain state is saved there atomically under
+    ``fingerprint`` (:func:`_chain_state`: every array of :class:`ChainState`, ``hyp``, the
+    ``fixed`` flags, ``stats``, the draws so far, the sweeps done, the numbers of moves frozen
+    at the end of burn-in, the Generator's ``bit_generator.state``, the seconds spent).
+    ``resume`` (a state read by :func:`_load_chain`) continues such a chain instead of
+    starting one: the emission plug-in's ``prepare`` re-creates its attributes, the saved
+    arrays overwrite every array, and the Generator's state is restored, so the chain ends bit
+    for bit as an uninterrupted one. Neither the interval nor the blocks change the result.
+    """
     rng = np.random.default_rng(seed_seq)
     n_draws = check_schedule(options)
     hyp, fixed = hyper_values(model, options)
     st = ChainState(model, data, n_cap)
-    from bayesfa.samplers._pdfa_kernel import N_STATS
-
-    stats = np.zeros(N_STATS + (0 if emission is None else emission.n_stats))
+    stats = _new_stats(emission)
+    burn, period = int(options["burn_in"]), int(options["period"])
     t0 = time.perf_counter()
-    _init_chain(st, hyp, rng, variant)
-    if emission is not None:
-        emission.prepare(st, hyp, fixed, options, rng)
-    burn = int(options["burn_in"])
-    done = 0
+    if resume is None:
+        _init_chain(st, hyp, rng, variant)
+        if emission is not None:
+            emission.prepare(st, hyp, fixed, options, rng)
+        done, draws, moves, seconds_before = 0, [], (-1, -1), 0.0
+    else:
+        if emission is not None:  # its non-array attributes; the arrays are overwritten
+            emission.prepare(st, hyp, fixed, options, rng)
+        _restore(st, hyp, fixed, stats, resume, checkpoint)
+        rng.bit_generator.state = json.loads(str(resume["rng_state"]))
+        done, draws = int(resume["sweeps_done"]), list(resume["draws"])
+        moves = tuple(int(m) for m in resume["moves"])
+        seconds_before = float(resume["seconds"])
+        if on_sweeps and done:
+            on_sweeps(done)
+    last_save = time.monotonic()
+
+    def save() -> None:
+        nonlocal last_save
+        save_checkpoint(checkpoint, fingerprint, _chain_state(
+            st, hyp, fixed, stats, draws, done, moves, rng,
+            seconds_before + time.perf_counter() - t0))
+        last_save = time.monotonic()
+
+    def save_if_due() -> None:
+        if checkpoint is not None and time.monotonic() - last_save >= checkpoint_every:
+            save()
+
     while done < burn:
         step = min(50, burn - done)
         _sweeps(st, hyp, fixed, step, rng, stats, options, variant, emission=emission)
         done += step
+        save_if_due()
         if on_sweeps:
             on_sweeps(step)
-    # PDIA: the number of random-scan moves per sweep, frozen at the end of burn-in
-    moves = (max(1, int(st.nj[data.nf:].sum())), max(1, int(st.meta[2])))
-    draws = []
-    for _ in range(n_draws):
-        _sweeps(st, hyp, fixed, int(options["period"]), rng, stats, options, variant, moves,
-                emission)
-        if on_sweeps:
-            on_sweeps(int(options["period"]))
+    if moves[0] < 0:
+        # PDIA: the number of random-scan moves per sweep, frozen at the end of burn-in
+        moves = (max(1, int(st.nj[data.nf:].sum())), max(1, int(st.meta[2])))
+    while len(draws) < n_draws:
+        _sweeps(st, hyp, fixed, period, rng, stats, options, variant, moves, emission)
         draws.append(_record(st, hyp, emission))
-    seconds = time.perf_counter() - t0
-    return {"draws": draws, "stats": stats, "seconds": seconds,
-            "sweeps": burn + n_draws * int(options["period"])}
+        done += period
+        save_if_due()
+        if on_sweeps:
+            on_sweeps(period)
+    if checkpoint is not None:
+        save()  # the finished chain: a rerun reuses it
+    seconds = seconds_before + time.perf_counter() - t0
+    return {"draws": draws, "stats": stats, "seconds": seconds, "sweeps": burn + n_draws * period}
+
+
+# -- checkpoints ----------------------------------------------------------------------------
+
+#: The version of a chain checkpoint's layout (part of its fingerprint: a file of another
+#: version is another run's, ignored and overwritten).
+CHAIN_FORMAT = "bayesfa-pdfa-chain/1"
+#: What a checkpoint holds besides the ``st_*`` arrays of :class:`ChainState` and the draws.
+_STATE_FIELDS = ("hyp", "fixed", "stats", "moves", "sweeps_done", "draws_done", "seconds",
+                 "rng_state", "draw_keys")
+
+
+def chain_fingerprint(model: int, variant: int, data: Data, n_cap: int,
+                      options: dict[str, Any], seed_seq: np.random.SeedSequence,
+                      emission=None) -> str:
+    """What determines a chain's output, as a string: the data (SHA-256 of the symbols, the
+    data shape and alphabet), the model, variant and emission prior, the state capacity, the
+    options but those that never change a chain (:data:`bayesfa.rundir.EXECUTION_OPTIONS`,
+    such as ``checkpoint_every`` and ``jobs``, and ``chains``: chain ``c`` is the same
+    whatever their number), the chain's seed (entropy and spawn key) and
+    :data:`CHAIN_FORMAT`."""
+    from bayesfa.rundir import EXECUTION_OPTIONS, jsonable
+
+    settings = {k: v for k, v in options.items() if k not in EXECUTION_OPTIONS and k != "chains"}
+    plug_in = None if emission is None else [type(emission).__module__,
+                                              type(emission).__qualname__,
+                                              int(getattr(emission, "variant", 0))]
+    return json.dumps(jsonable({
+        "format": CHAIN_FORMAT, "data": digest(data.sym), "nf": int(data.nf),
+        "n_symbols": int(data.n_symbols), "model": int(model), "variant": int(variant),
+        "emission": plug_in, "n_cap": int(n_cap), "options": settings,
+        "entropy": str(seed_seq.entropy), "spawn_key": [int(k) for k in seed_seq.spawn_key]}),
+        sort_keys=True)
+
+
+def _chain_state(st: ChainState, hyp, fixed, stats, draws: list[dict[str, Any]], done: int,
+                 moves, rng, seconds: float) -> dict[str, Any]:
+    """A chain's state as the arrays of its checkpoint: ``st_NAME`` for every ndarray
+    attribute of ``st`` (not the workspace), ``hyp``, ``fixed``, ``stats``, ``moves`` (-1
+    before the end of burn-in), ``sweeps_done``, ``draws_done``, ``seconds``, ``rng_state``
+    (JSON) and the draws (:func:`_pack_draws`)."""
+    out: dict[str, Any] = {f"st_{k}": v for k, v in vars(st).items()
+                           if isinstance(v, np.ndarray)}
+    out.update(hyp=hyp, fixed=fixed, stats=stats, moves=np.array(moves, dtype=np.int64),
+               sweeps_done=int(done), draws_done=len(draws), seconds=float(seconds),
+               rng_state=generator_state(rng))
+    out.update(_pack_draws(draws))
+    return out
+
+
+def _pack_draws(draws: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """The draws of :func:`_record` as few arrays: ``draw_keys``; per key, the numbers of
+    every draw (``draws_KEY [n]``), or its arrays concatenated along their first axis
+    (``draws_KEY``) with their lengths (``draws_len_KEY [n]``)."""
+    keys = list(draws[0]) if draws else []
+    out = {"draw_keys": np.array(keys, dtype=np.str_)}
+    for k in keys:
+        values = [d[k] for d in draws]
+        if isinstance(values[0], np.ndarray):
+            out[f"draws_{k}"] = np.concatenate(values, axis=0)
+            out[f"draws_len_{k}"] = np.array([v.shape[0] for v in values], dtype=np.int64)
+        else:
+            out[f"draws_{k}"] = np.array(values)
+    return out
+
+
+def _unpack_draws(state: dict[str, np.ndarray], n: int) -> list[dict[str, Any]]:
+    """The ``n`` draws packed by :func:`_pack_draws` (numbers as Python numbers, as
+    :func:`_record` makes them). KeyError or ValueError when the arrays do not hold them."""
+    keys = [str(k) for k in state["draw_keys"]] if n else []
+    if n and not keys:
+        raise ValueError("draw_keys")
+    draws: list[dict[str, Any]] = [{} for _ in range(n)]
+    for k in keys:
+        values = state[f"draws_{k}"]
+        if f"draws_len_{k}" in state:
+            lengths = state[f"draws_len_{k}"]
+            if lengths.shape != (n,) or lengths.min() < 0 or lengths.sum() != values.shape[0]:
+                raise ValueError(k)
+            parts = np.split(values, np.cumsum(lengths)[:-1], axis=0)
+        else:
+            if values.shape != (n,):
+                raise ValueError(k)
+            parts = values.tolist()
+        for d, part in zip(draws, parts):
+            d[k] = part
+    return draws
+
+
+def _load_chain(path, fingerprint: str, *, n_draws: int, burn_in: int,
+                period: int) -> dict[str, Any] | None:
+    """The chain state saved at ``path`` by :func:`run_chain` (finished or not), its draws
+    unpacked (``state["draws"]``), or None when it was saved for other data, settings or
+    seed. An :class:`InputError` naming the file when it cannot be read or is inconsistent
+    (the arrays of :class:`ChainState` are checked against the chain's when it resumes)."""
+    state = read_checkpoint(path, fingerprint)
+    if state is None:
+        return None
+    missing = [k for k in _STATE_FIELDS if k not in state]
+    if missing:
+        raise corrupt_checkpoint(path, f"missing {', '.join(missing)}")
+    try:
+        d, done = int(state["draws_done"]), int(state["sweeps_done"])
+        ok = (0 <= d <= n_draws and state["moves"].shape == (2,)
+              and done == (min(max(done, 0), burn_in) if d == 0 else burn_in + d * period)
+              and (d == 0 or int(state["moves"].min()) >= 1))
+        state["draws"] = _unpack_draws(state, d) if ok else None
+    except (KeyError, ValueError, TypeError, IndexError):
+        ok = False
+    if not ok:
+        raise corrupt_checkpoint(path, "its arrays do not match its settings")
+    check_generator_state(path, state["rng_state"])
+    return state
+
+
+def _new_stats(emission) -> np.ndarray:
+    from bayesfa.samplers._pdfa_kernel import N_STATS
+
+    return np.zeros(N_STATS + (0 if emission is None else emission.n_stats))
+
+
+def _saved_arrays(st: ChainState, hyp, fixed, stats, state: dict[str, Any], path) -> list:
+    """``(array of the chain, its saved value)`` for every array a checkpoint restores, or
+    the :class:`InputError` of a corrupt checkpoint when one is missing or has another shape
+    or dtype."""
+    pairs = [(v, state.get(f"st_{k}")) for k, v in vars(st).items() if isinstance(v, np.ndarray)]
+    pairs += [(hyp, state["hyp"]), (fixed, state["fixed"]), (stats, state["stats"])]
+    for mine, saved in pairs:
+        if saved is None or saved.shape != mine.shape or saved.dtype != mine.dtype:
+            raise corrupt_checkpoint(path, "its arrays do not match its settings")
+    return pairs
+
+
+def _restore(st: ChainState, hyp, fixed, stats, state: dict[str, Any], path) -> None:
+    """Overwrite every array of the chain with the saved one (:func:`_saved_arrays`)."""
+    for mine, saved in _saved_arrays(st, hyp, fixed, stats, state, path):
+        mine[...] = saved
+
+
+def _check_resumable(model: int, data: Data, n_cap: int, options: dict[str, Any], emission,
+                     states: list, paths: list) -> None:
+    """Check the arrays of every unfinished saved chain in ``states`` against those of a new
+    chain (as :func:`run_chain` makes it before restoring them), so that a damaged file is
+    reported before any chain runs."""
+    if all(state is None for state in states):
+        return
+    st = ChainState(model, data, n_cap)
+    hyp, fixed = hyper_values(model, options)
+    if emission is not None:
+        emission.prepare(st, hyp, fixed, options, np.random.default_rng(0))
+    stats = _new_stats(emission)
+    for state, path in zip(states, paths):
+        if state is not None:
+            _saved_arrays(st, hyp, fixed, stats, state, path)
+
+
+def _finished_output(state: dict[str, Any], sweeps: int) -> dict[str, Any]:
+    """What :func:`run_chain` returned for a chain whose finished state was saved."""
+    return {"draws": state["draws"], "stats": np.array(state["stats"]),
+            "seconds": float(state["seconds"]), "sweeps": sweeps}
 
 
 def _stack(chains: list[dict[str, Any]], model: int, n_symbols: int) -> dict[str, np.ndarray]:
@@ -270,9 +487,18 @@ def _stack(chains: list[dict[str, Any]], model: int, n_symbols: int) -> dict[str
 
 def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | None,
               progress: bool, n_cap: int, variant: int = 0, name: str = "pdfa",
-              emission=None) -> FitResult:
+              emission=None, workdir=None, on_sweeps=None) -> FitResult:
     """Run ``options["chains"]`` chains (``SeedSequence(seed).spawn``) and assemble the result
-    (``emission``: see :func:`run_chain`)."""
+    (``emission``: see :func:`run_chain`).
+
+    ``workdir``: chain ``c`` keeps its state in ``workdir/chain-CCCC.npz``, saved atomically
+    every ``options["checkpoint_every"]`` seconds (default :data:`CHECKPOINT_EVERY`; checked
+    between blocks of sweeps) and when it ends (:func:`run_chain`). A later call with the same
+    data, settings and seed reuses the finished chains and resumes the others where they
+    stopped: the result is bit-identical to an uninterrupted fit. A file saved for other
+    data, settings or seed (:func:`chain_fingerprint`) is ignored and overwritten; an
+    unreadable or inconsistent one is an :class:`InputError` naming it, raised before any
+    sweep. ``on_sweeps(n)`` is called after every block of ``n`` sweeps."""
     if not isinstance(corpus, Corpus):
         raise TypeError("corpus must be a bayesfa.Corpus")
     if corpus.n_strings < 1:
@@ -283,18 +509,48 @@ def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | N
     if data.sym.size < 1:
         raise InputError("the training sequence has no letter")
     chains = int(options["chains"])
+    checkpoint_every = check_checkpoint_every(options.get("checkpoint_every", CHECKPOINT_EVERY))
     children = np.random.SeedSequence(seed).spawn(chains + 1)
+    sweeps_per_chain = int(options["burn_in"]) + n_draws * int(options["period"])
+    prints = [chain_fingerprint(model, variant, data, n_cap, options, children[c], emission)
+              for c in range(chains)]
+    paths: list = [None] * chains
+    saved: list = [None] * chains
+    if workdir is not None:
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+        paths = [chain_path(workdir, c) for c in range(chains)]
+        saved = [_load_chain(p, f, n_draws=n_draws, burn_in=int(options["burn_in"]),
+                             period=int(options["period"])) if p.exists() else None
+                 for p, f in zip(paths, prints)]
+    outs: list = [None] * chains
+    for c, state in enumerate(saved):
+        if state is not None and int(state["draws_done"]) == n_draws:
+            outs[c] = _finished_output(state, sweeps_per_chain)
+            saved[c] = None
+    todo = [c for c in range(chains) if outs[c] is None]
+    resumed_mid = sum(saved[c] is not None for c in todo)
+    _check_resumable(model, data, n_cap, options, emission, saved, paths)
     bar = None
-    total = chains * (int(options["burn_in"]) + n_draws * int(options["period"]))
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=total, unit="sweep", desc=name, leave=False, dynamic_ncols=True,
-                   file=sys.stderr)
+        bar = tqdm(total=chains * sweeps_per_chain, unit="sweep", desc=name, leave=False,
+                   dynamic_ncols=True, file=sys.stderr)
+        bar.update((chains - len(todo)) * sweeps_per_chain)
+    callbacks = [f for f in (None if bar is None else bar.update, on_sweeps) if f is not None]
+
+    def report(n: int) -> None:
+        for f in callbacks:
+            f(n)
+
     t0 = time.perf_counter()
     try:
-        outs = [run_chain(model, data, n_cap, options, children[c], variant,
-                          None if bar is None else bar.update, emission) for c in range(chains)]
+        for c in todo:
+            outs[c] = run_chain(model, data, n_cap, options, children[c], variant,
+                                report if callbacks else None, emission, checkpoint=paths[c],
+                                checkpoint_every=checkpoint_every, fingerprint=prints[c],
+                                resume=saved[c])
+            saved[c] = None
     finally:
         if bar is not None:
             bar.close()
@@ -323,7 +579,10 @@ def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | N
             "acceptance": acceptance, "seconds": seconds,
             "chain_seconds": [float(c["seconds"]) for c in outs],
             "seconds_per_sweep": float(np.sum([c["seconds"] for c in outs]) / max(1, sum(sweeps))),
-            "sampled_hyperparameters": [n for n in names if options.get(n) is None]}
+            "sampled_hyperparameters": [n for n in names if options.get(n) is None],
+            "chains_resumed": int(chains - len(todo)),
+            "chains_resumed_mid_chain": int(resumed_mid),
+            "checkpoint_every": checkpoint_every}
     if emission is not None:
         emission.describe(outs, stats, arrays, trace, info, options)
     return FitResult(arrays, trace, info)
@@ -592,6 +851,7 @@ class _PDFA:
     """The ``pdfa`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
     name = "pdfa"
+    resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
     summary = ("finite Bayesian PDFA, MH on each transition, emissions integrated out "
                "(Pfau, Bartlett & Wood 2010)")
     validation = "bayesfa.validation.pdfa_checks:PDFA"
@@ -607,10 +867,13 @@ class _PDFA:
         parser.add_argument("--mu-moves", type=nonnegative_int, default=5,
                             help="Gibbs steps on mu (auxiliary table counts) per sweep; "
                                  "default 5")
+        add_checkpoint_argument(parser)
 
-    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
+            workdir=None) -> FitResult:
+        """The chains of :func:`fit_model`; ``workdir``: their checkpoints (resumable)."""
         return fit_model(FINITE, corpus, options, seed, progress, int(options["states"]) + 1,
-                         self.variant, self.name)
+                         self.variant, self.name, workdir=workdir)
 
     def predict_log_prob(self, arrays, options, corpus, map: bool = False) -> np.ndarray:
         return predict(FINITE, arrays, options, corpus, map=map, variant=self.variant)

@@ -15,6 +15,10 @@ The number of states is unbounded in the model; the sampler keeps at most ``--ma
 (state capacity, including ``q0``). A proposal that would need more is rejected (counted as
 ``capacity_rejections`` in the manifest's info): with the default capacity and the data
 sizes of the paper this never happens, and at capacity ``2 T + 1`` it cannot happen.
+
+Resumable: with a work directory (``bayesfa fit``'s), each chain saves its whole state every
+``--checkpoint-every`` seconds and when it ends, and an interrupted fit run again resumes
+mid-chain and ends bit-identical (:func:`bayesfa.samplers.pdfa.fit_model`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.methods import FitResult, nonnegative_int, positive_float, positive_int
+from bayesfa.samplers.chains import add_checkpoint_argument
 from bayesfa.samplers.pdfa import (CRF, add_common_arguments, fit_model, memory_bytes,
                                    perplexity_log_prob, predict)
 
@@ -49,6 +54,7 @@ class _PDIA:
     """The ``pdia`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
     name = "pdia"
+    resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
     summary = ("PDIA: hierarchical Pitman-Yor prior over PDFAs of unbounded size, MH in the "
                "Chinese restaurant franchise (Pfau, Bartlett & Wood 2010)")
     validation = "bayesfa.validation.pdfa_checks:PDIA"
@@ -80,10 +86,14 @@ class _PDIA:
                                  "under Uniform(0, 1) from 0.5")
         parser.add_argument("--max-states", type=positive_int, default=DEFAULT_MAX_STATES,
                             help=f"state capacity besides q0; default {DEFAULT_MAX_STATES}")
+        add_checkpoint_argument(parser)
 
-    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
+            workdir=None) -> FitResult:
+        """The chains of :func:`bayesfa.samplers.pdfa.fit_model`; ``workdir``: their
+        checkpoints (resumable)."""
         return fit_model(CRF, corpus, options, seed, progress, state_capacity(corpus, options),
-                         self.variant, self.name)
+                         self.variant, self.name, workdir=workdir)
 
     def predict_log_prob(self, arrays, options, corpus, map: bool = False) -> np.ndarray:
         return predict(CRF, arrays, options, corpus, map=map, variant=self.variant)

@@ -16,7 +16,11 @@ Pitman-Yor prior, its hyperparameters and every move on them are the PDIA's
 off a 3-D table (:mod:`bayesfa.samplers._pdfa_kernel`).
 
 Prediction (``predict``, ``--map``, ``perplexity``): the PDIA's, with each sample's
-``beta pi0_s`` as the emission pseudo-counts.
+``beta pi0_s`` as the emission pseudo-counts. Checkpoints and resume (``--checkpoint-every``):
+the PDIA's; a chain's checkpoint also holds the arrays :meth:`Emission.prepare` adds to its
+state (``ehyp, pi0, lpi0, lg, lg_lim``), and a resumed chain calls ``prepare`` again for the
+others (``sample_beta``, ``sample_beta0``, ``emission_options``, the ``fixed`` flag of
+``beta``) before the saved arrays overwrite its own.
 """
 
 from __future__ import annotations
@@ -50,7 +54,8 @@ class Emission:
     def prepare(self, st, hyp, fixed, options: dict[str, Any], rng) -> None:
         """Chain state of the module docstring of ``_smoothed_emission_kernel``: uniform
         ``pi0``, ``beta0`` from the options (1.0 when sampled); the kernel's own ``beta``
-        move is switched off (``beta`` is moved here, its target depends on ``pi0``)."""
+        move is switched off (``beta`` is moved here, its target depends on ``pi0``).
+        Draws nothing from ``rng``: a resumed chain calls it again (module docstring)."""
         from bayesfa.samplers._crf_kernel import H_BETA
         from bayesfa.samplers._smoothed_emission_kernel import fill_lg_base
 
@@ -138,9 +143,11 @@ class _PDIASmoothed(_PDIA):
     def _emission(self) -> Emission:
         return Emission(self.emission_variant)
 
-    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
+            workdir=None) -> FitResult:
+        """The PDIA's chains with the smoothed emissions; ``workdir``: their checkpoints."""
         return fit_model(CRF, corpus, options, seed, progress, state_capacity(corpus, options),
-                         self.variant, self.name, emission=self._emission())
+                         self.variant, self.name, emission=self._emission(), workdir=workdir)
 
     def predict_log_prob(self, arrays, options, corpus, map: bool = False) -> np.ndarray:
         return predict(CRF, arrays, options, corpus, map=map, variant=self.variant,
