@@ -1,4 +1,4 @@
-"""Shared test helpers: where the test data live.
+"""Shared test helpers: where the test data live; reading a chain's checkpoint files.
 
 The markers ``slow`` and ``shared_data`` are declared in pyproject.toml; nothing is
 registered here.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -36,3 +37,23 @@ def shared_data() -> Path:
         pytest.skip(f"shared data folder {path} not found "
                     "(set BAYESFA_SHARED_DATA to its location to run this test)")
     return path
+
+
+def checkpoint_state(path: Path) -> dict:
+    """Every array of a chain checkpoint (``chain-CCCC.npz``)."""
+    with np.load(path) as npz:
+        return {k: npz[k] for k in npz.files}
+
+
+def mid_chain_checkpoints(root: Path, n_draws: int) -> list[Path]:
+    """The chain checkpoints below ``root`` saved after their first draw and before their
+    last (``n_draws``); a file being replaced at this moment is skipped."""
+    out = []
+    for p in root.rglob("chain-*.npz"):
+        try:
+            d = int(checkpoint_state(p)["draws_done"])
+        except Exception:  # noqa: BLE001 - being replaced at this moment
+            continue
+        if 0 < d < n_draws:
+            out.append(p)
+    return out

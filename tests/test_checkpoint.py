@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +25,7 @@ from bayesfa.datasets import pautomac_path
 from bayesfa.errors import InputError
 from bayesfa.rundir import read_trace
 from bayesfa.samplers import cgs_pfa
+from conftest import checkpoint_state, mid_chain_checkpoints
 
 KW = dict(n_states=3, beta=0.3, iterations=230, burn_in=50, period=6, chains=2, seed=7)
 N_DRAWS = (230 - 50) // 6  # 30
@@ -61,11 +61,6 @@ class _Stop:
             raise KeyboardInterrupt
 
 
-def _state(path: Path) -> dict:
-    with np.load(path) as npz:
-        return {k: npz[k] for k in npz.files}
-
-
 def _assert_same(a, b) -> None:
     for name in FIELDS:
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
@@ -78,7 +73,7 @@ def test_interrupted_chain_resumes_bit_identical(tmp_path, small_blocks, stop_af
     with pytest.raises(KeyboardInterrupt):
         cgs_pfa.sample_cgs_pfa(CORPUS, **KW, holdout=0.1, checkpoint_dir=tmp_path,
                                checkpoint_every=0, on_sweeps=_Stop(stop_after))
-    states = {p.name: _state(p) for p in sorted(tmp_path.glob("chain-*.npz"))}
+    states = {p.name: checkpoint_state(p) for p in sorted(tmp_path.glob("chain-*.npz"))}
     last = states[sorted(states)[-1]]
     assert 0 < int(last["sweeps_done"]) < 230  # a chain was cut mid-way and saved as such
     assert int(last["draws_done"]) == (0 if stop_after < 230 else (int(last["sweeps_done"]) - 50) // 6)
@@ -97,7 +92,7 @@ def test_resume_in_worker_processes_and_foreign_checkpoints(tmp_path, small_bloc
     with pytest.raises(KeyboardInterrupt):
         cgs_pfa.sample_cgs_pfa(CORPUS, **KW, holdout=0.1, checkpoint_dir=tmp_path,
                                checkpoint_every=0, on_sweeps=_Stop(100))
-    assert 0 < int(_state(tmp_path / "chain-0000.npz")["draws_done"]) < N_DRAWS
+    assert 0 < int(checkpoint_state(tmp_path / "chain-0000.npz")["draws_done"]) < N_DRAWS
     resumed = cgs_pfa.sample_cgs_pfa(CORPUS, **KW, holdout=0.1, checkpoint_dir=tmp_path, jobs=2)
     assert resumed.info["chains_resumed_mid_chain"] == 1 and resumed.info["jobs"] == 2
     _assert_same(resumed, full)
@@ -121,7 +116,7 @@ def test_corrupt_checkpoint_is_an_input_error_naming_the_file(tmp_path, small_bl
         assert str(path) in str(err.value) and "\n" not in str(err.value)
     # a readable file whose arrays disagree with its own counters
     path.write_bytes(data)
-    state = _state(path)
+    state = checkpoint_state(path)
     state["draws_done"] = np.array(N_DRAWS - 1)
     np.savez(path, **state)
     with pytest.raises(InputError, match="chain-0001.npz"):
@@ -165,18 +160,6 @@ def _fit_args(train, out, *extra):
             "--seed", "3", "--out", str(out), "--quiet", *extra]
 
 
-def _mid_chain_checkpoints(root: Path) -> list[Path]:
-    out = []
-    for p in root.rglob("chain-*.npz"):
-        try:
-            d = int(_state(p)["draws_done"])
-        except Exception:  # noqa: BLE001 - being replaced at this moment
-            continue
-        if 0 < d < (1200 - 200) // 5:
-            out.append(p)
-    return out
-
-
 def test_kill_9_of_bayesfa_fit_then_resume_is_bit_identical(tmp_path, capsys):
     lines = pautomac_path(24, "train").read_text().splitlines()
     train = tmp_path / "small.train"
@@ -189,7 +172,7 @@ def test_kill_9_of_bayesfa_fit_then_resume_is_bit_identical(tmp_path, capsys):
                              start_new_session=True, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     try:
-        while not _mid_chain_checkpoints(run):
+        while not mid_chain_checkpoints(run, (1200 - 200) // 5):
             assert child.poll() is None, f"fit ended before a mid-chain checkpoint: {child.stderr.read()!r}"
             assert time.monotonic() < deadline
             time.sleep(0.01)
@@ -199,7 +182,7 @@ def test_kill_9_of_bayesfa_fit_then_resume_is_bit_identical(tmp_path, capsys):
     assert child.returncode == -signal.SIGKILL
     assert not (run / "manifest.json").exists()
     saved = sorted(run.rglob("chain-*.npz"))
-    assert any(int(_state(p)["draws_done"]) < (1200 - 200) // 5 for p in saved)
+    assert any(int(checkpoint_state(p)["draws_done"]) < (1200 - 200) // 5 for p in saved)
 
     # a damaged checkpoint: one line naming it, exit 2
     victim = saved[0]

@@ -29,6 +29,7 @@ from bayesfa.methods import get_method
 from bayesfa.pautomac import write_sample
 from bayesfa.rundir import read_trace
 from bayesfa.samplers import pdfa
+from conftest import checkpoint_state, mid_chain_checkpoints
 
 
 def _corpus(n_strings=40, seed=0):
@@ -77,11 +78,6 @@ class _Counting:
         return self.real(*args, **kwargs)
 
 
-def _state(path: Path) -> dict:
-    with np.load(path) as npz:
-        return {k: npz[k] for k in npz.files}
-
-
 def _assert_same(a, b) -> None:
     assert set(a.arrays) == set(b.arrays) and set(a.trace) == set(b.trace)
     for k in a.arrays:
@@ -107,11 +103,11 @@ def test_interrupted_fit_resumes_bit_identical(tmp_path, monkeypatch, name, wher
     files = sorted(p.name for p in tmp_path.glob("chain-*.npz"))
     assert files == (["chain-0000.npz"] if where == "burn-in"
                      else ["chain-0000.npz", "chain-0001.npz"])
-    last = _state(tmp_path / files[-1])
+    last = checkpoint_state(tmp_path / files[-1])
     if where == "burn-in":
         assert int(last["sweeps_done"]) == 50 and int(last["draws_done"]) == 0
     else:
-        assert int(_state(tmp_path / files[0])["draws_done"]) == _n_draws(name)
+        assert int(checkpoint_state(tmp_path / files[0])["draws_done"]) == _n_draws(name)
         assert int(last["draws_done"]) == 5 and int(last["sweeps_done"]) == 60 + 5 * SETTINGS[
             name]["period"]
     assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temporary file
@@ -176,7 +172,7 @@ def test_corrupt_checkpoint_is_an_input_error_naming_the_file(tmp_path, monkeypa
                        ("rng_state", "{not json"),
                        ("st_delta", np.zeros((3, 3), dtype=np.int32))):  # kept for below
         path.write_bytes(data)
-        state = _state(path)
+        state = checkpoint_state(path)
         if key == "st_delta":  # a mid-chain state, so that the chain's arrays are read back
             state["draws_done"], state["sweeps_done"] = np.array(0), np.array(50)
         state[key] = np.array(value)
@@ -262,18 +258,6 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def _mid_chain_checkpoints(root: Path) -> list[Path]:
-    out = []
-    for p in root.rglob("chain-*.npz"):
-        try:
-            d = int(_state(p)["draws_done"])
-        except Exception:  # noqa: BLE001 - being replaced at this moment
-            continue
-        if 0 < d < 25:
-            out.append(p)
-    return out
-
-
 def test_kill_9_of_bayesfa_fit_then_resume_is_bit_identical(tmp_path, train, capsys):
     ref, run = tmp_path / "ref", tmp_path / "run"
     assert main(_fit_args(train, ref)) == 0
@@ -282,7 +266,7 @@ def test_kill_9_of_bayesfa_fit_then_resume_is_bit_identical(tmp_path, train, cap
                              start_new_session=True, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     try:
-        while not _mid_chain_checkpoints(run):
+        while not mid_chain_checkpoints(run, 25):
             assert child.poll() is None, f"fit ended before a mid-chain checkpoint: " \
                                          f"{child.stderr.read()!r}"
             assert time.monotonic() < deadline
@@ -293,7 +277,7 @@ def test_kill_9_of_bayesfa_fit_then_resume_is_bit_identical(tmp_path, train, cap
     assert child.returncode == -signal.SIGKILL
     assert not (run / "manifest.json").exists()
     saved = sorted(run.rglob("chain-*.npz"))
-    assert any(int(_state(p)["draws_done"]) < 25 for p in saved)
+    assert any(int(checkpoint_state(p)["draws_done"]) < 25 for p in saved)
 
     # a damaged checkpoint: one line naming it, exit 2
     victim = saved[-1]
