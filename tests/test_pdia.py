@@ -325,3 +325,24 @@ def test_draw_sets_particle_filter_reaches_the_exact_predictive(monkeypatch):
     one = [method.perplexity_log_prob(dict(arrays, predict_entropy=np.array([7, e])), opts,
                                       test, continuation=False, map=True) for e in range(10)]
     assert np.mean(one) < exact - 0.1  # the single reading: Jensen's bias (measured 0.27)
+
+
+def test_particle_filter_retries_with_the_whole_capacity(monkeypatch):
+    """The particle filter starts with room for few new states and, when a particle runs
+    out, starts again with room for the whole test: the same value bit for bit."""
+    from bayesfa.samplers import pdfa
+
+    method, _, opts, arrays = _lone_sample()
+    test = Corpus.from_strings([[1] * 12, [1, 1, 0, 1] * 3], 2)  # needs many new states
+    kw = {"continuation": False, "map": True, "draw_sets": 20}
+    roomy = method.perplexity_log_prob(arrays, opts, test, **kw)
+    caps, real, rows = [], pdfa._sample_state, arrays["delta"].shape[2]
+
+    def no_room_at_first(model, nf, arrays_, c, d, cap):
+        caps.append(cap)  # the first capacity tried holds the sample's states only
+        return real(model, nf, arrays_, c, d, rows if len(caps) == 1 else cap)
+
+    monkeypatch.setattr(pdfa, "PARTICLE_NEW_STATES", 0)
+    monkeypatch.setattr(pdfa, "_sample_state", no_room_at_first)
+    assert method.perplexity_log_prob(arrays, opts, test, **kw) == roomy
+    assert len(caps) == 2 and caps[0] < caps[1]  # ran out, then the whole test's room

@@ -590,6 +590,31 @@ def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | N
 
 # -- prediction ---------------------------------------------------------------------------------
 
+def _resample(states: list, anc: np.ndarray) -> list:
+    """Particle ``j`` becomes a copy of particle ``anc[j]``, reusing memory: a surviving
+    particle keeps its arrays in one of its slots (its own if ``anc[j] == j``), and the other
+    slots get copies written into the arrays of the particles that left no offspring (the
+    prediction states are megabytes; allocating them anew would dominate the filter)."""
+    out: list = [None] * len(states)
+    taken = set()
+    for j, a in enumerate(anc):  # in place
+        if a == j:
+            out[j] = states[j]
+            taken.add(int(a))
+    for j, a in enumerate(anc):  # moved: the first slot of a particle not kept in place
+        if out[j] is None and int(a) not in taken:
+            out[j] = states[a]
+            taken.add(int(a))
+    spare = [states[i] for i in range(len(states)) if i not in set(int(a) for a in anc)]
+    for j, a in enumerate(anc):  # copied into the arrays of the particles that died
+        if out[j] is None:
+            buf = spare.pop()
+            for dst, src in zip(buf, states[a]):
+                np.copyto(dst, src)
+            out[j] = buf
+    return out
+
+
 def _test_data(arrays, options, corpus: Corpus, per_symbol: bool = False) -> tuple[Data, np.ndarray]:
     n_symbols = int(arrays["delta"].shape[-1])
     sequence = bool(options.get("sequence", False))
@@ -642,16 +667,29 @@ def per_sample_log_prob(model: int, arrays: dict[str, np.ndarray], options: dict
     scratch = (np.zeros(n_cap * s, dtype=np.int32), np.zeros(n_cap * s, dtype=np.int32))
     out = np.empty((len(pairs), offsets.size - 1))
     for n, (c, d) in enumerate(pairs):
-        state = _sample_state(model, data.nf, arrays, c, d, n_cap)
         hyp = np.ascontiguousarray(arrays["hyp"][c, d])
         lg = _PLAIN_LG if emission is None else emission.predict_lg(arrays, c, d)
         start = int(arrays["end_state"][c, d])
         if particles > 1:
             if not per_symbol:
                 raise ValueError("particles need per_symbol")
-            out[n] = _particle_filter(model, variant, data, state, start, hyp, lg,
-                                      entropy + [c, d], particles, scratch)
+            # particles are copied when resampled: start from a capacity of the sample's rows
+            # plus an eighth of the test (at least PARTICLE_NEW_STATES), the whole test's if
+            # a particle runs out (the same result: ids are handed out lowest first)
+            small = rows + max(PARTICLE_NEW_STATES, grow // 8) + 2
+            caps = [n_cap] if model == FINITE else sorted({min(n_cap, small), n_cap})
+            for cap in caps:
+                try:
+                    out[n] = _particle_filter(model, variant, data,
+                                              _sample_state(model, data.nf, arrays, c, d, cap),
+                                              start, hyp, lg, entropy + [c, d], particles,
+                                              scratch)
+                    break
+                except ValueError as err:
+                    if "state capacity" not in str(err) or cap == caps[-1]:
+                        raise
             continue
+        state = _sample_state(model, data.nf, arrays, c, d, n_cap)
         rng = np.random.default_rng(entropy + [c, d] + ([draw_set] if draw_set else []))
         predict_strings(model, variant, data.sym, offsets, data.nf, start, *state, hyp, lg,
                         reps, rng, *scratch, out[n])
@@ -684,6 +722,8 @@ def _sample_state(model: int, nf: int, arrays, c: int, d: int, n_cap: int) -> li
 
 #: the test symbols :func:`_particle_filter` reads between two resampling checks
 RESAMPLE_EVERY = 10
+#: new states a particle of :func:`_particle_filter` has room for at first (at least)
+PARTICLE_NEW_STATES = 64
 
 
 def _particle_filter(model, variant, data: Data, state, start: int, hyp, lg, entropy,
@@ -730,8 +770,7 @@ def _particle_filter(model, variant, data: Data, state, start: int, hyp, lg, ent
         if hi < n and 1.0 / np.sum(w * w) < n_particles / 2:
             u = (resampler.random() + np.arange(n_particles)) / n_particles
             anc = np.minimum(np.searchsorted(np.cumsum(w), u), n_particles - 1)
-            states = [states[j] if a == j else [x.copy() for x in states[a]]
-                      for j, a in enumerate(anc)]
+            states = _resample(states, anc)
             qs = [qs[a] for a in anc]
             logw = np.full(n_particles, -np.log(n_particles))
     return out
