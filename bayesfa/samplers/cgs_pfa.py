@@ -32,9 +32,10 @@ from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
 from bayesfa.methods import FitResult, add_mcmc_arguments, positive_int
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
-                                     check_chain_arguments, check_generator_state,
-                                     corrupt_checkpoint, digest as _digest, free_positions,
-                                     mp_context, read_checkpoint, save_checkpoint)
+                                     check_chain_arguments, check_checkpoint_every,
+                                     check_generator_state, corrupt_checkpoint,
+                                     digest as _digest, free_positions, mp_context,
+                                     read_checkpoint, save_checkpoint)
 
 # Sweeps are run in blocks of about this many (N x T) units between progress updates
 # (about 0.05 s at 2 ns per unit); the block size never changes the result.
@@ -301,7 +302,7 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     def save_if_due():
         nonlocal last_save
         if checkpoint is not None and time.monotonic() - last_save >= checkpoint_every:
-            _save_chain(checkpoint, fingerprint, {
+            save_checkpoint(checkpoint, fingerprint, {
                 "counts": counts[:np.searchsorted(kept, d)], "log_joint": log_joint[:d],
                 "used": used[:d], "edges": edges[:d], "pred_log_sum": acc.log_sum,
                 "heldout": heldout[:d], "z": z, "seconds": seconds_before + time.perf_counter() - t0,
@@ -564,7 +565,7 @@ _STATE_FIELDS = _CHAIN_FIELDS + ("sweeps_done", "draws_done", "rng_state")
 
 def _load_chain(path: Path, fingerprint: str, *, n_draws: int, z_size: int, burn_in: int,
                 period: int, max_draws: int | None = None, n_test: int = 0) -> dict | None:
-    """The chain state saved at ``path`` by :func:`_save_chain` (finished or not), or None
+    """The chain state saved at ``path`` by :func:`bayesfa.samplers.chains.save_checkpoint` (finished or not), or None
     when it was saved for other data, settings or seed. An :class:`InputError` naming the
     file when it cannot be read or is inconsistent (it was written atomically, so only damage
     from outside, e.g. a truncated copy, does that)."""
@@ -581,10 +582,6 @@ def _load_chain(path: Path, fingerprint: str, *, n_draws: int, z_size: int, burn
         raise corrupt_checkpoint(path, "its arrays do not match its settings")
     check_generator_state(path, state["rng_state"])
     return state
-
-
-#: Writes a chain state atomically (:func:`bayesfa.samplers.chains.save_checkpoint`).
-_save_chain = save_checkpoint
 
 
 def _finished_state(out, n_sweeps: int, rng_state: str = "{\"state\": null}") -> dict:
@@ -657,9 +654,7 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
                              f"training strings {corpus.alphabet_size}")
         test = predict.with_alphabet(corpus.alphabet_size)
         predict = _Held(test.tokens, test.offsets, test.alphabet_size)
-    if not (isinstance(checkpoint_every, (int, float)) and checkpoint_every >= 0
-            and math.isfinite(checkpoint_every)):
-        raise InputError(f"checkpoint_every must be a number of seconds >= 0, got {checkpoint_every!r}")
+    checkpoint_every = check_checkpoint_every(checkpoint_every)
     root = np.random.SeedSequence(seed)
     children = root.spawn(chains)
     kept, held_idx = holdout_split(corpus.n_strings, float(holdout), root)
@@ -704,7 +699,7 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     def finish(c, out):
         outs[c] = out
         if paths[c] is not None:
-            _save_chain(paths[c], prints[c], _finished_state(out, sweeps_per_chain))
+            save_checkpoint(paths[c], prints[c], _finished_state(out, sweeps_per_chain))
 
     def chain_kwargs(c):
         return {"held": held, "checkpoint": paths[c], "checkpoint_every": float(checkpoint_every),

@@ -605,7 +605,8 @@ def _resample(states: list, anc: np.ndarray) -> list:
         if out[j] is None and int(a) not in taken:
             out[j] = states[a]
             taken.add(int(a))
-    spare = [states[i] for i in range(len(states)) if i not in set(int(a) for a in anc)]
+    parents = set(int(a) for a in anc)
+    spare = [states[i] for i in range(len(states)) if i not in parents]
     for j, a in enumerate(anc):  # copied into the arrays of the particles that died
         if out[j] is None:
             buf = spare.pop()
@@ -742,8 +743,7 @@ def _particle_filter(model, variant, data: Data, state, start: int, hyp, lg, ent
     from bayesfa.samplers._pdfa_kernel import predict_strings
 
     n = data.sym.size
-    block = RESAMPLE_EVERY
-    bounds = np.unique(np.concatenate([np.arange(0, n, block), [n]]))
+    bounds = np.unique(np.concatenate([np.arange(0, n, RESAMPLE_EVERY), [n]]))
     rngs = [np.random.default_rng(entropy + ([k] if k else [])) for k in range(n_particles)]
     resampler = np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy,
                                                                            spawn_key=(1,))))
