@@ -396,3 +396,33 @@ def test_every_shared_pautomac_problem_from_the_cli(problem, shared_data, tmp_pa
         assert np.all(np.isfinite(logp)), method
         representable = logp > np.log(np.finfo(float).tiny)
         assert np.all(probs[representable] > 0), method
+
+
+_FRESH_VS_CACHED = """
+import hashlib, sys
+import numpy as np
+from bayesfa.corpus import Corpus
+from bayesfa.datasets import pautomac_path
+from bayesfa.pautomac import read_sample
+from bayesfa.samplers import cvb
+full = read_sample(pautomac_path(24, "train"))
+end = int(full.offsets[150])
+corpus = Corpus(full.tokens[:end], full.offsets[:151], full.alphabet_size)
+fit = cvb.fit_cvb0(corpus, 4, 0.1, iterations=20, seed=6)
+print(hashlib.sha256(np.ascontiguousarray(fit.expected_counts).tobytes()).hexdigest())
+"""
+
+
+def test_results_do_not_depend_on_numba_compiling_or_loading_from_cache(tmp_path):
+    """The kernel compiled in the process and the same kernel loaded from numba's on-disk
+    cache give the same bits (with fastmath ``reassoc`` they did not: LLVM ordered the float64
+    sums by the compile context)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
+    runs = [subprocess.run([sys.executable, "-c", _FRESH_VS_CACHED], env=env, check=True,
+                           capture_output=True, text=True).stdout.strip() for _ in range(2)]
+    assert any((tmp_path / "numba-cache").rglob("*.nbi")), "the first run cached nothing"
+    assert runs[0] == runs[1]
