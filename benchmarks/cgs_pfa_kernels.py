@@ -1,13 +1,13 @@
 """Cost of one CGS-PFA sweep per kernel in ns per (N x T), beside the floor loop, in one process.
 
-Kernels: ``gibbs`` (:mod:`bayesfa.samplers._cgs_pfa_kernel`, O(N) per token), ``alias-mh``
-(:mod:`bayesfa.samplers._cgs_pfa_alias_kernel`, O(1) alias-table proposals, two
-Metropolis-Hastings steps per position), ``bucket-mh`` (:mod:`bayesfa.samplers._cgs_pfa_bucket_kernel`,
+Kernels: ``gibbs`` (:mod:`bayesfa.samplers.pfa._cgs_pfa_kernel`, O(N) per token), ``alias-mh``
+(:mod:`bayesfa.samplers.pfa._cgs_pfa_alias_kernel`, O(1) alias-table proposals, two
+Metropolis-Hastings steps per position), ``bucket-mh`` (:mod:`bayesfa.samplers.pfa._cgs_pfa_bucket_kernel`,
 O(1) table-free proposals, one step per position), ``bucket-mh-2step`` (the same with two
 steps per position, ``build_sweep(None, 2)``), with ``--before FILE`` ``alias-before``: the
 ``sweeps`` of an earlier copy of the alias kernel's file (e.g. ``git show
-REV:bayesfa/samplers/_cgs_pfa_alias_kernel.py > /tmp/alias_before.py``), and the multi-chain kernel
-of issue 12 item 2 when ``bayesfa.samplers._cgs_pfa_multichain_kernel`` exists (``--multichain``
+REV:bayesfa/samplers/pfa/_cgs_pfa_alias_kernel.py > /tmp/alias_before.py``), and the multi-chain kernel
+of issue 12 item 2 when ``bayesfa.samplers.pfa._cgs_pfa_multichain_kernel`` exists (``--multichain``
 chains in one call, 8 by default; its figures are per chain). The floor is :func:`benchmarks.cgs_pfa_speed.floor_sweep` (the reads of one Gibbs
 sweep, no draws, no updates). The machine is shared, so the kernels are interleaved: each
 repeat times one sweep of every kernel and of the floor back to back, and the table shows the
@@ -35,17 +35,17 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cgs_pfa_speed import DEFAULT_DATA, corpora, floor_sweep  # noqa: E402
 
-from bayesfa.samplers import _cgs_pfa_alias_kernel as alias  # noqa: E402
-from bayesfa.samplers import _cgs_pfa_bucket_kernel as bucket  # noqa: E402
-from bayesfa.samplers import _cgs_pfa_kernel as gibbs  # noqa: E402
-from bayesfa.samplers.cgs_pfa import new_counts  # noqa: E402
+from bayesfa.samplers.pfa import _cgs_pfa_alias_kernel as alias  # noqa: E402
+from bayesfa.samplers.pfa import _cgs_pfa_bucket_kernel as bucket  # noqa: E402
+from bayesfa.samplers.pfa import _cgs_pfa_kernel as gibbs  # noqa: E402
+from bayesfa.samplers.pfa.cgs_pfa import new_counts  # noqa: E402
 from bayesfa.samplers.chains import free_positions  # noqa: E402
 
 
 def multichain_module():
-    """``bayesfa.samplers._cgs_pfa_multichain_kernel`` (issue 12 item 2) if it exists, else None."""
+    """``bayesfa.samplers.pfa._cgs_pfa_multichain_kernel`` (issue 12 item 2) if it exists, else None."""
     try:
-        return importlib.import_module("bayesfa.samplers._cgs_pfa_multichain_kernel")
+        return importlib.import_module("bayesfa.samplers.pfa._cgs_pfa_multichain_kernel")
     except ImportError:
         return None
 

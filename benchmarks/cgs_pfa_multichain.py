@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cgs_pfa_speed import DEFAULT_DATA, corpora, floor_sweep  # noqa: E402
 from pdia_speed import cpu_name  # noqa: E402
 
-from bayesfa.samplers import _cgs_pfa_kernel as kernel  # noqa: E402
-from bayesfa.samplers import _cgs_pfa_multichain_kernel as multi  # noqa: E402
-from bayesfa.samplers.cgs_pfa import new_counts  # noqa: E402
+from bayesfa.samplers.pfa import _cgs_pfa_kernel as kernel  # noqa: E402
+from bayesfa.samplers.pfa import _cgs_pfa_multichain_kernel as multi  # noqa: E402
+from bayesfa.samplers.pfa.cgs_pfa import new_counts  # noqa: E402
 from bayesfa.samplers.chains import free_positions  # noqa: E402
 
 

@@ -3,7 +3,7 @@
 An alias-MH sweep can cost less than a Gibbs sweep but mixes less, so the figure that counts
 is the score reached in a given time. For each run ``PROBLEM:N:SECONDS`` every kernel of
 ``cgs_pfa_kernels.py`` (``gibbs``, ``alias-mh``, ``bucket-mh``, ``bucket-mh-2step``, ``alias-before`` with
-``--before FILE``, and the multi-chain kernel when ``bayesfa.samplers._cgs_pfa_multichain_kernel``
+``--before FILE``, and the multi-chain kernel when ``bayesfa.samplers.pfa._cgs_pfa_multichain_kernel``
 exists; ``--kernels`` picks some) runs the same chains from the same seeds (chain ``c``: the ``c``-th child of
 ``SeedSequence(seed)``, the uniform start of Algorithm 1 line 1, identical for every kernel)
 for ``SECONDS`` of its own sweeping per chain (CPU seconds of the thread by default,
@@ -42,8 +42,8 @@ from cgs_pfa_speed import DEFAULT_DATA, synthetic  # noqa: E402
 from bayesfa.forward import log_mean_exp  # noqa: E402
 from bayesfa.pautomac import read_sample, read_solution  # noqa: E402
 from bayesfa.rundir import write_json  # noqa: E402
-from bayesfa.samplers import _cgs_pfa_kernel as gibbs  # noqa: E402
-from bayesfa.samplers.cgs_pfa import plugin_log_prob  # noqa: E402
+from bayesfa.samplers.pfa import _cgs_pfa_kernel as gibbs  # noqa: E402
+from bayesfa.samplers.pfa.cgs_pfa import plugin_log_prob  # noqa: E402
 from bayesfa.samplers.chains import free_positions  # noqa: E402
 from bayesfa.scoring import score_all_log  # noqa: E402
 

@@ -24,8 +24,8 @@ import numpy as np
 from numba import njit
 
 from bayesfa.corpus import Corpus
-from bayesfa.samplers import _cgs_pfa_kernel as kernel
-from bayesfa.samplers.cgs_pfa import new_counts
+from bayesfa.samplers.pfa import _cgs_pfa_kernel as kernel
+from bayesfa.samplers.pfa.cgs_pfa import new_counts
 from bayesfa.samplers.chains import free_positions
 from machine import cpu_name  # benchmarks/machine.py: this script's folder is on sys.path
 

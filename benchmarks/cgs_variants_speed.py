@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cgs_pfa_speed import DEFAULT_DATA, read_pautomac, synthetic  # noqa: E402
 from machine import best_of, cpu_name  # noqa: E402
 
-from bayesfa.samplers import _cgs_hmm_kernel as hmm_kernel  # noqa: E402
-from bayesfa.samplers import _cgs_sg_kernel as sg_kernel  # noqa: E402
-from bayesfa.samplers import cgs_hmm, cgs_sg  # noqa: E402
+from bayesfa.samplers.pfa import _cgs_hmm_kernel as hmm_kernel  # noqa: E402
+from bayesfa.samplers.pfa import _cgs_sg_kernel as sg_kernel  # noqa: E402
+from bayesfa.samplers.pfa import cgs_hmm, cgs_sg  # noqa: E402
 
 
 @njit(cache=True)

@@ -7,7 +7,7 @@ and CGS-PFA sweeps measured in the same run.
   L-BFGS-B step itself is O(N T) and not timed).
 - CVB2 (appendix): one sweep of the second-order update, ns per N^2 T and per N^3 T (the
   paper's order is O(N^3 T); this implementation's is O(N^2 T), see
-  ``bayesfa/samplers/_cvb_kernel.py``).
+  ``bayesfa/learners/_cvb_kernel.py``).
 - floor: for every free position, the two products that any O(N^2) update needs -- row
   ``E_q[C_{k a_t .}]`` times ``q_{t+1}`` for every ``k`` and ``q_{t-1}`` times
   ``E_q[C_{. a_{t-1} .}]`` -- reading the same arrays in the same order, writing nothing.
@@ -40,8 +40,8 @@ sys.path.insert(0, str(HERE))
 from cgs_pfa_speed import DEFAULT_DATA, bench as cgs_bench, read_pautomac, synthetic  # noqa: E402
 from machine import best_of, cpu_name  # noqa: E402
 
-from bayesfa.samplers import _cvb_kernel as kernel  # noqa: E402
-from bayesfa.samplers import cvb  # noqa: E402
+from bayesfa.learners import _cvb_kernel as kernel  # noqa: E402
+from bayesfa.learners import cvb  # noqa: E402
 
 
 @njit(cache=True, fastmath=True)

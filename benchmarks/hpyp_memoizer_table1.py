@@ -82,7 +82,7 @@ def main(argv=None) -> int:
                     letters = float(tok[is_letter].sum())
                 else:
                     from bayesfa.forward import log_mean_exp
-                    from bayesfa.samplers.hpyp import per_sample_log_prob
+                    from bayesfa.samplers.ngram.hpyp import per_sample_log_prob
 
                     tok = per_sample_log_prob(fit.arrays, opts, test, per_token=True)
                     tok = tok.reshape(-1, tok.shape[-1])

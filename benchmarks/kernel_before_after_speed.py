@@ -1,7 +1,7 @@
 """Sweep time of the production CGS-PFA kernel against an earlier kernel file, interleaved.
 
 Issue 14 compiled the mutation switches into the production sweep (``build_sweep``); this
-times ``sweep_positions`` of ``OLD_KERNEL`` (e.g. ``git show 4695731:bayesfa/samplers/_cgs_pfa_kernel.py
+times ``sweep_positions`` of ``OLD_KERNEL`` (e.g. ``git show 4695731:bayesfa/samplers/pfa/_cgs_pfa_kernel.py
 > /tmp/old/k_before.py``, the kernel before the switches) and of the current module on the
 same chain states and uniforms, in turn, best of ``--repeats`` rounds of CPU time of the
 thread. Run on a quiet machine; prints ns per N*T and the ratio new / old.
@@ -24,8 +24,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cgs_pfa_speed import DEFAULT_DATA, corpora  # noqa: E402
 
-from bayesfa.samplers import _cgs_pfa_kernel as new  # noqa: E402
-from bayesfa.samplers.cgs_pfa import new_counts  # noqa: E402
+from bayesfa.samplers.pfa import _cgs_pfa_kernel as new  # noqa: E402
+from bayesfa.samplers.pfa.cgs_pfa import new_counts  # noqa: E402
 from bayesfa.samplers.chains import free_positions  # noqa: E402
 
 

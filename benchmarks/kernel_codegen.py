@@ -1,7 +1,7 @@
 """Machine code of the production CGS-PFA sweep against an older kernel file, and of mutants.
 
 Compiles ``sweep_positions`` of ``OLD_KERNEL`` (a copy of an earlier
-``bayesfa/samplers/_cgs_pfa_kernel.py``, e.g. ``git show REV:bayesfa/samplers/_cgs_pfa_kernel.py
+``bayesfa/samplers/pfa/_cgs_pfa_kernel.py``, e.g. ``git show REV:bayesfa/samplers/pfa/_cgs_pfa_kernel.py
 > /tmp/old/cgs_kernel_before.py``) and of the current module, and counts the instructions of
 numba's ``inspect_asm``: a load-independent check that the mutation switches of
 ``build_sweep`` are compiled out of the production sweep. Run with an empty
@@ -19,8 +19,8 @@ import sys
 import numpy as np
 
 from bayesfa.corpus import Corpus
-from bayesfa.samplers import _cgs_pfa_kernel as new
-from bayesfa.samplers.cgs_pfa import new_counts
+from bayesfa.samplers.pfa import _cgs_pfa_kernel as new
+from bayesfa.samplers.pfa.cgs_pfa import new_counts
 
 
 def opcodes(f) -> collections.Counter:

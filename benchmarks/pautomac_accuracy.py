@@ -24,7 +24,7 @@ import numpy as np
 
 from bayesfa.pautomac import read_sample, read_solution
 from bayesfa.rundir import write_json
-from bayesfa.samplers.cgs_pfa import predict_log_prob, sample_cgs_pfa
+from bayesfa.samplers.pfa.cgs_pfa import predict_log_prob, sample_cgs_pfa
 from bayesfa.scoring import score_all
 
 ROOT = Path(__file__).resolve().parents[1]

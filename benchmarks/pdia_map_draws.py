@@ -1,7 +1,7 @@
 """PDIA-MAP's perplexity against the number of draw sets of its unvisited transitions.
 
 A single posterior sample reads the test data with each unvisited transition drawn just in
-time from the CRF predictive (:func:`bayesfa.samplers.pdfa.per_sample_log_prob`): one reading
+time from the CRF predictive (:func:`bayesfa.samplers.pdia.pdfa.per_sample_log_prob`): one reading
 estimates ``p(test | sample)`` without bias, but its log is biased low (Jensen), badly so for
 a lone sample whose test pass draws many transitions. ``bayesfa perplexity RUN TEST --map
 --draw-sets K`` integrates them out with a particle filter of ``K`` particles (the default

@@ -44,8 +44,8 @@ import numpy as np
 from numba import njit
 
 from bayesfa.methods import get_method
-from bayesfa.samplers._crf_kernel import sample_dish
-from bayesfa.samplers._pdfa_kernel import ST_JIT, ST_WALKED
+from bayesfa.samplers.pdia._crf_kernel import sample_dish
+from bayesfa.samplers.pdia._pdfa_kernel import ST_JIT, ST_WALKED
 from machine import cpu_name  # benchmarks/ is on sys.path when this script runs
 from bayesfa.textdata import LOWERCASE_AND_SPACE, load_lines
 
@@ -101,7 +101,7 @@ def fit(method, corpus, iterations: int, seed: int):
 
 # -- a long chain, saved and resumed; timing from a saved chain state ------------------------
 
-#: the arrays of :class:`bayesfa.samplers.pdfa.ChainState` that a saved chain state holds
+#: the arrays of :class:`bayesfa.samplers.pdia.pdfa.ChainState` that a saved chain state holds
 STATE_KEYS = ("delta", "seat", "cnt", "ctot", "cnt2", "ctot2", "vis", "changed", "newq", "news",
               "oq", "os", "oseat", "nj", "v", "mu", "tabs", "col_tabs", "col_T", "sts", "meta",
               "lmu", "lg")
@@ -109,11 +109,11 @@ STATE_KEYS = ("delta", "seat", "cnt", "ctot", "cnt2", "ctot2", "vis", "changed",
 
 def new_chain(corpus, seed: int):
     """A PDIA chain on ``corpus`` as ``pdia`` starts it (default options: every hyperparameter
-    sampled from its default start, state capacity of :func:`bayesfa.samplers.pdia.state_capacity`,
+    sampled from its default start, state capacity of :func:`bayesfa.samplers.pdia.pdia.state_capacity`,
     one state besides q0)."""
-    from bayesfa.samplers import pdfa as P
-    from bayesfa.samplers.pdia import state_capacity
-    from bayesfa.samplers._pdfa_kernel import N_STATS
+    from bayesfa.samplers.pdia import pdfa as P
+    from bayesfa.samplers.pdia.pdia import state_capacity
+    from bayesfa.samplers.pdia._pdfa_kernel import N_STATS
 
     data = P.as_symbols(corpus, False)
     st = P.ChainState(P.CRF, data, state_capacity(corpus, {}))
@@ -147,8 +147,8 @@ def load_chain(path: Path, corpus):
     """The chain saved by :func:`save_chain` (on the same ``corpus``)."""
     import json
 
-    from bayesfa.samplers import pdfa as P
-    from bayesfa.samplers._pdfa_kernel import N_STATS
+    from bayesfa.samplers.pdia import pdfa as P
+    from bayesfa.samplers.pdia._pdfa_kernel import N_STATS
 
     z = np.load(path)
     data = P.as_symbols(corpus, False)
@@ -167,7 +167,7 @@ def load_chain(path: Path, corpus):
 
 
 def n_states(chain) -> int:
-    from bayesfa.samplers._pdfa_kernel import n_states_used
+    from bayesfa.samplers.pdia._pdfa_kernel import n_states_used
 
     st = chain["state"]
     return int(n_states_used(st.ctot, int(st.meta[6])))
@@ -177,7 +177,7 @@ def run_sweeps(chain, n: int) -> tuple[float, float]:
     """``n`` sweeps as ``pdia`` runs them in burn-in (one move per instantiated transition
     and one per table); returns ``(wall seconds, CPU seconds of this thread)`` (the CPU time
     is what a shared, loaded machine does not inflate)."""
-    from bayesfa.samplers import pdfa as P
+    from bayesfa.samplers.pdia import pdfa as P
 
     t0, c0 = time.perf_counter(), time.thread_time()
     P._sweeps(chain["state"], chain["hyp"], chain["fixed"], n, chain["rng"], chain["stats"],
@@ -241,7 +241,7 @@ def profile_parts(path: Path, corpus, sweeps: int = 10) -> None:
     re-walked and the entries it drew just in time (``_pdfa_kernel.walk_changes``), and
     the CPU time per call of two loops a proposal runs: picking an instantiated entry by
     rejection, and a dish draw (``_crf_kernel.sample_dish``)."""
-    from bayesfa.samplers import pdfa as P
+    from bayesfa.samplers.pdia import pdfa as P
 
     start = load_chain(path, corpus)
     n_tr, n_tab = int(start["state"].nj[1:].sum()), int(start["state"].meta[2])

@@ -1,7 +1,7 @@
 """Power of simulation-based calibration against the CGS-PFA mutants, and its false alarms.
 
-Runs :func:`bayesfa.validation.kernel_tests.sbc` for each kernel (``none`` = the production
-kernel, else a mutant of ``bayesfa.samplers._cgs_pfa_kernel.MUTATIONS``) at seeds
+Runs :func:`bayesfa.validation.pfa.kernel_tests.sbc` for each kernel (``none`` = the production
+kernel, else a mutant of ``bayesfa.samplers.pfa._cgs_pfa_kernel.MUTATIONS``) at seeds
 ``0..SEEDS-1`` with the given settings (JSON of ``sbc`` keyword arguments; ``{}`` = its
 default) and prints, per run, whether the check passed and the p-value of each statistic.
 
@@ -15,7 +15,7 @@ import json
 import sys
 import time
 
-from bayesfa.validation import kernel_tests
+from bayesfa.validation.pfa import kernel_tests
 
 
 def main(argv=None):

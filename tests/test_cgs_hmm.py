@@ -18,10 +18,10 @@ from scipy import stats
 
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.samplers import _cgs_hmm_kernel as kernel
-from bayesfa.samplers import cgs_hmm
-from bayesfa.validation import cgs_variants_checks as checks
-from bayesfa.validation.reference import batch_counts
+from bayesfa.samplers.pfa import _cgs_hmm_kernel as kernel
+from bayesfa.samplers.pfa import cgs_hmm
+from bayesfa.validation.pfa import variants as checks
+from bayesfa.validation.pfa.reference import batch_counts
 
 TRAIN = Corpus.from_strings([[0, 1, 0], [1, 1], [], [0, 0, 1, 1], [1]], alphabet_size=2)
 

@@ -16,9 +16,10 @@ from scipy import stats
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import get_method
-from bayesfa.samplers import _cgs_pfa_kernel as kernel
-from bayesfa.samplers import cgs_pfa
-from bayesfa.validation import exact, mutants
+from bayesfa.samplers.pfa import _cgs_pfa_kernel as kernel
+from bayesfa.samplers.pfa import cgs_pfa
+from bayesfa import exact
+from bayesfa.validation.pfa import mutants
 
 # 10 letters over {a, b} (0, 1), one empty string: 2**10 = 1024 paths for N = 2.
 TRAIN = Corpus.from_strings([[0, 1, 0], [1, 1], [], [0, 0, 1, 1], [1]], alphabet_size=2)
@@ -106,7 +107,7 @@ def test_predictive_matches_exact_enumeration():
     ("end-beta", True),  # beta instead of N beta on the end transition (Eq. 2)
 ])
 def test_check_detects_broken_kernels(variant, broken):
-    """The deliberately broken kernels of :mod:`bayesfa.validation.mutants` fail the check."""
+    """The deliberately broken kernels of :mod:`bayesfa.validation.pfa.mutants` fail the check."""
     counts, *_ = mutants.sample_variant(TRAIN, variant, N, BETA, iterations=BURN_IN + DRAWS,
                                         burn_in=BURN_IN, period=1, chains=CHAINS, seed=20130101)
     _, _, z = z_scores(counts, TRAIN, TEST, N, BETA)

@@ -1,14 +1,14 @@
 """Tests of the Metropolis-Hastings kernels of CGS-PFA (issue 12): ``--kernel alias-mh`` and
 ``--kernel bucket-mh``.
 
-The kernels (:mod:`bayesfa.samplers._cgs_pfa_alias_kernel`,
-:mod:`bayesfa.samplers._cgs_pfa_bucket_kernel`) are Metropolis-Hastings within Gibbs for Eq. 9
+The kernels (:mod:`bayesfa.samplers.pfa._cgs_pfa_alias_kernel`,
+:mod:`bayesfa.samplers.pfa._cgs_pfa_bucket_kernel`) are Metropolis-Hastings within Gibbs for Eq. 9
 of Shibata & Yoshinaka (2013) with O(1) proposals: from alias tables (two steps per position),
 resp. table-free from token buckets of the other block (one step from the mixture of the two
 factors' proposals; its two-step variant is checked too). Correctness is checked
 against exact enumeration on the toys of :mod:`bayesfa.validation.toys`:
-:func:`bayesfa.validation.kernel_tests.path_gof` from uniform starts compares the end states
-of 20,000 chains after two sweeps with :func:`~bayesfa.validation.kernel_tests.alias_sweep_distribution`
+:func:`bayesfa.validation.pfa.kernel_tests.path_gof` from uniform starts compares the end states
+of 20,000 chains after two sweeps with :func:`~bayesfa.validation.pfa.kernel_tests.alias_sweep_distribution`
 (resp. ``bucket_sweep_distribution``), the exact distribution after two sweeps of the kernel
 (which converges to the posterior).
 False-alarm rate of each such check: 1e-3 for a seed drawn at random (Bonferroni over its two
@@ -30,13 +30,13 @@ import pytest
 from bayesfa.samplers.chains import free_positions
 from bayesfa.cli import main
 from bayesfa.errors import InputError
-from bayesfa.samplers import _cgs_pfa_alias_kernel as alias
-from bayesfa.samplers import _cgs_pfa_bucket_kernel as bucket
-from bayesfa.samplers import _cgs_pfa_kernel as gibbs
-from bayesfa.samplers import cgs_pfa
-from bayesfa.validation import kernel_tests, mutants
+from bayesfa.samplers.pfa import _cgs_pfa_alias_kernel as alias
+from bayesfa.samplers.pfa import _cgs_pfa_bucket_kernel as bucket
+from bayesfa.samplers.pfa import _cgs_pfa_kernel as gibbs
+from bayesfa.samplers.pfa import cgs_pfa
+from bayesfa.validation.pfa import kernel_tests, mutants
 from bayesfa.validation.harness import validate_main
-from bayesfa.validation.reference import batch_counts, path_codes, path_posterior
+from bayesfa.validation.pfa.reference import batch_counts, path_codes, path_posterior
 from bayesfa.validation.toys import get_toy
 
 

@@ -1,6 +1,6 @@
 """Several CGS-PFA chains in one interleaved kernel (issue 12, item 2).
 
-The interleaved kernel (:mod:`bayesfa.samplers._cgs_pfa_multichain_kernel`) must leave every
+The interleaved kernel (:mod:`bayesfa.samplers.pfa._cgs_pfa_multichain_kernel`) must leave every
 chain bit for bit where the one-chain kernel would: ``z``, the counts, the Generator, and the
 recorded draws and trace, through the front too (checkpoints and resume included, and
 ``bayesfa fit --chains 8`` with one process or two). Since the one-chain kernel passes the
@@ -20,9 +20,9 @@ from bayesfa.cli import main
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.rundir import read_trace
-from bayesfa.samplers import _cgs_pfa_kernel as kernel
-from bayesfa.samplers import _cgs_pfa_multichain_kernel as multi
-from bayesfa.samplers import cgs_pfa
+from bayesfa.samplers.pfa import _cgs_pfa_kernel as kernel
+from bayesfa.samplers.pfa import _cgs_pfa_multichain_kernel as multi
+from bayesfa.samplers.pfa import cgs_pfa
 from test_checkpoint import FIELDS, _assert_same, _Stop  # _Stop: KeyboardInterrupt after some sweeps
 
 
@@ -163,8 +163,8 @@ def test_interleaved_kernel_leaves_the_exact_posterior_invariant():
     """4,000 chains in one kernel call, each started from an exact draw of ``Pr(z | alpha)``
     (enumeration, toy "tiny"), 3 sweeps each: the end paths are again exact draws, tested by
     Pearson's chi-square (cells with expectation < 5 pooled) at a false-alarm rate of 1e-3."""
-    from bayesfa.validation.kernel_tests import pooled_chi2
-    from bayesfa.validation.reference import path_codes, path_posterior
+    from bayesfa.validation.pfa.kernel_tests import pooled_chi2
+    from bayesfa.validation.pfa.reference import path_codes, path_posterior
     from bayesfa.validation.toys import get_toy
 
     toy = get_toy("tiny")

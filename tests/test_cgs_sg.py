@@ -19,11 +19,11 @@ from scipy.special import logsumexp
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import get_method
-from bayesfa.samplers import _cgs_sg_kernel as kernel
-from bayesfa.samplers import cgs_sg
-from bayesfa.samplers.cgs_hmm import free_positions, random_path
-from bayesfa.validation import cgs_variants_checks as checks
-from bayesfa.validation.reference import batch_counts
+from bayesfa.samplers.pfa import _cgs_sg_kernel as kernel
+from bayesfa.samplers.pfa import cgs_sg
+from bayesfa.samplers.pfa.cgs_hmm import free_positions, random_path
+from bayesfa.validation.pfa import variants as checks
+from bayesfa.validation.pfa.reference import batch_counts
 
 TRAIN = Corpus.from_strings([[0, 1, 0], [1, 1], [], [0, 0, 1, 1], [1]], alphabet_size=2)
 N_SYMBOLS = 3

@@ -24,7 +24,7 @@ from bayesfa.corpus import Corpus
 from bayesfa.datasets import pautomac_path
 from bayesfa.errors import InputError
 from bayesfa.rundir import read_trace
-from bayesfa.samplers import cgs_pfa
+from bayesfa.samplers.pfa import cgs_pfa
 from conftest import checkpoint_state, mid_chain_checkpoints
 
 KW = dict(n_states=3, beta=0.3, iterations=230, burn_in=50, period=6, chains=2, seed=7)
@@ -147,7 +147,7 @@ def test_holdout_slice_is_deterministic_and_not_sampled():
 
 _CHILD = """
 import sys
-from bayesfa.samplers import cgs_pfa
+from bayesfa.samplers.pfa import cgs_pfa
 cgs_pfa._BLOCK_UNITS = 2_000_000  # blocks of about 20 sweeps: checkpoints come often
 from bayesfa.cli import main
 sys.exit(main(sys.argv[1:]))

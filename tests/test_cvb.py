@@ -20,10 +20,10 @@ from bayesfa.datasets import pautomac_path
 from bayesfa.errors import InputError
 from bayesfa.methods import get_method
 from bayesfa.pautomac import read_sample
-from bayesfa.samplers import _cvb_kernel as kernel
-from bayesfa.samplers import cvb
-from bayesfa.validation import exact
-from bayesfa.validation.reference import all_paths, batch_counts, path_posterior
+from bayesfa.learners import _cvb_kernel as kernel
+from bayesfa.learners import cvb
+from bayesfa import exact
+from bayesfa.validation.pfa.reference import all_paths, batch_counts, path_posterior
 from bayesfa.validation.toys import all_strings, get_toy
 
 # 10 letters over {a, b}, one empty string, repeated letters (so that the terms of Eq. 14
@@ -404,7 +404,7 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.datasets import pautomac_path
 from bayesfa.pautomac import read_sample
-from bayesfa.samplers import cvb
+from bayesfa.learners import cvb
 full = read_sample(pautomac_path(24, "train"))
 end = int(full.offsets[150])
 corpus = Corpus(full.tokens[:end], full.offsets[:151], full.alphabet_size)

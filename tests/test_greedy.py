@@ -22,12 +22,12 @@ from bayesfa.corpus import Corpus
 from bayesfa.datasets import pautomac_path
 from bayesfa.methods import get_method
 from bayesfa.pautomac import read_sample
-from bayesfa.samplers import _prefix_tree as pt
-from bayesfa.samplers import _vgram
-from bayesfa.samplers.alergia import alergia
-from bayesfa.samplers.cvgram import cvgram
-from bayesfa.samplers.estatemerge import estatemerge, log_evidence
-from bayesfa.samplers.evgram import evgram
+from bayesfa.learners.greedy import _prefix_tree as pt
+from bayesfa.learners.greedy import _vgram
+from bayesfa.learners.greedy.alergia import alergia
+from bayesfa.learners.greedy.cvgram import cvgram
+from bayesfa.learners.greedy.estatemerge import estatemerge, log_evidence
+from bayesfa.learners.greedy.evgram import evgram
 
 GREEDY = ["estatemerge", "evgram", "cvgram", "alergia"]
 

@@ -11,7 +11,7 @@ import pytest
 from bayesfa.corpus import Corpus
 from bayesfa.forward import forward_log_prob
 from bayesfa.methods import get_method
-from bayesfa.samplers import hmm_em
+from bayesfa.learners import hmm_em
 
 
 def options(*argv):

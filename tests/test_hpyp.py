@@ -14,9 +14,9 @@ from scipy import stats
 from bayesfa.cli import main
 from bayesfa.corpus import Corpus
 from bayesfa.methods import get_method
-from bayesfa.samplers._crf_kernel import log_eppf_py
-from bayesfa.samplers.hpyp import context_tree, flat_symbols, per_sample_log_prob, sample_hpyp
-from bayesfa.validation.hpyp_checks import exact_predictive, hpyp_log_marginal, log_marginal
+from bayesfa.samplers.pdia._crf_kernel import log_eppf_py
+from bayesfa.samplers.ngram.hpyp import context_tree, flat_symbols, per_sample_log_prob, sample_hpyp
+from bayesfa.validation.ngram.hpyp import exact_predictive, hpyp_log_marginal, log_marginal
 
 
 def options(**kw):
@@ -249,7 +249,7 @@ def test_scoring_sentences_undoes_its_seatings_exactly():
     """Scoring with ``reset`` seats each test string's symbols as they are read and takes
     them back after the string: the counts are those of the training data again; without
     ``reset`` they hold every test symbol too."""
-    from bayesfa.samplers._hpyp_kernel import node_levels, score_tokens
+    from bayesfa.samplers.ngram._hpyp_kernel import node_levels, score_tokens
 
     corpus = Corpus.from_strings([[0, 1, 1], [1, 0], [0, 0, 1, 0], [1, 1, 1]], 2)
     F, n_sym, first = flat_symbols(corpus, False)

@@ -1,7 +1,7 @@
 """Moving code does not change results: cgs-pfa, pdia, hpyp and cvb0 fitted with fixed seeds
 give, bit for bit, the arrays and traces recorded in ``tests/data/layout_reference.npz``.
 
-The reference was recorded at commit 730d81d (the flat ``bayesfa/samplers/`` layout, before
+The reference was recorded at commit 466c3fc (the flat ``bayesfa/samplers/`` layout, before
 issue 24 moved the methods into family folders) with::
 
     python tests/test_layout_reference.py --record

@@ -9,9 +9,9 @@ from scipy import stats
 
 from bayesfa.corpus import Corpus
 from bayesfa.methods import get_method
-from bayesfa.samplers.hpyp import context_tree, flat_symbols
-from bayesfa.samplers.memoizer import DISCOUNTS, D_INF, build, node_discounts, seat
-from bayesfa.validation.hpyp_checks import log_marginal, memoizer_log_marginal
+from bayesfa.samplers.ngram.hpyp import context_tree, flat_symbols
+from bayesfa.samplers.ngram.memoizer import DISCOUNTS, D_INF, build, node_discounts, seat
+from bayesfa.validation.ngram.hpyp import log_marginal, memoizer_log_marginal
 
 CORPUS = Corpus.from_strings([[0, 1, 0, 1], [1, 1], [0]], 2)
 

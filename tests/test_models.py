@@ -22,7 +22,7 @@ from scipy import stats
 
 from bayesfa.corpus import Corpus
 from bayesfa.forward import forward_log_prob, xi_to_pfa
-from bayesfa.validation import exact
+from bayesfa import exact
 
 TEST_FAILURE_RATE = 1e-3
 

@@ -25,7 +25,7 @@ from bayesfa.online import (LogMeanAccumulator, OnlinePrediction, PREDICTIONS, c
                             fit_and_predict, load_predictions)
 from bayesfa.pautomac import read_sample, read_solution, write_sample
 from bayesfa.rundir import load_run
-from bayesfa.samplers import cgs_pfa
+from bayesfa.samplers.pfa import cgs_pfa
 from test_checkpoint import _Stop  # raises KeyboardInterrupt after some sweeps
 
 KW = dict(n_states=3, beta=0.3, iterations=230, burn_in=50, period=6, chains=2, seed=7)

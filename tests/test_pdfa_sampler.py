@@ -73,7 +73,7 @@ def test_sentences_sum_to_one_over_next_symbol():
     fit = method.fit(toy.train, opts, 0, False)
     # Pr(empty) + Pr(strings starting with a) + Pr(starting with b) = 1; the first letter's
     # probability is the q0 predictive, the same in every sample
-    from bayesfa.samplers.pdfa import FINITE, per_sample_log_prob
+    from bayesfa.samplers.pdia.pdfa import FINITE, per_sample_log_prob
     lp = per_sample_log_prob(FINITE, fit.arrays, opts, Corpus.from_strings([[]], 2))
     counts = fit.arrays["counts"][0, 0, 0]
     beta = 1.0
@@ -120,7 +120,7 @@ def test_log_gamma_variate_matches_gamma_cdf_for_small_shapes():
     alarm ``TEST_FAILURE_RATE``. Shape 0.002 puts ~20 % of the mass below ``log 1e-300``."""
     from scipy import special, stats
 
-    from bayesfa.samplers._pdfa_kernel import log_gamma_variate
+    from bayesfa.samplers.pdia._pdfa_kernel import log_gamma_variate
 
     shapes = (0.002, 0.05, 0.7, 3.0)
     for a in shapes:
@@ -149,7 +149,7 @@ def test_mu_gibbs_step_reaches_the_boundary_small_gamma_needs():
     ``TEST_FAILURE_RATE``."""
     from scipy import integrate, special, stats
 
-    from bayesfa.samplers._pdfa_kernel import N_STATS, move_mu
+    from bayesfa.samplers.pdia._pdfa_kernel import N_STATS, move_mu
     from bayesfa.validation.diagnostics import mcse_mean
 
     alpha, gamma = 0.7, 0.1

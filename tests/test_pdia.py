@@ -9,7 +9,7 @@ import pytest
 
 from bayesfa.corpus import Corpus
 from bayesfa.methods import get_method
-from bayesfa.validation.pdfa_checks import pdia_exact_predictive
+from bayesfa.validation.pdia.pdfa import pdia_exact_predictive
 from bayesfa.validation.toys import all_strings, get_toy
 
 HYP = {"alpha": 1.0, "beta": 1.0, "alpha0": 1.0, "d": 0.3, "d0": 0.3}
@@ -80,8 +80,8 @@ def test_path_index_matches_a_full_walk_after_every_sweep(model, sequence):
     walk of the current ``delta``, every entry used by the path must be instantiated and no
     other (the zero-count deletion), and ``cnt2 == cnt``. PDIA (model 1) and finite PDFA
     (model 0), sentences and one long sequence, hyperparameters sampled."""
-    from bayesfa.samplers import _pdfa_kernel as K
-    from bayesfa.samplers import pdfa as P
+    from bayesfa.samplers.pdia import _pdfa_kernel as K
+    from bayesfa.samplers.pdia import pdfa as P
 
     rng = np.random.default_rng(3)
     strings = [list(rng.integers(0, 3, size=rng.integers(0, 9))) for _ in range(12)]
@@ -157,7 +157,7 @@ def _canonical(get, tokens):
 def _exact_configurations(tokens, hyp, n_sym):
     """Posterior probability of each canonical configuration (CRF seatings x emissions), by
     the depth-first enumeration of the exact reference (``pdfa_checks._walk``)."""
-    from bayesfa.validation.pdfa_checks import _Franchise, _walk
+    from bayesfa.validation.pdia.pdfa import _Franchise, _walk
 
     crf = _Franchise(hyp["alpha"], hyp["d"], hyp["alpha0"], hyp["d0"])
     post, delta, seat, dropped = {}, {}, {}, [0.0]
@@ -183,8 +183,8 @@ def test_moves_satisfy_detailed_balance_on_a_tiny_corpus(table_moves):
     |z| = 6-12 (flow "new state" -> "same state, second table" too large)."""
     from scipy import stats
 
-    from bayesfa.samplers import pdfa as P
-    from bayesfa.samplers._pdfa_kernel import N_STATS
+    from bayesfa.samplers.pdia import pdfa as P
+    from bayesfa.samplers.pdia._pdfa_kernel import N_STATS
 
     hyp = {"alpha": 1.0, "beta": 1.0, "alpha0": 1.0, "d": 0.3, "d0": 0.0}
     train = Corpus.from_strings([[0, 0], [0]], 1)
@@ -235,7 +235,7 @@ def test_hyper_reference_matches_adaptive_quadrature_of_scalar_enumerations():
     ``pdia_log_marginals`` call per point), on a small corpus; orders 48 and 64 agree."""
     from scipy import integrate
 
-    from bayesfa.validation.pdfa_checks import pdia_exact_hyper, pdia_log_marginals
+    from bayesfa.validation.pdia.pdfa import pdia_exact_hyper, pdia_log_marginals
 
     train = Corpus.from_strings([[0, 0], [0, 1], []], 2)
     test = Corpus.from_strings([[], [0], [1], [1, 0]], 2)
@@ -263,7 +263,7 @@ def test_hyper_moves_match_exact_conditionals_and_their_mutants_fail():
     alpha's Gamma(1, 1) prior term fails on alpha's moments only, the one without the logit
     walk's Jacobian on d's only. The cheapest check that catches each hyperparameter mutant
     (``bayesfa validate pdia:mutant-...`` runs it with the rest)."""
-    from bayesfa.validation.pdfa_checks import MUTANTS, PDIA_HYPER, hyper_conditional
+    from bayesfa.validation.pdia.pdfa import MUTANTS, PDIA_HYPER, hyper_conditional
 
     assert hyper_conditional(0).passed
     for name, which in (("no-alpha-prior", "alpha"), ("d-no-jacobian", "d")):
@@ -308,7 +308,7 @@ def test_draw_sets_particle_filter_reaches_the_exact_predictive(monkeypatch):
     is 4.5 sd (failure rate 7e-6 under a normal approximation; fixed generators). Resampling after every symbol
     exercises it. The authors' equal-weight per-symbol average over draw sets targets another
     quantity (``sum_t log E_D p(x_t | x_<t, D)``): 0.11 above the exact log predictive here."""
-    from bayesfa.samplers import pdfa
+    from bayesfa.samplers.pdia import pdfa
 
     monkeypatch.setattr(pdfa, "RESAMPLE_EVERY", 1)
     method, train, opts, arrays = _lone_sample()
@@ -330,7 +330,7 @@ def test_draw_sets_particle_filter_reaches_the_exact_predictive(monkeypatch):
 def test_particle_filter_retries_with_the_whole_capacity(monkeypatch):
     """The particle filter starts with room for few new states and, when a particle runs
     out, starts again with room for the whole test: the same value bit for bit."""
-    from bayesfa.samplers import pdfa
+    from bayesfa.samplers.pdia import pdfa
 
     method, _, opts, arrays = _lone_sample()
     test = Corpus.from_strings([[1] * 12, [1, 1, 0, 1] * 3], 2)  # needs many new states

@@ -28,7 +28,7 @@ from bayesfa.errors import InputError
 from bayesfa.methods import get_method
 from bayesfa.pautomac import write_sample
 from bayesfa.rundir import read_trace
-from bayesfa.samplers import pdfa
+from bayesfa.samplers.pdia import pdfa
 from conftest import checkpoint_state, mid_chain_checkpoints
 
 
@@ -247,7 +247,7 @@ def test_cli_interrupted_fit_resumes(tmp_path, train, monkeypatch, capsys):
 
 _CHILD = """
 import sys, time
-from bayesfa.samplers import pdfa
+from bayesfa.samplers.pdia import pdfa
 real = pdfa._sweeps
 def slow(*args, **kwargs):  # the same sweeps, slowly: a kill lands mid-chain
     time.sleep(0.02)

@@ -11,7 +11,7 @@ from scipy import integrate, special
 
 from bayesfa.corpus import Corpus
 from bayesfa.methods import get_method
-from bayesfa.validation.pdia_smoothed_checks import FIXED, log_emission_marginal
+from bayesfa.validation.pdia.smoothed import FIXED, log_emission_marginal
 from bayesfa.validation.toys import all_strings, get_toy
 
 
@@ -45,8 +45,8 @@ def test_emission_marginal_matches_quadrature_over_pi0():
 def test_three_d_table_is_the_base_measure_likelihood():
     """The kernel's 3-D ``lg`` (compile-time switch of ``_pdfa_kernel``): with a uniform
     ``pi0`` it reproduces the PDIA's 2-D table, with any ``pi0`` the lgamma sum."""
-    from bayesfa.samplers import _pdfa_kernel as K
-    from bayesfa.samplers._smoothed_emission_kernel import fill_lg_base, log_emission_beta
+    from bayesfa.samplers.pdia import _pdfa_kernel as K
+    from bayesfa.samplers.pdia._smoothed_emission_kernel import fill_lg_base, log_emission_beta
 
     rng = np.random.default_rng(0)
     cnt = rng.integers(0, 6, size=(5, 4)).astype(np.int32)
@@ -100,7 +100,7 @@ def test_pi0_gibbs_step_against_the_exact_predictive():
     from scipy import stats as sps
 
     from bayesfa.validation.diagnostics import ess_mean
-    from bayesfa.validation.pdia_smoothed_checks import PDIA_SMOOTHED, exact_predictive
+    from bayesfa.validation.pdia.smoothed import PDIA_SMOOTHED, exact_predictive
 
     method = get_method("pdia-smoothed")
     train = Corpus.from_strings([[0], [0]], 2)

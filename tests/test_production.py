@@ -184,7 +184,7 @@ def test_summarize_rebuilds_the_summary_from_the_unit_files(reference, data_dir,
 def test_answer_is_eq6_over_all_final_chains_with_their_unit_seeds(reference, data_dir):
     """Refit the final chains here, one at a time with their seeds, and average Pr(b | draw)
     over all draws of both chains: the runner's answer is that (Eq. 6), to rounding."""
-    from bayesfa.samplers.cgs_pfa import predict_log_prob, sample_cgs_pfa
+    from bayesfa.samplers.pfa.cgs_pfa import predict_log_prob, sample_cgs_pfa
 
     out, _, _ = reference
     name, _, states, beta, *_ = _summary_rows(out)[0]

@@ -248,7 +248,7 @@ def test_fit_refuses_too_many_states_in_one_line(tmp_path, capsys, monkeypatch, 
     """The issue's two cases, on the bundled problem 24 with the default schedule: refused up
     front, before any sampling (the sampler is replaced by one that fails the test if called;
     no wall-clock bound, which a loaded machine would break)."""
-    from bayesfa.samplers import cgs_pfa
+    from bayesfa.samplers.pfa import cgs_pfa
 
     def sampled(*args, **kwargs):
         raise AssertionError("the fit was sampled before being refused")

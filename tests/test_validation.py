@@ -3,13 +3,13 @@
 False-alarm rates. Every statistical check of the harness fails a *correct* sampler with
 probability at most 1e-3 for a random seed (``ALPHA``; Bonferroni within each check, see
 the module docstrings of :mod:`bayesfa.validation.harness` and
-:mod:`bayesfa.validation.kernel_tests`). The tests below use fixed seeds, so they are
+:mod:`bayesfa.validation.pfa.kernel_tests`). The tests below use fixed seeds, so they are
 deterministic; the rate says how likely a correct kernel would be to trip them at a new seed.
 The mutant tests assert failures that are far beyond the thresholds (z-scores of 8-40 and
 p-values below 1e-10 at the seeds used), so they are not fragile either.
 
 The mutants are the production sweep compiled with one deliberate error each
-(:func:`bayesfa.samplers._cgs_pfa_kernel.build_sweep`); ``test_validate_every_mutant_fails``
+(:func:`bayesfa.samplers.pfa._cgs_pfa_kernel.build_sweep`); ``test_validate_every_mutant_fails``
 (slow) runs ``bayesfa validate`` on each, and its last result is in ``benchmarks/RESULTS.md``.
 """
 
@@ -22,7 +22,9 @@ import numpy as np
 import pytest
 
 from bayesfa.corpus import Corpus
-from bayesfa.validation import diagnostics, exact, kernel_tests, mutants, reference
+from bayesfa.validation import diagnostics
+from bayesfa import exact
+from bayesfa.validation.pfa import kernel_tests, mutants, reference
 from bayesfa.validation.harness import ALPHA, Report, compare, validate_main
 from bayesfa.validation.toys import TOYS, get_toy, all_strings
 
@@ -169,7 +171,7 @@ def test_mutants_cover_eq9_and_the_sweep():
     prior, the positions sampled, the keep-the-current-state shortcut, and a frozen kernel."""
     assert set(mutants.MUTANTS) == set(CHEAPEST)
     assert mutants.mutant_names() == [mutants.PREFIX + v for v in CHEAPEST]
-    from bayesfa.samplers import _cgs_pfa_kernel as kernel
+    from bayesfa.samplers.pfa import _cgs_pfa_kernel as kernel
 
     assert kernel.build_sweep(None) is kernel.sweep_positions  # production: no switch on
     with pytest.raises(ValueError):
@@ -180,7 +182,7 @@ def test_variant_kernel_equals_real_kernel_when_correct():
     """The production sweep through the mutants' driver reproduces ``cgs-pfa`` draw for draw
     (same seed, same random-number use), so each mutant is the production sampler plus one
     bug, compiled from the same source."""
-    from bayesfa.samplers.cgs_pfa import sample_cgs_pfa
+    from bayesfa.samplers.pfa.cgs_pfa import sample_cgs_pfa
 
     toy = TOYS["small"]
     real = sample_cgs_pfa(toy.train, 2, 0.5, 300, 100, 2, 3, seed=7)

@@ -25,7 +25,7 @@ import numpyro.distributions as dist
 
 from bayesfa.corpus import Corpus
 from bayesfa.models.pfa import forward_log_lik, run_mcmc, sample_prior, unique_padded
-from bayesfa.validation.exact import concat, enumerate_paths
+from bayesfa.exact import concat, enumerate_paths
 
 
 # -- model ------------------------------------------------------------------------------------

@@ -2,10 +2,10 @@
 of a state path, the process pool that runs chains in parallel, and mid-chain checkpoints
 (the ``--checkpoint-every`` option, a chain state's atomic save and its guarded load).
 
-Used by CGS-PFA (:mod:`bayesfa.samplers.cgs_pfa`), CGS-SG and CGS-HMM
-(:mod:`bayesfa.samplers.cgs_sg`, :mod:`bayesfa.samplers.cgs_hmm`), and, for the checks and
-the free positions, the variational fits (:mod:`bayesfa.samplers.cvb`); the checkpoints by
-CGS-PFA and the PDFA / PDIA fronts (:mod:`bayesfa.samplers.pdfa`). Plain Python and numpy:
+Used by CGS-PFA (:mod:`bayesfa.samplers.pfa.cgs_pfa`), CGS-SG and CGS-HMM
+(:mod:`bayesfa.samplers.pfa.cgs_sg`, :mod:`bayesfa.samplers.pfa.cgs_hmm`), and, for the checks and
+the free positions, the variational fits (:mod:`bayesfa.learners.cvb`); the checkpoints by
+CGS-PFA and the PDFA / PDIA fronts (:mod:`bayesfa.samplers.pdia.pdfa`). Plain Python and numpy:
 importing it compiles nothing.
 
 Positions follow Shibata & Yoshinaka (2013), Algorithm 1: ``z`` has length ``T + 1`` for

@@ -1,7 +1,7 @@
 """One statistical check of the validation suite and its text form.
 
 :class:`Check` is what every check returns (the predictive comparison of
-:mod:`bayesfa.validation.harness`, the kernel tests of :mod:`bayesfa.validation.kernel_tests`,
+:mod:`bayesfa.validation.harness`, the kernel tests of :mod:`bayesfa.validation.pfa.kernel_tests`,
 the checks that methods add through their validation spec). It lives in its own module so
 that the modules that build checks need not import the harness, which imports them: no
 import cycle inside :mod:`bayesfa.validation`.

@@ -1,7 +1,7 @@
 """The validation harness: run a method on a toy and compare it with the exact answer.
 
 :func:`compare` fits a method (through :func:`bayesfa.methods.get_method`, or a mutant of
-:mod:`bayesfa.validation.mutants`) on a toy of :mod:`bayesfa.validation.toys` with a small
+:mod:`bayesfa.validation.pfa.mutants`) on a toy of :mod:`bayesfa.validation.toys` with a small
 budget and compares its posterior predictive ``Pr(b | alpha)`` of every test string (all
 strings up to length 3) with the exact reference for what that method estimates:
 
@@ -144,9 +144,9 @@ MUTANT_INFIX = ":mutant-"
 
 def resolve_method(name: str):
     """A registered method, or a mutant ``METHOD:mutant-<variant>`` (for ``cgs-pfa`` from
-    :mod:`bayesfa.validation.mutants`, for any other method from its ``mutant(variant)``)."""
+    :mod:`bayesfa.validation.pfa.mutants`, for any other method from its ``mutant(variant)``)."""
     from bayesfa.methods import get_method
-    from bayesfa.validation import mutants
+    from bayesfa.validation.pfa import mutants
 
     if name.startswith(mutants.PREFIX):
         return mutants.get_mutant(name)
@@ -194,7 +194,7 @@ def _method_mutants(method) -> list[str]:
 def mutant_names_of(name: str) -> list[str]:
     """``NAME:mutant-VARIANT`` of every mutant of the registered method ``name``."""
     from bayesfa.methods import get_method
-    from bayesfa.validation import mutants
+    from bayesfa.validation.pfa import mutants
 
     if name == "cgs-pfa":
         return mutants.all_mutant_names()
@@ -239,7 +239,7 @@ def per_sample_probs(arrays: dict[str, np.ndarray], options: dict[str, Any],
     from bayesfa.forward import forward_log_prob, xi_to_pfa
 
     if "counts" in arrays and np.ndim(arrays["counts"]) == 5:
-        from bayesfa.samplers.cgs_pfa import plugin_log_prob
+        from bayesfa.samplers.pfa.cgs_pfa import plugin_log_prob
 
         c = np.asarray(arrays["counts"])
         flat = c.reshape((-1,) + c.shape[2:])
@@ -282,7 +282,7 @@ def exact_reference(name: str, toy: Toy, test: Corpus,
                     options: dict[str, Any] | None = None) -> dict[str, Any]:
     """``{"reference": log probs or None, "kind": str, "exact": log Pr(b | alpha) or None}``
     for method ``name`` fitted with ``options`` (module docstring)."""
-    from bayesfa.validation.reference import path_posterior
+    from bayesfa.validation.pfa.reference import path_posterior
 
     options = options or {}
     family = method_family(name)
@@ -455,7 +455,7 @@ def compare(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha: 
 def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha: float = ALPHA,
              kernel_checks: bool = True, kernel: str | None = None) -> Report:
     """:func:`compare`, plus for ``cgs-pfa`` and its mutants the kernel checks of
-    :mod:`bayesfa.validation.kernel_tests` (:func:`~bayesfa.validation.kernel_tests.cgs_pfa_checks`:
+    :mod:`bayesfa.validation.pfa.kernel_tests` (:func:`~bayesfa.validation.pfa.kernel_tests.cgs_pfa_checks`:
     path-GOF on the toy from posterior and from uniform starts, Geweke, SBC) in their CI settings. Each check has false-alarm rate ``alpha``; the report's, at most
     ``alpha x number of checks`` (union bound).
 
@@ -473,8 +473,8 @@ def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha:
     if kernel_checks and hook is not None:
         report.checks.extend(hook(toy, seed=seed, alpha=alpha))
     elif kernel_checks and method_family(method_name) == "cgs-pfa":
-        from bayesfa.validation import kernel_tests
-        from bayesfa.validation.mutants import PREFIX
+        from bayesfa.validation.pfa import kernel_tests
+        from bayesfa.validation.pfa.mutants import PREFIX
 
         variant = method_name[len(PREFIX):] if method_name.startswith(PREFIX) else None
         report.checks.extend(kernel_tests.cgs_pfa_checks(toy, variant, seed=seed, alpha=alpha,
@@ -492,7 +492,7 @@ def validate_main(method: str, toy: str | None = "tiny", as_json: bool = False, 
     """
     from bayesfa.errors import InputError
     from bayesfa.methods import method_names
-    from bayesfa.validation import mutants
+    from bayesfa.validation.pfa import mutants
 
     toy = toy or "tiny"
     base = method.partition(MUTANT_INFIX)[0]

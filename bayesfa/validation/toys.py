@@ -1,7 +1,7 @@
 """Named toy data sets for validation against exact enumeration.
 
 Every toy is small enough that the exact posterior of the collapsed PFA model
-(:mod:`bayesfa.validation.exact`, :mod:`bayesfa.validation.reference`) is enumerable:
+(:mod:`bayesfa.exact`, :mod:`bayesfa.validation.pfa.reference`) is enumerable:
 ``N ** n_letters`` state paths, at most 65,536 here. All are over 2 letters and contain the
 empty string. They are built in code (literally, or sampled from a small PFA with a fixed
 seed), so they are the same on every machine.

@@ -1,0 +1,411 @@
+"""HPYP-smoothed n-grams (``--method hpyp --order K``): the hierarchical Pitman-Yor language
+model of Teh (2006), "A hierarchical Bayesian language model based on Pitman-Yor processes",
+the baseline of Pfau, Bartlett & Wood (2010), Table 1 ("bigram" = order 2 = one symbol of
+context, ..., "6-gram" = order 6).
+
+Model (Teh 2006, Sect. 3, Eq. 7): ``G_u ~ PY(d_|u|, theta_|u|, G_pi(u))`` for every context
+``u`` of at most ``K - 1`` symbols, ``pi(u)`` dropping the earliest symbol, ``G_empty ~
+PY(d_0, theta_0, G0)`` with ``G0`` uniform over the ``S`` symbols. Inference (Sect. 4 and the
+tech. report's App. C): Gibbs sampling of the seating arrangements (every customer unseated
+and seated again, :mod:`bayesfa.samplers.ngram._hpyp_kernel`), the per-depth ``d_m ~ Beta(1, 1)``
+and ``theta_m ~ Gamma(1, 1)`` by the paper's auxiliary variables, unless ``--discount`` /
+``--concentration`` fix them. The paper's budget is the default: 100 sweeps of burn-in, then
+1,000 samples averaged.
+
+Data shapes (the conventions of :mod:`bayesfa.samplers.pdia.pdfa`): *sentences* (default) -- the
+end of a string is a symbol (``S = L + 1``), so the model is a distribution over strings, and
+every string starts in the context "after an end" (the context never reaches into the
+previous string, like the PDIA's reset to ``q0``); *sequence* (``--sequence``) -- the letters
+of all strings are one long sequence (``S = L``), and a test set continues it.
+
+Prediction ("integrating the test data into the model in the standard Bayesian way", PDIA
+paper Sect. 4): for each recorded sample, the test symbols are predicted one at a time by
+Eq. 10 and then seated (no resampling); for sentences each string is scored given the
+training data only (its seatings are undone after it), for a sequence the strings continue
+one another. The per-sample values are averaged in probability (the sequence: the mixture's
+sequential conditionals, as the PDIA does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+from bayesfa.forward import log_mean_exp
+from bayesfa.methods import FitResult, nonnegative_int, positive_float, positive_int
+from bayesfa.samplers.pdia.pdfa import as_symbols
+from bayesfa.samplers.pdia.pdia import _unit_interval
+
+#: Beta(a, b) prior of the discounts, Gamma(shape, rate) of the concentrations (Teh 2006)
+PRIOR = np.array([1.0, 1.0, 1.0, 1.0])
+START_DISCOUNT, START_CONCENTRATION = 0.5, 1.0
+
+
+# -- the data and the context tree ------------------------------------------------------------
+
+def flat_symbols(corpus: Corpus, sequence: bool, n_letters: int | None = None
+                 ) -> tuple[np.ndarray, int, np.ndarray]:
+    """``(F, S, first)``: the symbols as one array ``F`` (sentences: a leading end symbol 0,
+    then the tokens, 0 ending each string; sequence: the letters, 0-based), the number of
+    symbols ``S``, and the index in ``F`` of the first predicted symbol (1 or 0)."""
+    data = as_symbols(corpus, sequence, n_letters)
+    if sequence:
+        if data.sym.size == 0 and n_letters is None:
+            raise InputError("no letters to learn from (the training strings are all empty)")
+        return data.sym, data.n_symbols, 0
+    return np.concatenate([[0], data.sym]).astype(np.int32), data.n_symbols, 1
+
+
+def suffix_array(r: np.ndarray) -> np.ndarray:
+    """The suffixes of ``r`` in lexicographic order (a shorter prefix first), by prefix
+    doubling with numpy's lexsort."""
+    n = r.size
+    rank = r.astype(np.int64)
+    k = 1
+    while True:
+        second = np.full(n, -1, dtype=np.int64)
+        second[:n - k] = rank[k:] if k < n else second[:0]
+        sa = np.lexsort((second, rank))
+        a, b = rank[sa], second[sa]
+        step = np.empty(n, dtype=bool)
+        step[:1] = True
+        step[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+        rank = np.empty(n, dtype=np.int64)
+        rank[sa] = np.cumsum(step) - 1
+        if rank.max() == n - 1 or k >= n:
+            return sa
+        k *= 2
+
+
+def context_tree(F: np.ndarray, first: int, sentences: bool, max_len: int | None,
+                 compress: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The context tree of the symbols ``F[first:]``: ``(parent, depth, tok_node)``.
+
+    The context of ``F[p]`` is ``F[p-1], F[p-2], ...`` read backwards, up to and including
+    the previous end symbol (sentences) or to the start (sequence), cut at ``max_len``
+    symbols (``None``: unbounded). ``compress``: path compression (only branching contexts
+    and contexts of data are nodes, the sequence memoizer's tree); else every suffix of a
+    context is a node (the n-gram tree). ``depth`` is a node's context length;
+    ``tok_node[i]`` the node of the context of ``F[first + i]``."""
+    from bayesfa.samplers.ngram._hpyp_kernel import build_trie, lcp_kasai
+
+    n = F.size
+    pos = np.arange(first, n)
+    if sentences:
+        zeros = np.where(F == 0, np.arange(n), -1)
+        last0 = np.maximum.accumulate(zeros)
+        lens = pos - last0[np.maximum(pos - 1, 0)]
+    else:
+        lens = pos.copy()
+    if max_len is not None:
+        lens = np.minimum(lens, max_len)
+    r = np.ascontiguousarray(F[::-1])
+    sa = suffix_array(r)
+    lcp = lcp_kasai(r, sa)
+    rank = np.empty(n, dtype=np.int64)
+    rank[sa] = np.arange(n)
+    start = n - pos  # the context of F[p] is the suffix of r at n - p (empty for p = 0)
+    key = np.where(start < n, rank[np.minimum(start, n - 1)], -1)
+    order = np.argsort(key, kind="stable")
+    ranks = key[order]
+    lens_sorted = lens[order]
+    lcps = np.zeros(pos.size, dtype=np.int64)
+    if pos.size > 1:
+        valid = ranks >= 0
+        idx = ranks[valid] + 1
+        pad = np.concatenate([lcp, [0]])
+        mins = np.minimum.reduceat(pad, idx)[:-1] if idx.size > 1 else np.zeros(0, np.int64)
+        lv = np.zeros(int(valid.sum()), dtype=np.int64)
+        lv[1:] = mins
+        lcps[valid] = lv
+        lcps = np.minimum(lcps, np.minimum(lens_sorted, np.concatenate([[0], lens_sorted[:-1]])))
+    max_nodes = 2 * pos.size + 2 if compress else int(lens.sum()) + 2
+    parent, depth, _, node_of = build_trie(lens_sorted.astype(np.int64), lcps, compress,
+                                           max_nodes)
+    tok_node = np.empty(pos.size, dtype=np.int64)
+    tok_node[order] = node_of
+    return parent, depth, tok_node
+
+
+def depth_order(depth: np.ndarray) -> np.ndarray:
+    """Nodes deepest first (children before parents)."""
+    return np.argsort(-depth, kind="stable")
+
+
+def mixture_log_prob(lp: np.ndarray, sequence: bool) -> np.ndarray:
+    """Average ``[n_samples, n_strings]`` per-sample log probabilities in probability: each
+    string alone (sentences) or, for strings continuing one another, the mixture's sequential
+    conditionals (what :func:`bayesfa.samplers.pdia.pdfa.predict` does)."""
+    if sequence:
+        cum = log_mean_exp(np.cumsum(lp, axis=1), axis=0)
+        return np.diff(np.concatenate([[0.0], cum]))
+    return log_mean_exp(lp, axis=0)
+
+
+def test_offsets(test: Corpus, sequence: bool) -> np.ndarray:
+    """Where each test string's predicted symbols start in the test part of ``F``."""
+    sizes = test.lengths if sequence else np.diff(test.offsets)
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+# -- HPYP -------------------------------------------------------------------------------------
+
+def _per_depth(value: float | None, order: int, start: float) -> tuple[np.ndarray, np.ndarray]:
+    fixed = np.full(order, value is not None)
+    return np.full(order, start if value is None else float(value)), fixed
+
+
+def _train_tree(corpus: Corpus, options: dict[str, Any]):
+    sequence = bool(options.get("sequence", False))
+    F, n_sym, first = flat_symbols(corpus, sequence)
+    order = int(options["order"])
+    parent, depth, tok_node = context_tree(F, first, not sequence, order - 1, compress=False)
+    return F, n_sym, first, parent, depth, tok_node
+
+
+def _slots(parent, tok_node, tok_sym, n_nodes, n_sym):
+    """Room per slot ``(u, w)``: the data customers whose path passes through ``u``."""
+    cap = np.zeros((n_nodes, n_sym), dtype=np.int64)
+    nodes = tok_node.copy()
+    while True:
+        live = nodes >= 0
+        if not live.any():
+            break
+        np.add.at(cap, (nodes[live], tok_sym[live]), 1)
+        nodes[live] = parent[nodes[live]]
+    return cap
+
+
+def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: int = 100,
+                period: int = 1, chains: int = 1, seed: int = 0, sequence: bool = False,
+                discount: float | None = None, concentration: float | None = None,
+                variant: int = 0) -> FitResult:
+    """Run the HPYP Gibbs sampler (module docstring); the arrays :func:`predict_log_prob`
+    needs, the trace (log joint, per-depth ``d``, ``theta``) and timings."""
+    options = {"order": order, "sequence": sequence}
+    F, n_sym, first, parent, depth, tok_node = _train_tree(corpus, options)
+    from bayesfa.samplers.ngram._hpyp_kernel import run_chain
+
+    tok_sym = F[first:].astype(np.int64)
+    n_nodes = parent.size
+    cap = _slots(parent, tok_node, tok_sym, n_nodes, n_sym)
+    off = np.zeros(n_nodes * n_sym + 1, dtype=np.int64)
+    np.cumsum(cap.reshape(-1), out=off[1:])
+    off = np.ascontiguousarray(off[:-1].reshape(n_nodes, n_sym))
+    slot_node, slot_sym = np.nonzero(cap)
+    # a representative data token per slot, to find the node again in a larger tree
+    rep_tok, rep_up = _representatives(parent, tok_node, slot_node)
+    n_draws = (iterations - burn_in) // period
+    if n_draws < 1:
+        raise InputError(f"--iterations {iterations} with --burn-in {burn_in} and --period "
+                         f"{period} keeps no sample")
+    children = np.random.SeedSequence(seed).spawn(chains + 1)
+    tables = np.zeros((chains, n_draws, slot_node.size), dtype=np.int32)
+    disc_out = np.zeros((chains, n_draws, order))
+    conc_out = np.zeros((chains, n_draws, order))
+    lj = np.zeros((chains, n_draws))
+    secs = []
+    for ch in range(chains):
+        rng = np.random.default_rng(children[ch])
+        c = np.zeros((n_nodes, n_sym), dtype=np.int32)
+        t = np.zeros((n_nodes, n_sym), dtype=np.int32)
+        cs = np.zeros(n_nodes, dtype=np.int32)
+        ts = np.zeros(n_nodes, dtype=np.int32)
+        sizes = np.zeros(int(cap.sum()) + 1, dtype=np.int32)
+        disc, fixed_d = _per_depth(discount, order, START_DISCOUNT)
+        conc, fixed_th = _per_depth(concentration, order, START_CONCENTRATION)
+        t0 = time.perf_counter()
+        run_chain(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc, conc,
+                  fixed_d, fixed_th, PRIOR, 1.0 / n_sym, iterations, burn_in, period, variant,
+                  tables[ch], disc_out[ch], conc_out[ch], lj[ch], slot_node, slot_sym)
+        secs.append(time.perf_counter() - t0)
+    arrays = {"tokens": F, "n_symbols": np.array(n_sym), "tables": tables, "slot_tok": rep_tok, "slot_up": rep_up,
+              "slot_sym": slot_sym.astype(np.int32), "disc": disc_out, "conc": conc_out,
+              "log_joint": lj,
+              "predict_entropy": np.array(children[-1].generate_state(4), dtype=np.uint32)}
+    trace = {"log_joint": lj}
+    for k in range(order):
+        trace[f"d_{k}"] = disc_out[:, :, k]
+        trace[f"theta_{k}"] = conc_out[:, :, k]
+    info = {"n_draws_per_chain": int(n_draws), "n_nodes": int(n_nodes),
+            "n_states": int(n_nodes),  # contexts (restaurants), Table 1's "states"
+            "n_slots": int(slot_node.size), "n_symbols": int(n_sym),
+            "seconds_per_chain": secs, "seconds_per_sweep": float(np.mean(secs)) / iterations}
+    return FitResult(arrays, trace, info)
+
+
+def _representatives(parent, tok_node, slot_node):
+    """For each slot's node: a data token whose context path passes through it and how many
+    levels above that token's deepest node it is."""
+    n_nodes = parent.size
+    rep_tok = np.full(n_nodes, -1, dtype=np.int64)
+    rep_up = np.zeros(n_nodes, dtype=np.int64)
+    nodes = tok_node.copy()
+    tok = np.arange(tok_node.size)
+    up = 0
+    while nodes.size:
+        fresh = rep_tok[nodes] < 0
+        # the first token reaching a node wins (np.unique keeps first occurrences)
+        uniq, first = np.unique(nodes[fresh], return_index=True)
+        rep_tok[uniq] = tok[fresh][first]
+        rep_up[uniq] = up
+        keep = parent[nodes] >= 0
+        nodes, tok = parent[nodes][keep], tok[keep]
+        up += 1
+    return rep_tok[slot_node], rep_up[slot_node].astype(np.int32)
+
+
+def per_sample_log_prob(arrays: dict[str, np.ndarray], options: dict[str, Any], test: Corpus,
+                        variant: int = 0, carry: bool = False, per_token: bool = False
+                        ) -> np.ndarray:
+    """``log Pr(test string | sample)`` ``[chain, draw, n_strings]`` (module docstring);
+    ``carry``: every string given the training data *and the test strings before it* (the
+    test data integrated as read, for ``bayesfa perplexity``), also for sentences;
+    ``per_token`` (with ``carry``): one value per predicted test symbol instead of per
+    string, ``[chain, draw, n_symbols]``."""
+    from bayesfa.samplers.ngram._hpyp_kernel import node_levels, score_samples
+
+    sequence = bool(options.get("sequence", False))
+    order = int(options["order"])
+    train_F = np.asarray(arrays["tokens"], dtype=np.int32)
+    first = 0 if sequence else 1
+    n_train = train_F.size - first
+    n_sym = int(arrays["n_symbols"])
+    test_F, _, _ = flat_symbols(test, sequence, n_sym - (0 if sequence else 1))
+    test_F = test_F[1:] if not sequence else test_F
+    if test_F.size and int(test_F.max()) >= n_sym:
+        raise InputError(f"the test data use letters outside the training alphabet of "
+                         f"{n_sym - (0 if sequence else 1)}")
+    F = np.concatenate([train_F, test_F]).astype(np.int32)
+    parent, depth, tok_node = context_tree(F, first, not sequence, order - 1, compress=False)
+    tok_sym = F[first:].astype(np.int64)
+    nodes = tok_node[np.asarray(arrays["slot_tok"], dtype=np.int64)]
+    up = np.asarray(arrays["slot_up"])
+    for k in range(int(np.max(up, initial=0))):
+        nodes[up > k] = parent[nodes[up > k]]
+    sym = np.asarray(arrays["slot_sym"], dtype=np.int64)
+    tables = np.asarray(arrays["tables"])
+    n_c, n_d = tables.shape[:2]
+    offsets = test_offsets(test, sequence)
+    if per_token:
+        offsets = np.arange(offsets[-1] + 1, dtype=np.int64)
+        carry = True
+    dord = depth_order(depth)
+    path_len = int(node_levels(parent).max()) + 2
+    entropy = [int(x) for x in np.asarray(arrays["predict_entropy"])]
+    out = np.empty((n_c, n_d, offsets.size - 1))
+    for ch in range(n_c):
+        score_samples(np.random.default_rng(entropy + [ch]), np.ascontiguousarray(tables[ch]),
+                      nodes, sym, np.ascontiguousarray(arrays["disc"][ch], dtype=np.float64),
+                      np.ascontiguousarray(arrays["conc"][ch], dtype=np.float64), parent, depth,
+                      dord, tok_node, tok_sym, n_train, offsets, not (sequence or carry), n_sym,
+                      path_len, out[ch])
+    return out
+
+
+def predict_log_prob(arrays, options, test: Corpus, variant: int = 0) -> np.ndarray:
+    lp = per_sample_log_prob(arrays, options, test, variant)
+    return mixture_log_prob(lp.reshape(-1, lp.shape[-1]), bool(options.get("sequence", False)))
+
+
+def perplexity_log_prob(arrays, options, test: Corpus, continuation: bool,
+                        per_symbol: bool = False) -> float:
+    """``log p(test | train)`` with the test strings integrated into the model as they are
+    read (the ``perplexity_log_prob`` hook of :mod:`bayesfa.methods`): the log mean over the
+    samples of each sample's total; ``per_symbol``: the sum over the test symbols of each
+    symbol's predictive averaged over the samples (the PDIA authors' estimator)."""
+    check_shape(options, continuation)
+    if per_symbol:
+        lp = per_sample_log_prob(arrays, options, test, per_token=True)
+        return float(log_mean_exp(lp.reshape(-1, lp.shape[-1]), axis=0).sum())
+    lp = per_sample_log_prob(arrays, options, test, carry=True)
+    return float(log_mean_exp(lp.reshape(-1, lp.shape[-1]).sum(axis=1), axis=0))
+
+
+def check_shape(options: dict[str, Any], continuation: bool) -> None:
+    """A run fitted on sentences scores sentences, one fitted with ``--sequence`` a
+    continuation."""
+    if bool(options.get("sequence", False)) != bool(continuation):
+        raise InputError("the run was fitted on " + ("one sequence (--sequence)" if
+                         options.get("sequence") else "sentences") + ", the perplexity asks "
+                         "for " + ("a continuation" if continuation else "sentences"))
+
+
+def _order(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 12:
+        raise argparse.ArgumentTypeError(f"must be an order from 1 (unigram) to 12, got {text}")
+    return value
+
+
+def add_sequence_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sequence", action="store_true",
+                        help="read the training strings as one long sequence (no end symbol); "
+                             "a test set continues it")
+
+
+class _HPYP:
+    """The ``hpyp`` entry of :data:`bayesfa.methods.REGISTRY`."""
+
+    name = "hpyp"
+    summary = ("HPYP-smoothed n-gram (hierarchical Pitman-Yor language model), Gibbs-sampled "
+               "seatings and per-depth d, theta (Teh 2006)")
+    validation = "bayesfa.validation.ngram.hpyp:HPYP"
+    variant = 0
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--order", type=_order, default=3,
+                            help="n-gram order K: K - 1 symbols of context (2 = bigram); "
+                                 "default 3")
+        parser.add_argument("--iterations", type=positive_int, default=1100,
+                            help="Gibbs sweeps per chain, burn-in included; default 1100 "
+                                 "(the PDIA paper: 100 burn-in + 1,000 samples)")
+        parser.add_argument("--burn-in", type=nonnegative_int, default=100,
+                            help="sweeps discarded at the start; default 100")
+        parser.add_argument("--period", type=positive_int, default=1,
+                            help="keep one sample every PERIOD sweeps after burn-in; default 1")
+        parser.add_argument("--chains", type=positive_int, default=1,
+                            help="independent chains; default 1")
+        parser.add_argument("--jobs", type=positive_int, default=1,
+                            help="ignored: the chains run one after the other in this process")
+        parser.add_argument("--discount", type=_unit_interval, default=None,
+                            help="one discount d for every depth, fixed; default: sampled per "
+                                 "depth under Beta(1, 1) from 0.5")
+        parser.add_argument("--concentration", type=positive_float, default=None,
+                            help="one concentration theta for every depth, fixed; default: "
+                                 "sampled per depth under Gamma(1, 1) from 1.0")
+        add_sequence_argument(parser)
+
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
+        return sample_hpyp(corpus, int(options["order"]), iterations=int(options["iterations"]),
+                           burn_in=int(options["burn_in"]), period=int(options["period"]),
+                           chains=int(options["chains"]), seed=seed,
+                           sequence=bool(options.get("sequence", False)),
+                           discount=options.get("discount"),
+                           concentration=options.get("concentration"),
+                           variant=self.variant)
+
+    def predict_log_prob(self, arrays, options, corpus) -> np.ndarray:
+        return predict_log_prob(arrays, options, corpus, self.variant)
+
+    def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
+                            per_symbol: bool = False) -> float:
+        return perplexity_log_prob(arrays, options, corpus, continuation, per_symbol)
+
+    def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
+        order = int(options["order"])
+        n_tok = corpus.n_tokens + 1
+        n_sym = corpus.alphabet_size + 1
+        n_nodes = min(order * n_tok, sum(n_sym ** k for k in range(order))) + 2
+        n_slots = min(order * n_tok, n_nodes * n_sym)
+        n_draws = max(1, (options["iterations"] - options["burn_in"]) // options["period"])
+        state = n_nodes * n_sym * (4 * 4 + 8 * 2) + 8 * order * n_tok + 16 * n_tok * 8
+        return int(state + options["chains"] * n_draws * (4 * n_slots + 16 * order + 8))
+
+
+METHOD = _HPYP()

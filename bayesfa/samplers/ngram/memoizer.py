@@ -1,0 +1,191 @@
+"""The sequence memoizer (``--method memoizer``): the unbounded-context hierarchical
+Pitman-Yor model of Wood, Archambeau, Gasthaus, James & Teh (2009), "A stochastic memoizer for
+sequence data", in the single-particle incremental variant the PDIA paper's Table 1 uses
+(Gasthaus, Wood & Teh 2010, "Lossless compression based on the sequence memoizer").
+
+Model: a restaurant per context of any length, ``G_u ~ PY(d_|u|, 0, G_pi(u))``, concentration
+0, ``G_empty ~ PY(d_0, 0, G0)`` with ``G0`` uniform over the symbols, discounts
+``d_0 .. d_10`` per depth and ``d_inf`` beyond (``--discounts``, ``--d-inf``; fixed, default
+the initial values of Gasthaus et al. 2010, which that paper then adapts online -- not done
+here). Path compression: only contexts that branch or that some symbol is predicted from are
+restaurants; a node whose parent is ``k`` symbols shorter has the discount
+``d_{|pi(u)|+1} ... d_|u|`` (coagulation, Wood et al. 2009, Theorem 1), so the tree has at
+most ``2 T`` nodes (:func:`bayesfa.samplers.ngram.hpyp.context_tree` with ``compress=True``).
+
+Inference: each symbol is predicted (Eq. 10 of Teh 2006 with ``theta = 0``) and then seated
+once as it arrives, never resampled (one particle). The tree is built over all the symbols
+that will be seated (training, and at prediction the training followed by the test data)
+before the first is seated: a node that splits a compressed edge later would, in the
+incremental algorithm, be created by fragmenting the edge's restaurant (Wood et al. 2009,
+Sect. 4); instantiating it from the start is the same model with that fragmentation's
+variables drawn as the customers arrive (tests/test_memoizer.py checks that the exact
+marginal likelihood is the same on both trees and that the particle is unbiased for it on
+both).
+``bayesfa predict`` therefore seats the training data again (same seed) in the larger tree,
+then the test data the way :mod:`bayesfa.samplers.ngram.hpyp` does (sentences each given the
+training data, a sequence continuing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+from bayesfa.methods import FitResult
+from bayesfa.samplers.ngram.hpyp import (add_sequence_argument, check_shape, context_tree,
+                                   flat_symbols, test_offsets)
+from bayesfa.samplers.pdia.pdia import _unit_interval
+
+#: d_0 .. d_10 and d_inf: the initial discounts of Gasthaus, Wood & Teh (2010)
+DISCOUNTS = (0.05, 0.7, 0.8, 0.82, 0.84, 0.88, 0.91, 0.92, 0.93, 0.94, 0.95)
+D_INF = 0.95
+
+
+def node_discounts(parent: np.ndarray, depth: np.ndarray, discounts, d_inf: float) -> np.ndarray:
+    """``nd[u] = prod_{k = depth[parent]+1}^{depth[u]} d_k`` (``d_k = d_inf`` past the list;
+    the root: ``d_0``)."""
+    per = np.asarray(discounts, dtype=np.float64)
+    logs = np.log(per)
+    cum = np.concatenate([[0.0], np.cumsum(logs)])  # cum[k] = sum_{j < k} log d_j
+
+    def log_prefix(k):  # sum_{j <= k} log d_j
+        k = np.asarray(k)
+        inside = np.minimum(k + 1, per.size)
+        return cum[inside] + np.maximum(k + 1 - per.size, 0) * np.log(d_inf)
+
+    pd = np.where(parent >= 0, depth[np.maximum(parent, 0)], -1)
+    return np.exp(log_prefix(depth) - log_prefix(pd))
+
+
+class Tree(NamedTuple):
+    """A context tree with the memoizer's per-node discounts (concentration 0)."""
+
+    parent: np.ndarray
+    nd: np.ndarray
+    tok_node: np.ndarray
+    tok_sym: np.ndarray
+    path_len: int
+
+
+def build(F: np.ndarray, first: int, sentences: bool, discounts, d_inf: float,
+          compress: bool = True) -> Tree:
+    """The tree of the symbols ``F[first:]`` (``compress=False``: every context length a
+    restaurant, for tests: it must be the same model)."""
+    from bayesfa.samplers.ngram._hpyp_kernel import node_levels
+
+    parent, depth, tok_node = context_tree(F, first, sentences, None, compress)
+    return Tree(parent, node_discounts(parent, depth, discounts, d_inf), tok_node,
+                F[first:].astype(np.int64), int(node_levels(parent).max()) + 2)
+
+
+def seat(tree: Tree, n_sym: int, n_train: int, offsets: np.ndarray, reset: bool,
+         rng: np.random.Generator) -> tuple[float, np.ndarray]:
+    """Seat the first ``n_train`` symbols (their total log probability), then score the rest
+    as strings at ``offsets`` (``reset``: each given the first ``n_train`` only)."""
+    from bayesfa.samplers.ngram._hpyp_kernel import score_tokens
+
+    n_nodes = tree.parent.size
+    nth = np.zeros(n_nodes)
+    c = np.zeros((n_nodes, n_sym), dtype=np.int32)
+    t = np.zeros((n_nodes, n_sym), dtype=np.int32)
+    cs = np.zeros(n_nodes, dtype=np.int32)
+    ts = np.zeros(n_nodes, dtype=np.int32)
+    train_lp = np.zeros(1)
+    score_tokens(rng, tree.tok_node, tree.tok_sym, 0, np.array([0, n_train], dtype=np.int64),
+                 False, tree.parent, tree.nd, nth, c, t, cs, ts, 1.0 / n_sym, tree.path_len,
+                 train_lp)
+    out = np.zeros(offsets.size - 1)
+    score_tokens(rng, tree.tok_node, tree.tok_sym, n_train, offsets, reset, tree.parent,
+                 tree.nd, nth, c, t, cs, ts, 1.0 / n_sym, tree.path_len, out)
+    return float(train_lp[0]), out
+
+
+def _discount_list(text: str) -> tuple[float, ...]:
+    values = tuple(float(x) for x in text.split(","))
+    if not values or not all(0.0 < v < 1.0 for v in values):
+        raise argparse.ArgumentTypeError(f"discounts must be in (0, 1), got {text}")
+    return values
+
+
+class _Memoizer:
+    """The ``memoizer`` entry of :data:`bayesfa.methods.REGISTRY`."""
+
+    name = "memoizer"
+    summary = ("sequence memoizer: unbounded-context Pitman-Yor model, compressed context "
+               "tree, single-particle incremental seating (Wood et al. 2009; Gasthaus et al. 2010)")
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--discounts", type=_discount_list,
+                            default=",".join(str(d) for d in DISCOUNTS),
+                            help="d_0,d_1,...: the discount of each context length; default "
+                                 f"{','.join(str(d) for d in DISCOUNTS)}")
+        parser.add_argument("--d-inf", type=_unit_interval, default=D_INF,
+                            help=f"the discount of longer contexts; default {D_INF}")
+        add_sequence_argument(parser)
+
+    @staticmethod
+    def _discounts(options):
+        d = options.get("discounts", DISCOUNTS)
+        return _discount_list(d) if isinstance(d, str) else tuple(d)
+
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
+        sequence = bool(options.get("sequence", False))
+        F, n_sym, first = flat_symbols(corpus, sequence)
+        entropy = np.array(np.random.SeedSequence(seed).generate_state(4), dtype=np.uint32)
+        t0 = time.perf_counter()
+        tree = build(F, first, not sequence, self._discounts(options),
+                     float(options.get("d_inf", D_INF)))
+        lp, _ = seat(tree, n_sym, F.size - first, np.zeros(1, dtype=np.int64), False,
+                     np.random.default_rng(entropy))
+        secs = time.perf_counter() - t0
+        arrays = {"tokens": F, "n_symbols": np.array(n_sym), "entropy": entropy}
+        info = {"n_states": int(tree.parent.size),  # restaurants of the compressed tree
+                "train_log_prob": lp, "train_perplexity": float(np.exp(-lp / (F.size - first))),
+                "seconds": secs, "n_symbols": int(n_sym)}
+        return FitResult(arrays, {}, info)
+
+    def predict_log_prob(self, arrays, options, corpus: Corpus, carry: bool = False,
+                         per_token: bool = False) -> np.ndarray:
+        """Each test string's log probability given the training data (``carry``: and the
+        test strings before it; always so for a sequence); ``per_token`` (implies
+        ``carry``): one value per predicted test symbol."""
+        sequence = bool(options.get("sequence", False))
+        train_F = np.asarray(arrays["tokens"], dtype=np.int32)
+        n_sym = int(arrays["n_symbols"])
+        first = 0 if sequence else 1
+        test_F, _, _ = flat_symbols(corpus, sequence, n_sym - (0 if sequence else 1))
+        test_F = test_F if sequence else test_F[1:]
+        if test_F.size and int(test_F.max()) >= n_sym:
+            raise InputError("the test data use letters outside the training alphabet")
+        F = np.concatenate([train_F, test_F]).astype(np.int32)
+        rng = np.random.default_rng([int(x) for x in np.asarray(arrays["entropy"])])
+        tree = build(F, first, not sequence, self._discounts(options),
+                     float(options.get("d_inf", D_INF)))
+        offsets = test_offsets(corpus, sequence)
+        if per_token:
+            offsets, carry = np.arange(offsets[-1] + 1, dtype=np.int64), True
+        _, out = seat(tree, n_sym, train_F.size - first, offsets, not (sequence or carry), rng)
+        return out
+
+    def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
+                            per_symbol: bool = False) -> float:
+        """``log p(test | train)``, the test strings integrated as they are read (the hook of
+        :mod:`bayesfa.methods`); ``per_symbol`` changes nothing for one particle."""
+        check_shape(options, continuation)
+        return float(self.predict_log_prob(arrays, options, corpus, carry=True).sum())
+
+    def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
+        n = corpus.n_tokens + 2
+        s = corpus.alphabet_size + 1
+        # suffix sorting (a few int64 arrays of n), the tree (<= 2n nodes) and its counts,
+        # for the training data and a test set of the same size
+        n2 = 2 * n
+        return int(n2 * 8 * 16 + 2 * n2 * (s * 8 + 8 * 6))
+
+
+METHOD = _Memoizer()

@@ -1,0 +1,931 @@
+"""The finite Bayesian PDFA sampler (``--method pdfa``) and the front shared with the PDIA.
+
+Pfau, Bartlett & Wood (2010), "Probabilistic deterministic infinite automata", Sect. "A Prior
+over PDFAs" (Eq. gen:mu-gen:delta), "PDFA likelihood" (Eq. x:end, emissions integrated out),
+"Posterior Inference in the Finite Model" (MH on each ``delta_ij`` with the predictive
+Eq. delta:pred with ``D+_j`` as proposal, zero-count transitions deleted; ``mu`` by an exact
+Gibbs step with auxiliary table counts (Teh et al. 2006) in log space instead of the paper's
+MH with a ``Dir(eta mu-hat)`` proposal, which cannot move near the boundary that small
+``gamma`` favours; see ``_pdfa_kernel.move_mu``). ``alpha, beta, gamma`` are sampled by MH
+under Gamma(1, 1) priors unless an option fixes them. The kernels are in
+:mod:`bayesfa.samplers.pdia._pdfa_kernel` and :mod:`bayesfa.samplers.pdia._crf_kernel`.
+
+Data shapes (the conventions of :mod:`bayesfa.models.pdfa`): *sentences* (default) -- the
+end of a string is symbol 0, emitted like a letter (``pi_q ~ Dir(beta / (L+1))``) and leading
+back to ``q0``, so the model is a distribution over strings, the empty one included;
+*sequence* (``--sequence``) -- the letters of all strings in order are one long sequence
+(``pi_q ~ Dir(beta / L)``), and a test set continues it from the state reached at the end
+of training.
+
+Prediction averages, over every recorded sample, the probability of each test string with
+its emissions folded into the counts as they are read (the Dirichlet-multinomial
+predictive) and the transitions the training data never used drawn from the prior
+predictive (Monte Carlo over ``--predict-draws`` draws, exact when none is needed): never 0.
+``bayesfa predict RUN TEST --map`` uses the single sample of highest log joint (PDIA-MAP).
+
+Checkpoints (``fit(..., workdir=)``, the ``resumable`` contract of :mod:`bayesfa.methods`):
+each chain saves its whole state to ``workdir/chain-CCCC.npz`` (atomically) every
+``--checkpoint-every`` seconds, checked between blocks of sweeps, and when it finishes; the
+same fit run again reuses finished chains and resumes the others where they stopped, and
+ends bit-identical to an uninterrupted fit (:func:`run_chain`, :func:`fit_model`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+from bayesfa.forward import log_mean_exp
+from bayesfa.methods import (FitResult, add_mcmc_arguments, check_schedule, nonnegative_int,
+                             positive_float, positive_int)
+from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument, chain_path,
+                                     check_checkpoint_every, check_generator_state,
+                                     corrupt_checkpoint, digest, generator_state,
+                                     read_checkpoint, save_checkpoint)
+
+FINITE, CRF = 0, 1
+#: hyperparameter slots of the kernels' ``hyp`` array, per model (see ``_crf_kernel``)
+HYPER_NAMES = {FINITE: ("alpha", "beta", "gamma"), CRF: ("alpha", "beta", "alpha0", "d", "d0")}
+HYPER_DEFAULTS = {"alpha": 1.0, "beta": 1.0, "gamma": 1.0, "alpha0": 1.0, "d": 0.5, "d0": 0.5}
+_SLOTS = {"alpha": 0, "beta": 1, "gamma": 2, "alpha0": 2, "d": 3, "d0": 4}
+MOVE_KINDS = ("entry", "table", "mu")
+#: the ``lg`` argument of ``_pdfa_kernel.predict_strings`` for emissions ``Dir(beta / S)``:
+#: a 2-D array selects them (only its rank is read)
+_PLAIN_LG = np.zeros((2, 1))
+
+
+class Data(NamedTuple):
+    """The training data as the kernels read it."""
+
+    sym: np.ndarray      # int32 [T]
+    nf: int              # 1 sentences (symbol 0 = end, back to q0), 0 sequence
+    n_symbols: int       # S
+
+
+def as_symbols(corpus: Corpus, sequence: bool, n_letters: int | None = None) -> Data:
+    """Sentences: the corpus tokens (0 ends a string). Sequence: its letters, 0-based."""
+    n_letters = corpus.alphabet_size if n_letters is None else n_letters
+    if sequence:
+        tokens = corpus.tokens
+        return Data(np.ascontiguousarray(tokens[tokens != 0] - 1, dtype=np.int32), 0, n_letters)
+    return Data(np.ascontiguousarray(corpus.tokens, dtype=np.int32), 1, n_letters + 1)
+
+
+def hyper_values(model: int, options: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """``(hyp [5], fixed [5])``: a hyperparameter given in the options is fixed at that value,
+    the others start at :data:`HYPER_DEFAULTS` and are sampled."""
+    hyp = np.zeros(5)
+    fixed = np.ones(5, dtype=np.int64)
+    for name in HYPER_NAMES[model]:
+        value = options.get(name)
+        slot = _SLOTS[name]
+        if value is None:
+            hyp[slot] = HYPER_DEFAULTS[name]
+            fixed[slot] = 0
+        else:
+            hyp[slot] = float(value)
+    return hyp, fixed
+
+
+class ChainState:
+    """Every array of one chain (the kernels' chain state, see their module docstrings).
+
+    A checkpoint (:func:`run_chain`) saves every ndarray attribute, those an emission
+    plug-in's ``prepare`` adds included, but not the workspace ``_ws``: its path index is
+    rebuilt at the start of every sweep (``_pdfa_kernel.build_index``) and the rest is scratch
+    invalidated by stamps."""
+
+    def __init__(self, model: int, data: Data, n_cap: int):
+        from bayesfa.samplers.pdia._crf_kernel import new_crf
+
+        s = data.n_symbols
+        self.model, self.data, self.n_cap = model, data, n_cap
+        self.delta = np.full((n_cap, s), -1, dtype=np.int32)
+        self.seat = np.full((n_cap, s), -1, dtype=np.int32)
+        self.cnt = np.zeros((n_cap, s), dtype=np.int32)
+        self.ctot = np.zeros(n_cap, dtype=np.int32)
+        self.cnt2 = np.zeros_like(self.cnt)
+        self.ctot2 = np.zeros_like(self.ctot)
+        self.vis = np.zeros((n_cap, s), dtype=np.int64)
+        self.changed = np.zeros(n_cap, dtype=np.bool_)
+        big = n_cap * s
+        self.newq = np.zeros(big, dtype=np.int32)
+        self.news = np.zeros(big, dtype=np.int32)
+        self.oq = np.zeros(big, dtype=np.int32)
+        self.os = np.zeros(big, dtype=np.int32)
+        self.oseat = np.zeros(big, dtype=np.int32)
+        (self.nj, self.v, self.mu, self.tabs, self.col_tabs, self.col_T, self.sts,
+         self.meta) = new_crf(n_cap, s)
+        if model == FINITE:
+            self.meta[6] = n_cap  # hi: every state exists
+            self.mu[:] = 1.0 / n_cap
+        self.lmu = np.log(self.mu) if model == FINITE else np.zeros(n_cap)  # log mu (finite)
+        self.lg = np.zeros((2, data.sym.size + 2))
+        self._ws = None
+
+    def workspace(self):
+        """The path index and scratch of the sweep (``_pdfa_kernel.new_workspace``), made on
+        first use and kept: no proposal allocates."""
+        if self._ws is None:
+            from bayesfa.samplers.pdia._pdfa_kernel import new_workspace
+
+            self._ws = new_workspace(self.data.sym.size, self.n_cap, self.data.n_symbols)
+        return self._ws
+
+    def seating(self):
+        return (self.nj, self.v, self.mu, self.tabs, self.col_tabs, self.col_T, self.sts, self.meta)
+
+
+def _init_chain(state: ChainState, hyp: np.ndarray, rng: np.random.Generator, variant: int) -> None:
+    """Finite model: start from a draw of the prior along the data (run the empty table over
+    the data, drawing every entry it needs from the Polya predictive). PDIA: start from one
+    state besides ``q0`` (a prior draw along a large data set would hold thousands)."""
+    from bayesfa.samplers.pdia import _pdfa_kernel as K
+
+    st = state
+    K.fill_lg(st.lg, hyp[1], st.data.n_symbols)
+    _, _, _, ok = K.eval_path(st.model, variant, st.data.sym, st.data.nf, st.delta, st.seat,
+                              st.cnt2, st.ctot2, st.vis, st.newq, st.news, *st.seating(), hyp, rng,
+                              st.model == CRF)
+    if not ok:
+        raise InputError(f"the state capacity {st.n_cap} is too small for the first path; "
+                         "raise --max-states")
+    from bayesfa.samplers.pdia._crf_kernel import end_move
+
+    end_move(st.tabs, st.sts, st.meta)
+    st.cnt[:] = st.cnt2
+    st.ctot[:] = st.ctot2
+
+
+def _sweeps(state: ChainState, hyp, fixed, n: int, rng, stats, options, variant: int,
+            moves=(-1, -1), emission=None) -> None:
+    from bayesfa.samplers.pdia import _pdfa_kernel as K
+
+    st = state
+    for _ in range(n):
+        K.sweep(st.model, variant, st.data.sym, st.data.nf, st.delta, st.seat, st.cnt, st.ctot,
+                st.cnt2, st.ctot2, st.vis, st.changed, st.newq, st.news, st.oq, st.os, st.oseat,
+                *st.seating(), hyp, st.lg, fixed, st.lmu, int(options.get("mu_moves", 5)),
+                float(options.get("hyper_step", 0.5)),
+                bool(options.get("table_moves", True)), int(moves[0]), int(moves[1]), rng, stats,
+                st.workspace())
+        if emission is not None:
+            emission.sweep(st, hyp, rng, stats)
+
+
+def _record(state: ChainState, hyp, emission=None) -> dict[str, Any]:
+    """One draw: the instantiated table, counts, seating and hyperparameters."""
+    from bayesfa.samplers.pdia import _pdfa_kernel as K
+
+    st = state
+    hi = int(st.meta[6])
+    delta = st.delta[:hi].copy()
+    seat = st.seat[:hi].copy()
+    tdish = np.zeros(0, dtype=np.int32)
+    if st.model == CRF:
+        used = delta >= 0
+        ids, inv = np.unique(seat[used], return_inverse=True)
+        seat[used] = inv.astype(np.int32)
+        tdish = st.tabs[1, ids].astype(np.int32)
+    end = _end_state(st.data, delta)
+    lj = K.log_joint(st.model, 0, st.cnt, st.ctot, st.meta, st.v, st.nj, st.mu, st.tabs,
+                     st.col_tabs, st.col_T, st.sts, hyp, st.lg, st.data.nf, st.lmu)
+    out = {"delta": delta, "seat": seat, "cnt": st.cnt[:hi].copy(), "mu": st.mu.copy(),
+           "tdish": tdish, "hyp": hyp.copy(), "end": end, "log_joint": lj,
+           "n_states": K.n_states_used(st.ctot, hi),
+           "n_tables": int(st.meta[2]) if st.model == CRF else int((delta >= 0).sum())}
+    if emission is not None:
+        emission.record(st, out)
+    return out
+
+
+def _end_state(data: Data, delta: np.ndarray) -> int:
+    if data.nf == 1:
+        return 0
+    q = 0
+    for s in data.sym:
+        q = int(delta[q, s])
+    return q
+
+
+def run_chain(model: int, data: Data, n_cap: int, options: dict[str, Any], seed_seq,
+              variant: int = 0, on_sweeps=None, emission=None, checkpoint=None,
+              checkpoint_every: float = CHECKPOINT_EVERY, fingerprint: str | None = None,
+              resume: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One chain: prior start, ``burn_in`` sweeps (in blocks of 50), then a draw every
+    ``period`` sweeps. ``emission``: a plug-in emission prior (``prepare / sweep / record /
+    stack / describe / predict_lg``, see :mod:`bayesfa.samplers.pdia.pdia_smoothed`); ``None``:
+    ``Dir(beta / S)``.
+
+    ``checkpoint`` (a path): after each block of sweeps (a burn-in block, or the ``period``
+    sweeps and the record of a draw) that ends ``checkpoint_every`` seconds or more after the
+    last save, and when the chain ends, the whole chain state is saved there atomically under
+    ``fingerprint`` (:func:`_chain_state`: every array of :class:`ChainState`, ``hyp``, the
+    ``fixed`` flags, ``stats``, the draws so far, the sweeps done, the numbers of moves frozen
+    at the end of burn-in, the Generator's ``bit_generator.state``, the seconds spent).
+    ``resume`` (a state read by :func:`_load_chain`) continues such a chain instead of
+    starting one: the emission plug-in's ``prepare`` re-creates its attributes, the saved
+    arrays overwrite every array, and the Generator's state is restored, so the chain ends bit
+    for bit as an uninterrupted one. Neither the interval nor the blocks change the result.
+    """
+    rng = np.random.default_rng(seed_seq)
+    n_draws = check_schedule(options)
+    hyp, fixed = hyper_values(model, options)
+    st = ChainState(model, data, n_cap)
+    stats = _new_stats(emission)
+    burn, period = int(options["burn_in"]), int(options["period"])
+    t0 = time.perf_counter()
+    if resume is None:
+        _init_chain(st, hyp, rng, variant)
+        if emission is not None:
+            emission.prepare(st, hyp, fixed, options, rng)
+        done, draws, moves, seconds_before = 0, [], (-1, -1), 0.0
+    else:
+        if emission is not None:  # its non-array attributes; the arrays are overwritten
+            emission.prepare(st, hyp, fixed, options, rng)
+        _restore(st, hyp, fixed, stats, resume, checkpoint)
+        rng.bit_generator.state = json.loads(str(resume["rng_state"]))
+        done, draws = int(resume["sweeps_done"]), list(resume["draws"])
+        moves = tuple(int(m) for m in resume["moves"])
+        seconds_before = float(resume["seconds"])
+        if on_sweeps and done:
+            on_sweeps(done)
+    last_save = time.monotonic()
+
+    def save() -> None:
+        nonlocal last_save
+        save_checkpoint(checkpoint, fingerprint, _chain_state(
+            st, hyp, fixed, stats, draws, done, moves, rng,
+            seconds_before + time.perf_counter() - t0))
+        last_save = time.monotonic()
+
+    def save_if_due() -> None:
+        if checkpoint is not None and time.monotonic() - last_save >= checkpoint_every:
+            save()
+
+    while done < burn:
+        step = min(50, burn - done)
+        _sweeps(st, hyp, fixed, step, rng, stats, options, variant, emission=emission)
+        done += step
+        save_if_due()
+        if on_sweeps:
+            on_sweeps(step)
+    if moves[0] < 0:
+        # PDIA: the number of random-scan moves per sweep, frozen at the end of burn-in
+        moves = (max(1, int(st.nj[data.nf:].sum())), max(1, int(st.meta[2])))
+    while len(draws) < n_draws:
+        _sweeps(st, hyp, fixed, period, rng, stats, options, variant, moves, emission)
+        draws.append(_record(st, hyp, emission))
+        done += period
+        save_if_due()
+        if on_sweeps:
+            on_sweeps(period)
+    if checkpoint is not None:
+        save()  # the finished chain: a rerun reuses it
+    seconds = seconds_before + time.perf_counter() - t0
+    return {"draws": draws, "stats": stats, "seconds": seconds, "sweeps": burn + n_draws * period}
+
+
+# -- checkpoints ----------------------------------------------------------------------------
+
+#: The version of a chain checkpoint's layout (part of its fingerprint: a file of another
+#: version is another run's, ignored and overwritten).
+CHAIN_FORMAT = "bayesfa-pdfa-chain/1"
+#: What a checkpoint holds besides the ``st_*`` arrays of :class:`ChainState` and the draws.
+_STATE_FIELDS = ("hyp", "fixed", "stats", "moves", "sweeps_done", "draws_done", "seconds",
+                 "rng_state", "draw_keys")
+
+
+def chain_fingerprint(model: int, variant: int, data: Data, n_cap: int,
+                      options: dict[str, Any], seed_seq: np.random.SeedSequence,
+                      emission=None) -> str:
+    """What determines a chain's output, as a string: the data (SHA-256 of the symbols, the
+    data shape and alphabet), the model, variant and emission prior, the state capacity, the
+    options but those that never change a chain (:data:`bayesfa.rundir.EXECUTION_OPTIONS`,
+    such as ``checkpoint_every`` and ``jobs``, and ``chains``: chain ``c`` is the same
+    whatever their number), the chain's seed (entropy and spawn key) and
+    :data:`CHAIN_FORMAT`."""
+    from bayesfa.rundir import EXECUTION_OPTIONS, jsonable
+
+    settings = {k: v for k, v in options.items() if k not in EXECUTION_OPTIONS and k != "chains"}
+    plug_in = None if emission is None else [type(emission).__module__,
+                                              type(emission).__qualname__,
+                                              int(getattr(emission, "variant", 0))]
+    return json.dumps(jsonable({
+        "format": CHAIN_FORMAT, "data": digest(data.sym), "nf": int(data.nf),
+        "n_symbols": int(data.n_symbols), "model": int(model), "variant": int(variant),
+        "emission": plug_in, "n_cap": int(n_cap), "options": settings,
+        "entropy": str(seed_seq.entropy), "spawn_key": [int(k) for k in seed_seq.spawn_key]}),
+        sort_keys=True)
+
+
+def _chain_state(st: ChainState, hyp, fixed, stats, draws: list[dict[str, Any]], done: int,
+                 moves, rng, seconds: float) -> dict[str, Any]:
+    """A chain's state as the arrays of its checkpoint: ``st_NAME`` for every ndarray
+    attribute of ``st`` (not the workspace), ``hyp``, ``fixed``, ``stats``, ``moves`` (-1
+    before the end of burn-in), ``sweeps_done``, ``draws_done``, ``seconds``, ``rng_state``
+    (JSON) and the draws (:func:`_pack_draws`)."""
+    out: dict[str, Any] = {f"st_{k}": v for k, v in vars(st).items()
+                           if isinstance(v, np.ndarray)}
+    out.update(hyp=hyp, fixed=fixed, stats=stats, moves=np.array(moves, dtype=np.int64),
+               sweeps_done=int(done), draws_done=len(draws), seconds=float(seconds),
+               rng_state=generator_state(rng))
+    out.update(_pack_draws(draws))
+    return out
+
+
+def _pack_draws(draws: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """The draws of :func:`_record` as few arrays: ``draw_keys``; per key, the numbers of
+    every draw (``draws_KEY [n]``), or its arrays concatenated along their first axis
+    (``draws_KEY``) with their lengths (``draws_len_KEY [n]``)."""
+    keys = list(draws[0]) if draws else []
+    out = {"draw_keys": np.array(keys, dtype=np.str_)}
+    for k in keys:
+        values = [d[k] for d in draws]
+        if isinstance(values[0], np.ndarray):
+            out[f"draws_{k}"] = np.concatenate(values, axis=0)
+            out[f"draws_len_{k}"] = np.array([v.shape[0] for v in values], dtype=np.int64)
+        else:
+            out[f"draws_{k}"] = np.array(values)
+    return out
+
+
+def _unpack_draws(state: dict[str, np.ndarray], n: int) -> list[dict[str, Any]]:
+    """The ``n`` draws packed by :func:`_pack_draws` (numbers as Python numbers, as
+    :func:`_record` makes them). KeyError or ValueError when the arrays do not hold them."""
+    keys = [str(k) for k in state["draw_keys"]] if n else []
+    if n and not keys:
+        raise ValueError("draw_keys")
+    draws: list[dict[str, Any]] = [{} for _ in range(n)]
+    for k in keys:
+        values = state[f"draws_{k}"]
+        if f"draws_len_{k}" in state:
+            lengths = state[f"draws_len_{k}"]
+            if lengths.shape != (n,) or lengths.min() < 0 or lengths.sum() != values.shape[0]:
+                raise ValueError(k)
+            parts = np.split(values, np.cumsum(lengths)[:-1], axis=0)
+        else:
+            if values.shape != (n,):
+                raise ValueError(k)
+            parts = values.tolist()
+        for d, part in zip(draws, parts):
+            d[k] = part
+    return draws
+
+
+def _load_chain(path, fingerprint: str, *, n_draws: int, burn_in: int,
+                period: int) -> dict[str, Any] | None:
+    """The chain state saved at ``path`` by :func:`run_chain` (finished or not), its draws
+    unpacked (``state["draws"]``), or None when it was saved for other data, settings or
+    seed. An :class:`InputError` naming the file when it cannot be read or is inconsistent
+    (the arrays of :class:`ChainState` are checked against the chain's when it resumes)."""
+    state = read_checkpoint(path, fingerprint)
+    if state is None:
+        return None
+    missing = [k for k in _STATE_FIELDS if k not in state]
+    if missing:
+        raise corrupt_checkpoint(path, f"missing {', '.join(missing)}")
+    try:
+        d, done = int(state["draws_done"]), int(state["sweeps_done"])
+        ok = (0 <= d <= n_draws and state["moves"].shape == (2,)
+              and done == (min(max(done, 0), burn_in) if d == 0 else burn_in + d * period)
+              and (d == 0 or int(state["moves"].min()) >= 1))
+        state["draws"] = _unpack_draws(state, d) if ok else None
+    except (KeyError, ValueError, TypeError, IndexError):
+        ok = False
+    if not ok:
+        raise corrupt_checkpoint(path, "its arrays do not match its settings")
+    check_generator_state(path, state["rng_state"])
+    return state
+
+
+def _new_stats(emission) -> np.ndarray:
+    from bayesfa.samplers.pdia._pdfa_kernel import N_STATS
+
+    return np.zeros(N_STATS + (0 if emission is None else emission.n_stats))
+
+
+def _saved_arrays(st: ChainState, hyp, fixed, stats, state: dict[str, Any], path) -> list:
+    """``(array of the chain, its saved value)`` for every array a checkpoint restores, or
+    the :class:`InputError` of a corrupt checkpoint when one is missing or has another shape
+    or dtype."""
+    pairs = [(v, state.get(f"st_{k}")) for k, v in vars(st).items() if isinstance(v, np.ndarray)]
+    pairs += [(hyp, state["hyp"]), (fixed, state["fixed"]), (stats, state["stats"])]
+    for mine, saved in pairs:
+        if saved is None or saved.shape != mine.shape or saved.dtype != mine.dtype:
+            raise corrupt_checkpoint(path, "its arrays do not match its settings")
+    return pairs
+
+
+def _restore(st: ChainState, hyp, fixed, stats, state: dict[str, Any], path) -> None:
+    """Overwrite every array of the chain with the saved one (:func:`_saved_arrays`)."""
+    for mine, saved in _saved_arrays(st, hyp, fixed, stats, state, path):
+        mine[...] = saved
+
+
+def _check_resumable(model: int, data: Data, n_cap: int, options: dict[str, Any], emission,
+                     states: list, paths: list) -> None:
+    """Check the arrays of every unfinished saved chain in ``states`` against those of a new
+    chain (as :func:`run_chain` makes it before restoring them), so that a damaged file is
+    reported before any chain runs."""
+    if all(state is None for state in states):
+        return
+    st = ChainState(model, data, n_cap)
+    hyp, fixed = hyper_values(model, options)
+    if emission is not None:
+        emission.prepare(st, hyp, fixed, options, np.random.default_rng(0))
+    stats = _new_stats(emission)
+    for state, path in zip(states, paths):
+        if state is not None:
+            _saved_arrays(st, hyp, fixed, stats, state, path)
+
+
+def _finished_output(state: dict[str, Any], sweeps: int) -> dict[str, Any]:
+    """What :func:`run_chain` returned for a chain whose finished state was saved."""
+    return {"draws": state["draws"], "stats": np.array(state["stats"]),
+            "seconds": float(state["seconds"]), "sweeps": sweeps}
+
+
+def _stack(chains: list[dict[str, Any]], model: int, n_symbols: int) -> dict[str, np.ndarray]:
+    """Pad the per-draw arrays to common shapes ``[chain, draw, ...]``."""
+    n_c, n_d = len(chains), len(chains[0]["draws"])
+    rows = max(d["delta"].shape[0] for c in chains for d in c["draws"])
+    n_tab = max([d["tdish"].size for c in chains for d in c["draws"]] + [1])
+    delta = np.full((n_c, n_d, rows, n_symbols), -1, dtype=np.int32)
+    seat = np.full_like(delta, -1)
+    cnt = np.zeros_like(delta)
+    tdish = np.full((n_c, n_d, n_tab), -1, dtype=np.int32)
+    out = {"delta": delta, "seat": seat, "counts": cnt, "tdish": tdish,
+           "n_tab": np.zeros((n_c, n_d), dtype=np.int32),
+           "hyp": np.zeros((n_c, n_d, 5)), "end_state": np.zeros((n_c, n_d), dtype=np.int32),
+           "log_joint": np.zeros((n_c, n_d))}
+    if model == FINITE:
+        out["mu"] = np.zeros((n_c, n_d, chains[0]["draws"][0]["mu"].size))
+    for c, ch in enumerate(chains):
+        for d, dr in enumerate(ch["draws"]):
+            h = dr["delta"].shape[0]
+            delta[c, d, :h] = dr["delta"]
+            seat[c, d, :h] = dr["seat"]
+            cnt[c, d, :h] = dr["cnt"]
+            tdish[c, d, :dr["tdish"].size] = dr["tdish"]
+            out["n_tab"][c, d] = dr["tdish"].size
+            out["hyp"][c, d] = dr["hyp"]
+            out["end_state"][c, d] = dr["end"]
+            out["log_joint"][c, d] = dr["log_joint"]
+            if model == FINITE:
+                out["mu"][c, d] = dr["mu"]
+    return out
+
+
+def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | None,
+              progress: bool, n_cap: int, variant: int = 0, name: str = "pdfa",
+              emission=None, workdir=None, on_sweeps=None) -> FitResult:
+    """Run ``options["chains"]`` chains (``SeedSequence(seed).spawn``) and assemble the result
+    (``emission``: see :func:`run_chain`).
+
+    ``workdir``: chain ``c`` keeps its state in ``workdir/chain-CCCC.npz``, saved atomically
+    every ``options["checkpoint_every"]`` seconds (default :data:`CHECKPOINT_EVERY`; checked
+    between blocks of sweeps) and when it ends (:func:`run_chain`). A later call with the same
+    data, settings and seed reuses the finished chains and resumes the others where they
+    stopped: the result is bit-identical to an uninterrupted fit. A file saved for other
+    data, settings or seed (:func:`chain_fingerprint`) is ignored and overwritten; an
+    unreadable or inconsistent one is an :class:`InputError` naming it, raised before any
+    sweep. ``on_sweeps(n)`` is called after every block of ``n`` sweeps."""
+    if not isinstance(corpus, Corpus):
+        raise TypeError("corpus must be a bayesfa.Corpus")
+    if corpus.n_strings < 1:
+        raise InputError("the training corpus has no string")
+    n_draws = check_schedule(options)
+    sequence = bool(options.get("sequence", False))
+    data = as_symbols(corpus, sequence)
+    if data.sym.size < 1:
+        raise InputError("the training sequence has no letter")
+    chains = int(options["chains"])
+    checkpoint_every = check_checkpoint_every(options.get("checkpoint_every", CHECKPOINT_EVERY))
+    children = np.random.SeedSequence(seed).spawn(chains + 1)
+    sweeps_per_chain = int(options["burn_in"]) + n_draws * int(options["period"])
+    prints = [chain_fingerprint(model, variant, data, n_cap, options, children[c], emission)
+              for c in range(chains)]
+    paths: list = [None] * chains
+    saved: list = [None] * chains
+    if workdir is not None:
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+        paths = [chain_path(workdir, c) for c in range(chains)]
+        saved = [_load_chain(p, f, n_draws=n_draws, burn_in=int(options["burn_in"]),
+                             period=int(options["period"])) if p.exists() else None
+                 for p, f in zip(paths, prints)]
+    outs: list = [None] * chains
+    for c, state in enumerate(saved):
+        if state is not None and int(state["draws_done"]) == n_draws:
+            outs[c] = _finished_output(state, sweeps_per_chain)
+            saved[c] = None
+    todo = [c for c in range(chains) if outs[c] is None]
+    resumed_mid = sum(saved[c] is not None for c in todo)
+    _check_resumable(model, data, n_cap, options, emission, saved, paths)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=chains * sweeps_per_chain, unit="sweep", desc=name, leave=False,
+                   dynamic_ncols=True, file=sys.stderr)
+        bar.update((chains - len(todo)) * sweeps_per_chain)
+    callbacks = [f for f in (None if bar is None else bar.update, on_sweeps) if f is not None]
+
+    def report(n: int) -> None:
+        for f in callbacks:
+            f(n)
+
+    t0 = time.perf_counter()
+    try:
+        for c in todo:
+            outs[c] = run_chain(model, data, n_cap, options, children[c], variant,
+                                report if callbacks else None, emission, checkpoint=paths[c],
+                                checkpoint_every=checkpoint_every, fingerprint=prints[c],
+                                resume=saved[c])
+            saved[c] = None
+    finally:
+        if bar is not None:
+            bar.close()
+    seconds = time.perf_counter() - t0
+    arrays = _stack(outs, model, data.n_symbols)
+    arrays["predict_entropy"] = np.array(children[-1].generate_state(4), dtype=np.uint32)
+    names = HYPER_NAMES[model]
+    trace = {"log_joint": arrays["log_joint"],
+             "n_states": np.array([[d["n_states"] for d in c["draws"]] for c in outs], dtype=np.int32),
+             "n_tables": np.array([[d["n_tables"] for d in c["draws"]] for c in outs], dtype=np.int32)}
+    for name_ in names:
+        trace[name_] = arrays["hyp"][:, :, _SLOTS[name_]]
+    stats = np.sum([c["stats"] for c in outs], axis=0)
+    acceptance = {}
+    for kind, off in zip(MOVE_KINDS, (0, 2, 4)):
+        if stats[off + 1] > 0:
+            acceptance[kind] = float(stats[off] / stats[off + 1])
+    for name_ in names:
+        off = 6 + 2 * _SLOTS[name_]
+        if stats[off + 1] > 0:
+            acceptance[name_] = float(stats[off] / stats[off + 1])
+    sweeps = [c["sweeps"] for c in outs]
+    info = {"n_draws_per_chain": int(n_draws), "n_tokens": int(data.sym.size),
+            "data_shape": "sequence" if sequence else "sentences",
+            "state_capacity": int(n_cap), "capacity_rejections": int(stats[16]),
+            "acceptance": acceptance, "seconds": seconds,
+            "chain_seconds": [float(c["seconds"]) for c in outs],
+            "seconds_per_sweep": float(np.sum([c["seconds"] for c in outs]) / max(1, sum(sweeps))),
+            "sampled_hyperparameters": [n for n in names if options.get(n) is None],
+            "chains_resumed": int(chains - len(todo)),
+            "chains_resumed_mid_chain": int(resumed_mid),
+            "checkpoint_every": checkpoint_every}
+    if emission is not None:
+        emission.describe(outs, stats, arrays, trace, info, options)
+    return FitResult(arrays, trace, info)
+
+
+# -- prediction ---------------------------------------------------------------------------------
+
+def _resample(states: list, anc: np.ndarray) -> list:
+    """Particle ``j`` becomes a copy of particle ``anc[j]``, reusing memory: a surviving
+    particle keeps its arrays in one of its slots (its own if ``anc[j] == j``), and the other
+    slots get copies written into the arrays of the particles that left no offspring (the
+    prediction states are megabytes; allocating them anew would dominate the filter)."""
+    out: list = [None] * len(states)
+    taken = set()
+    for j, a in enumerate(anc):  # in place
+        if a == j:
+            out[j] = states[j]
+            taken.add(int(a))
+    for j, a in enumerate(anc):  # moved: the first slot of a particle not kept in place
+        if out[j] is None and int(a) not in taken:
+            out[j] = states[a]
+            taken.add(int(a))
+    parents = set(int(a) for a in anc)
+    spare = [states[i] for i in range(len(states)) if i not in parents]
+    for j, a in enumerate(anc):  # copied into the arrays of the particles that died
+        if out[j] is None:
+            buf = spare.pop()
+            for dst, src in zip(buf, states[a]):
+                np.copyto(dst, src)
+            out[j] = buf
+    return out
+
+
+def _test_data(arrays, options, corpus: Corpus, per_symbol: bool = False) -> tuple[Data, np.ndarray]:
+    n_symbols = int(arrays["delta"].shape[-1])
+    sequence = bool(options.get("sequence", False))
+    n_letters = n_symbols if sequence else n_symbols - 1
+    if corpus.alphabet_size > n_letters:
+        raise InputError(f"the strings use {corpus.alphabet_size} letters, the model was trained "
+                         f"on {n_letters}")
+    corpus = corpus.with_alphabet(n_letters)
+    data = as_symbols(corpus, sequence, n_letters)
+    if sequence:
+        lengths = corpus.lengths
+    else:
+        lengths = np.diff(corpus.offsets)
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if per_symbol:
+        # every symbol its own stretch, read in order and kept: sentences still restart at q0
+        # (their end symbol leads back to it), each folded into the counts before the next
+        offsets = np.arange(data.sym.size + 1, dtype=np.int64)
+    return data, offsets
+
+
+def per_sample_log_prob(model: int, arrays: dict[str, np.ndarray], options: dict[str, Any],
+                        corpus: Corpus, draws: list[tuple[int, int]] | None = None,
+                        variant: int = 0, per_symbol: bool = False, emission=None,
+                        draw_set: int = 0, particles: int = 1) -> np.ndarray:
+    """``log Pr(b | sample)`` ``[chain, draw, n_strings]`` (or ``[len(draws), n_strings]``):
+    sentences, each string given the training data; sequence, the strings in order, each
+    given the training data and the strings before it. ``per_symbol``: ``[..., n_symbols]``,
+    the log predictive of every symbol of the test set read in order, each given the training
+    data and every test symbol before it (the paper's incremental evaluation; sentences restart
+    at ``q0``, their end symbols included; one draw of the unvisited transitions per sample).
+    ``draw_set``: which independent set of just-in-time draws of the unvisited transitions
+    (set 0 is the one every other call uses; set ``k`` seeds each sample's generator with ``k``
+    appended). ``particles`` (``per_symbol`` only): ``K`` readings per sample, draw sets
+    ``0..K-1``, as a particle filter (:func:`_particle_filter`): each symbol's predictive is
+    the readings' average weighted by the test read so far."""
+    from bayesfa.samplers.pdia._pdfa_kernel import predict_strings
+
+    data, offsets = _test_data(arrays, options, corpus, per_symbol)
+    n_c, n_d, rows, s = arrays["delta"].shape
+    pairs = draws if draws is not None else [(c, d) for c in range(n_c) for d in range(n_d)]
+    longest = int(np.diff(offsets).max()) if offsets.size > 1 else 0
+    grow = data.sym.size if data.nf == 0 or per_symbol else longest
+    n_cap = rows if model == FINITE else rows + grow + 2
+    reps = int(options.get("predict_draws", 10)) if data.nf == 1 else 1
+    if per_symbol and data.nf == 1:
+        reps = 0  # predict_strings: the strings continue one another, nothing undone
+    entropy = [int(x) for x in np.asarray(arrays.get("predict_entropy", [0]))]
+    scratch = (np.zeros(n_cap * s, dtype=np.int32), np.zeros(n_cap * s, dtype=np.int32))
+    out = np.empty((len(pairs), offsets.size - 1))
+    for n, (c, d) in enumerate(pairs):
+        hyp = np.ascontiguousarray(arrays["hyp"][c, d])
+        lg = _PLAIN_LG if emission is None else emission.predict_lg(arrays, c, d)
+        start = int(arrays["end_state"][c, d])
+        if particles > 1:
+            if not per_symbol:
+                raise ValueError("particles need per_symbol")
+            # particles are copied when resampled: start from a capacity of the sample's rows
+            # plus an eighth of the test (at least PARTICLE_NEW_STATES), the whole test's if
+            # a particle runs out (the same result: ids are handed out lowest first)
+            small = rows + max(PARTICLE_NEW_STATES, grow // 8) + 2
+            caps = [n_cap] if model == FINITE else sorted({min(n_cap, small), n_cap})
+            for cap in caps:
+                try:
+                    out[n] = _particle_filter(model, variant, data,
+                                              _sample_state(model, data.nf, arrays, c, d, cap),
+                                              start, hyp, lg, entropy + [c, d], particles,
+                                              scratch)
+                    break
+                except ValueError as err:
+                    if "state capacity" not in str(err) or cap == caps[-1]:
+                        raise
+            continue
+        state = _sample_state(model, data.nf, arrays, c, d, n_cap)
+        rng = np.random.default_rng(entropy + [c, d] + ([draw_set] if draw_set else []))
+        predict_strings(model, variant, data.sym, offsets, data.nf, start, *state, hyp, lg,
+                        reps, rng, *scratch, out[n])
+    if draws is None:
+        return out.reshape(n_c, n_d, -1)
+    return out
+
+
+def _sample_state(model: int, nf: int, arrays, c: int, d: int, n_cap: int) -> list[np.ndarray]:
+    """Recorded sample ``(c, d)`` as the working arrays ``_pdfa_kernel.predict_strings`` reads
+    and updates, in its argument order: ``delta, seat, cnt, ctot`` and the seating arrays of
+    :func:`bayesfa.samplers.pdia._crf_kernel.new_crf` (``n_cap`` states)."""
+    from bayesfa.samplers.pdia._crf_kernel import new_crf, rebuild
+
+    rows, s = arrays["delta"].shape[2:]
+    nj, v, mu, tabs, col_tabs, col_T, sts, meta = new_crf(n_cap, s)
+    delta = np.full((n_cap, s), -1, dtype=np.int32)
+    seat = np.full((n_cap, s), -1, dtype=np.int32)
+    cnt = np.zeros((n_cap, s), dtype=np.int32)
+    delta[:rows] = arrays["delta"][c, d]
+    seat[:rows] = arrays["seat"][c, d]
+    cnt[:rows] = arrays["counts"][c, d]
+    ctot = cnt.sum(axis=1).astype(np.int32)
+    if model == FINITE:
+        mu[:] = arrays["mu"][c, d]
+    rebuild(model, nf, delta[:rows], seat[:rows], arrays["tdish"][c, d],
+            int(arrays["n_tab"][c, d]), nj, v, tabs, col_tabs, col_T, sts, meta)
+    return [delta, seat, cnt, ctot, nj, v, mu, tabs, col_tabs, col_T, sts, meta]
+
+
+#: the test symbols :func:`_particle_filter` reads between two resampling checks
+RESAMPLE_EVERY = 10
+#: new states a particle of :func:`_particle_filter` has room for at first (at least)
+PARTICLE_NEW_STATES = 64
+
+
+def _particle_filter(model, variant, data: Data, state, start: int, hyp, lg, entropy,
+                     n_particles: int, scratch) -> np.ndarray:
+    """``[n_symbols]`` ``log p(x_t | x_<t, sample)`` of the test symbols read in order, the
+    unvisited transitions integrated out by sequential Monte Carlo: particle ``k`` reads the
+    test with its own just-in-time draws (generator ``entropy + [k]``, none appended for
+    ``k = 0``: the single reading's), each symbol's predictive is the particles' average
+    weighted by the probability each gave the test symbols before it, and every
+    :data:`RESAMPLE_EVERY` symbols the particles are resampled (systematic) when their
+    effective number falls below half. The sum of the output is the log of the filter's
+    estimate of ``p(test | sample)``, which is unbiased (Del Moral 2004), as one reading's is,
+    but far less variable on a long test (measured: ``benchmarks/pdia_map_draws.py``)."""
+    from scipy.special import logsumexp
+
+    from bayesfa.samplers.pdia._pdfa_kernel import predict_strings
+
+    n = data.sym.size
+    bounds = np.unique(np.concatenate([np.arange(0, n, RESAMPLE_EVERY), [n]]))
+    rngs = [np.random.default_rng(entropy + ([k] if k else [])) for k in range(n_particles)]
+    resampler = np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy,
+                                                                           spawn_key=(1,))))
+    states = [state] + [[a.copy() for a in state] for _ in range(n_particles - 1)]
+    qs = [start] * n_particles
+    logw = np.full(n_particles, -np.log(n_particles))
+    out = np.empty(n)
+    width = int(np.diff(bounds).max()) if bounds.size > 1 else 0
+    lp = np.empty((n_particles, width))
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        m = hi - lo
+        offs = np.arange(m + 1, dtype=np.int64)
+        for k in range(n_particles):
+            qs[k] = predict_strings(model, variant, data.sym[lo:hi], offs, data.nf, qs[k],
+                                    *states[k], hyp, lg, 0, rngs[k], *scratch, lp[k, :m])
+        chunk = lp[:, :m]
+        before = np.empty_like(chunk)  # each particle's log weight before symbol t
+        before[:, 0] = logw
+        before[:, 1:] = logw[:, None] + np.cumsum(chunk[:, :-1], axis=1)
+        out[lo:hi] = logsumexp(before + chunk, axis=0) - logsumexp(before, axis=0)
+        logw = before[:, -1] + chunk[:, -1]
+        logw -= logsumexp(logw)
+        w = np.exp(logw)
+        if hi < n and 1.0 / np.sum(w * w) < n_particles / 2:
+            u = (resampler.random() + np.arange(n_particles)) / n_particles
+            anc = np.minimum(np.searchsorted(np.cumsum(w), u), n_particles - 1)
+            states = _resample(states, anc)
+            qs = [qs[a] for a in anc]
+            logw = np.full(n_particles, -np.log(n_particles))
+    return out
+
+
+def predict(model: int, arrays, options, corpus: Corpus, map: bool = False,
+            variant: int = 0, emission=None) -> np.ndarray:
+    """Posterior predictive log probability of each string (module docstring); ``map``: the
+    sample of highest log joint only."""
+    if map:
+        lj = np.asarray(arrays["log_joint"])
+        c, d = np.unravel_index(int(np.argmax(lj)), lj.shape)
+        lp = per_sample_log_prob(model, arrays, options, corpus, draws=[(int(c), int(d))],
+                                 variant=variant, emission=emission)
+    else:
+        lp = per_sample_log_prob(model, arrays, options, corpus, variant=variant,
+                                 emission=emission)
+        lp = lp.reshape(-1, lp.shape[-1])
+    if options.get("sequence", False):
+        # strings continue one another: the mixture's sequential conditionals
+        cum = log_mean_exp(np.cumsum(lp, axis=1), axis=0)
+        return np.diff(np.concatenate([[0.0], cum]))
+    return log_mean_exp(lp, axis=0)
+
+
+def perplexity_log_prob(model: int, arrays, options, corpus: Corpus, *, continuation: bool,
+                        map: bool = False, per_symbol: bool = False, variant: int = 0,
+                        emission=None, letters_only: bool = False, draw_sets: int = 1) -> float:
+    """``log p(test | train)`` under the conventions of Pfau, Bartlett & Wood (2010), Sect. 4
+    (the hook of :mod:`bayesfa.methods`): the test data integrated into the model as they are
+    read ("in the standard Bayesian way"), every sentence from ``q0`` (``continuation=False``)
+    or the test sequence continuing from the state reached at the end of training
+    (``continuation=True``, a ``--sequence`` run). Each sample reads the whole test set once,
+    its unvisited transitions drawn from the prior predictive as needed.
+
+    Mixture over the posterior samples: by default the Bayesian one, the average of each
+    sample's probability of the *whole* test set (log-mean-exp of per-sample totals, i.e. the
+    product of the mixture's sequential conditionals, the samples reweighted by the test data
+    read so far). ``per_symbol``: the authors' estimator (GitHub ``dpfau/pdia``,
+    ``src/edu/columbia/stat/wood/pdia/PDIA.java``, ``ppTest`` / ``scoreTest``: each sample reads
+    the test sentences from ``q0`` with its counts updated as it goes, no end symbol, and the
+    per-symbol probabilities are averaged over samples): every symbol's predictive averaged with
+    equal weights, ``sum_t log mean_k p_k(x_t | x_<t)``, also a proper sequential predictive
+    but not the posterior-weighted one. ``map``: the sample of highest log joint alone
+    (PDIA-MAP). ``letters_only``: the same pass, the predictions of the sentence ends left out
+    of the total (every symbol is still read and folded in; the paper's AIW figures count
+    letters only, ``benchmarks/RESULTS.md``); no effect on a sequence, which has no end symbols.
+
+    ``draw_sets``: each sample reads the test set ``K`` times, with independent just-in-time
+    draws of the transitions it has not instantiated (set 0 is the one ``K = 1`` uses, so
+    ``K = 1`` gives the single reading's value bit for bit). One reading estimates
+    ``p(test | sample)`` without bias, but its log is biased low (Jensen), far too low for a
+    lone sample (``map``) whose test pass draws many transitions. ``per_symbol`` averages each
+    symbol's predictive over the ``samples x K`` readings with equal weights (the authors'
+    estimator applied to the draws too); the default mixture gives each sample the estimate of
+    a particle filter with ``K`` particles (:func:`_particle_filter`), the readings weighted
+    by the test read so far, whose log converges to ``log p(test | sample)`` as ``K`` grows.
+    With ``map`` and ``K = 1`` both estimators coincide.
+    """
+    sequence = bool(options.get("sequence", False))
+    if continuation != sequence:
+        raise InputError("the run was fitted on " + ("one long sequence" if sequence else
+                         "sentences") + ", but the test is read as " +
+                         ("a continuation" if continuation else "sentences"))
+    draws = None
+    if map:
+        lj = np.asarray(arrays["log_joint"])
+        draws = [tuple(int(i) for i in np.unravel_index(int(np.argmax(lj)), lj.shape))]
+    if int(draw_sets) < 1:
+        raise InputError(f"--draw-sets must be at least 1, got {draw_sets}")
+    keep = (np.asarray(corpus.tokens) != 0 if letters_only and not sequence else slice(None))
+    if not per_symbol:  # each sample's total, from a particle filter when K > 1
+        lp = per_sample_log_prob(model, arrays, options, corpus, draws=draws, variant=variant,
+                                 per_symbol=True, emission=emission, particles=int(draw_sets))
+        lp = lp.reshape(-1, lp.shape[-1])[:, keep]  # the symbols read, in order (as_symbols)
+        return float(log_mean_exp(lp.sum(axis=1), axis=0))
+    per_set = []  # per draw set, each symbol's log-mean over the samples
+    for k in range(int(draw_sets)):
+        lp = per_sample_log_prob(model, arrays, options, corpus, draws=draws, variant=variant,
+                                 per_symbol=True, emission=emission, draw_set=k)
+        per_set.append(log_mean_exp(lp.reshape(-1, lp.shape[-1])[:, keep], axis=0))
+    # every set has the same number of samples: the mean of the sets' means
+    return float(log_mean_exp(np.array(per_set), axis=0).sum())
+
+
+def memory_bytes(model: int, corpus: Corpus, options: dict[str, Any], n_cap: int) -> int:
+    """Peak bytes of fit and predict: one chain's state plus the stored draws."""
+    n_draws = max(1, (options["iterations"] - options["burn_in"]) // options["period"])
+    s = corpus.alphabet_size + 1
+    per_entry = 4 * 6 + 8 + 4 * 5 + (4 * 7 if model == CRF else 0) + 28  # 28: the workspace
+    chain = (n_cap * s * per_entry + 8 * 2 * (corpus.n_tokens + 2)
+             + 4 * 7 * corpus.n_tokens + 8 * 6 * n_cap)  # the workspace's path index, row arrays
+    stored = options["chains"] * n_draws * n_cap * s * 4 * 3
+    return int(chain + stored + 4 * corpus.n_tokens)
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--beta", type=positive_float, default=None,
+                        help="total mass of the emission prior pi_q ~ Dir(beta/|Sigma|) (end "
+                             "symbol included for sentences); fixed if given, else sampled under "
+                             "Gamma(1, 1) from 1.0")
+    parser.add_argument("--alpha", type=positive_float, default=None,
+                        help="concentration of phi_j; fixed if given, else sampled under "
+                             "Gamma(1, 1) from 1.0")
+    parser.add_argument("--sequence", action="store_true",
+                        help="read the training strings as one long sequence (no end symbol); "
+                             "a test set continues it from the state reached at the end")
+    parser.add_argument("--predict-draws", type=positive_int, default=10,
+                        help="draws of the unvisited transitions a test string needs, averaged "
+                             "per sample (exact when it needs none); default 10")
+    parser.add_argument("--hyper-step", type=positive_float, default=0.5,
+                        help="scale of the random-walk proposals of the hyperparameters; "
+                             "default 0.5")
+
+
+class _PDFA:
+    """The ``pdfa`` entry of :data:`bayesfa.methods.REGISTRY`."""
+
+    name = "pdfa"
+    resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
+    summary = ("finite Bayesian PDFA, MH on each transition, emissions integrated out "
+               "(Pfau, Bartlett & Wood 2010)")
+    validation = "bayesfa.validation.pdia.pdfa:PDFA"
+    variant = 0
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_mcmc_arguments(parser, states=10, beta=None, iterations=1000, burn_in=500, period=10,
+                           parallel_chains=False)
+        add_common_arguments(parser)
+        parser.add_argument("--gamma", type=positive_float, default=None,
+                            help="total mass of mu ~ Dir(gamma/|Q|); fixed if given, else "
+                                 "sampled under Gamma(1, 1) from 1.0")
+        parser.add_argument("--mu-moves", type=nonnegative_int, default=5,
+                            help="Gibbs steps on mu (auxiliary table counts) per sweep; "
+                                 "default 5")
+        add_checkpoint_argument(parser)
+
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
+            workdir=None) -> FitResult:
+        """The chains of :func:`fit_model`; ``workdir``: their checkpoints (resumable)."""
+        return fit_model(FINITE, corpus, options, seed, progress, int(options["states"]) + 1,
+                         self.variant, self.name, workdir=workdir)
+
+    def predict_log_prob(self, arrays, options, corpus, map: bool = False) -> np.ndarray:
+        return predict(FINITE, arrays, options, corpus, map=map, variant=self.variant)
+
+    def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
+                            map: bool = False, per_symbol: bool = False,
+                            letters_only: bool = False, draw_sets: int = 1) -> float:
+        return perplexity_log_prob(FINITE, arrays, options, corpus, continuation=continuation,
+                                   map=map, per_symbol=per_symbol, variant=self.variant,
+                                   letters_only=letters_only, draw_sets=draw_sets)
+
+    def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
+        return memory_bytes(FINITE, corpus, options, int(options["states"]) + 1)
+
+
+METHOD = _PDFA()

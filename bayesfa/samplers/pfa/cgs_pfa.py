@@ -1,0 +1,909 @@
+"""CGS-PFA: collapsed Gibbs sampling for fully connected PFAs (Shibata & Yoshinaka 2013, Sect. 2.3).
+
+The front of the sampler: argument checks, one ``np.random.Generator`` per chain spawned from
+``np.random.SeedSequence(seed)``, burn-in, recording, chains in parallel processes, mid-chain
+checkpoints (``z``, the Generator's state and the draws so far, saved atomically; a resumed
+chain ends bit-identical), the held-out slice whose log predictive each draw records
+(``heldout_log_pred``, label-invariant, for the diagnostics), and the posterior predictive of
+Eq. 6. The sweeps themselves are the numba kernels of :mod:`bayesfa.samplers.pfa._cgs_pfa_kernel`.
+
+Reference: C. Shibata and R. Yoshinaka, "A comparison of collapsed Bayesian methods for
+probabilistic finite automata", Machine Learning (published online 3 October 2013),
+Sect. 2.1-2.3: Eq. 2 (prior), 4 (collapsed joint), 6 (predictive), 9 (conditional), Algorithm 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import math
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
+from bayesfa.methods import FitResult, add_mcmc_arguments, positive_int
+from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
+                                     check_chain_arguments, check_checkpoint_every,
+                                     check_generator_state, corrupt_checkpoint,
+                                     digest as _digest, free_positions, mp_context,
+                                     read_checkpoint, save_checkpoint)
+
+# Sweeps are run in blocks of about this many (N x T) units between progress updates
+# (about 0.05 s at 2 ns per unit); the block size never changes the result.
+_BLOCK_UNITS = 25_000_000
+_MAX_TOKENS = 1 << 24  # float32 counts are exact below this (see _cgs_pfa_kernel)
+_XI_CHUNK_BYTES = 1 << 26  # plug-in xi~ built for at most 64 MiB of samples at a time
+#: Default fraction of the training strings held out for ``heldout_log_pred`` (``--holdout``),
+#: and the most strings held out whatever the fraction.
+HOLDOUT = 0.02
+HOLDOUT_MAX = 1000
+_HOLDOUT_KEY = 0x686F6C64  # spawn-key word of the held-out slice's Generator (chains use 0..C-1)
+
+
+class CGSResult(NamedTuple):
+    """Samples of CGS-PFA.
+
+    counts : int32 ``[chain, draw, N+1, A, N+1]``, ``C_iaj`` of each recorded ``z`` (the
+        plug-in ``xi~`` of Sect. 2.3 follows from them and ``beta``, see :func:`plugin_xi`).
+    log_joint : float64 ``[chain, draw]``, ``log Pr(alpha, z)`` of Eq. 4.
+    n_states : int32 ``[chain, draw]``, states ``i >= 1`` with ``C_i > 0``.
+    n_edges : int32 ``[chain, draw]``, transitions with ``C_iaj > 0``.
+    z : int32 ``[chain, T + 1]``, the last state path of each chain (over the strings sampled).
+    info : timings and sizes.
+    heldout_log_pred : float64 ``[chain, draw]``, the log predictive of the held-out slice
+        under each draw's plug-in ``xi~`` (label-invariant); None without a held-out slice.
+    predict_log_mean : float64 ``[n_test]``, Eq. 6 for the ``predict`` strings over every
+        draw of every chain, folded in as each draw was made; None without ``predict``.
+
+    With ``max_draws = K`` the ``draw`` axis of ``counts`` holds only the K draws
+    :func:`kept_draw_indices` names; the other arrays keep every draw.
+    """
+
+    counts: np.ndarray
+    log_joint: np.ndarray
+    n_states: np.ndarray
+    n_edges: np.ndarray
+    z: np.ndarray
+    info: dict[str, Any]
+    heldout_log_pred: np.ndarray | None = None
+    predict_log_mean: np.ndarray | None = None
+
+
+#: With a cap on kept draws, draws are made this many at a time into a scratch buffer.
+_SCRATCH_DRAWS = 4
+#: How :func:`kept_draw_indices` thins (recorded in the run's info).
+KEPT_DRAWS_RULE = "(i + 1) * n_draws // max_draws - 1 for i in range(max_draws)"
+
+
+def kept_draw_indices(n_draws: int, max_draws: int | None) -> np.ndarray:
+    """Indices (0-based, among a chain's ``n_draws`` recorded draws) of the draws whose counts
+    are kept under the cap ``max_draws``: ``(i + 1) * n_draws // max_draws - 1`` for ``i <
+    max_draws``, evenly spaced and ending at the last draw; every draw when ``max_draws`` is
+    None or at least ``n_draws``. int64, strictly increasing."""
+    if max_draws is None or max_draws >= n_draws:
+        return np.arange(n_draws, dtype=np.int64)
+    return (np.arange(1, max_draws + 1, dtype=np.int64) * n_draws) // max_draws - 1
+
+
+def prior_matrix(n_states: int, n_symbols: int, beta: float) -> np.ndarray:
+    """Dirichlet parameters of Eq. 2, ``[N+1, A, N+1]``: ``beta`` on ``(a != 0, j != 0)``,
+    ``N beta`` on ``(i, 0, 0)``, 0 on impossible transitions."""
+    prior = np.zeros((n_states + 1, n_symbols, n_states + 1))
+    prior[:, 1:, 1:] = beta
+    prior[:, 0, 0] = n_states * beta
+    return prior
+
+
+def plugin_xi(counts: np.ndarray, beta: float) -> np.ndarray:
+    """``xi~_iaj = (C_iaj + prior_iaj) / (C_i + N A beta)`` (Sect. 2.3, Algorithm 1 line 9).
+
+    counts ``[..., N+1, A, N+1]`` -> float64 of the same shape.
+    """
+    counts = np.asarray(counts)
+    n_states, n_symbols = counts.shape[-3] - 1, counts.shape[-2]
+    alpha = counts + prior_matrix(n_states, n_symbols, beta)
+    return alpha / alpha.sum(axis=(-2, -1), keepdims=True)
+
+
+def plugin_log_prob(counts: np.ndarray, beta: float, corpus: Corpus) -> np.ndarray:
+    """``log Pr(b | xi~(s))`` for every sample ``s`` and string ``b`` of ``corpus``.
+
+    counts ``[S, N+1, A, N+1]`` -> ``[S, n_strings]``. An empty string gets ``xi~(0, 0, 0)``.
+    """
+    counts = np.asarray(counts)
+    n_letters = counts.shape[-2] - 1
+    if corpus.alphabet_size > n_letters:
+        raise InputError(f"the strings use {corpus.alphabet_size} letters, the model was trained "
+                         f"on {n_letters}")
+    corpus = corpus.with_alphabet(n_letters)
+    # xi~ is float64 and copied once more by xi_to_pfa: build it for a chunk of samples at a time
+    chunk = max(1, _XI_CHUNK_BYTES // (8 * int(np.prod(counts.shape[-3:]))))
+    out = np.empty((counts.shape[0], corpus.n_strings))
+    for lo in range(0, counts.shape[0], chunk):
+        xi = plugin_xi(counts[lo:lo + chunk], beta)
+        out[lo:lo + chunk] = forward_log_prob(*xi_to_pfa(xi), corpus)
+    return out
+
+
+def predict_log_prob(counts: np.ndarray, beta: float, corpus: Corpus) -> np.ndarray:
+    """Posterior predictive ``log Pr(b | alpha)`` of each string ``b`` of ``corpus`` by Eq. 6:
+    the mean of ``Pr(b | xi~(s))`` over all samples of all chains.
+
+    counts ``[chain, draw, N+1, A, N+1]`` (or ``[S, N+1, A, N+1]``) -> ``[n_strings]``.
+    """
+    counts = np.asarray(counts)
+    flat = counts.reshape((-1,) + counts.shape[-3:])
+    return log_mean_exp(plugin_log_prob(flat, beta, corpus), axis=0)
+
+
+def _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs) -> int:
+    """:func:`bayesfa.samplers.chains.check_chain_arguments` with the float32 counts' limit."""
+    return check_chain_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs,
+                                 max_tokens=_MAX_TOKENS,
+                                 too_many=f"; the sampler keeps its counts in float32, exact "
+                                          f"below {_MAX_TOKENS} tokens")
+
+
+#: The sweep kernels (``--kernel``): ``gibbs``, Algorithm 1's O(N)-per-token Gibbs sweep
+#: (:mod:`bayesfa.samplers.pfa._cgs_pfa_kernel`); ``alias-mh``, Metropolis-Hastings within Gibbs
+#: with O(1) alias-table proposals (:mod:`bayesfa.samplers.pfa._cgs_pfa_alias_kernel`);
+#: ``bucket-mh``, the same with table-free proposals from token buckets
+#: (:mod:`bayesfa.samplers.pfa._cgs_pfa_bucket_kernel`). All leave the posterior of Eq. 4
+#: invariant and run on the same chain state.
+KERNELS = ("gibbs", "alias-mh", "bucket-mh")
+#: ``--kernel auto`` runs ``alias-mh`` from this many states on, ``gibbs`` below; None: always
+#: ``gibbs``. Measured (benchmarks/RESULTS.md, "CGS-PFA alias-MH kernel (issue 12)"): at every
+#: N tried (10-400) the Gibbs kernel reached a given PAutomaC score sooner, and so it did
+#: against ``bucket-mh`` ("Table-free proposals", N = 30 and 90), so there is no crossover to
+#: set yet.
+ALIAS_MH_MIN_STATES: int | None = None
+
+
+def choose_kernel(kernel: str, n_states: int) -> str:
+    """The kernel ``--kernel`` names (:data:`KERNELS`), or for ``auto`` the faster of ``gibbs``
+    and ``alias-mh`` at ``n_states`` (:data:`ALIAS_MH_MIN_STATES`)."""
+    if kernel == "auto":
+        threshold = ALIAS_MH_MIN_STATES
+        return "alias-mh" if threshold is not None and n_states >= threshold else "gibbs"
+    if kernel not in KERNELS:
+        raise InputError(f"kernel must be one of {', '.join(KERNELS)} or auto, got {kernel!r}")
+    return kernel
+
+
+def kernel_module(kernel: str):
+    """The numba module of ``kernel`` (a name of :data:`KERNELS`): ``fill_counts``, ``sweeps``
+    and ``sample_draws`` with the same signatures and chain state."""
+    if kernel == "alias-mh":
+        from bayesfa.samplers.pfa import _cgs_pfa_alias_kernel as module
+    elif kernel == "bucket-mh":
+        from bayesfa.samplers.pfa import _cgs_pfa_bucket_kernel as module
+    else:
+        from bayesfa.samplers.pfa import _cgs_pfa_kernel as module
+    return module
+
+
+def new_counts(n_states: int, n_symbols: int):
+    """Zeroed ``(c, ct, ci, recip)`` of the kernel's chain state (see ``_cgs_pfa_kernel``)."""
+    from bayesfa.samplers.pfa._cgs_pfa_kernel import padded_width
+
+    width = padded_width(n_states)
+    return (np.zeros((n_states + 1, n_symbols, width), dtype=np.float32),
+            np.zeros((n_symbols, n_states + 1, width), dtype=np.float32),
+            np.zeros(n_states + 1, dtype=np.int32),
+            np.zeros(width, dtype=np.float32))
+
+
+def _block(n_states: int, n_free: int) -> int:
+    return max(1, _BLOCK_UNITS // max(1, n_states * n_free))
+
+
+def holdout_split(n_strings: int, fraction: float, seed_seq: np.random.SeedSequence):
+    """``(kept, held)``: sorted indices of the strings the chains sample from and of the
+    held-out slice, ``floor(fraction * n_strings)`` strings (at most :data:`HOLDOUT_MAX`, and
+    never all of them) drawn without replacement by a Generator derived from ``seed_seq`` (the
+    run's root ``SeedSequence``, not one of its chain children): the same slice for every
+    chain, and the same for the same seed."""
+    if not (0.0 <= fraction < 1.0):
+        raise InputError(f"holdout must be a fraction in [0, 1), got {fraction!r}")
+    k = min(HOLDOUT_MAX, int(math.floor(fraction * n_strings + 1e-9)), n_strings - 1)
+    if k <= 0:
+        return np.arange(n_strings, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    child = np.random.SeedSequence(seed_seq.entropy, spawn_key=tuple(seed_seq.spawn_key) + (_HOLDOUT_KEY,))
+    held = np.sort(np.random.default_rng(child).choice(n_strings, size=k, replace=False))
+    kept = np.setdiff1d(np.arange(n_strings, dtype=np.int64), held)
+    return kept, held.astype(np.int64)
+
+
+class _Held(NamedTuple):
+    """The held-out slice as the chain needs it (picklable for worker processes)."""
+
+    tokens: np.ndarray
+    offsets: np.ndarray
+    alphabet_size: int
+
+    def corpus(self) -> Corpus:
+        return Corpus(self.tokens, self.offsets, self.alphabet_size)
+
+
+def _heldout_log_pred(counts: np.ndarray, beta: float, held: _Held | None) -> np.ndarray:
+    """``sum_b log Pr(b | xi~(s))`` over the held-out strings ``b``, per draw ``s`` of
+    ``counts [D, N+1, A, N+1]`` (the plug-in of Sect. 2.3); NaN when there is no slice.
+    Label-invariant: a permutation of the states leaves it unchanged, unlike ``z``."""
+    if held is None:
+        return np.full(counts.shape[0], np.nan)
+    return plugin_log_prob(counts, beta, held.corpus()).sum(axis=1)
+
+
+def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed_seq, on_sweeps=None,
+               held=None, checkpoint=None, checkpoint_every=CHECKPOINT_EVERY, fingerprint=None,
+               resume=None, predict=None, max_draws=None, kernel="gibbs"):
+    """One chain from its ``SeedSequence``: random init, burn-in, ``n_draws`` recorded draws,
+    by the sweeps of ``kernel`` (a name of :data:`KERNELS`, see :func:`kernel_module`).
+
+    ``checkpoint`` (a path): the chain state (``z``, the Generator's ``bit_generator.state``,
+    the draws so far, the sweeps done) is saved there atomically after the first block of
+    sweeps that ends ``checkpoint_every`` seconds or more after the last save. ``resume`` (a
+    state loaded by :func:`_load_chain`) continues such a chain: the counts are rebuilt from
+    ``z`` by ``fill_counts`` and the Generator's state restored, so the chain ends exactly as
+    an uninterrupted one. Neither the interval nor the block size changes the result: each
+    sweep draws one ``rng.random(M)`` whatever the blocks.
+
+    ``predict`` (a :class:`_Held` of test strings): each draw's plug-in ``log Pr(b | xi~)``
+    (Eq. 6's terms) is folded into a :class:`bayesfa.online.LogMeanAccumulator` as the draw is
+    made. ``max_draws``: only the draws :func:`kept_draw_indices` names keep their counts
+    (the others are made in a scratch buffer of a few draws), and a checkpoint saves those
+    and the accumulator, not every draw.
+
+    Returns ``(counts, log_joint, used, edges, heldout, z, seconds, pred_log_sum)``;
+    ``pred_log_sum`` is ``log sum_draws Pr(b | xi~)`` per test string (empty without
+    ``predict``).
+    """
+    from bayesfa.online import LogMeanAccumulator
+    kernel = kernel_module(kernel) if isinstance(kernel, str) else kernel  # or a _Lockstep
+
+    rng = np.random.default_rng(seed_seq)
+    positions = free_positions(tokens)
+    kept = kept_draw_indices(n_draws, max_draws)
+    capped = kept.size < n_draws
+    counts = np.zeros((kept.size, n_states + 1, n_symbols, n_states + 1), dtype=np.int32)
+    acc = LogMeanAccumulator(0 if predict is None else predict.offsets.size - 1)
+    test = None if predict is None else predict.corpus()
+    log_joint = np.zeros(n_draws)
+    used = np.zeros(n_draws, dtype=np.int32)
+    edges = np.zeros(n_draws, dtype=np.int32)
+    heldout = np.full(n_draws, np.nan)
+    if resume is None:
+        z = np.zeros(tokens.size + 1, dtype=np.int32)
+        z[positions] = rng.integers(1, n_states + 1, size=positions.size, dtype=np.int32)
+        done, d, seconds_before = 0, 0, 0.0
+    else:
+        z = np.array(resume["z"], dtype=np.int32)
+        rng.bit_generator.state = json.loads(str(resume["rng_state"]))
+        done, d, seconds_before = int(resume["sweeps_done"]), int(resume["draws_done"]), float(resume["seconds"])
+        n_kept = int(np.searchsorted(kept, d))
+        counts[:n_kept], log_joint[:d], used[:d], edges[:d], heldout[:d] = (
+            resume[k] for k in ("counts", "log_joint", "used", "edges", "heldout"))
+        acc = LogMeanAccumulator.from_state(resume["pred_log_sum"], d)
+    c, ct, ci, recip = new_counts(n_states, n_symbols)
+    kernel.fill_counts(tokens, z, c, ct, ci, recip, float(beta))
+    state = (positions, tokens, z, c, ct, ci, recip, rng, float(beta))
+    t0 = time.perf_counter()
+    last_save = time.monotonic()
+
+    def save_if_due():
+        nonlocal last_save
+        if checkpoint is not None and time.monotonic() - last_save >= checkpoint_every:
+            save_checkpoint(checkpoint, fingerprint, {
+                "counts": counts[:np.searchsorted(kept, d)], "log_joint": log_joint[:d],
+                "used": used[:d], "edges": edges[:d], "pred_log_sum": acc.log_sum,
+                "heldout": heldout[:d], "z": z, "seconds": seconds_before + time.perf_counter() - t0,
+                "sweeps_done": done, "draws_done": d,
+                "rng_state": json.dumps(rng.bit_generator.state)})
+            last_save = time.monotonic()
+
+    if on_sweeps is not None and done:
+        on_sweeps(done)
+    block = _block(n_states, positions.size)
+    while done < burn_in:
+        step = min(block, burn_in - done)
+        kernel.sweeps(step, *state)
+        done += step
+        save_if_due()
+        if on_sweeps is not None:
+            on_sweeps(step)
+    draws_per_block = max(1, block // period)
+    if capped:  # the draws are made in a scratch buffer, and the kept ones copied out
+        draws_per_block = min(draws_per_block, _SCRATCH_DRAWS)
+        scratch = np.zeros((draws_per_block,) + counts.shape[1:], dtype=np.int32)
+    while d < n_draws:
+        e = min(n_draws, d + draws_per_block)
+        made = scratch[:e - d] if capped else counts[d:e]
+        kernel.sample_draws(period, *state, made, log_joint[d:e], used[d:e], edges[d:e])
+        heldout[d:e] = _heldout_log_pred(made, beta, held)
+        if test is not None:
+            acc.add(plugin_log_prob(made, beta, test))
+        if capped:
+            lo, hi = np.searchsorted(kept, (d, e))
+            counts[lo:hi] = made[kept[lo:hi] - d]
+        step = (e - d) * period
+        done += step
+        d = e
+        save_if_due()
+        if on_sweeps is not None:
+            on_sweeps(step)
+    seconds = seconds_before + time.perf_counter() - t0
+    return counts, log_joint, used, edges, heldout, z, seconds, acc.log_sum
+
+
+_WORKER_PROGRESS = None  # in a worker process: shared sweep counts, one slot per chain
+
+
+def _init_worker(progress) -> None:
+    global _WORKER_PROGRESS
+    _WORKER_PROGRESS = progress
+
+
+#: ``interleave`` default (``--interleave``): with more chains than processes, up to
+#: ``INTERLEAVE_CHAINS`` chains of the ``gibbs`` kernel share one interleaved kernel
+#: (:mod:`bayesfa.samplers.pfa._cgs_pfa_multichain_kernel`) when ``N <= INTERLEAVE_MAX_STATES``.
+#: Measured slower per chain than one chain at a time at N = 10 and 30 on the shared 2-core
+#: machine (benchmarks/RESULTS.md, "CGS-PFA multi-chain kernel (issue 12)"), so off by default
+#: (0 states): ``--interleave CHAINS`` opts in.
+INTERLEAVE_CHAINS = 8
+INTERLEAVE_MAX_STATES = 0
+
+
+def interleave_size(interleave: int | None, kernel: str, n_states: int) -> int:
+    """Chains per interleaved kernel: ``interleave`` when given, else the default above; 1
+    (one chain at a time) for kernels other than ``gibbs``."""
+    if interleave is not None and (isinstance(interleave, bool)
+                                   or not isinstance(interleave, (int, np.integer)) or interleave < 1):
+        raise InputError(f"interleave must be an integer >= 1, got {interleave!r}")
+    if kernel != "gibbs":
+        return 1
+    if interleave is None:
+        return INTERLEAVE_CHAINS if n_states <= INTERLEAVE_MAX_STATES else 1
+    return int(interleave)
+
+
+class _Lockstep:
+    """Stands in for the kernel module of :func:`_run_chain` (its ``kernel=``) when several
+    chains run in threads of one process: a chain's ``sweeps`` or ``sample_draws`` call waits
+    until every chain still running has made its call; the last to arrive runs the calls that
+    match (same operation, length and data) through the interleaved kernel, at most
+    ``max_chains`` chains per kernel call (:func:`_interleaved_call`), and releases them all.
+    Each chain's ``z``, counts and Generator end bit for bit as the one-chain kernel leaves
+    them, and the rest (checkpoints, resume, held-out slice, online prediction, draw caps) is
+    :func:`_run_chain`'s own code, so the chains end exactly as when run one by one. When a
+    chain fails (or the caller is interrupted), :meth:`abort` stops the others at their next
+    kernel call (:class:`_Aborted`), each with the checkpoint of its last block, as an
+    interruption stops chains run one by one."""
+
+    def __init__(self, n_chains: int, max_chains: int):
+        self._cv = threading.Condition()
+        self._live = n_chains
+        self._max = max_chains
+        self._pending: list[dict] = []
+        self._round = 0
+        self._aborted = False
+
+    def fill_counts(self, *args) -> None:
+        from bayesfa.samplers.pfa import _cgs_pfa_kernel
+
+        _cgs_pfa_kernel.fill_counts(*args)
+
+    def sweeps(self, n_sweeps, *state) -> None:
+        self._submit(("sweeps", n_sweeps), state, ())
+
+    def sample_draws(self, period, *args) -> None:
+        self._submit(("draws", period), args[:9], args[9:])
+
+    def leave(self) -> None:
+        """A chain is done (or failed): the others no longer wait for it."""
+        with self._cv:
+            self._live -= 1
+            if self._pending and len(self._pending) >= self._live and not self._aborted:
+                self._run()
+
+    def abort(self) -> None:
+        """Stop every chain at its next kernel call (or now, if it is waiting for one)."""
+        with self._cv:
+            self._aborted = True
+            self._cv.notify_all()
+
+    def _submit(self, op: tuple, state: tuple, outs: tuple) -> None:
+        call = {"op": op, "state": state, "outs": outs, "error": None}
+        with self._cv:
+            this = self._round
+            if not self._aborted:
+                self._pending.append(call)
+                if len(self._pending) >= self._live:
+                    self._run()
+            while self._round == this and not self._aborted:
+                self._cv.wait()
+            if self._round == this:
+                raise _Aborted
+        if call["error"] is not None:
+            raise call["error"]
+
+    def _run(self) -> None:  # with the lock held
+        calls, self._pending = self._pending, []
+        groups: dict[tuple, list[dict]] = {}
+        for call in calls:
+            positions, tokens, beta = call["state"][0], call["state"][1], call["state"][8]
+            key = (call["op"], id(tokens), positions.size, beta, tuple(o.shape for o in call["outs"]))
+            groups.setdefault(key, []).append(call)
+        for group in groups.values():
+            for lo in range(0, len(group), self._max):
+                part = group[lo:lo + self._max]
+                try:
+                    _interleaved_call(part)
+                except BaseException as err:  # noqa: BLE001 - re-raised in each chain's thread
+                    for call in part:
+                        call["error"] = err
+        self._round += 1
+        self._cv.notify_all()
+
+
+class _Aborted(Exception):
+    """Raised in a chain's thread when another chain of its :class:`_Lockstep` failed."""
+
+
+def _interleaved_call(calls: list[dict]) -> None:
+    """Run the same ``sweeps`` or ``sample_draws`` call of several chains (each call's state
+    ``(positions, tokens, z, c, ct, ci, recip, rng, beta)`` as :func:`_run_chain` passes it)
+    through :mod:`bayesfa.samplers.pfa._cgs_pfa_multichain_kernel`: the chains' states are stacked,
+    swept together, and copied back."""
+    from numba.typed import List
+
+    from bayesfa.samplers.pfa import _cgs_pfa_multichain_kernel as multi
+
+    states = [call["state"] for call in calls]
+    positions, tokens, beta = states[0][0], states[0][1], states[0][8]
+    z = np.stack([s[2] for s in states], axis=1)
+    c, ct, ci, recip = (np.stack([s[i] for s in states]) for i in (3, 4, 5, 6))
+    rngs = List([s[7] for s in states])
+    kind, n = calls[0]["op"]
+    if kind == "sweeps":
+        multi.sweeps(n, positions, tokens, z, c, ct, ci, recip, rngs, beta)
+    else:
+        outs = [np.stack([call["outs"][i] for call in calls]) for i in range(4)]
+        multi.sample_draws(n, positions, tokens, z, c, ct, ci, recip, rngs, beta, *outs)
+        for h, call in enumerate(calls):
+            for dst, src in zip(call["outs"], outs):
+                dst[...] = src[h]
+    for h, s in enumerate(states):
+        s[2][...] = z[:, h]
+        for dst, src in zip(s[3:7], (c, ct, ci, recip)):
+            dst[...] = src[h]
+
+
+def _run_chains_interleaved(args: list[tuple], kwargs: list[dict], max_chains: int) -> list:
+    """:func:`_run_chain` of each ``(args[i], kwargs[i])``, the chains in threads of this
+    process sweeping through one interleaved kernel (:class:`_Lockstep`), at most
+    ``max_chains`` per kernel call; the outputs are those of the calls made one by one.
+    ``on_sweeps`` callbacks are called from those threads."""
+    if len(args) == 1 or max_chains <= 1:
+        return [_run_chain(*a, **k) for a, k in zip(args, kwargs)]
+    lock = _Lockstep(len(args), max_chains)
+    outs: list = [None] * len(args)
+    errors: list = [None] * len(args)
+
+    def run(i):
+        try:
+            outs[i] = _run_chain(*args[i], **{**kwargs[i], "kernel": lock})
+        except _Aborted:
+            pass
+        except BaseException as err:  # noqa: BLE001 - re-raised below
+            errors[i] = err
+            lock.abort()
+        finally:
+            lock.leave()
+
+    threads = [threading.Thread(target=run, args=(i,), name=f"cgs-pfa-chain-{i}", daemon=True)
+               for i in range(len(args))]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    except BaseException:  # e.g. KeyboardInterrupt in this thread: stop the chains first
+        lock.abort()
+        for thread in threads:
+            thread.join()
+        raise
+    for err in errors:
+        if err is not None:
+            raise err
+    return outs
+
+
+def _run_chains_job(chains: list[int], args: list[tuple], kwargs: list[dict], max_chains: int):
+    """:func:`_run_chains_interleaved` in a worker process; each chain reports its sweeps into
+    its slot of the shared progress array when there is one."""
+    progress = _WORKER_PROGRESS
+    if progress is not None:
+        def reporter(chain):
+            def on_sweeps(n):
+                progress[chain] += n
+            return on_sweeps
+        kwargs = [{**k, "on_sweeps": reporter(c)} for c, k in zip(chains, kwargs)]
+    return _run_chains_interleaved(args, kwargs, max_chains)
+
+
+def _chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws,
+                       seed_seq: np.random.SeedSequence, held: _Held | None = None,
+                       predict: _Held | None = None, max_draws: int | None = None,
+                       kernel: str = "gibbs") -> str:
+    """What determines a chain's output, as a string (the data by SHA-256): the training
+    tokens, the held-out slice, the test strings predicted online, the cap on kept draws,
+    the settings and the chain's seed; not ``jobs`` nor the checkpoint interval."""
+    return json.dumps({"format": _CHAIN_FORMAT, "tokens": _digest(tokens),
+                       "heldout": None if held is None else [_digest(held.tokens), _digest(held.offsets)],
+                       "predict": None if predict is None else [_digest(predict.tokens),
+                                                                _digest(predict.offsets)],
+                       "max_draws": None if max_draws is None else int(max_draws),
+                       "kernel": kernel, "n_symbols": n_symbols, "n_states": n_states, "beta": float(beta),
+                       "burn_in": burn_in, "period": period, "n_draws": n_draws,
+                       "entropy": str(seed_seq.entropy), "spawn_key": list(seed_seq.spawn_key)},
+                      sort_keys=True)
+
+
+_CHAIN_FORMAT = "bayesfa-cgs-pfa-chain/3"
+_CHAIN_FIELDS = ("counts", "log_joint", "used", "edges", "heldout", "z", "seconds", "pred_log_sum")
+_STATE_FIELDS = _CHAIN_FIELDS + ("sweeps_done", "draws_done", "rng_state")
+
+
+def _load_chain(path: Path, fingerprint: str, *, n_draws: int, z_size: int, burn_in: int,
+                period: int, max_draws: int | None = None, n_test: int = 0) -> dict | None:
+    """The chain state saved at ``path`` by :func:`bayesfa.samplers.chains.save_checkpoint` (finished or not), or None
+    when it was saved for other data, settings or seed. An :class:`InputError` naming the
+    file when it cannot be read or is inconsistent (it was written atomically, so only damage
+    from outside, e.g. a truncated copy, does that)."""
+    state = read_checkpoint(path, fingerprint, _STATE_FIELDS)
+    if state is None:
+        return None  # another run's chain (data, settings, seed or version): not ours
+    d, done = int(state["draws_done"]), int(state["sweeps_done"])
+    shapes_ok = (0 <= d <= n_draws and state["z"].shape == (z_size,)
+                 and all(state[k].shape[:1] == (d,) for k in ("log_joint", "used", "edges", "heldout"))
+                 and state["counts"].shape[:1] == (np.searchsorted(kept_draw_indices(n_draws, max_draws), d),)
+                 and state["pred_log_sum"].shape == (n_test,)
+                 and done == (min(done, burn_in) if d == 0 else burn_in + d * period))
+    if not shapes_ok:
+        raise corrupt_checkpoint(path, "its arrays do not match its settings")
+    check_generator_state(path, state["rng_state"])
+    return state
+
+
+def _finished_state(out, n_sweeps: int, rng_state: str = "{\"state\": null}") -> dict:
+    return {**dict(zip(_CHAIN_FIELDS, out)), "sweeps_done": n_sweeps,
+            "draws_done": int(out[1].shape[0]), "rng_state": rng_state}
+
+
+def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, burn_in: int,
+                   period: int, chains: int, seed: int | None, jobs: int = 1,
+                   progress: bool = False, checkpoint_dir: str | os.PathLike | None = None,
+                   checkpoint_every: float = CHECKPOINT_EVERY, holdout: float = 0.0,
+                   on_sweeps: Callable[[int], None] | None = None, predict: Corpus | None = None,
+                   max_draws: int | None = None, kernel: str = "gibbs",
+                   interleave: int | None = None) -> CGSResult:
+    """Run CGS-PFA (Algorithm 1) on ``corpus`` with ``N = n_states`` states besides state 0.
+
+    Each chain starts from a uniformly random ``z``, runs ``burn_in`` sweeps, then records the
+    counts every ``period`` sweeps: ``(iterations - burn_in) // period`` draws per chain
+    (sweeps past the last recorded one are not run). Chain ``c`` uses the ``c``-th child of
+    ``np.random.SeedSequence(seed)``, so the result does not depend on ``jobs``.
+
+    ``holdout``: the fraction of the strings (see :func:`holdout_split`; 0 for none) left
+    out of sampling; every draw records ``heldout_log_pred``, the log predictive of that
+    slice under the draw's plug-in ``xi~``. The chains (and so the returned counts) are fitted
+    on the other strings.
+
+    With ``jobs > 1`` the chains run in worker processes, forked when this process has no other
+    thread and started by a fork server otherwise; in the latter case a script that calls this
+    needs the usual ``if __name__ == "__main__":`` guard. Workers report their sweeps to the
+    progress bar as they go.
+
+    With ``checkpoint_dir``, each chain saves its state there (``chain-CCCC.npz``, atomically)
+    every ``checkpoint_every`` seconds and when it finishes, and a later call with the same
+    data, settings and seed continues from the saved states: finished chains are reused and
+    unfinished ones resume, and the result is bit-identical to an uninterrupted run. A saved
+    state of other data, settings or seed is ignored (and overwritten); an unreadable one is an
+    :class:`InputError` naming it.
+
+    ``on_sweeps(n)`` is called after every block of ``n`` sweeps when the chains run in this
+    process (``jobs == 1``).
+
+    ``predict`` (a corpus of test strings): Eq. 6 for them is accumulated online, each draw's
+    plug-in predictive folded in (log-sum-exp, float64) as the draw is made
+    (:mod:`bayesfa.online`); the result's ``predict_log_mean``. ``max_draws = K``: each chain
+    keeps the counts of only K draws, :func:`kept_draw_indices` (evenly thinned), so memory
+    and checkpoints stay bounded whatever the number of sweeps; the trace keeps every draw.
+    Neither changes the chains.
+
+    ``kernel``: the sweep, a name of :data:`KERNELS` (``auto`` is resolved by the method's
+    ``fit``, :func:`choose_kernel`); part of each chain's checkpoint fingerprint.
+
+    ``interleave``: with more chains to run than processes, each process runs its chains up
+    to this many at a time in one kernel, interleaved position by position
+    (:mod:`bayesfa.samplers.pfa._cgs_pfa_multichain_kernel`, ``gibbs`` only); None: the default of
+    :func:`interleave_size`. The result is bit-identical whatever ``interleave`` and ``jobs``.
+    Interleaved chains run in threads of their process (``on_sweeps`` is called from them), in
+    lockstep: when one fails or is interrupted, the others stop at their next block.
+    """
+    n_draws = _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs)
+    if kernel not in KERNELS:
+        raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+    if max_draws is not None and (isinstance(max_draws, bool) or not isinstance(max_draws, (int, np.integer))
+                                  or max_draws < 1):
+        raise InputError(f"max_draws must be an integer >= 1, got {max_draws!r}")
+    if predict is not None:
+        if not isinstance(predict, Corpus):
+            raise TypeError("predict must be a bayesfa.Corpus")
+        if predict.alphabet_size > corpus.alphabet_size:
+            raise InputError(f"the strings to predict use {predict.alphabet_size} letters, the "
+                             f"training strings {corpus.alphabet_size}")
+        test = predict.with_alphabet(corpus.alphabet_size)
+        predict = _Held(test.tokens, test.offsets, test.alphabet_size)
+    checkpoint_every = check_checkpoint_every(checkpoint_every)
+    root = np.random.SeedSequence(seed)
+    children = root.spawn(chains)
+    kept, held_idx = holdout_split(corpus.n_strings, float(holdout), root)
+    held = None
+    if held_idx.size:
+        part = corpus.subset(held_idx)
+        held = _Held(part.tokens, part.offsets, part.alphabet_size)
+        corpus = corpus.subset(kept)
+    tokens = corpus.tokens
+    n_symbols = corpus.alphabet_size + 1
+    jobs = min(jobs, chains)
+    if on_sweeps is not None and jobs > 1:
+        raise ValueError("on_sweeps is called only when the chains run in this process (jobs=1)")
+    context = mp_context() if jobs > 1 else None  # before the bar starts its monitor thread
+    sweeps_per_chain = burn_in + n_draws * period
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=chains * sweeps_per_chain, unit="sweep", desc="cgs-pfa",
+                   leave=False, dynamic_ncols=True, file=sys.stderr)
+    prints = [_chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, s, held,
+                                 predict, max_draws, kernel) for s in children]
+    n_test = 0 if predict is None else predict.offsets.size - 1
+    paths: list = [None] * chains
+    saved: list = [None] * chains
+    if checkpoint_dir is not None:
+        Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
+        paths = [Path(checkpoint_dir) / f"chain-{c:04d}.npz" for c in range(chains)]
+        saved = [_load_chain(p, f, n_draws=n_draws, z_size=tokens.size + 1, burn_in=burn_in,
+                             period=period, max_draws=max_draws, n_test=n_test)
+                 if p.exists() else None for p, f in zip(paths, prints)]
+    outs: list = [None] * chains
+    for c, state in enumerate(saved):
+        if state is not None and int(state["draws_done"]) == n_draws:
+            outs[c] = tuple(state[k] if k != "seconds" else float(state[k]) for k in _CHAIN_FIELDS)
+    todo = [c for c in range(chains) if outs[c] is None]
+    resumed_mid = sum(saved[c] is not None for c in todo)
+    if bar is not None:
+        bar.update((chains - len(todo)) * sweeps_per_chain)
+
+    def finish(c, out):
+        outs[c] = out
+        if paths[c] is not None:
+            save_checkpoint(paths[c], prints[c], _finished_state(out, sweeps_per_chain))
+
+    def chain_kwargs(c):
+        return {"held": held, "checkpoint": paths[c], "checkpoint_every": float(checkpoint_every),
+                "fingerprint": prints[c], "resume": saved[c], "predict": predict,
+                "max_draws": max_draws, "kernel": kernel}
+
+    def chain_args(c):
+        return (tokens, n_symbols, n_states, beta, burn_in, period, n_draws, children[c])
+
+    group = interleave_size(interleave, kernel, n_states)
+    t0 = time.perf_counter()
+    try:
+        if jobs == 1 or len(todo) <= 1:
+            callbacks = [f for f in (None if bar is None else bar.update, on_sweeps) if f is not None]
+            report = None
+            if callbacks:
+                def report(n):
+                    for f in callbacks:
+                        f(n)
+            if group > 1 and len(todo) > 1:
+                for c, out in zip(todo, _run_chains_interleaved(
+                        [chain_args(c) for c in todo],
+                        [{**chain_kwargs(c), "on_sweeps": report} for c in todo], group)):
+                    finish(c, out)
+            for c in todo:
+                if outs[c] is None:
+                    finish(c, _run_chain(*chain_args(c), report, **chain_kwargs(c)))
+        else:
+            shared = context.RawArray("q", chains) if bar is not None else None
+            with concurrent.futures.ProcessPoolExecutor(
+                    max_workers=min(jobs, len(todo)), mp_context=context,
+                    initializer=_init_worker, initargs=(shared,)) as pool:
+                # one job per chain; or, interleaving, one group of chains per process
+                parts = ([[c] for c in todo] if group <= 1 or len(todo) <= jobs
+                         else [[int(c) for c in p] for p in np.array_split(todo, jobs)])
+                futures = {pool.submit(_run_chains_job, part, [chain_args(c) for c in part],
+                                       [chain_kwargs(c) for c in part], group): part
+                           for part in parts}
+                pending = set(futures)
+                while pending:
+                    done, pending = concurrent.futures.wait(
+                        pending, timeout=0.5, return_when=concurrent.futures.FIRST_COMPLETED)
+                    for f in done:
+                        for c, out in zip(futures[f], f.result()):
+                            finish(c, out)
+                    if bar is not None:
+                        now = sum(sweeps_per_chain if outs[c] is not None else min(shared[c], sweeps_per_chain)
+                                  for c in todo)
+                        bar.update((chains - len(todo)) * sweeps_per_chain + now - bar.n)
+    finally:
+        if bar is not None:
+            bar.close()
+    seconds = time.perf_counter() - t0
+    counts, log_joint, used, edges, heldout, z, chain_seconds, pred_log_sum = (
+        np.stack(x) for x in zip(*outs))
+    info = {
+        "kernel": kernel,
+        "n_draws_per_chain": int(n_draws),
+        "n_free_positions": int(free_positions(tokens).size),
+        "n_tokens": int(tokens.size),
+        "holdout": float(holdout),
+        "holdout_strings": int(held_idx.size),
+        "holdout_letters": 0 if held is None else int(held.corpus().n_letters),
+        "jobs": int(jobs),
+        "interleave": int(group),
+        "chains_resumed": int(chains - len(todo)),
+        "chains_resumed_mid_chain": int(resumed_mid),
+        "checkpoint_every": float(checkpoint_every),
+        "start_method": None if context is None else context.get_start_method(),
+        "seconds": seconds,
+        "chain_seconds": [float(s) for s in chain_seconds],
+        "ns_per_state_token": float(np.mean(chain_seconds) * 1e9
+                                    / max(1, sweeps_per_chain * n_states * tokens.size)),
+        "max_draws": None if max_draws is None else int(max_draws),
+        "kept_draws_per_chain": int(counts.shape[1]),
+        "kept_draws_rule": KEPT_DRAWS_RULE,
+        "predict_strings": n_test if predict is not None else None,
+    }
+    predict_log_mean = None
+    if predict is not None:  # Eq. 6 over every draw of every chain (same count per chain)
+        from bayesfa.online import combine_log_means
+
+        predict_log_mean = combine_log_means(pred_log_sum - np.log(n_draws), np.full(chains, n_draws))
+    return CGSResult(counts, log_joint, used, edges, z, info, heldout if held is not None else None,
+                     predict_log_mean)
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a fraction in [0, 1), got {text}")
+    return value
+
+
+class _CGSPFA:
+    """The ``cgs-pfa`` entry of :data:`bayesfa.methods.REGISTRY`."""
+
+    name = "cgs-pfa"
+    resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
+    online_predict = True  # fit(..., predict=TEST) accumulates Eq. 6 draw by draw (bayesfa.online)
+    summary = "collapsed Gibbs sampling of a fully connected PFA (Shibata & Yoshinaka 2013, Alg. 1)"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_mcmc_arguments(parser, states=10, beta=0.1, iterations=1000, burn_in=500, period=10)
+        parser.add_argument("--holdout", type=_fraction, default=HOLDOUT, metavar="FRACTION",
+                            help=f"fraction of the training strings (at most {HOLDOUT_MAX}) left out "
+                                 f"of sampling, chosen from the seed; each draw records their log "
+                                 f"predictive (heldout_log_pred) for diagnose; 0 disables; default "
+                                 f"{HOLDOUT}")
+        add_checkpoint_argument(parser)
+        parser.add_argument("--kernel", choices=(*KERNELS, "auto"), default="auto",
+                            help=f"the sweep: gibbs (Algorithm 1, O(N) per token), alias-mh "
+                                 f"(Metropolis-Hastings within Gibbs, O(1) alias-table proposals) "
+                                 f"or bucket-mh (the same, table-free proposals); "
+                                 f"default auto: the faster for the N given ("
+                                 + ("gibbs at every N measured" if ALIAS_MH_MIN_STATES is None else
+                                    f"alias-mh from {ALIAS_MH_MIN_STATES} states on")
+                                 + ", benchmarks/RESULTS.md)")
+        parser.add_argument("--interleave", type=positive_int, default=None, metavar="CHAINS",
+                            help=f"with more chains than --jobs, run up to CHAINS chains per process "
+                                 f"in one interleaved gibbs kernel (never changes the result); "
+                                 + (f"default {INTERLEAVE_CHAINS} up to {INTERLEAVE_MAX_STATES} "
+                                    f"states, 1 (one chain at a time) above"
+                                    if INTERLEAVE_MAX_STATES else "default 1, one chain at a time")
+                                 + " (measured in benchmarks/RESULTS.md)")
+
+    def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
+        """Peak bytes of ``fit`` and of ``predict_log_prob`` on a corpus of this size: the
+        kernel's chain state (``c``, ``ct``, ``z``, positions, uniforms) of each running chain,
+        every chain's recorded counts twice (per chain, then stacked), one chain more while a
+        resumed or parallel chain is read back; for Eq. 6, the counts, a chunk of plug-in ``xi~``
+        (three float64 copies) and the forward pass (:mod:`bayesfa.memory`).
+
+        ``options["interleave"]``: the chains of a process run at once, each state twice.
+
+        ``options["max_draws"] = K``: K draws' counts kept per chain, plus a scratch buffer of
+        a few draws. ``options["predict_sha256"]`` (set by ``bayesfa fit --predict``): the
+        online Eq. 6 of each block of draws during the fit, for a test set taken to be the
+        size of ``corpus`` (as for ``predict_log_prob``)."""
+        from bayesfa.memory import forward_bytes
+        from bayesfa.samplers.pfa._cgs_pfa_kernel import padded_width
+
+        n, a, chains = options["states"], corpus.alphabet_size + 1, options["chains"]
+        draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
+        kept = len(kept_draw_indices(draws, options.get("max_draws")))
+        jobs = min(options.get("jobs", 1), chains)
+        size = (n + 1) * a * (n + 1)                       # one recorded C_iaj (int32)
+        chain = kept * size * 4 + draws * 16              # + log joint, states and edges used
+        scratch = 0 if kept == draws else min(draws, _SCRATCH_DRAWS) * size * 4
+        state = 2 * (n + 1) * a * padded_width(n) * 4 + corpus.n_tokens * 20 + scratch
+        if choose_kernel(options.get("kernel", "gibbs"), n) == "alias-mh":
+            # the other block's counts and the alias tables (2 A (N+1) tables of N slots)
+            state += 2 * (n + 1) * a * padded_width(n) * 4 + 2 * a * (n + 1) * n * 12
+        elif choose_kernel(options.get("kernel", "gibbs"), n) == "bucket-mh":
+            from bayesfa.samplers.pfa._cgs_pfa_bucket_kernel import scratch_bytes
+
+            state += scratch_bytes(n, a, corpus.n_tokens)  # each block's counts and the buckets
+        samples = chains * kept
+
+        def eq6_work(k):  # a chunk of k plug-in xi~ (three float64 copies) and its forward pass
+            return 3 * k * size * 8 + forward_bytes(k, n + 1, corpus)
+
+        chunk = max(1, _XI_CHUNK_BYTES // (8 * size))
+        k = min(samples, chunk)
+        if options.get("predict_sha256"):  # each block's draws (a scratch's with a cap) scored
+            block = min(draws, chunk, _SCRATCH_DRAWS if scratch else draws)
+            state += eq6_work(block) + corpus.n_strings * 8
+        group = min(interleave_size(options.get("interleave"),
+                                    choose_kernel(options.get("kernel", "gibbs"), n), n), -(-chains // jobs))
+        if group > 1:  # interleaved (--interleave): a process's chains at once, and their stacked copy
+            state *= 2 * group
+        stored = chains * chain
+        fit = max(stored + state, 2 * stored) + chain
+        if jobs > 1:  # each worker: its chain state, its draws and their pickle
+            fit += jobs * (state + 2 * chain)
+        work = max(eq6_work(k), 2 * samples * corpus.n_strings * 8)
+        return int(max(fit, samples * size * 4 + samples * corpus.n_strings * 8 + work))
+
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
+            workdir: str | os.PathLike | None = None, predict: Corpus | None = None) -> FitResult:
+        """The chains of :func:`sample_cgs_pfa`; with ``predict`` (test strings), the arrays
+        also hold ``predict_log_mean`` (Eq. 6 accumulated online over all draws) and
+        ``predict_n_draws``, which :func:`bayesfa.online.fit_and_predict` takes out."""
+        res = sample_cgs_pfa(corpus, n_states=options["states"], beta=options["beta"],
+                             iterations=options["iterations"], burn_in=options["burn_in"],
+                             period=options["period"], chains=options["chains"], seed=seed,
+                             jobs=options.get("jobs", 1), progress=progress, checkpoint_dir=workdir,
+                             checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY),
+                             holdout=options.get("holdout", 0.0), predict=predict,
+                             max_draws=options.get("max_draws"),
+                             kernel=choose_kernel(options.get("kernel", "gibbs"), options["states"]),
+                             interleave=options.get("interleave"))
+        trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges}
+        if res.heldout_log_pred is not None:
+            trace["heldout_log_pred"] = res.heldout_log_pred
+        arrays = {"counts": res.counts}
+        if predict is not None:
+            arrays["predict_log_mean"] = res.predict_log_mean
+            arrays["predict_n_draws"] = np.int64(res.log_joint.size)
+        return FitResult(arrays, trace, res.info)
+
+    def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
+                         corpus: Corpus) -> np.ndarray:
+        return predict_log_prob(arrays["counts"], options["beta"], corpus)
+
+
+METHOD = _CGSPFA()
