@@ -103,3 +103,31 @@ def xi_to_pfa(xi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     init = np.zeros(xi.shape[:-3] + (n_states,))
     init[..., 0] = 1.0
     return init, np.ascontiguousarray(trans), np.ascontiguousarray(stop)
+
+
+def viterbi(init: np.ndarray, trans: np.ndarray, stop: np.ndarray, letters) -> np.ndarray:
+    """The most probable state path of one string under a PFA (Viterbi, in log space).
+
+    ``init [Q]``, ``trans [A, Q, Q]`` (letter, from, to), ``stop [Q]``; ``letters``: the
+    string's ``n`` letters, 0-based (:meth:`bayesfa.corpus.Corpus.string`). Returns ``n + 1``
+    states: the state before each letter and the state that stops. Ties go to the lowest
+    state. A string of probability 0 raises ValueError.
+    """
+    letters = np.asarray(letters, dtype=np.int64)
+    with np.errstate(divide="ignore"):
+        log_init, log_trans, log_stop = np.log(init), np.log(trans), np.log(stop)
+    score = log_init
+    back = np.empty((letters.size, init.size), dtype=np.int64)
+    for t, a in enumerate(letters):
+        cand = score[:, None] + log_trans[a]  # [from, to]
+        back[t] = np.argmax(cand, axis=0)
+        score = cand[back[t], np.arange(init.size)]
+    final = score + log_stop
+    q = int(np.argmax(final))
+    if not np.isfinite(final[q]):
+        raise ValueError("the string has probability 0 under the automaton")
+    path = [q]
+    for t in range(letters.size - 1, -1, -1):
+        q = int(back[t, q])
+        path.append(q)
+    return np.array(path[::-1], dtype=np.int64)
