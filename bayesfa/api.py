@@ -9,7 +9,7 @@ True
 
 - :func:`fit` fits any registered method (:func:`methods`) on a data file, a
   :class:`~bayesfa.corpus.Corpus` or Python sequences of symbols, with the command line's
-  option names (``--burn-in`` is ``burn_in=``), defaults and checks (:mod:`bayesfa.options`);
+  option names (``--burn-in`` is ``burn_in=``), defaults and checks (:mod:`bayesfa.method_options`);
   with ``out=`` it writes the same run folder as ``bayesfa fit --out``.
 - :func:`load` reads a run folder made by the command line or by :func:`fit`.
 - :class:`Run` predicts (``predict``, ``perplexity``), diagnoses (``diagnose``, ``trace``),
@@ -41,7 +41,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from bayesfa import options as _options
+from bayesfa import method_options as _options
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import get_method, method_names

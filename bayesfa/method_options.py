@@ -112,7 +112,15 @@ def _check_value(method: str, option: Option, value: Any) -> Any:
 def resolve(method: str, given: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every option of ``method``: the defaults, overridden by ``given`` (Python names), each
     given value checked as the CLI checks it. Unknown names are an :class:`InputError` that
-    lists the method's options."""
+    lists the method's options.
+
+    >>> resolve("cvb0", {"states": 4})
+    {'states': 4, 'beta': 0.1, 'iterations': 200, 'tol': 1e-06}
+    >>> resolve("cvb0", {"states": 0})
+    Traceback (most recent call last):
+    ...
+    bayesfa.errors.InputError: states= (--states of cvb0): must be a positive integer, got 0
+    """
     if method not in method_names():
         raise InputError(f"unknown method {method!r}; choose from {', '.join(method_names())}")
     options = {o.name: o for o in declared(method)}
