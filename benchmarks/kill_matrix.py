@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -30,6 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
 
 #: summary keys read as a check's statistic, first found wins
 STAT_KEYS = ("max_abs_z", "max_z", "z", "abs_z", "statistic", "chi2", "p_value", "p")
@@ -41,13 +41,6 @@ def _seeds(text: str) -> list[int]:
         lo, _, hi = part.partition("-")
         out += list(range(int(lo), int(hi or lo) + 1))
     return out
-
-
-def _commit() -> str:
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def _statistic(summary: dict):
@@ -152,7 +145,9 @@ def main(argv=None) -> int:
     rows = [json.loads(_cell_path(cells_dir, n, s, args.toy).read_text())
             for n, s in _cells(methods, seeds)]
     table = markdown(rows, len(seeds))
-    record = {"commit": _commit(), "command": "python " + " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
+    from machine import git_commit
+
+    record = {"commit": git_commit(), "command": "python " + " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seeds": seeds,
               "toy": args.toy, "rows": rows}
     out.write_text(json.dumps(record, indent=1))

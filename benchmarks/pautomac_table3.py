@@ -96,6 +96,9 @@ def table(rows: dict, problems: list[int], seeds: list[int]) -> str:
 def main(argv=None) -> int:
     from bayesfa.rundir import write_json
 
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from machine import git_commit
+
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--problems", default=",".join(map(str, PAPER_TABLE3)))
     p.add_argument("--seeds", default="0,1,2")
@@ -122,6 +125,8 @@ def main(argv=None) -> int:
     if done["settings"] != settings:
         sys.exit(f"{out} holds results for other settings {done['settings']}; choose another --out")
     if not args.table:
+        commit = git_commit()
+        done["command"] = "python benchmarks/pautomac_table3.py " + " ".join(sys.argv[1:] if argv is None else argv)
         work = out.with_name(out.stem + "_work")
         todo = [(k, s) for k in problems for s in seeds if f"{k}/{s}" not in done["rows"]]
         unit_settings = {**settings, "checkpoint_every": args.checkpoint_every}
@@ -131,6 +136,7 @@ def main(argv=None) -> int:
             for f in concurrent.futures.as_completed(futures):
                 row = f.result()
                 row["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                row["commit"] = commit  # the code the unit ran (``+dirty``: uncommitted changes)
                 done["rows"][f"{row['problem']}/{row['seed']}"] = row
                 write_json(out, done)
                 print(f"problem {row['problem']} seed {row['seed']}: {row['chain_seconds']:.0f} s, "
