@@ -255,13 +255,18 @@ class _Fit:
         if plan.status != "swap":
             check_fits(self.entry, self.corpus, self.options)  # before any work
             plan.begin()
-            result, prediction = self._run_method(plan.build, plan.workdir)
-            if prediction is not None:
-                Path(plan.build).mkdir(parents=True, exist_ok=True)
-                save_predictions(Path(plan.build) / PREDICTIONS, prediction,
-                                 self.options["predict_sha256"])
-            save_run(plan.build, method=self.method, options=self.options, seed=self.seed,
-                     arrays=result.arrays, trace=result.trace, info=result.info, train=self.train)
+            try:
+                result, prediction = self._run_method(plan.build, plan.workdir)
+                if prediction is not None:
+                    Path(plan.build).mkdir(parents=True, exist_ok=True)
+                    save_predictions(Path(plan.build) / PREDICTIONS, prediction,
+                                     self.options["predict_sha256"])
+                save_run(plan.build, method=self.method, options=self.options, seed=self.seed,
+                         arrays=result.arrays, trace=result.trace, info=result.info,
+                         train=self.train)
+            except BaseException:
+                plan.abandon()  # refused or failed before saving work: the folder as it was
+                raise
         plan.finish()
         return load(out)
 
@@ -453,9 +458,9 @@ class Run:
                 ex.write_pautomac(Path(tmp) / "model", machine)
                 text = (Path(tmp) / "model").read_text()
         if out is not None:
-            from bayesfa.rundir import atomic_write
+            from bayesfa.rundir import write_output_text
 
-            atomic_write(out, lambda tmp: Path(tmp).write_text(text))
+            write_output_text(out, text, "out")
         return text
 
     def components(self) -> list:

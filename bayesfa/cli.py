@@ -5,11 +5,19 @@ Commands: ``prob``, ``score``, ``fit``, ``predict``, ``perplexity``, ``diagnose`
 conventions: ``--seed S``, ``--out PATH``, ``--quiet`` (no progress bar; none either when stderr
 is not a terminal), ``--json`` (one line of JSON on stdout).
 Bad input ends with one line on stderr and exit status 2, never a traceback.
+
+Every file a command writes for the user goes through :func:`bayesfa.rundir.write_output`:
+it is refused, before any work, when it is a directory or a file bayesfa did not write;
+written atomically, with the umask's permissions; ``--out -`` is standard output for
+``prob``, ``predict`` and ``export``. Paths and integers are checked before any work
+(:func:`_check_paths`, the argparse types of :mod:`bayesfa.methods`), and a reader that
+closes the pipe early (``| head``) ends the command quietly.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -18,7 +26,7 @@ import numpy as np
 
 from bayesfa import __version__
 from bayesfa.errors import InputError
-from bayesfa.methods import get_method, method_names, positive_int
+from bayesfa.methods import get_method, method_names, positive_int, seed_int
 
 FORMATS = ("pautomac", "lines", "text", "fasta")
 # argparse destinations that are not the method's own options.
@@ -51,8 +59,13 @@ class _Parser(argparse.ArgumentParser):
     """argparse with the CLI's error convention: a bad option is one line on stderr (which
     names the option and points to ``--help``) and exit status 2, without the usage block."""
 
+    #: where a refused option should send the user (set by :func:`main` for the command and
+    #: method given, so that ``fit --method NAME --states 4`` points to NAME's own options)
+    help_hint: str | None = None
+
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        hint = self.help_hint or f"{self.prog} --help"
+        self.exit(2, f"{self.prog}: error: {message} (see {hint})\n")
 
 
 def build_parser(method: str | None = None) -> argparse.ArgumentParser:
@@ -67,7 +80,8 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                                    "model file MODEL, written in the solution layout.")
     p.add_argument("model", metavar="MODEL")
     p.add_argument("test", metavar="TEST")
-    p.add_argument("--out", required=True, metavar="PRED", help="output file (solution layout)")
+    p.add_argument("--out", required=True, metavar="PRED",
+                   help="output file (solution layout); - for standard output")
     p.set_defaults(func=cmd_prob)
 
     p = sub.add_parser("score", help="PAutomaC score of a prediction against a solution",
@@ -84,7 +98,8 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                        epilog=f"methods: {methods_help}")
     p.add_argument("train", metavar="TRAIN")
     _add_method_choice(p)
-    p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same result); default 0")
+    p.add_argument("--seed", type=seed_int, default=0,
+                   help="random seed, 0 or more (same seed, same result); default 0")
     p.add_argument("--out", required=True, metavar="RUN_DIR",
                    help="the run directory: new or empty, or this same run (resumed if "
                         "unfinished, left alone if finished)")
@@ -109,7 +124,8 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                                    "the solution layout (unnormalised).")
     p.add_argument("run", metavar="RUN_DIR")
     p.add_argument("test", metavar="TEST")
-    p.add_argument("--out", required=True, metavar="PRED")
+    p.add_argument("--out", required=True, metavar="PRED",
+                   help="output file (solution layout); - for standard output")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--map", action="store_true",
                    help="use only the sample of highest joint probability (e.g. PDIA-MAP), "
@@ -151,12 +167,17 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     _add_format(p)
     p.set_defaults(func=cmd_perplexity)
 
-    p = sub.add_parser("diagnose", help="R-hat and ESS of a run's trace (arviz)",
-                       description="Mean, R-hat and bulk ESS of every trace variable of RUN_DIR; "
-                                   "warns when R-hat > 1.01 or ESS < 400.")
+    p = sub.add_parser("diagnose", help="convergence of a run: R-hat and ESS (samplers), "
+                                        "objective and convergence (optimisers)",
+                       description="Samplers: mean, R-hat and bulk ESS of every trace variable "
+                                   "of RUN_DIR; warns when R-hat > 1.01 or ESS < 400. Optimisers "
+                                   "(cvb0, gcvb0, cvb2): the objective D0, the iterations used "
+                                   "and whether the run converged (--tol) before --iterations.")
     p.add_argument("run", metavar="RUN_DIR")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--plot", metavar="DIR", help="also write trace and rank plots (PNG) into DIR")
+    p.add_argument("--plot", metavar="DIR",
+                   help="also write trace.png and, for several chains, rank.png into DIR "
+                        "(never over files bayesfa did not write)")
     p.set_defaults(func=cmd_diagnose)
 
     p = sub.add_parser("select", help="choose states and beta by K-fold cross-validation",
@@ -177,8 +198,10 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--one-se", action="store_true",
                    help="one-standard-error rule: the fewest states, then the largest beta, whose "
                         "mean is within one standard error of the best (default: the best mean)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, metavar="DIR", help="results (resumable: finished folds are kept)")
+    p.add_argument("--seed", type=seed_int, default=0, help="random seed, 0 or more; default 0")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="results: a new or empty folder, or one of select's own (resumable: "
+                        "finished folds are kept)")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--json", action="store_true")
     _add_format(p)
@@ -186,8 +209,12 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check a sampler against exact enumeration and its oracle",
                        description="Run METHOD on a toy automaton and compare its posterior predictive "
-                                   "with the exact one, within Monte Carlo error.")
-    p.add_argument("method", metavar="METHOD")
+                                   "with the exact one, within Monte Carlo error; deterministic "
+                                   "methods get exact checks. --list: every method with its "
+                                   "checks and mutants.")
+    p.add_argument("method", metavar="METHOD", nargs="?")
+    p.add_argument("--list", action="store_true",
+                   help="list every method with its checks and mutant names (no run)")
     p.add_argument("--toy", default=None, help="toy data set name")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
@@ -202,7 +229,7 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("run", metavar="RUN_DIR")
     p.add_argument("--format", choices=("pautomac", "dot"), required=True,
                    help="pautomac (model file) or dot (Graphviz picture)")
-    p.add_argument("--out", required=True, metavar="FILE")
+    p.add_argument("--out", required=True, metavar="FILE", help="output file; - for standard output")
     p.add_argument("--max-edges", type=positive_int, default=200,
                    help="dot: draw only the N most probable transitions (default 200)")
     p.set_defaults(func=cmd_export)
@@ -221,10 +248,12 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                                    "paper's own 100/50 split, or --resplit) or dna (one sequence "
                                    "each, A C G T = 0-3, the first 150,000 bases for training).")
     p.add_argument("name", choices=("alice", "dna"), metavar="NAME", help="alice or dna")
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="folder for NAME.train and NAME.test (never over files bayesfa did not write)")
     p.add_argument("--resplit", action="store_true",
                    help="alice: a fresh random 100/50 split of the whole book (see --seed)")
-    p.add_argument("--seed", type=int, default=None, help="alice --resplit: the split's seed; default 0")
+    p.add_argument("--seed", type=seed_int, default=None,
+                   help="alice --resplit: the split's seed, 0 or more; default 0")
     p.add_argument("--fasta", metavar="PATH", default=None,
                    help="dna: the FASTA to split (default: the bundled mouse region, 178,393 bp)")
     p.set_defaults(func=cmd_data)
@@ -280,7 +309,7 @@ def _print_json(obj, reasons: dict[str, str] | None = None) -> None:
 def cmd_prob(args) -> int:
     from bayesfa.corpus import Corpus
     from bayesfa.forward import forward_log_prob
-    from bayesfa.pautomac import read_model, read_sample, write_solution
+    from bayesfa.pautomac import read_model, read_sample
 
     pfa = read_model(args.model)
     test = read_sample(args.test)
@@ -294,8 +323,17 @@ def cmd_prob(args) -> int:
         sub = test.subset(known)
         sub = Corpus(sub.tokens, sub.offsets, pfa.alphabet_size)
         logp[known] = forward_log_prob(pfa.init, pfa.trans, pfa.stop, sub)
-    write_solution(args.out, log_probs=logp)
+    _write_solution(args.out, logp)
     return 0
+
+
+def _write_solution(out: str, logp: np.ndarray) -> None:
+    """``--out`` of prob and predict: the solution layout, through the guarded writer
+    (``-``: standard output)."""
+    from bayesfa.pautomac import write_solution
+    from bayesfa.rundir import write_output
+
+    write_output(out, lambda tmp: write_solution(tmp, log_probs=logp), stream=True)
 
 
 def cmd_score(args) -> int:
@@ -328,6 +366,8 @@ def cmd_fit(args) -> int:
 
     method = get_method(args.method)
     corpus, alphabet = _load(args.train, args.format)
+    if corpus.n_strings == 0:
+        raise InputError("holds no string: nothing to fit", args.train)
     options = _options(args)
     if args.max_draws is not None:
         if not supports_online(method):
@@ -356,28 +396,53 @@ def cmd_fit(args) -> int:
         return 0
     if plan.status != "swap":
         check_fits(method, corpus, options)  # before any work: refuse what cannot fit
+        resuming = plan.status == "resume" and plan.has_work()
+        if resuming and not args.quiet:
+            print(f"bayesfa: resuming the unfinished run in {args.out} (its finished pieces "
+                  f"are kept in {plan.workdir.name}/)", file=sys.stderr)
         plan.begin()
-        start = time.perf_counter()
-        extra = {}
-        if getattr(method, "resumable", False):
-            # the method keeps its finished pieces (and checkpoints) here; a rerun of the same
-            # command finds them again
-            extra["workdir"] = plan.workdir
-        if test is None:
-            result = method.fit(corpus, options, args.seed, _progress(args), **extra)
-        else:
-            result = _fit_and_save_predictions(args, corpus, options, test, plan.build,
-                                               extra.get("workdir"))
-        elapsed = time.perf_counter() - start
-        info = {"seconds": round(elapsed, 3), **result.info}
-        save_run(plan.build, method=args.method, options=options, seed=args.seed,
-                 arrays=result.arrays, trace=result.trace, info=info, train=train)
+        try:
+            start = time.perf_counter()
+            extra = {}
+            if getattr(method, "resumable", False):
+                # the method keeps its finished pieces (and checkpoints) here; a rerun of the
+                # same command finds them again
+                extra["workdir"] = plan.workdir
+            if test is None:
+                result = method.fit(corpus, options, args.seed, _progress(args), **extra)
+            else:
+                result = _fit_and_save_predictions(args, corpus, options, test, plan.build,
+                                                   extra.get("workdir"))
+            elapsed = time.perf_counter() - start
+            info = {"seconds": round(elapsed, 3), **result.info}
+            save_run(plan.build, method=args.method, options=options, seed=args.seed,
+                     arrays=result.arrays, trace=result.trace, info=info, train=train)
+        except BaseException as err:
+            # refused or failed before saving work: leave the folder as it was
+            kept = plan.abandon()
+            if kept and isinstance(err, KeyboardInterrupt) and not args.quiet:
+                print(f"bayesfa: the finished pieces are kept in {plan.build}; the same "
+                      f"command resumes the run", file=sys.stderr)
+            raise
     plan.finish()
     if not args.quiet:
         done = (f"fitted {args.method} on {corpus.n_strings} strings in {elapsed:.1f} s"
                 if plan.status != "swap" else "completed the replacement of the run")
-        print(f"bayesfa: {done}; run directory {args.out}", file=sys.stderr)
+        note = _convergence_note(result.info, options) if plan.status != "swap" else ""
+        print(f"bayesfa: {done}{note}; run directory {args.out}", file=sys.stderr)
     return 0
+
+
+def _convergence_note(info: dict, options: dict) -> str:
+    """``"; not converged: ..."`` for an optimiser that used up ``--iterations`` (its info
+    says ``converged: false``), else ``""``."""
+    if info.get("converged") is not False:
+        return ""
+    used = info.get("iterations_run", options.get("iterations"))
+    tol = info.get("tol", options.get("tol"))
+    return (f"; NOT converged: stopped at --iterations {used} before --tol {tol:g} was met "
+            f"(see bayesfa diagnose; run more --iterations)" if isinstance(tol, (int, float))
+            else f"; NOT converged: stopped at --iterations {used}")
 
 
 def _fit_and_save_predictions(args, corpus, options, test, build, workdir):
@@ -412,7 +477,7 @@ def _stored_predictions(run, test_path: str, fmt: str | None, n_strings: int):
     sha = file_sha256(test_path)
     if sha != about.get("sha256"):
         return None
-    logp = load_predictions(run.path / PREDICTIONS, n_strings, sha)
+    logp = load_predictions(run.verify(PREDICTIONS), n_strings, sha)
     return None if logp is None else np.minimum(logp, 0.0)
 
 
@@ -471,14 +536,12 @@ def _guarded(run, call):
 
 
 def cmd_predict(args) -> int:
-    from bayesfa.pautomac import write_solution
-
     run, test = _run_and_test(args)
     extra = {"map": True} if getattr(args, "map", False) else {}
     logp = None if extra else _stored_predictions(run, args.test, args.format, test.n_strings)
     if logp is None:
         logp = _run_log_prob(run, test, **extra)
-    write_solution(args.out, log_probs=logp)
+    _write_solution(args.out, logp)
     return 0
 
 
@@ -522,23 +585,39 @@ def cmd_perplexity(args) -> int:
 
 
 def cmd_diagnose(args) -> int:
-    from bayesfa.rundir import load_run
+    from bayesfa.rundir import TRACE, load_run
     from bayesfa.validation import diagnostics
 
     run = load_run(args.run)  # the manifest only: diagnose never reads arrays.npz
     if run.trace_path is None:
         raise InputError(f"method {run.method} saved no trace to diagnose", args.run)
-    summary = diagnostics.diagnose(args.run)
-    verdict, warnings = diagnostics.verdict(summary), diagnostics.warnings(summary)
-    if args.json:
-        _print_json({"variables": summary, "verdict": verdict, "warnings": warnings})
-    else:
-        print(diagnostics.format_table(summary))
-        print(f"verdict ({verdict['kind']}): {verdict['message']}")
-    for warning in warnings:
-        print(f"bayesfa: warning: {warning}", file=sys.stderr)
+    trace = diagnostics.scalar_trace(run.verify(TRACE))
     if args.plot:
-        diagnostics.plot_trace(args.run, args.plot)
+        diagnostics.plot_paths(trace, args.plot)  # refuse before printing anything
+    if diagnostics.is_optimiser(trace):  # an optimiser (cvb0, gcvb0, cvb2): no chains
+        status = diagnostics.optimiser_status(trace, run.manifest)
+        if args.json:
+            _print_json({"kind": "optimiser", "status": status,
+                         "variables": diagnostics.optimiser_variables(trace)})
+        else:
+            print(diagnostics.optimiser_table(trace))
+            print(f"status (optimiser {run.method}): {status['message']}")
+        if status["converged"] is False:
+            print(f"bayesfa: warning: {run.method} did not converge within --iterations "
+                  f"{status['iterations']}", file=sys.stderr)
+    else:
+        summary = diagnostics.diagnose_trace(trace)
+        verdict, warnings = diagnostics.verdict(summary), diagnostics.warnings(summary)
+        if args.json:
+            _print_json({"kind": "sampler", "variables": summary, "verdict": verdict,
+                         "warnings": warnings})
+        else:
+            print(diagnostics.format_table(summary))
+            print(f"verdict ({verdict['kind']}): {verdict['message']}")
+        for warning in warnings:
+            print(f"bayesfa: warning: {warning}", file=sys.stderr)
+    if args.plot:
+        diagnostics.plot_trace(args.run, args.plot, trace=trace)
     return 0
 
 
@@ -546,7 +625,12 @@ def cmd_select(args) -> int:
     from bayesfa.memory import check_fits
     from bayesfa.selection import choice_note, format_table, run_selection
 
+    from bayesfa.selection import check_selection_dir
+
+    check_selection_dir(args.out)  # before any work
     corpus, _ = _load(args.train, args.format)
+    if corpus.n_strings == 0:
+        raise InputError("holds no string: nothing to select on", args.train)
     base = _options(args)
     for key in ("states", "beta", "folds", "workers", "one_se"):
         base.pop(key, None)
@@ -573,8 +657,15 @@ def cmd_select(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from bayesfa.validation.harness import validate_main
+    from bayesfa.validation.harness import list_main, validate_main
 
+    if args.list:
+        if args.method is not None:
+            raise InputError("--list takes no METHOD")
+        print(list_main(args.json))
+        return 0
+    if args.method is None:
+        raise InputError("validate needs a METHOD (or --list)")
     text, passed = validate_main(args.method, args.toy, args.json, seed=args.seed, kernel=args.kernel)
     print(text)
     return 0 if passed else 1
@@ -608,12 +699,81 @@ def cmd_data(args) -> int:
     return 0
 
 
+#: Per command: its input files (dest, option), checked before any work by :func:`_check_paths`.
+_INPUT_FILES = {"prob": (("model", "MODEL"), ("test", "TEST")),
+                "score": (("pred", "PRED"), ("solution", "SOLUTION")),
+                "fit": (("train", "TRAIN"), ("predict", "--predict")),
+                "predict": (("test", "TEST"),), "perplexity": (("test", "TEST"),),
+                "select": (("train", "TRAIN"),), "data": (("fasta", "--fasta"),)}
+#: Per command: ``--out`` is a file (``-``: standard output) or a folder.
+_OUTPUT_FILE = {"prob", "predict", "export"}
+_OUTPUT_DIR = {"fit", "select", "data"}
+
+
+def _check_paths(args) -> None:
+    """Every path option checked before any work, each failure one line naming the path:
+    input files exist, are files and are readable; ``--out`` is not a directory where a
+    file is written (nor an existing file bayesfa did not write), not a file where a folder
+    is; ``--plot`` likewise (:func:`bayesfa.rundir.check_output`)."""
+    from bayesfa.rundir import check_output, check_output_dir
+
+    for dest, option in _INPUT_FILES.get(args.command, ()):
+        path = getattr(args, dest, None)
+        if path is None:
+            continue
+        if path == "":
+            raise InputError(f"{option} is empty; give a file")
+        if not os.path.exists(path):
+            raise InputError("no such file", path)
+        if os.path.isdir(path):
+            raise InputError(f"is a directory; {option} must be a file", path)
+        if not os.access(path, os.R_OK):
+            raise InputError("cannot read: permission denied", path)
+    if args.command in _OUTPUT_FILE:
+        check_output(args.out, "--out", stream=True)
+    elif args.command in _OUTPUT_DIR:
+        check_output_dir(args.out, "--out")
+    if getattr(args, "plot", None) is not None:
+        check_output_dir(args.plot, "--plot")
+
+
+def _help_hint(argv: list[str]) -> str | None:
+    """Where an option error should point: ``bayesfa fit --method NAME --help`` for a fit or
+    select with a known method (its own options are listed there), else the command's help."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command is None:
+        return None
+    method = _method_from_argv(argv)
+    if command in ("fit", "select") and method in method_names():
+        return f"bayesfa {command} --method {method} --help"
+    return f"bayesfa {command} --help"
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe (``bayesfa score ... | head -1``): send what is left of standard
+    output to /dev/null, so that the interpreter's last flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no file descriptor (tests' capture)
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _Parser.help_hint = _help_hint(argv)
     parser = build_parser(_method_from_argv(argv))
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        if args.command != "pautomac":  # pautomac run checks its own paths (bayesfa.production)
+            _check_paths(args)
+        rc = args.func(args)
+        sys.stdout.flush()  # here, so that a closed pipe is caught below
+        return rc
+    except BrokenPipeError:  # the reader left (| head): not an error of the command
+        _quiet_stdout()
+        return 0
     except InputError as err:
         print(f"bayesfa: error: {err}", file=sys.stderr)
         return 2

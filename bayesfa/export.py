@@ -20,7 +20,7 @@ import numpy as np
 
 from bayesfa.automata import PDFA, PFA
 from bayesfa.errors import InputError
-from bayesfa.rundir import atomic_write
+from bayesfa.rundir import atomic_write, check_output, write_output, write_output_text
 
 FORMATS = ("pautomac", "dot")
 DEFAULT_MAX_EDGES = 200
@@ -62,12 +62,16 @@ def _edges(machine: PDFA | PFA):
     return q, a, r, machine.trans[a, q, r]
 
 
-def write_pautomac(path: str | os.PathLike, machine: PDFA | PFA) -> None:
-    """Write ``machine`` as a PAutomaC model file (atomically)."""
+def write_pautomac(path: str | os.PathLike, machine: PDFA | PFA, guarded: bool = False) -> None:
+    """Write ``machine`` as a PAutomaC model file (atomically; ``guarded``: through
+    :func:`bayesfa.rundir.write_output`, ``-`` for standard output)."""
     if isinstance(machine, PFA):
         from bayesfa.pautomac import write_model
 
-        atomic_write(path, lambda tmp: write_model(tmp, machine))
+        if guarded:
+            write_output(path, lambda tmp: write_model(tmp, machine), stream=True)
+        else:
+            atomic_write(path, lambda tmp: write_model(tmp, machine))
         return
     stop = machine.stop
     go = 1.0 - stop
@@ -78,7 +82,13 @@ def write_pautomac(path: str | os.PathLike, machine: PDFA | PFA) -> None:
     lines += [f"\t({s},{b}) {float(x / go[s])!r}" for s, b, x in zip(q.tolist(), a.tolist(), p.tolist())]
     lines.append("T: (state,symbol,state)")
     lines += [f"\t({s},{b},{t}) 1.0" for s, b, t in zip(q.tolist(), a.tolist(), r.tolist())]
-    text = "\n".join(lines) + "\n"
+    _write_text(path, "\n".join(lines) + "\n", guarded)
+
+
+def _write_text(path, text: str, guarded: bool) -> None:
+    if guarded:
+        write_output_text(path, text, stream=True)
+        return
 
     def write(tmp):
         with open(tmp, "w") as f:
@@ -123,28 +133,26 @@ def dot_text(machine: PDFA | PFA, max_edges: int = DEFAULT_MAX_EDGES,
 
 
 def write_dot(path: str | os.PathLike, machine: PDFA | PFA, max_edges: int = DEFAULT_MAX_EDGES,
-              symbols: Sequence[str] | None = None) -> None:
-    text = dot_text(machine, max_edges, symbols)
-
-    def write(tmp):
-        with open(tmp, "w") as f:
-            f.write(text)
-
-    atomic_write(path, write)
+              symbols: Sequence[str] | None = None, guarded: bool = False) -> None:
+    """Write :func:`dot_text` of ``machine`` to ``path`` (atomically; ``guarded``: see
+    :func:`write_pautomac`)."""
+    _write_text(path, dot_text(machine, max_edges, symbols), guarded)
 
 
 def export_run(run_dir: str | os.PathLike, fmt: str, out: str | os.PathLike,
                max_edges: int = DEFAULT_MAX_EDGES) -> PDFA | PFA:
-    """Load ``run_dir`` and write its automaton to ``out`` in ``fmt`` (pautomac or dot)."""
+    """Load ``run_dir`` and write its automaton to ``out`` in ``fmt`` (pautomac or dot),
+    through the guarded writer (:func:`bayesfa.rundir.write_output`; ``-``: standard output)."""
     from bayesfa.rundir import load_run
 
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r} (choose {' or '.join(FORMATS)})")
+    check_output(out, stream=True)  # before any work
     run = load_run(run_dir)
     machine = run_automaton(run)
     if fmt == "pautomac":
-        write_pautomac(out, machine)
+        write_pautomac(out, machine, guarded=True)
     else:
         symbols = run.manifest.get("train", {}).get("alphabet")
-        write_dot(out, machine, max_edges, symbols)
+        write_dot(out, machine, max_edges, symbols, guarded=True)
     return machine

@@ -136,6 +136,23 @@ def nonnegative_int(text: str) -> int:
     return value
 
 
+#: The largest ``--seed``: ``np.random.SeedSequence`` takes any non-negative integer, but
+#: seeds are stored and combined as 64-bit integers here and there; 2**63 - 1 fits them all.
+SEED_MAX = 2**63 - 1
+
+
+def seed_int(text: str) -> int:
+    """The argparse type of every ``--seed``: an integer from 0 to :data:`SEED_MAX` (a
+    negative seed is refused at parse time, in one line, by every command alike)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 to {SEED_MAX}, got {text!r}") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 to {SEED_MAX}, got {text}")
+    return value
+
+
 def positive_float(text: str) -> float:
     value = float(text)
     if not value > 0 or not np.isfinite(value):

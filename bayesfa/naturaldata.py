@@ -121,16 +121,20 @@ def dna_split(fasta: str | os.PathLike | None = None,
 
 
 def write_split(out: str | os.PathLike, name: str, train: Corpus, test: Corpus) -> dict:
-    """Write ``OUT/NAME.train`` and ``OUT/NAME.test`` (PAutomaC sample layout); returns a
-    summary (paths, strings and letters of each part)."""
+    """Write ``OUT/NAME.train`` and ``OUT/NAME.test`` (PAutomaC sample layout) through the
+    guarded writer (:func:`bayesfa.rundir.write_output`: a file of the same name that bayesfa
+    did not write is refused, in one line, before either is written); returns a summary
+    (paths, strings and letters of each part)."""
     from bayesfa.pautomac import write_sample
+    from bayesfa.rundir import check_output, check_output_dir, write_output
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_dir(out)
+    for part in ("train", "test"):
+        check_output(out / f"{name}.{part}", make_folder=True)
     summary = {}
     for part, corpus in (("train", train), ("test", test)):
         path = out / f"{name}.{part}"
-        write_sample(path, corpus)
+        write_output(path, lambda tmp, corpus=corpus: write_sample(tmp, corpus), make_folder=True)
         summary[part] = {"path": str(path), "strings": corpus.n_strings,
                          "letters": corpus.n_letters, "alphabet_size": corpus.alphabet_size}
     return summary

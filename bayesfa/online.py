@@ -172,7 +172,8 @@ def _check_test(corpus: Corpus, test_corpus: Corpus) -> Corpus:
 
 def save_predictions(path: str | os.PathLike, prediction: OnlinePrediction, test_sha256: str) -> None:
     """Write ``prediction``'s ``log_mean`` and ``n_draws`` and the test file's SHA-256 (as 32
-    uint8) to ``path`` (``predictions.npz`` of a run directory), atomically."""
+    uint8) to ``path`` (``predictions.npz`` of a run directory being built), atomically; the
+    run's manifest then records its SHA-256 (:func:`bayesfa.rundir.save_run`)."""
     from bayesfa.rundir import atomic_write
 
     def write(tmp):

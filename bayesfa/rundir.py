@@ -26,12 +26,27 @@ reads only the manifest; ``Run.arrays`` loads ``arrays.npz`` when first used, so
 
 :func:`jsonable` is the one converter to strict JSON (non-finite numbers become ``null``
 with a ``<key>_note`` saying why) for manifests and every ``--json`` output.
+
+The manifest binds the run's other files: ``"files"`` records the SHA-256 of each
+(``arrays.npz``, ``trace.nc``, ``predictions.npz``) and ``"fingerprint"`` is the SHA-256 of
+the manifest's own canonical JSON (every other key, sorted, compact). A manifest edited by
+hand or copied from another run, or a file that is not the one the manifest records, is an
+:class:`InputError` in one line (:meth:`Run.verify`).
+
+Every other file bayesfa writes for a user (``predict``/``prob`` solutions, exports, plots,
+data splits, selection results) goes through :func:`write_output`: it refuses, in one line, a
+directory or an existing file bayesfa did not write, writes to a temporary name and renames
+it into place, creates files as ``open()`` does (mode ``0o666`` less the umask), records
+what it wrote in the folder's ``.bayesfa-written.json`` (:data:`LEDGER`: file name ->
+SHA-256, so a file bayesfa wrote and nobody changed since may be replaced by the next run
+of the command), and, where a stream makes sense, takes ``-`` for standard output.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import gc
 import hashlib
 import json
@@ -39,6 +54,7 @@ import lzma
 import math
 import os
 import platform
+import secrets
 import shutil
 import struct
 import sys
@@ -82,10 +98,29 @@ class Run:
 
     @property
     def arrays(self) -> dict[str, np.ndarray]:
-        """The contents of ``arrays.npz`` (read on first use; an InputError if unreadable)."""
+        """The contents of ``arrays.npz`` (read on first use, checked against the manifest's
+        record of it; an InputError if unreadable or not this run's)."""
         if self._arrays is None:
-            self._arrays = read_arrays(self.path / ARRAYS)
+            self._arrays = read_arrays(self.verify(ARRAYS))
         return self._arrays
+
+    def verify(self, name: str) -> Path:
+        """The path of the run's file ``name``, checked: it is the file the manifest records
+        (SHA-256 in ``"files"``). An :class:`InputError` naming the file if it is missing,
+        or damaged or copied from another run since the manifest was written."""
+        path = self.path / name
+        expected = (self.manifest.get("files") or {}).get(name)
+        if expected is None:
+            if path.exists():
+                raise InputError(f"was not written with this run's {MANIFEST} (the manifest "
+                                 f"records no {name}): copied from another run? fit again", path)
+            raise InputError(f"no such file: this run has no {name}", path)
+        if not path.is_file():
+            raise InputError("no such file: the run's file is missing", path)
+        if file_sha256(path) != expected:
+            raise InputError(f"is not the file this run's {MANIFEST} records (SHA-256 differs): "
+                             f"damaged, or copied from another run; fit the run again", path)
+        return path
 
     @property
     def method(self) -> str:
@@ -97,8 +132,9 @@ class Run:
 
     @property
     def trace_path(self) -> Path | None:
+        """``trace.nc`` when the run has one (the manifest records it, or it is there)."""
         p = self.path / TRACE
-        return p if p.exists() else None
+        return p if p.exists() or TRACE in (self.manifest.get("files") or {}) else None
 
 
 def versions() -> dict[str, str]:
@@ -122,18 +158,38 @@ def file_sha256(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+def _new_temp_file(directory: Path, name: str) -> Path:
+    """A new empty file ``directory/.name.XXXXXXXX.tmp``, created as ``open()`` creates files
+    (mode ``0o666`` less the umask; ``tempfile.mkstemp`` would make it ``0o600``)."""
+    for _ in range(100):
+        tmp = directory / f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(directory / name))
+
+
 def atomic_write(path: str | os.PathLike, write) -> None:
-    """Call ``write(tmp_path)`` then rename the temporary file onto ``path``."""
+    """Call ``write(tmp_path)`` then rename the temporary file onto ``path``.
+
+    The file gets the mode ``open()`` would give it (``0o666`` less the umask). An
+    ``OSError`` names ``path`` (or its folder), never the temporary file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    tmp = None
     try:
-        write(tmp)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _new_temp_file(path.parent, path.name)
+        write(str(tmp))
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except BaseException as err:
+        if tmp is not None and os.path.lexists(tmp):
             os.unlink(tmp)
+        if isinstance(err, OSError) and tmp is not None and err.filename is not None \
+                and os.fspath(err.filename) == os.fspath(tmp):
+            raise OSError(err.errno, err.strerror or str(err), str(path)) from None
         raise
 
 
@@ -321,9 +377,24 @@ def save_run(out: str | os.PathLike, *, method: str, options: dict[str, Any], se
         "info": info or {},
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "command": sys.argv,
+        # what the manifest binds: every file of the run (predictions.npz of fit --predict too)
+        "files": {p.name: file_sha256(p) for p in sorted(out.iterdir())
+                  if p.is_file() and p.name not in (MANIFEST, UNFINISHED)
+                  and not p.name.startswith(".")},
     }
+    manifest = jsonable(manifest)
+    manifest["fingerprint"] = manifest_fingerprint(manifest)
     write_json(out / MANIFEST, manifest)
     return out
+
+
+def manifest_fingerprint(manifest: dict[str, Any]) -> str:
+    """SHA-256 of the manifest's canonical JSON: every key but ``"fingerprint"``, sorted, no
+    spaces, ASCII. An edit of any value (or a manifest of another run) changes it."""
+    body = {k: v for k, v in manifest.items() if k != "fingerprint"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=False)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def _save_npz(tmp: str, arrays: dict[str, np.ndarray]) -> None:
@@ -356,6 +427,20 @@ def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
         raise InputError("manifest has no method name", path)
     if not isinstance(manifest.get("options"), dict):
         raise InputError("manifest has no options object", path)
+    fingerprint = manifest.get("fingerprint")
+    if not isinstance(fingerprint, str):
+        raise InputError("manifest has no fingerprint (made by an older bayesfa, or edited): "
+                         "fit the run again", path)
+    try:
+        expected = manifest_fingerprint(manifest)
+    except (ValueError, TypeError, RecursionError):
+        expected = None
+    if fingerprint != expected:
+        raise InputError("manifest does not match its fingerprint: edited or damaged since "
+                         "bayesfa wrote it; fit the run again", path)
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise InputError("manifest's files entry is not an object of SHA-256 digests", path)
     train = manifest.setdefault("train", {})
     if not isinstance(train, dict):
         raise InputError("manifest's train entry is not an object", path)
@@ -449,12 +534,38 @@ class RunPlan:
     def workdir(self) -> Path:
         return self.build / WORKDIR
 
+    _created: bool = field(default=False, repr=False)
+    _recorded: bool = field(default=False, repr=False)
+
     def begin(self) -> None:
         """Create ``build`` and record what run it will hold (before any fitting)."""
         if self.status == "replace" and self.build.exists() and not _same_unfinished(self.build, self.identity):
             shutil.rmtree(self.build)  # our own staging folder, left by another forced fit
+        self._created = not self.build.exists()
         self.build.mkdir(parents=True, exist_ok=True)
-        write_json(self.build / UNFINISHED, self.identity)
+        self._recorded = not _same_unfinished(self.build, self.identity)
+        if self._recorded:
+            write_json(self.build / UNFINISHED, self.identity)
+
+    def has_work(self) -> bool:
+        """Whether the fit saved pieces to resume from (a non-empty ``partial/``)."""
+        return self.workdir.is_dir() and any(self.workdir.iterdir())
+
+    def abandon(self) -> bool:
+        """After a fit refused or failed: undo :meth:`begin` unless work was saved to resume
+        from, so the folder is as it was (no ``unfinished.json`` for a fit that never
+        sampled). Returns True if the unfinished run was kept (resumable)."""
+        if self.has_work():
+            return True
+        if self.workdir.is_dir():
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        for name in (ARRAYS, TRACE, "predictions.npz"):  # a save that did not finish
+            (self.build / name).unlink(missing_ok=True)
+        if self._recorded:
+            (self.build / UNFINISHED).unlink(missing_ok=True)
+        if self._created and self.build.is_dir() and not any(self.build.iterdir()):
+            self.build.rmdir()
+        return False
 
     def finish(self) -> None:
         """After :func:`save_run` into ``build``: drop the work files, swap into place."""
@@ -487,6 +598,9 @@ def _describe_run(path: Path) -> tuple[str, dict[str, Any] | None, str | None]:
             return "finished", None, err.problem
     if (path / UNFINISHED).is_file():
         identity = _read_identity(path / UNFINISHED)
+        if {p.name for p in path.iterdir()} <= {UNFINISHED, WORKDIR} and not (
+                (path / WORKDIR).is_dir() and any((path / WORKDIR).iterdir())):
+            return "empty", identity, None  # a fit that never saved work: nothing to lose
         return "unfinished", identity, None if identity else f"{UNFINISHED} is unreadable"
     if (path / WORKDIR).is_dir() and {p.name for p in path.iterdir()} <= {WORKDIR, ARRAYS, TRACE}:
         return "unfinished", None, f"no {UNFINISHED}"
@@ -507,6 +621,8 @@ def plan_run(out: str | os.PathLike, identity: dict[str, Any], force: bool = Fal
     if not final.exists() or not any(final.iterdir()):
         return RunPlan(final, final, "new", identity)
     kind, old, problem = _describe_run(final)
+    if kind == "empty":  # left by a fit that stopped before saving any work (older bayesfa)
+        return RunPlan(final, final, "resume" if old == identity else "new", identity)
     if kind == "other":
         raise InputError("not empty and not a bayesfa run directory; choose another --out "
                          "(--force replaces only bayesfa runs)", final)
@@ -567,3 +683,157 @@ def _exchange(a: Path, b: Path) -> bool:
     at_fdcwd, rename_exchange = -100, 2
     rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
     return rc == 0
+
+
+# -- guarded output: every file bayesfa writes for a user -----------------------------------------
+
+LEDGER = ".bayesfa-written.json"  # in each folder bayesfa writes into: what it wrote there
+LEDGER_FORMAT = "bayesfa-written/1"
+STDOUT = "-"
+
+
+def _ledger(directory: Path) -> dict[str, Any]:
+    """The ``files`` record of ``directory/.bayesfa-written.json`` (name -> ``{"sha256"}``);
+    empty if there is none, an InputError if the file is there but not bayesfa's record."""
+    path = directory / LEDGER
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, RecursionError) as err:
+        raise InputError(f"is not bayesfa's record of the files it wrote here ({_reason(err)}); "
+                         f"remove it or write elsewhere", path) from None
+    if not isinstance(obj, dict) or obj.get("format") != LEDGER_FORMAT \
+            or not isinstance(obj.get("files"), dict):
+        raise InputError("is not bayesfa's record of the files it wrote here; remove it or "
+                         "write elsewhere", path)
+    return {k: v for k, v in obj["files"].items() if isinstance(v, dict)}
+
+
+def written_by_bayesfa(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a regular file bayesfa wrote (with :func:`write_output`) and that
+    nobody changed since: its folder's :data:`LEDGER` records its SHA-256."""
+    path = Path(path)
+    if path.is_symlink() or not path.is_file():
+        return False
+    entry = _ledger(path.parent).get(path.name)
+    return entry is not None and entry.get("sha256") == file_sha256(path)
+
+
+def check_output(path: str | os.PathLike, option: str = "--out", stream: bool = False,
+                 legacy=None, make_folder: bool = False) -> None:
+    """Refuse, before any work, what :func:`write_output` would refuse: an :class:`InputError`
+    naming ``path`` if it is a directory, lies under a file, or is an existing file bayesfa
+    did not write (or that was changed since). ``-`` passes when ``stream``. ``legacy(path)``,
+    if given, may vouch for an existing file the ledger does not list (one that carries
+    bayesfa's own format marker, written before there was a ledger). Its folder must exist
+    unless ``make_folder`` (a folder output such as ``data --out DIR``)."""
+    if os.fspath(path) == STDOUT:
+        if stream:
+            return
+        raise InputError(f"{option} - (standard output) is not possible here; give a file name")
+    path = Path(path)
+    if os.fspath(path) == "":
+        raise InputError(f"{option} is empty; give a file name")
+    if path.is_dir():
+        raise InputError(f"is a directory; give {option} a file name", path)
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(f"is not a directory, so {option} {path} cannot be written", parent)
+            break
+        if not make_folder:
+            raise InputError(f"cannot be written: no such folder {parent}", path)
+    if (path.exists() or path.is_symlink()) and not written_by_bayesfa(path) and not (
+            legacy is not None and path.is_file() and not path.is_symlink() and legacy(path)):
+        raise InputError(f"exists and was not written by bayesfa (or was changed since): "
+                         f"bayesfa does not replace it; choose another {option} or remove it",
+                         path)
+
+
+def check_output_dir(path: str | os.PathLike, option: str = "--out",
+                     owned: frozenset[str] | None = None, what: str = "bayesfa") -> Path:
+    """Refuse, before any work, a folder output that is a file (or ``-``); with ``owned``,
+    also a non-empty folder holding anything but those names (and the :data:`LEDGER`):
+    a folder that is not one of bayesfa's ``what`` folders."""
+    if os.fspath(path) in ("", STDOUT):
+        raise InputError(f"{option} needs a folder, not {os.fspath(path) or 'an empty name'!r}")
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"exists and is not a directory; choose another {option}", path)
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(f"is not a directory, so {option} {path} cannot be made", parent)
+            break
+    if owned is not None and path.is_dir():
+        foreign = sorted(p.name for p in path.iterdir() if p.name not in owned | {LEDGER})
+        if foreign:
+            raise InputError(f"not empty and not a {what} folder (it holds {foreign[0]!r}"
+                             f"{f' and {len(foreign) - 1} more' if len(foreign) > 1 else ''}); "
+                             f"choose another {option}", path)
+    return path
+
+
+@contextlib.contextmanager
+def _folder_lock(directory: Path):
+    """An exclusive lock on ``directory`` (``flock`` on the folder itself, so no lock file is
+    left behind) while its :data:`LEDGER` is read and rewritten; no-op where unsupported."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # e.g. a file system without locks: go on unlocked
+            pass
+        yield
+    finally:
+        os.close(fd)
+
+
+def write_output(path: str | os.PathLike, write, option: str = "--out",
+                 stream: bool = False, legacy=None, make_folder: bool = False) -> str:
+    """Write a user's output file through ``write(tmp_path)``, guarded; returns the path
+    written (``"-"`` for standard output).
+
+    Refuses, with an :class:`InputError` naming ``path`` (one line, exit 2), a directory or an
+    existing file bayesfa did not write (:func:`check_output`); writes atomically (a crash
+    leaves the old file or the new one); follows the umask; records the file's SHA-256 in
+    the folder's :data:`LEDGER`, so the next run of the command may replace it. With
+    ``stream``, ``-`` writes to standard output instead; ``legacy`` and ``make_folder``:
+    see :func:`check_output`."""
+    if stream and os.fspath(path) == STDOUT:
+        with tempfile.TemporaryDirectory(prefix="bayesfa-") as tmpdir:
+            tmp = os.path.join(tmpdir, "out")
+            write(tmp)
+            sys.stdout.flush()
+            with open(tmp, "rb") as f:
+                shutil.copyfileobj(f, sys.stdout.buffer)
+            sys.stdout.flush()
+        return STDOUT
+    check_output(path, option, legacy=legacy, make_folder=make_folder)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _folder_lock(path.parent):
+        check_output(path, option, legacy=legacy)  # again, under the lock
+        ledger = _ledger(path.parent)
+        atomic_write(path, write)
+        ledger = {k: v for k, v in ledger.items() if (path.parent / k).is_file()}
+        ledger[path.name] = {"sha256": file_sha256(path),
+                             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        write_json(path.parent / LEDGER, {"format": LEDGER_FORMAT, "files": ledger})
+    return str(path)
+
+
+def write_output_text(path: str | os.PathLike, text: str, option: str = "--out",
+                      stream: bool = False, legacy=None, make_folder: bool = False) -> str:
+    """:func:`write_output` of a text (UTF-8, LF line ends)."""
+    def write(tmp):
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+
+    return write_output(path, write, option, stream, legacy, make_folder)

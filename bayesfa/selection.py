@@ -58,12 +58,32 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.rundir import EXECUTION_OPTIONS, _json_default, atomic_write, versions, write_json
+from bayesfa.rundir import (EXECUTION_OPTIONS, _json_default, check_output, check_output_dir,
+                            jsonable, versions, write_json, write_output_text)
 
 FOLD_FORMAT = "bayesfa-cv-fold/2"  # /2: common random numbers (seed per fold)
 SELECTION_FORMAT = "bayesfa-selection/1"
 SELECTION_JSON = "selection.json"
 SELECTION_TXT = "selection.txt"
+#: What a selection folder holds: anything else in a non-empty ``--out`` is the user's, and
+#: ``bayesfa select`` refuses the folder rather than write beside (or over) it.
+SELECTION_FILES = frozenset({"cv", SELECTION_JSON, SELECTION_TXT})
+
+
+def check_selection_dir(out_dir: str | Path, option: str = "--out") -> Path:
+    """``out_dir`` if it may hold a selection (new, empty, or a selection folder); an
+    :class:`InputError` naming it otherwise (a file, or a folder holding other files)."""
+    return check_output_dir(out_dir, option, owned=SELECTION_FILES, what="bayesfa select")
+
+
+def _legacy_selection(path: Path) -> bool:
+    """A ``selection.json`` / ``selection.txt`` written before the guarded writer kept a
+    record (:data:`bayesfa.rundir.LEDGER`): ours when ``selection.json`` carries our format."""
+    try:
+        data = json.loads((path.parent / SELECTION_JSON).read_text())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("format") == SELECTION_FORMAT
 
 # EXECUTION_OPTIONS (bayesfa.rundir): options that change how a fit runs but not what it
 # computes, left out of the fold fingerprints as out of a run's identity.
@@ -474,6 +494,10 @@ def select_two_stage(method_name, corpus: Corpus, states_grid: Sequence[int],
         if len(set(grid)) != len(grid):
             raise InputError(f"the {name} grid repeats a value: {grid}")
     stage1_beta = beta_grid[0] if len(beta_grid) == 1 else float(beta_for_states)
+    if out_dir is not None:
+        check_selection_dir(out_dir)
+        for name in (SELECTION_TXT, SELECTION_JSON):  # refuse before any fit, not after
+            check_output(Path(out_dir) / name, legacy=_legacy_selection, make_folder=True)
     cache: dict = {}
     common = dict(corpus=corpus, base_options=base_options, folds=folds, seed=seed,
                   out_dir=out_dir, client=client, progress=progress, cache=cache,
@@ -516,11 +540,14 @@ def select_two_stage(method_name, corpus: Corpus, states_grid: Sequence[int],
     result = Selection(stage1, stage2, choice, stage1_beta, meta)
     if out_dir is not None:
         out_dir = Path(out_dir)
-        write_json(out_dir / SELECTION_JSON,
-                   {**result.to_dict(), "versions": versions(),
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-        text = result.table()
-        atomic_write(out_dir / SELECTION_TXT, lambda tmp: Path(tmp).write_text(text))
+        record = jsonable({**result.to_dict(), "versions": versions(),
+                           "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        # the table first: the legacy check of selection.txt reads the old selection.json
+        write_output_text(out_dir / SELECTION_TXT, result.table(), legacy=_legacy_selection,
+                          make_folder=True)
+        write_output_text(out_dir / SELECTION_JSON,
+                          json.dumps(record, indent=2, sort_keys=True, allow_nan=False) + "\n",
+                          legacy=_legacy_selection, make_folder=True)
     return result
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from bayesfa.cli import main
@@ -418,9 +418,29 @@ def _strict(text: str):
     return json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
 
 
+def ref_fingerprint(manifest: dict) -> str:
+    """The manifest's fingerprint from its definition (:mod:`bayesfa.rundir` docstring):
+    SHA-256 of the compact, key-sorted, ASCII JSON of every key but ``fingerprint``."""
+    import hashlib
+
+    body = {k: v for k, v in manifest.items() if k != "fingerprint"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"),
+                                     ensure_ascii=True).encode()).hexdigest()
+
+
+def _bound(manifest, name: str, data: bytes) -> bool:
+    """Whether a run's manifest is intact (its fingerprint) and records ``data`` as ``name``."""
+    import hashlib
+
+    return (isinstance(manifest, dict) and manifest.get("fingerprint") == ref_fingerprint(manifest)
+            and isinstance(manifest.get("files"), dict)
+            and manifest["files"].get(name) == hashlib.sha256(data).hexdigest())
+
+
 def _expected_prediction(files, manifest_bytes: bytes, arrays_bytes: bytes, test: Path, original):
     """The right output of ``predict`` for these (possibly damaged) run files, or None when
-    they cannot give one (the CLI must then exit 2)."""
+    they cannot give one (the CLI must then exit 2): the manifest must match its fingerprint
+    and record these arrays' SHA-256 (issue 26: a damaged, edited or swapped file is refused)."""
     from bayesfa.methods import get_method, method_names
 
     try:
@@ -428,6 +448,8 @@ def _expected_prediction(files, manifest_bytes: bytes, arrays_bytes: bytes, test
         with np.load(io.BytesIO(arrays_bytes), allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
     except Exception:  # noqa: BLE001 - the reference decides only "readable or not"
+        return None
+    if not _bound(manifest, "arrays.npz", arrays_bytes):
         return None
     same_arrays = arrays.keys() == {"counts"} and np.array_equal(
         arrays["counts"], np.load(io.BytesIO(files["arrays.npz"]))["counts"])
@@ -518,9 +540,12 @@ def test_fuzz_trace_file_diagnose(capsys, workdir, run_files, data):
     (run / "arrays.npz").unlink()  # diagnose needs only manifest.json and trace.nc
     rc, out, err = run_cli(capsys, ["diagnose", "--json", str(run)])
     expected = _h5_means(damaged_bytes)
+    intact = _bound(json.loads(files["manifest.json"]), "trace.nc", damaged_bytes)
     if rc == 2:
         assert str(run / "trace.nc") in err
+        assert not intact, f"refused the trace its manifest records: {err}"
         return
+    assert intact, "exit 0 on a trace that is not the one the manifest records"
     assert expected is not None, "exit 0 on a trace h5py cannot read"
     result = _variables(_strict(out))
     assert set(result) == set(expected)
@@ -543,6 +568,7 @@ def test_fuzz_manifest_diagnose(capsys, workdir, run_files, data):
         return
     manifest = _strict(damaged_bytes.decode("utf-8"))  # exit 0: the manifest must be JSON
     assert manifest["format"] == "bayesfa-run/1" and isinstance(manifest["method"], str)
+    assert _bound(manifest, "trace.nc", files["trace.nc"])  # and intact
     assert set(_variables(_strict(out))) == set(_h5_means(files["trace.nc"]))
 
 
@@ -555,3 +581,183 @@ def test_reference_parsers_accept_the_starting_points():
     assert close(ref_prob(model, [0]), 0.5 * 0.75 * 0.5)
     assert ref_model(MODEL.replace(b"(1) 0.5", b"(1) 0.25")) is not None  # F changes nothing else
     assert ref_model(MODEL.replace(b"(0,1) 0.5", b"(0,1) 0.4")) is None  # S of 0 sums to 0.9
+
+
+# -- every command and option: no user file changes (issue 26, item 7) -----------------------------
+#: The user's own files in the workspace: no command may change, replace or remove one.
+USER_FILES = ("train.txt", "test.txt", "model.txt", "sol.txt", "notes.txt", "mine/trace.png",
+              "mine/rank.png", "mine/alice.train", "mine/selection.txt", "mine/pred.txt")
+#: Examples of the command fuzz in CI (each runs a command: fits are tiny, a few are slower).
+COMMAND_FUZZ = settings(FUZZ, max_examples=max(1, MAX_EXAMPLES * 3 // 4))
+UMASK = 0o027  # not the usual 022, so that "follows the umask" is tested, not assumed
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """A user's folder: data files, a folder of their own files, three bayesfa runs (a
+    sampler, an optimiser, an automaton) and a prediction bayesfa wrote (``ours.txt``)."""
+    from bayesfa.datasets import pautomac_path
+
+    ws = tmp_path_factory.mktemp("workspace")
+    write_sample(ws / "train.txt", read_sample(pautomac_path(24, "train")).subset(range(40)))
+    write_sample(ws / "test.txt", read_sample(pautomac_path(24, "test")).subset(range(5)))
+    (ws / "model.txt").write_bytes(MODEL)
+    (ws / "sol.txt").write_bytes(b"5\n0.2\n0.2\n0.2\n0.2\n0.2\n")
+    (ws / "notes.txt").write_text("my notes\n")
+    (ws / "mine").mkdir()
+    for name in USER_FILES:
+        if name.startswith("mine/"):
+            (ws / name).write_text(f"the user's own {name}\n")
+    train = str(ws / "train.txt")
+    for run, method in (("run", ["cgs-pfa", "--states", "2", "--iterations", "6", "--burn-in", "2",
+                                 "--period", "1", "--chains", "2"]),
+                        ("cvrun", ["cvb0", "--states", "2", "--iterations", "3"]),
+                        ("emrun", ["estatemerge"])):
+        assert main(["fit", train, "--method", *method, "--out", str(ws / run), "--quiet"]) == 0
+    assert main(["predict", str(ws / "run"), str(ws / "test.txt"), "--out", str(ws / "ours.txt")]) == 0
+    return ws
+
+
+def _tree(root: Path) -> dict[str, tuple[str, int]]:
+    """``relative path -> (sha256 or "dir", mode)`` of everything under ``root``."""
+    import hashlib
+
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = str(p.relative_to(root))
+        mode = p.lstat().st_mode & 0o777
+        out[rel] = ("dir", mode) if p.is_dir() else (hashlib.sha256(p.read_bytes()).hexdigest(), mode)
+    return out
+
+
+INTS = ["-1", "0", "1", "2", "3", "x", "", "1.5", "+2"]
+SEEDS = ["-1", "-9223372036854775809", "0", "7", "9223372036854775807", "9223372036854775808",
+         "1e3", "x"]
+#: Paths a user might give (relative to the workspace; "-", "" and "/" literal).
+PATHS = ["train.txt", "test.txt", "model.txt", "sol.txt", "notes.txt", "mine", "mine/trace.png",
+         "mine/pred.txt", "mine/alice.train", "ours.txt", "run", "cvrun", "emrun", "new.txt",
+         "newdir", "newdir/x.txt", "missing/x.txt", "notes.txt/x", "-", "", "."]
+RUNS = ["run", "cvrun", "emrun", "mine", "missing", "train.txt"]
+
+
+@st.composite
+def command_lines(draw, ws: Path):
+    """A command line of any command (but ``validate`` and ``pautomac run``) with options
+    drawn from values a user might type, good and bad."""
+    def path(choices=PATHS, good=None):
+        """Mostly ``good`` (so that most commands get as far as writing), else anything."""
+        p = draw(st.sampled_from(good) if good and draw(st.integers(0, 3)) else st.sampled_from(choices))
+        return p if p in ("-", "") else str(ws / p)
+
+    sample, test = ["train.txt", "test.txt"], ["test.txt"]
+
+    def opt(name, values):
+        return [name, draw(st.sampled_from(values))] if draw(st.booleans()) else []
+
+    def val(values, good):
+        return draw(st.sampled_from(good) if draw(st.integers(0, 2)) else st.sampled_from(values))
+
+    out_file, out_dir = ["new.txt", "ours.txt", "-"], ["newdir", "run", "."]
+
+    command = draw(st.sampled_from(["prob", "score", "fit", "predict", "perplexity", "diagnose",
+                                    "select", "export", "data"]))
+    if command == "prob":
+        return ["prob", path(good=["model.txt"]), path(good=test), "--out", path(good=out_file)]
+    if command == "score":
+        return (["score", path(good=["sol.txt", "ours.txt"]), path(good=["sol.txt"])]
+                + (["--json"] if draw(st.booleans()) else []))
+    if command in ("predict", "perplexity"):
+        argv = [command, path(RUNS, RUNS[:3]), path(good=test)]
+        if command == "predict":
+            argv += ["--out", path(good=out_file)]
+        return argv + (["--map"] if draw(st.booleans()) else []) + opt("--format", ["pautomac", "lines"])
+    if command == "diagnose":
+        return (["diagnose", path(RUNS, RUNS[:2])] + (["--json"] if draw(st.booleans()) else [])
+                + (["--plot", path(good=["newdir", "mine", "."])] if draw(st.booleans()) else []))
+    if command == "export":
+        return ["export", path(RUNS, ["emrun"]), "--format", draw(st.sampled_from(["pautomac", "dot"])),
+                "--out", path(good=out_file)] + opt("--max-edges", INTS)
+    if command == "data":
+        name = draw(st.sampled_from(["alice", "dna"]))
+        resplit = name == "alice" and draw(st.booleans())
+        return (["data", name, "--out", path(good=out_dir + ["mine"])] + (["--resplit"] if resplit else [])
+                + (opt("--seed", SEEDS) if resplit or not draw(st.integers(0, 3)) else [])
+                + (["--fasta", path()] if not draw(st.integers(0, 3)) else []))
+    if command == "select":
+        return (["select", path(good=sample), "--method", "cgs-pfa", "--quiet", "--chains", "1",
+                 "--states", val(["2", "2,3", "0", "x"], ["2", "2,3"]), "--beta", "0.1",
+                 "--folds", val(["2", "1", "-2"], ["2"]),
+                 "--iterations", val(["3", "2", "0"], ["3"]), "--burn-in", "1",
+                 "--period", "1", "--out", path(good=["newdir", "mine", "run"])] + opt("--seed", SEEDS))
+    method = draw(st.sampled_from(["cgs-pfa", "cvb0", "estatemerge"]))
+    argv = (["fit", path(good=sample), "--method", method, "--out", path(good=out_dir), "--quiet"]
+            + opt("--seed", SEEDS))
+    if method == "cgs-pfa":
+        argv += ["--states", val(["0", "-1"], ["2"]), "--chains", "1",
+                 "--iterations", val(INTS, ["3", "6"]), "--burn-in", val(INTS, ["2"]),
+                 "--period", "1"] + opt("--max-draws", INTS)
+    elif method == "cvb0":
+        argv += ["--states", "2", "--iterations", val(INTS, ["3"])]
+    else:
+        argv += opt("--states", INTS)  # estatemerge has no --states: refused, pointing to its help
+    return (argv + (["--force"] if draw(st.booleans()) else [])
+            + (["--predict", path(good=test)] if not draw(st.integers(0, 3)) else []))
+
+
+def _last(argv: list[str], option: str) -> str | None:
+    values = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == option]
+    return values[-1] if values else None
+
+
+@COMMAND_FUZZ
+@given(data=st.data())
+def test_fuzz_every_command_leaves_user_files_alone(capsys, workspace, data):
+    """Any command line of any command: exit 0, or one line and exit 2 (never a traceback);
+    a negative or out-of-range --seed always exit 2; the user's files never change; a file
+    changes only where the command writes (its --out, --plot, and the ledger of the folder
+    it writes into); every file or folder it creates follows the umask."""
+    ws = Path(tempfile.mkdtemp(prefix="bayesfa-ws-"))
+    try:
+        shutil.copytree(workspace, ws, dirs_exist_ok=True)
+        argv = data.draw(command_lines(ws))
+        argv = [a.replace(str(workspace), str(ws)) for a in argv]
+        before = _tree(ws)
+        capsys.readouterr()
+        old_umask, old_cwd = os.umask(UMASK), os.getcwd()
+        os.chdir(ws)  # every path is absolute; if one were not, it would land in the copy
+        try:
+            try:
+                rc = main(argv)
+            except SystemExit as exc:  # argparse: a bad option
+                rc = exc.code
+        finally:
+            os.umask(old_umask)
+            os.chdir(old_cwd)
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err + out
+        assert rc in (0, 2), (rc, err)
+        event(f"{argv[0]} exit {rc}")
+        if rc == 2:
+            assert err.count("\n") == 1 and " error: " in err.splitlines()[0], err
+        seed = _last(argv, "--seed")
+        if seed is not None and not (seed.isdigit() and int(seed) < 2**63):
+            assert rc == 2, err  # refused at parse time (this or another bad option)
+        after = _tree(ws)
+        for name in USER_FILES:
+            assert after.get(name) == before[name], f"{argv}: changed the user's {name}"
+        targets = [Path(v) for v in (_last(argv, "--out"), _last(argv, "--plot")) if v not in (None, "", "-")]
+        allowed = set()
+        for t in targets:
+            allowed |= {t, t.parent / ".bayesfa-written.json", t.parent / f".{t.name}.bayesfa-new"}
+        for rel in set(before) | set(after):
+            if before.get(rel) == after.get(rel):
+                continue
+            p = ws / rel
+            new_parent = rel not in before and after[rel][0] == "dir" and any(p in t.parents for t in targets)
+            assert new_parent or any(p == a or a in p.parents for a in allowed), f"{argv} changed {rel}"
+            if rel not in before and rel in after:
+                kind, mode = after[rel]
+                expected = (0o777 if kind == "dir" else 0o666) & ~UMASK
+                assert mode == expected, f"{argv}: {rel} created with mode {oct(mode)}, umask {oct(UMASK)}"
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)

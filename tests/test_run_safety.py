@@ -135,9 +135,13 @@ def test_force_replaces_a_run_and_a_crash_leaves_the_old_one_whole(finished_run,
     method = get_method("cgs-pfa")
     real_fit = type(method).fit
     calls = []
+    save_piece = []
 
     def crashing_fit(self, *args, **kwargs):
         calls.append(kwargs.get("workdir"))
+        if save_piece:  # a chain finished before the crash
+            kwargs["workdir"].mkdir(parents=True, exist_ok=True)
+            (kwargs["workdir"] / "chain-0000.npz").write_bytes(b"work so far")
         raise KeyboardInterrupt  # the new fit dies half-way
 
     args = ["fit", str(small_train), *CGS, "--states", "4", "--out", str(finished_run), "--force"]
@@ -147,11 +151,14 @@ def test_force_replaces_a_run_and_a_crash_leaves_the_old_one_whole(finished_run,
     assert _snapshot(finished_run) == before  # the old run is whole
     staging = finished_run.parent / f".{finished_run.name}.bayesfa-new"
     assert calls == [staging / "partial"]  # built beside it, in a work folder a rerun finds again
+    assert not staging.exists()  # no work was saved: nothing is left behind
     assert rundir.load_run(finished_run).options["states"] == 3
-    (staging / "partial").mkdir(exist_ok=True)
-    (staging / "partial" / "chain-0000.npz").write_bytes(b"work so far")
+    save_piece.append(True)
+    assert main(args) == 130
+    assert (staging / "partial" / "chain-0000.npz").read_bytes() == b"work so far"
+    save_piece.clear()
     assert main(args) == 130  # the same command again: same work folder, kept
-    assert calls == [staging / "partial"] * 2
+    assert calls == [staging / "partial"] * 3
     assert (staging / "partial" / "chain-0000.npz").read_bytes() == b"work so far"
     (staging / "partial" / "chain-0000.npz").unlink()
 
@@ -357,7 +364,7 @@ def test_truncated_arrays_npz_is_one_line(finished_run, capsys, tmp_path):
     arrays.write_bytes(arrays.read_bytes()[:200])
     rc = main(["predict", str(finished_run), str(pautomac_path(24, "test")), "--out", str(tmp_path / "p")])
     err = one_error_line(capsys, rc)
-    assert f"{arrays}: " in err and "BadZipFile" in err
+    assert f"{arrays}: " in err and "SHA-256 differs" in err  # not the file the manifest records
     # diagnose needs only manifest.json and trace.nc
     arrays.unlink()
     assert main(["diagnose", "--json", str(finished_run)]) == 0
@@ -387,13 +394,17 @@ def test_damaged_run_file_is_one_line_naming_it(finished_run, capsys, tmp_path, 
 
 
 def test_arrays_that_do_not_fit_the_manifest(finished_run, capsys, tmp_path):
+    """A manifest edited by hand is refused by its fingerprint (issue 26); arrays that do not
+    fit a method are still refused when the manifest is consistent (a method's own check)."""
     manifest = json.loads((finished_run / "manifest.json").read_text())
     manifest["options"]["beta"] = -1.0  # edited by hand: the predictive is not a probability
     (finished_run / "manifest.json").write_text(json.dumps(manifest))
     rc = main(["predict", str(finished_run), str(pautomac_path(24, "test")), "--out", str(tmp_path / "p")])
-    assert str(finished_run) in one_error_line(capsys, rc)
+    err = one_error_line(capsys, rc)
+    assert str(finished_run / "manifest.json") in err and "fingerprint" in err
     manifest["options"]["beta"] = 0.1
     manifest["method"] = "oracle-pfa"  # arrays of cgs-pfa, manifest of oracle-pfa
+    manifest["fingerprint"] = rundir.manifest_fingerprint(manifest)  # a consistent forgery
     (finished_run / "manifest.json").write_text(json.dumps(manifest))
     rc = main(["perplexity", str(finished_run), str(pautomac_path(24, "test"))])
     assert "does not fit" in one_error_line(capsys, rc)

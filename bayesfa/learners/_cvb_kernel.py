@@ -74,9 +74,18 @@ def _dot(q, s, r):
     return out
 
 
+#: Deliberately wrong updates (compile-time switches of the kernels below, ``variant``),
+#: for :mod:`bayesfa.validation.learners.cvb`: method -> mutant name -> variant.
+MUTATIONS: dict[str, dict[str, int]] = {
+    "cvb0": {"no-delta-term": 1, "no-lemma1-correction": 2},
+    "cvb2": {"no-half-in-taylor": 1, "no-variance": 2},
+    "gcvb0": {"grad-no-log-q": 1, "grad-no-incoming": 2},
+}
+
+
 # -- CVB0 (Eq. 12, 14-16) ---------------------------------------------------------------------
 @njit(cache=True, boundscheck=False, fastmath=FAST)
-def cvb0_means(t, tokens, q, ec, eci, out_m, in_m, den_m):
+def cvb0_means(t, tokens, q, ec, eci, out_m, in_m, den_m, variant=0):
     """The three expectations of Eq. 14 at the free position ``t``, for ``k = 1..N``.
 
     ``out_m[k] = E_q[C^{-t}_{k a_t z_{t+1}}]``, ``in_m[k] = E_q[C^{-t}_{z_{t-1} a_{t-1} k}
@@ -85,6 +94,11 @@ def cvb0_means(t, tokens, q, ec, eci, out_m, in_m, den_m):
     the terms that share a ``z`` with ``z_{t+1}`` (resp. ``z_{t-1}``) replaced by their exact
     expectation (Lemma 1). ``O(N^2)``: one product of ``E_q[C_{.a.}]`` with ``q_{t+1}`` and
     one with ``q_{t-1}``. Arrays ``[N+1]``; index 0 is left untouched.
+
+    ``variant`` (validation mutants of :data:`MUTATIONS`, a compile-time constant; 0 is
+    the method): 1 drops the delta term of Eq. 9 from ``in_m``; 2 drops the Lemma 1
+    corrections of the transitions ``t+1`` and ``t-2`` that share ``z_{t+1}`` resp.
+    ``z_{t-1}`` (their expectations taken as if the ``z`` were independent).
     """
     n1 = q.shape[1]
     big_t = tokens.shape[0]
@@ -106,7 +120,7 @@ def cvb0_means(t, tokens, q, ec, eci, out_m, in_m, den_m):
     d_next = _dot(q, t + 1, t + 2) if has_next else 0.0
     for k in range(1, n1):
         v = out_m[k] - q[t - 1, k] * d_prev - q[t, k] * d_self
-        if has_next:
+        if has_next and variant != 2:
             v += q[t + 1, k] * (q[t + 2, k] - d_next)
         out_m[k] = v
     # in: sum_i q_{t-1}(i) E[C_{i a_{t-1} k}] ...
@@ -124,10 +138,13 @@ def cvb0_means(t, tokens, q, ec, eci, out_m, in_m, den_m):
     d_s = _dot(q, t - 1, t) if a == ap else 0.0  # s = t
     for k in range(1, n1):
         v = in_m[k] - d_p * q[t, k]
-        if has_pp:
+        if has_pp and variant != 2:
             v += q[t - 1, k] * (q[t - 2, k] - d_pp)
         if a == ap:
-            v += q[t - 1, k] * q[t + 1, k] - d_s * q[t + 1, k]  # delta term, minus s = t
+            if variant == 1:
+                v -= d_s * q[t + 1, k]
+            else:
+                v += q[t - 1, k] * q[t + 1, k] - d_s * q[t + 1, k]  # delta term, minus s = t
         in_m[k] = v
         den_m[k] = eci[k] - q[t, k]
 
@@ -158,13 +175,13 @@ def _apply_delta(t, tokens, q, ec, eci, dq):
 
 
 @njit(cache=True, boundscheck=False)
-def cvb0_update_weights(t, tokens, q, ec, eci, beta, out_m, in_m, den_m, w):
+def cvb0_update_weights(t, tokens, q, ec, eci, beta, out_m, in_m, den_m, w, variant=0):
     """Normalised right-hand side of Eq. 12 with the 0th-order Eq. 15/16 into ``w[1..N]``."""
     n1 = q.shape[1]
     n_states = n1 - 1
     nab = n_states * ec.shape[1] * beta
     b_out = n_states * beta if tokens[t] == 0 else beta
-    cvb0_means(t, tokens, q, ec, eci, out_m, in_m, den_m)
+    cvb0_means(t, tokens, q, ec, eci, out_m, in_m, den_m, variant)
     total = 0.0
     w[0] = 0.0
     for k in range(1, n1):
@@ -176,11 +193,12 @@ def cvb0_update_weights(t, tokens, q, ec, eci, beta, out_m, in_m, den_m, w):
 
 
 @njit(cache=True, boundscheck=False)
-def cvb0_sweep(positions, tokens, q, ec, eci, beta):
+def cvb0_sweep(positions, tokens, q, ec, eci, beta, variant=0):
     """One CVB0 iteration: ``q_t`` <- Eq. 12 (0th order, Eq. 15/16) for each free ``t`` of
     ``positions`` in order, keeping ``ec``/``eci`` up to date (Sect. 2.4.1). ``O(N^2 T)``.
 
-    Returns the largest ``|q_t(k)^new - q_t(k)^old|`` of the sweep.
+    Returns the largest ``|q_t(k)^new - q_t(k)^old|`` of the sweep. ``variant``: as
+    :func:`cvb0_means` (0, the method).
     """
     n1 = q.shape[1]
     out_m = np.zeros(n1)
@@ -191,7 +209,7 @@ def cvb0_sweep(positions, tokens, q, ec, eci, beta):
     change = 0.0
     for m in range(positions.shape[0]):
         t = positions[m]
-        cvb0_update_weights(t, tokens, q, ec, eci, beta, out_m, in_m, den_m, w)
+        cvb0_update_weights(t, tokens, q, ec, eci, beta, out_m, in_m, den_m, w, variant)
         for k in range(1, n1):
             d = w[k] - q[t, k]
             dq[k] = d
@@ -239,7 +257,7 @@ def neg_entropy(positions, q):
 
 
 @njit(cache=True, boundscheck=False, fastmath=FAST)
-def d0_grad_x(positions, tokens, q, x, psi, psi_state, grad_x):
+def d0_grad_x(positions, tokens, q, x, psi, psi_state, grad_x, variant=0):
     """Gradient of ``D0 + penalty`` with respect to ``x`` (Eq. 17 and the chain rule).
 
     ``dD0/dq_t(k) = - sum_j q_{t+1}(j) psi[k, a_t, j] - sum_i q_{t-1}(i) psi[i, a_{t-1}, k]
@@ -247,7 +265,8 @@ def d0_grad_x(positions, tokens, q, x, psi, psi_state, grad_x):
     (0 on the impossible cells) and ``psi_state[k] = digamma(E_q[C_k] + N A beta)``; the
     penalty adds ``-2 (1 - sum_k q_t(k))``. Then
     ``dF/dx_t(j) = 2 x_t(j) / S_t (g_t(j) - sum_k q_t(k) g_t(k))``, ``S_t = sum_i x_t(i)^2``.
-    x, grad_x ``[M, N]``.
+    x, grad_x ``[M, N]``. ``variant`` (validation mutants, 0 is the method): 1 drops the
+    ``log q_t(k)`` of the entropy term, 2 drops the incoming term ``sum_i q_{t-1}(i) psi[i, a_{t-1}, k]``.
     """
     n1 = q.shape[1]
     g = np.zeros(n1)
@@ -266,8 +285,13 @@ def d0_grad_x(positions, tokens, q, x, psi, psi_state, grad_x):
             else:
                 for j in range(n1):
                     acc += psi[k, a, j] * q[t + 1, j]
-            g[k] = -acc + psi_state[k] + 1.0 + math.log(q[t, k]) + pen
+            if variant == 1:
+                g[k] = -acc + psi_state[k] + 1.0 + pen
+            else:
+                g[k] = -acc + psi_state[k] + 1.0 + math.log(q[t, k]) + pen
         for i in range(n1):
+            if variant == 2:
+                break
             w = q[t - 1, i]
             if w == 0.0:
                 continue
@@ -438,9 +462,11 @@ def cvb2_moments(t, tokens, q, ec, e2, f2, d1, eci, qq, mean, var):
 
 
 @njit(cache=True, boundscheck=False)
-def cvb2_update_weights(t, tokens, q, ec, e2, f2, d1, eci, qq, beta, mean, var, w):
+def cvb2_update_weights(t, tokens, q, ec, e2, f2, d1, eci, qq, beta, mean, var, w, variant=0):
     """Normalised CVB2 update into ``w[1..N]``: Eq. 12 with
-    ``E[log(X + c)] ~ log(E X + c) - V X / (2 (E X + c)^2)`` for the three factors of Eq. 9."""
+    ``E[log(X + c)] ~ log(E X + c) - V X / (2 (E X + c)^2)`` for the three factors of Eq. 9.
+    ``variant`` (validation mutants, 0 is the method): 1 drops the 1/2 (the paper's Eq. 13 as
+    printed), 2 drops the variance terms (the update of CVB0)."""
     n1 = q.shape[1]
     n_states = n1 - 1
     nab = n_states * ec.shape[1] * beta
@@ -452,8 +478,14 @@ def cvb2_update_weights(t, tokens, q, ec, e2, f2, d1, eci, qq, beta, mean, var, 
         xo = mean[0, k] + b_out
         xi = mean[1, k] + beta
         xd = mean[2, k] + nab
-        v = (math.log(xo) - var[0, k] / (2.0 * xo * xo) + math.log(xi) - var[1, k] / (2.0 * xi * xi)
-             - math.log(xd) + var[2, k] / (2.0 * xd * xd))
+        if variant == 0:
+            v = (math.log(xo) - var[0, k] / (2.0 * xo * xo) + math.log(xi) - var[1, k] / (2.0 * xi * xi)
+                 - math.log(xd) + var[2, k] / (2.0 * xd * xd))
+        elif variant == 1:
+            v = (math.log(xo) - var[0, k] / (xo * xo) + math.log(xi) - var[1, k] / (xi * xi)
+                 - math.log(xd) + var[2, k] / (xd * xd))
+        else:
+            v = math.log(xo) + math.log(xi) - math.log(xd)
         w[k] = v
         if v > top:
             top = v
@@ -466,10 +498,11 @@ def cvb2_update_weights(t, tokens, q, ec, e2, f2, d1, eci, qq, beta, mean, var, 
 
 
 @njit(cache=True, boundscheck=False)
-def cvb2_sweep(positions, tokens, q, ec, e2, f2, d1, eci, qq, beta):
+def cvb2_sweep(positions, tokens, q, ec, e2, f2, d1, eci, qq, beta, variant=0):
     """One CVB2 iteration over ``positions`` in order, keeping every sum up to date (the
     transitions ``t-1, t`` and adjacent pairs starting at ``t-2, t-1, t`` contain ``z_t``).
-    Returns the largest ``|q_t(k)^new - q_t(k)^old|``."""
+    Returns the largest ``|q_t(k)^new - q_t(k)^old|``. ``variant``: as
+    :func:`cvb2_update_weights` (0, the method)."""
     n1 = q.shape[1]
     big_t = tokens.shape[0]
     mean = np.zeros((3, n1))
@@ -478,7 +511,7 @@ def cvb2_sweep(positions, tokens, q, ec, e2, f2, d1, eci, qq, beta):
     change = 0.0
     for m in range(positions.shape[0]):
         t = positions[m]
-        cvb2_update_weights(t, tokens, q, ec, e2, f2, d1, eci, qq, beta, mean, var, w)
+        cvb2_update_weights(t, tokens, q, ec, e2, f2, d1, eci, qq, beta, mean, var, w, variant)
         for s in range(t - 1, t + 1):
             _add_pair(s, -1.0, tokens, q, ec, e2, eci, qq)
         for s in range(max(0, t - 2), min(t, big_t - 2) + 1):

@@ -36,7 +36,7 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.methods import FitResult
+from bayesfa.methods import FitResult, positive_float, positive_int
 from bayesfa.samplers.pfa.cgs_pfa import plugin_log_prob, prior_matrix
 from bayesfa.samplers.chains import check_numbers, free_positions
 
@@ -169,7 +169,8 @@ OnIteration = Callable[[int, np.ndarray, np.ndarray], None]
 # -- CVB0 and CVB2 -----------------------------------------------------------------------------
 def _coordinate_fit(kind: str, corpus: Corpus, n_states: int, beta: float, iterations: int,
                     tol: float, seed: int | None, progress: bool,
-                    on_iteration: OnIteration | None, q0: np.ndarray | None) -> VBResult:
+                    on_iteration: OnIteration | None, q0: np.ndarray | None,
+                    variant: int = 0) -> VBResult:
     from bayesfa.learners import _cvb_kernel as kernel
 
     tol = CVB_TOL if tol is None else tol
@@ -198,11 +199,17 @@ def _coordinate_fit(kind: str, corpus: Corpus, n_states: int, beta: float, itera
             if kind == "cvb0":
                 if it % _REFRESH == 0:
                     kernel.expected_counts(tokens, q, ec, eci)
-                change = kernel.cvb0_sweep(positions, tokens, q, ec, eci, float(beta))
+                if variant:  # a validation mutant (_cvb_kernel.MUTATIONS)
+                    change = kernel.cvb0_sweep(positions, tokens, q, ec, eci, float(beta), variant)
+                else:
+                    change = kernel.cvb0_sweep(positions, tokens, q, ec, eci, float(beta))
             else:
                 if it % _REFRESH == 0:
                     kernel.cvb2_sums(tokens, q, *sums)
-                change = kernel.cvb2_sweep(positions, tokens, q, *sums, float(beta))
+                if variant:
+                    change = kernel.cvb2_sweep(positions, tokens, q, *sums, float(beta), variant)
+                else:
+                    change = kernel.cvb2_sweep(positions, tokens, q, *sums, float(beta))
             sweep_seconds += time.perf_counter() - s0
             rec.record(ec, eci, q, change=change)
             if change < tol:
@@ -223,23 +230,27 @@ def _coordinate_fit(kind: str, corpus: Corpus, n_states: int, beta: float, itera
 
 def fit_cvb0(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
              tol: float | None = None, seed: int | None = None, progress: bool = False,
-             on_iteration: OnIteration | None = None, q0: np.ndarray | None = None) -> VBResult:
+             on_iteration: OnIteration | None = None, q0: np.ndarray | None = None,
+             variant: int = 0) -> VBResult:
     """CVB0 (Sect. 2.4, Eq. 12 with Eq. 14-16) from a random ``q`` (``seed``) or ``q0``.
 
     Runs up to ``iterations`` sweeps over the free positions in order; stops early once the
     largest change of a ``q_t(k)`` in a sweep is below ``tol`` (default 1e-6).
     ``on_iteration(i, E_q[C], q)`` is called after every iteration (arrays are live: copy).
+    ``variant`` != 0: a deliberately wrong update (validation only,
+    :data:`bayesfa.learners._cvb_kernel.MUTATIONS`).
     """
     return _coordinate_fit("cvb0", corpus, n_states, beta, iterations, tol, seed, progress,
-                           on_iteration, q0)
+                           on_iteration, q0, variant)
 
 
 def fit_cvb2(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
              tol: float | None = None, seed: int | None = None, progress: bool = False,
-             on_iteration: OnIteration | None = None, q0: np.ndarray | None = None) -> VBResult:
+             on_iteration: OnIteration | None = None, q0: np.ndarray | None = None,
+             variant: int = 0) -> VBResult:
     """CVB2 (appendix): as :func:`fit_cvb0` with the second-order update."""
     return _coordinate_fit("cvb2", corpus, n_states, beta, iterations, tol, seed, progress,
-                           on_iteration, q0)
+                           on_iteration, q0, variant)
 
 
 # -- GCVB0 -------------------------------------------------------------------------------------
@@ -250,7 +261,8 @@ class D0Objective:
     scipy's ``jac=True`` wants; the last evaluation's ``D0``, penalty and ``E_q[C]`` are kept.
     """
 
-    def __init__(self, corpus: Corpus, n_states: int, beta: float):
+    def __init__(self, corpus: Corpus, n_states: int, beta: float, variant: int = 0):
+        self.variant = variant  # != 0: a wrong gradient (validation only)
         self.tokens = corpus.tokens
         self.positions = free_positions(self.tokens)
         self.n_states, self.beta = n_states, float(beta)
@@ -283,7 +295,11 @@ class D0Objective:
         nab = self.n_states * self.n_symbols * self.beta
         psi_state = digamma(self.eci + nab)
         grad = np.empty_like(x)
-        kernel.d0_grad_x(self.positions, self.tokens, self.q, x, psi, psi_state, grad)
+        if self.variant:
+            kernel.d0_grad_x(self.positions, self.tokens, self.q, x, psi, psi_state, grad,
+                             self.variant)
+        else:
+            kernel.d0_grad_x(self.positions, self.tokens, self.q, x, psi, psi_state, grad)
         self.n_evaluations += 1
         self.last_x = x.ravel().copy()
         self.last_d0, self.last_penalty = d0, penalty
@@ -292,7 +308,8 @@ class D0Objective:
 
 def fit_gcvb0(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
               tol: float | None = None, seed: int | None = None, progress: bool = False,
-              on_iteration: OnIteration | None = None, q0: np.ndarray | None = None) -> VBResult:
+              on_iteration: OnIteration | None = None, q0: np.ndarray | None = None,
+              variant: int = 0) -> VBResult:
     """GCVB0 (Sect. 2.5, 4.2): L-BFGS-B (scipy) on ``D0 + penalty`` over ``x`` from a random
     ``q`` (``seed``) or ``q0``; at most ``iterations`` L-BFGS-B iterations, converged when
     scipy's ``ftol`` test (``tol``, default ``factr = 1e7`` times machine epsilon) holds.
@@ -303,7 +320,7 @@ def fit_gcvb0(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
 
     tol = GCVB0_TOL if tol is None else tol
     check_arguments(corpus, n_states, beta, iterations, tol)
-    fun = D0Objective(corpus, n_states, beta)
+    fun = D0Objective(corpus, n_states, beta, variant)
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     q_init = initial_q(corpus.tokens, n_states, rng) if q0 is None else np.asarray(q0, dtype=np.float64)
     x0 = np.maximum(fun.x_from_q(q_init), LOWER_BOUND)
@@ -366,22 +383,27 @@ def _memory(corpus: Corpus, options: dict[str, Any], gcvb0: bool) -> int:
 
 
 class _VBMethod:
-    """A registry entry of :data:`bayesfa.methods.REGISTRY` for one of the variational fits."""
+    """A registry entry of :data:`bayesfa.methods.REGISTRY` for one of the variational fits.
+
+    ``validation``: its spec (:mod:`bayesfa.validation.learners.cvb`); ``variant`` != 0 (set
+    on a copy by that spec): a mutant of :data:`bayesfa.learners._cvb_kernel.MUTATIONS`."""
+
+    variant = 0
 
     def __init__(self, name: str, summary: str, fit, default_tol: float, tol_help: str,
                  gcvb0: bool = False):
         self.name, self.summary = name, summary
         self._fit, self._default_tol, self._tol_help, self._gcvb0 = fit, default_tol, tol_help, gcvb0
+        self.validation = f"bayesfa.validation.learners.cvb:{name.upper()}"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        # checked by _check_options (one-line InputError), not by argparse (usage + error)
-        parser.add_argument("--states", type=int, default=10,
+        parser.add_argument("--states", type=positive_int, default=10,
                             help="number of states N (besides the initial state 0); default 10")
-        parser.add_argument("--beta", type=float, default=0.1,
+        parser.add_argument("--beta", type=positive_float, default=0.1,
                             help="Dirichlet hyperparameter beta > 0; default 0.1")
-        parser.add_argument("--iterations", type=int, default=200,
+        parser.add_argument("--iterations", type=positive_int, default=200,
                             help="largest number of iterations; default 200")
-        parser.add_argument("--tol", type=float, default=self._default_tol,
+        parser.add_argument("--tol", type=positive_float, default=self._default_tol,
                             help=self._tol_help)
 
     @staticmethod
@@ -397,7 +419,8 @@ class _VBMethod:
         self._check_options(options)
         res = self._fit(corpus, n_states=options["states"], beta=options["beta"],
                         iterations=options["iterations"], tol=options.get("tol", self._default_tol),
-                        seed=seed, progress=progress)
+                        seed=seed, progress=progress,
+                        **({"variant": self.variant} if self.variant else {}))
         trace = {k: v[None, :] for k, v in res.trace.items()}  # one "chain"
         return FitResult({"expected_counts": res.expected_counts}, trace, res.info)
 

@@ -145,6 +145,7 @@ class _HMMEM:
 
     name = "hmm-em"
     summary = "HMM trained by EM (Baum-Welch, hmmlearn CategoricalHMM), best of several restarts"
+    validation = "bayesfa.validation.learners.hmm_em:HMM_EM"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--states", type=positive_int, default=10,

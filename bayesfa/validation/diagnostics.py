@@ -25,6 +25,12 @@ predict alike agree on it even when their log joints differ.
 
 R-hat is reported as ``None`` (JSON ``null``) whenever it is undefined: one chain, or a
 variable that is constant within every chain. :func:`warnings` says which case it is.
+
+Optimisers (CVB0, GCVB0, CVB2: a trace of ``d0`` per iteration, one "chain") are not Markov
+chains: R-hat, ESS and the advice about burn-in and chains do not apply. For them
+:func:`optimiser_status` reports the objective (``D0``, Eq. 15 of Shibata & Yoshinaka 2013),
+the iterations used out of ``--iterations``, and whether the run converged (``--tol``).
+Rank plots compare chains, so single-chain runs get none.
 """
 
 from __future__ import annotations
@@ -413,6 +419,96 @@ def format_table(summary: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+# -- optimisers --------------------------------------------------------------------------
+
+#: The objective an optimiser's trace records (CVB0, GCVB0, CVB2: ``D0``, never a chain).
+OPTIMISER_OBJECTIVE = "d0"
+
+
+def is_optimiser(trace: dict[str, np.ndarray]) -> bool:
+    """Whether ``trace`` is an optimiser's (one row of iterations with the objective ``d0``)
+    rather than a sampler's draws."""
+    d0 = trace.get(OPTIMISER_OBJECTIVE)
+    return d0 is not None and np.ndim(d0) == 2 and np.shape(d0)[0] == 1
+
+
+def optimiser_status(trace: dict[str, np.ndarray], manifest: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The convergence status of an optimiser's run: ``{"kind": "optimiser", "objective",
+    "objective_first", "objective_final", "objective_increases", "iterations",
+    "max_iterations", "converged", "tol", "last_change", "log_lik_final", "message"}``.
+
+    ``iterations``: the run's ``info.iterations_run`` (else the trace's length);
+    ``converged``: the run's ``info.converged`` (``--tol`` met before ``--iterations`` ran
+    out), None when the manifest does not say; ``objective_increases``: iterations where
+    ``D0`` rose (CVB0 and CVB2 need not descend; GCVB0's L-BFGS-B does)."""
+    manifest = manifest or {}
+    info, options = manifest.get("info") or {}, manifest.get("options") or {}
+    d0 = np.asarray(trace[OPTIMISER_OBJECTIVE], dtype=np.float64).reshape(-1)
+    finite = d0[np.isfinite(d0)]
+    n = info.get("iterations_run")
+    n = int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else int(d0.size)
+    limit = options.get("iterations")
+    limit = int(limit) if isinstance(limit, int) and not isinstance(limit, bool) else None
+    converged = info.get("converged") if isinstance(info.get("converged"), bool) else None
+    tol = info.get("tol", options.get("tol"))
+    change = trace.get("change")
+    last_change = _finite(np.asarray(change).reshape(-1)[-1]) if change is not None and np.size(change) else None
+    log_lik = trace.get("log_lik")
+    out = {"kind": "optimiser", "method": manifest.get("method"), "objective": "D0",
+           "objective_first": _finite(finite[0]) if finite.size else None,
+           "objective_final": _finite(finite[-1]) if finite.size else None,
+           "objective_increases": int(np.sum(np.diff(finite) > 0)) if finite.size > 1 else 0,
+           "iterations": n, "max_iterations": limit, "converged": converged,
+           "tol": tol if isinstance(tol, (int, float)) else None, "last_change": last_change,
+           "log_lik_final": _finite(np.asarray(log_lik).reshape(-1)[-1])
+           if log_lik is not None and np.size(log_lik) else None}
+    out["message"] = _optimiser_message(out, info.get("message"))
+    return out
+
+
+def _optimiser_message(s: dict[str, Any], detail) -> str:
+    final = "-" if s["objective_final"] is None else f"{s['objective_final']:.6g}"
+    limit = f" of at most {s['max_iterations']}" if s["max_iterations"] else ""
+    tol = "the tolerance" if s["tol"] is None else f"--tol {s['tol']:.3g}"
+    why = "; ".join(x for x in ("" if s["last_change"] is None else f"last change {s['last_change']:.3g}",
+                                detail if isinstance(detail, str) else "") if x)
+    why = f" ({why})" if why else ""
+    if s["converged"] is True:
+        return f"converged: {tol} met after {s['iterations']}{limit} iterations{why}; final D0 {final}"
+    if s["converged"] is False:
+        return (f"not converged: used all {s['iterations']} --iterations without meeting {tol}"
+                f"{why}; final D0 {final} - run more --iterations")
+    return f"{s['iterations']} iterations, final D0 {final} (the run does not say whether it converged)"
+
+
+def optimiser_table(trace: dict[str, np.ndarray]) -> str:
+    """Per trace variable of an optimiser: its first, final, smallest and largest value."""
+    def fmt(value):
+        return "-" if value is None else format(value, ".6g")
+
+    width = max([16] + [len(n) for n in trace]) + 2
+    lines = [f"{'variable':<{width}}{'first':>14}{'final':>14}{'min':>14}{'max':>14}"]
+    for name, row in optimiser_variables(trace).items():
+        lines.append(f"{name:<{width}}{fmt(row['first']):>14}{fmt(row['final']):>14}"
+                     f"{fmt(row['min']):>14}{fmt(row['max']):>14}")
+    return "\n".join(lines)
+
+
+def optimiser_variables(trace: dict[str, np.ndarray]) -> dict[str, dict[str, Any]]:
+    """``{name: {"first", "final", "min", "max", "iterations"}}`` of an optimiser's scalar
+    trace variables (``None`` where not finite)."""
+    out = {}
+    for name, v in trace.items():
+        v = np.asarray(v, dtype=np.float64).reshape(-1)
+        finite = v[np.isfinite(v)]
+        out[name] = {"first": _finite(v[0]) if v.size else None,
+                     "final": _finite(v[-1]) if v.size else None,
+                     "min": _finite(finite.min()) if finite.size else None,
+                     "max": _finite(finite.max()) if finite.size else None,
+                     "iterations": int(v.size)}
+    return out
+
+
 # -- plots -------------------------------------------------------------------------------
 
 def sweeps_axis(run_path, draws: int) -> tuple[np.ndarray, str]:
@@ -490,10 +586,6 @@ def _legend(fig, colours) -> None:
                ncols=min(len(colours), 8), fontsize=8, frameon=False)
 
 
-def _trace_png(trace, notes, x, xlabel, path: Path) -> None:
-    trace_figure(trace, notes, x, xlabel).savefig(path, dpi=90)
-
-
 def trace_figure(trace, notes, x, xlabel):
     """The figure of ``trace.png``: per variable a density and a trace panel, one colour per
     chain, ``x`` (the draws' sweeps) on the trace's x axis; ``notes`` below."""
@@ -537,10 +629,6 @@ def trace_figure(trace, notes, x, xlabel):
     return fig
 
 
-def _rank_png(trace, notes, path: Path, bins: int = 20) -> None:
-    rank_figure(trace, notes, bins).savefig(path, dpi=90)
-
-
 def rank_figure(trace, notes, bins: int = 20):
     """Rank plots (Vehtari et al. 2021, Sect. 4): ranks over all chains, a histogram per chain
     in its own band, the dashed line the uniform level that mixing chains scatter around."""
@@ -571,31 +659,58 @@ def rank_figure(trace, notes, bins: int = 20):
     return fig
 
 
-def plot_trace(run_path, out_dir) -> dict[str, str]:
-    """Write ``trace.png`` (density and trace per variable, the x axis in sweeps) and
-    ``rank.png`` (rank plots) of the run's scalar trace variables into ``out_dir``; returns
-    ``{"trace": path, "rank": path}``. Chains are told apart by colour; constant variables are
-    named in a note at the bottom instead of a panel."""
-    trace = scalar_trace(run_path)
+def plot_trace(run_path, out_dir, trace: dict[str, np.ndarray] | None = None) -> dict[str, str]:
+    """Write ``trace.png`` (density and trace per variable, the x axis in sweeps; for an
+    optimiser, iterations) and, for runs of several chains, ``rank.png`` (rank plots) of the
+    run's scalar trace variables into ``out_dir``; returns ``{"trace": path[, "rank":
+    path]}``. Chains are told apart by colour; constant variables are named in a note at the
+    bottom instead of a panel. ``trace``: the run's scalar trace, if already read."""
+    trace = scalar_trace(run_path) if trace is None else trace
     draws = next(iter(trace.values())).shape[1] if trace else 0
-    x, label = sweeps_axis(run_path, draws)
+    if is_optimiser(trace):
+        x, label = np.arange(draws), "iteration"
+    else:
+        x, label = sweeps_axis(run_path, draws)
     return plot_trace_arrays(trace, out_dir, x=x, xlabel=label)
+
+
+def plot_paths(trace: dict[str, np.ndarray], out_dir) -> dict[str, str]:
+    """The PNGs :func:`plot_trace_arrays` writes for ``trace`` into ``out_dir``: ``trace.png``
+    and, for several chains, ``rank.png``; checked (an :class:`InputError` in one line if
+    ``out_dir`` is a file or one of them is a file bayesfa did not write), nothing written."""
+    from bayesfa.rundir import check_output, check_output_dir
+
+    out_dir = check_output_dir(out_dir, "--plot")
+    chains = max([np.shape(v)[0] for v in trace.values() if np.ndim(v) == 2] or [0])
+    paths = {"trace": str(out_dir / "trace.png")}
+    if chains > 1:  # ranks compare chains: nothing to compare in one
+        paths["rank"] = str(out_dir / "rank.png")
+    for path in paths.values():
+        check_output(path, "--plot", make_folder=True)
+    return paths
 
 
 def plot_trace_arrays(trace: dict[str, np.ndarray], out_dir, *, x=None, xlabel: str = "draw") -> dict[str, str]:
     """:func:`plot_trace` from in-memory ``(chain, draw)`` arrays; ``x`` the draws' positions
     (default: the draw index). Uses ``matplotlib.figure.Figure`` directly: no pyplot state,
-    no GUI backend, nothing to close."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    no GUI backend, nothing to close. The PNGs go through the guarded writer
+    (:func:`bayesfa.rundir.write_output`): a ``trace.png`` or ``rank.png`` in ``out_dir``
+    that bayesfa did not write is refused, in one line, before either is drawn."""
+    from bayesfa.rundir import write_output
+
+    paths = plot_paths(trace, out_dir)
     varying, notes = _split(trace)
     if not varying and not notes:
         notes = ["no scalar trace variable"]
     draws = next(iter(varying.values())).shape[1] if varying else 0
     x = np.arange(draws) if x is None else np.asarray(x)
-    paths = {"trace": str(out_dir / "trace.png"), "rank": str(out_dir / "rank.png")}
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore")
-        _trace_png(varying, notes, x, xlabel, Path(paths["trace"]))
-        _rank_png(varying, notes, Path(paths["rank"]))
+        figure = trace_figure(varying, notes, x, xlabel)
+        write_output(paths["trace"], lambda tmp: figure.savefig(tmp, dpi=90, format="png"), "--plot",
+                     make_folder=True)
+        if "rank" in paths:
+            figure = rank_figure(varying, notes)
+            write_output(paths["rank"], lambda tmp: figure.savefig(tmp, dpi=90, format="png"),
+                         "--plot", make_folder=True)
     return paths

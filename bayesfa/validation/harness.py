@@ -40,7 +40,19 @@ returns, may carry them itself):
 ``kernel_checks(toy, *, seed, alpha) -> list[Check]``
     further checks of the kernel (Geweke, path GOF, ...) that :func:`validate` runs;
 ``mutant_names() -> list[str]`` and ``mutant(variant) -> method``
-    deliberately wrong kernels, validated as ``NAME:mutant-VARIANT``.
+    deliberately wrong kernels, validated as ``NAME:mutant-VARIANT``;
+``deterministic_checks(toy, *, seed, alpha) -> list[Check]``
+    for methods that do not sample (CVB, greedy learners, EM): exact checks that replace the
+    predictive-vs-Monte-Carlo comparison (:func:`compare` is not run). Each check is exact
+    (a tolerance on rounding, no false alarm) unless its description says otherwise;
+``check_names() -> list[str]``
+    the names of the checks ``validate`` runs for the method (the predictive comparison's
+    ``predictive`` included when it is run), for ``bayesfa validate --list`` without running
+    anything. A spec without it is listed with the names known without running
+    (``predictive``) and a note that its ``kernel_checks`` add checks named when run;
+``not_applicable`` : str
+    the reason why the method has no exact reference: ``validate`` then reports "not
+    applicable" with the reason and succeeds (exit 0), never FAILED.
 
 Tolerance. For each string the per-sample values ``p_s = Pr(b | xi_s)`` form a
 ``(chain, draw)`` series; the estimate is their mean and its Monte Carlo standard error is
@@ -92,16 +104,30 @@ _TOY_BETA = ("cgs-pfa", "oracle-pfa")
 
 @dataclass
 class Report:
-    """The checks of one method on one toy; ``passed`` when every gating check passed."""
+    """The checks of one method on one toy; ``passed`` when every gating check passed.
+    ``not_applicable``: the reason the method has no reference (no checks; :attr:`ok`)."""
 
     method: str
     toy: str
     checks: list[Check]
     info: dict[str, Any] = field(default_factory=dict)
+    not_applicable: str | None = None
 
     @property
     def passed(self) -> bool:
         return bool(self.checks) and all(c.passed for c in self.checks)
+
+    @property
+    def status(self) -> str:
+        """``"passed"``, ``"failed"`` or ``"not applicable"``."""
+        if self.not_applicable is not None:
+            return "not applicable"
+        return "passed" if self.passed else "failed"
+
+    @property
+    def ok(self) -> bool:
+        """What ``bayesfa validate`` exits 0 on: passed, or not applicable."""
+        return self.passed or self.not_applicable is not None
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -118,16 +144,30 @@ class Report:
         raise KeyError(name)
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable({"method": self.method, "toy": self.toy, "passed": self.passed,
-                          "checks": [c.to_dict() for c in self.checks], "info": self.info})
+        out = {"method": self.method, "toy": self.toy, "passed": self.passed,
+               "status": self.status, "checks": [c.to_dict() for c in self.checks],
+               "info": self.info}
+        if self.not_applicable is not None:
+            out["not_applicable"] = self.not_applicable
+        return _jsonable(out)
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     def to_table(self) -> str:
+        if self.not_applicable is not None:
+            return (f"validate {self.method}: NOT APPLICABLE (no exact reference can exist: "
+                    f"{self.not_applicable})")
         verdict = "PASSED" if self.passed else "FAILED"
         parts = [f"validate {self.method} on toy {self.toy!r}: {verdict}"]
-        if "overall_false_alarm_rate" in self.info:
+        if self.info.get("exact"):
+            parts[0] += ("\n(exact checks of a deterministic method: tolerances cover rounding "
+                         "only, a correct method never fails them)")
+        elif "deterministic_false_alarm_rate" in self.info:
+            parts[0] += (f"\n(checks with alpha 0 are exact; the statistical ones together fail "
+                         f"a correct method with probability <= "
+                         f"{self.info['deterministic_false_alarm_rate']:g})")
+        elif "overall_false_alarm_rate" in self.info:
             parts[0] += (f"\n(each check fails a correct sampler with probability <= "
                          f"{self.checks[0].alpha:g}; all {len(self.checks)} together <= "
                          f"{self.info['overall_false_alarm_rate']:g})")
@@ -172,7 +212,8 @@ def hooks(method):
 
 
 #: The hooks a validation spec may define, which a mutant method carries itself.
-SPEC_HOOKS = ("validation_budget", "exact_reference", "per_sample_log_prob", "kernel_checks")
+SPEC_HOOKS = ("validation_budget", "exact_reference", "per_sample_log_prob", "kernel_checks",
+              "deterministic_checks", "check_names", "not_applicable")
 
 
 def carry_spec(method, spec, name: str):
@@ -454,7 +495,10 @@ def compare(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha: 
 
 def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha: float = ALPHA,
              kernel_checks: bool = True, kernel: str | None = None) -> Report:
-    """:func:`compare`, plus for ``cgs-pfa`` and its mutants the kernel checks of
+    """A method whose spec says ``not_applicable``: a report with that reason and no check
+    (``ok``). A method whose spec has ``deterministic_checks``: those checks only (exact
+    checks of methods that do not sample; no :func:`compare`). Otherwise:
+    :func:`compare`, plus for ``cgs-pfa`` and its mutants the kernel checks of
     :mod:`bayesfa.validation.pfa.kernel_tests` (:func:`~bayesfa.validation.pfa.kernel_tests.cgs_pfa_checks`:
     path-GOF on the toy from posterior and from uniform starts, Geweke, SBC) in their CI settings. Each check has false-alarm rate ``alpha``; the report's, at most
     ``alpha x number of checks`` (union bound).
@@ -465,6 +509,20 @@ def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha:
     toy = get_toy(toy) if isinstance(toy, str) else toy
     if kernel is not None and method_name != "cgs-pfa":
         raise ValueError(f"a kernel can be chosen for cgs-pfa only, not for {method_name!r}")
+    spec = hooks(resolve_method(method_name))
+    reason = getattr(spec, "not_applicable", None)
+    if reason:
+        return Report(method_name, toy.name, [], {"seed": seed}, not_applicable=str(reason))
+    deterministic = getattr(spec, "deterministic_checks", None)
+    if deterministic is not None:
+        t0 = time.perf_counter()
+        checks = list(deterministic(toy, seed=seed, alpha=alpha))
+        exact = all(c.alpha == 0 for c in checks)
+        info = {"seed": seed, "toy": toy.description, "exact": exact,
+                "seconds": time.perf_counter() - t0}
+        if not exact:
+            info["deterministic_false_alarm_rate"] = sum(c.alpha for c in checks)
+        return Report(method_name, toy.name, checks, info)
     options = None if kernel is None else {"kernel": kernel}
     report = compare(method_name, toy, seed, alpha=alpha, options=options)
     if kernel is not None:
@@ -483,9 +541,61 @@ def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha:
     return report
 
 
+# -- what there is to validate --------------------------------------------------------------
+
+def method_listing(name: str) -> dict[str, Any]:
+    """``{"method", "kind", "checks", "mutants", "notes"}`` of the registered method ``name``,
+    read from its validation spec's hooks without running anything (module docstring)."""
+    from bayesfa.methods import get_method
+
+    spec = hooks(get_method(name))
+    entry: dict[str, Any] = {"method": name, "kind": "", "checks": [], "mutants": [],
+                             "notes": []}
+    reason = getattr(spec, "not_applicable", None)
+    names = getattr(spec, "check_names", None)
+    if reason:
+        entry["kind"] = "not applicable"
+        entry["notes"].append(str(reason))
+    elif getattr(spec, "deterministic_checks", None) is not None:
+        entry["kind"] = "own checks (deterministic_checks; no MCMC comparison)"
+    else:
+        entry["kind"] = "predictive vs exact reference" + (
+            " + kernel checks" if (getattr(spec, "kernel_checks", None) is not None
+                                   or method_family(name) == "cgs-pfa") else "")
+    if callable(names):
+        entry["checks"] = list(names())
+    elif not reason:
+        if getattr(spec, "deterministic_checks", None) is None:
+            entry["checks"] = ["predictive"]
+        if getattr(spec, "kernel_checks", None) is not None or method_family(name) == "cgs-pfa":
+            entry["notes"].append("more checks (kernel_checks) are named when run: the spec "
+                                  "declares no check_names()")
+    entry["mutants"] = mutant_names_of(name)
+    return entry
+
+
+def list_main(as_json: bool = False) -> str:
+    """For ``bayesfa validate --list [--json]``: every registered method with its checks and
+    mutants (:func:`method_listing`). JSON: a list of those dicts."""
+    from bayesfa.methods import method_names
+
+    entries = [method_listing(n) for n in method_names()]
+    if as_json:
+        return json.dumps(entries, indent=None)
+    lines = []
+    for e in entries:
+        lines.append(f"{e['method']}: {e['kind']}")
+        lines.append(f"  checks: {', '.join(e['checks']) if e['checks'] else '-'}")
+        lines.append(f"  mutants: {', '.join(e['mutants']) if e['mutants'] else '-'}")
+        for note in e["notes"]:
+            lines.append(f"  note: {note}")
+    return "\n".join(lines)
+
+
 def validate_main(method: str, toy: str | None = "tiny", as_json: bool = False, *,
                   seed: int = 0, kernel: str | None = None) -> tuple[str, bool]:
-    """For ``bayesfa validate METHOD [--toy NAME] [--json] [--kernel K]``: ``(text, passed)``.
+    """For ``bayesfa validate METHOD [--toy NAME] [--json] [--kernel K]``: ``(text, ok)``,
+    ``ok`` when every check passed or the method is "not applicable" (exit 0).
 
     JSON: ``{"method", "toy", "passed", "checks": [{"name", "passed", "description",
     "alpha", "columns", "rows": [...], "summary", "notes"}], "info"}``.
@@ -511,4 +621,4 @@ def validate_main(method: str, toy: str | None = "tiny", as_json: bool = False, 
         raise InputError(f"--kernel applies to cgs-pfa only (its mutants name their kernel), "
                          f"not to {method!r}")
     report = validate(method, toy, seed, kernel=kernel)
-    return (report.to_json(indent=None) if as_json else report.to_table()), report.passed
+    return (report.to_json(indent=None) if as_json else report.to_table()), report.ok

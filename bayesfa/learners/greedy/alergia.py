@@ -78,9 +78,10 @@ def _compatible(r, b, child, count, log_term, stack):
 
 
 @njit(cache=True)
-def alergia_kernel(child0, count0, order, n_keys, sym, parent, log_term):
+def alergia_kernel(child0, count0, order, n_keys, sym, parent, log_term, variant=0):
     """Red-blue merging on the prefix tree ``child0, count0`` (kept unchanged for the
-    tests); returns ``(delta, counts)`` of the red states in prefix order."""
+    tests); returns ``(delta, counts)`` of the red states in prefix order. ``variant`` 1 (a
+    validation mutant, :data:`MUTATIONS`) tests the merged counts instead."""
     child = child0.copy()
     count = count0.copy()
     is_red, dead, red_list, n_red, heap, heap_size, stack = pt.red_blue_start(child, order, n_keys)
@@ -91,7 +92,10 @@ def alergia_kernel(child0, count0, order, n_keys, sym, parent, log_term):
             break
         merge = -1
         for i in range(n_red):
-            ok, cstack = _compatible(red_list[i], b, child0, count0, log_term, cstack)
+            if variant == 1:
+                ok, cstack = _compatible(red_list[i], b, child, count, log_term, cstack)
+            else:
+                ok, cstack = _compatible(red_list[i], b, child0, count0, log_term, cstack)
             if ok:
                 merge = red_list[i]
                 break
@@ -101,7 +105,11 @@ def alergia_kernel(child0, count0, order, n_keys, sym, parent, log_term):
     return pt.red_machine(red_list, n_red, child, count)
 
 
-def alergia(corpus: Corpus, alpha: float) -> dict[str, np.ndarray]:
+#: deliberately wrong compatibility tests for :mod:`bayesfa.validation.learners.greedy`
+MUTATIONS = {"merged-counts-test": 1}
+
+
+def alergia(corpus: Corpus, alpha: float, variant: int = 0) -> dict[str, np.ndarray]:
     """Learn with ALERGIA at significance ``alpha`` (0 < alpha <= 2, AALpy's ``eps``).
 
     Returns ``delta`` int32 ``[Q, A+1]``, ``counts`` int64 ``[Q, A+1]`` (merged counts) and
@@ -111,7 +119,8 @@ def alergia(corpus: Corpus, alpha: float) -> dict[str, np.ndarray]:
         raise InputError(f"--alpha must be in (0, 2], got {alpha}")
     log_term = math.sqrt(0.5 * math.log(2 / alpha))
     child, count, order, n_keys, sym, parent = pt.prefix_tree(corpus)
-    delta, counts = alergia_kernel(child, count, order, n_keys, sym, parent, log_term)
+    extra = (variant,) if variant else ()
+    delta, counts = alergia_kernel(child, count, order, n_keys, sym, parent, log_term, *extra)
     return {"delta": delta, "counts": counts, "unigram": pt.unigram_counts(corpus)}
 
 
@@ -141,6 +150,8 @@ class _Alergia(_PDFAMethod):
     """The ``alergia`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
     name = "alergia"
+    validation = "bayesfa.validation.learners.greedy:ALERGIA"
+    variant = 0  # != 0: a validation mutant (MUTATIONS)
     summary = "ALERGIA state merging with the Hoeffding test (Carrasco & Oncina 1994)"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -151,7 +162,8 @@ class _Alergia(_PDFAMethod):
         add_beta_argument(parser, "smoothing of the learned counts for prediction")
 
     def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
-        arrays = alergia(corpus, options["alpha"])
+        arrays = alergia(corpus, options["alpha"],
+                         **({"variant": self.variant} if self.variant else {}))
         return FitResult(arrays, {}, {"n_states": int(arrays["counts"].shape[0])})
 
 

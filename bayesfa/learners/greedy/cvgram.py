@@ -40,6 +40,7 @@ class _CVGram(_VGramMethod):
     """The ``cvgram`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
     name = "cvgram"
+    validation = "bayesfa.validation.learners.greedy:CVGRAM"
     summary = "variable-length grams grown by 10-fold cross-validation (Niesler & Woodland 1999)"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:

@@ -64,16 +64,19 @@ def _logged_add(count, x, a, c, log_x, log_a, log_c, n_log):
 
 @njit(cache=True)
 def _trial_gain(red, blue, child, count, order, n_keys, beta, stack, log_a, log_c, log_x,
-                mark, touched):
+                mark, touched, variant=0):
     """Change of ``log Pr(a|G)`` if ``blue`` were folded into ``red``; the tables are
-    restored before returning. ``log_*`` and ``touched`` are scratch (grown as needed)."""
+    restored before returning. ``log_*`` and ``touched`` are scratch (grown as needed).
+    ``variant`` 1 (a validation mutant, :data:`MUTATIONS`) forgets the factors of the folded
+    states."""
     n_log = 0
     gain = 0.0
     # every touched x is marked once; y's end count is added when the pair is pushed
     mark[red] = True
     touched[0] = red
     n_touched = 1
-    gain -= state_log_evidence(count, blue, beta)
+    if variant != 1:
+        gain -= state_log_evidence(count, blue, beta)
     n_log = _logged_add(count, red, 0, count[blue, 0], log_x, log_a, log_c, n_log)
     stack, top = pt.push_pair(stack, 0, red, blue)
     while True:  # the walk of pt.fold, every change logged
@@ -92,7 +95,8 @@ def _trial_gain(red, blue, child, count, order, n_keys, beta, stack, log_a, log_
                     touched = pt.grow(touched)
                 touched[n_touched] = xc
                 n_touched += 1
-            gain -= state_log_evidence(count, yc, beta)
+            if variant != 1:
+                gain -= state_log_evidence(count, yc, beta)
             n_log = _logged_add(count, xc, 0, count[yc, 0], log_x, log_a, log_c, n_log)
             stack, top = pt.push_pair(stack, top, xc, yc)
         else:
@@ -123,7 +127,7 @@ def _trial_gain(red, blue, child, count, order, n_keys, beta, stack, log_a, log_
 
 
 @njit(cache=True)
-def estatemerge_kernel(child, count, order, n_keys, sym, parent, beta, first_fit):
+def estatemerge_kernel(child, count, order, n_keys, sym, parent, beta, first_fit, variant=0):
     """Greedy evidence-based red-blue merging (module docstring); mutates the tables and
     returns ``(delta, counts)`` of the red states in prefix order."""
     is_red, dead, red_list, n_red, heap, heap_size, stack = pt.red_blue_start(child, order, n_keys)
@@ -143,7 +147,8 @@ def estatemerge_kernel(child, count, order, n_keys, sym, parent, beta, first_fit
             r = red_list[i]
             child[p, sym[b]] = r  # the pointer the merge redirects (it matters for loops)
             gain, stack, log_a, log_c, log_x, touched = _trial_gain(
-                r, b, child, count, order, n_keys, beta, stack, log_a, log_c, log_x, mark, touched)
+                r, b, child, count, order, n_keys, beta, stack, log_a, log_c, log_x, mark, touched,
+                variant)
             child[p, sym[b]] = b
             if gain > best_gain:
                 best_gain = gain
@@ -156,15 +161,21 @@ def estatemerge_kernel(child, count, order, n_keys, sym, parent, beta, first_fit
     return pt.red_machine(red_list, n_red, child, count)
 
 
-def estatemerge(corpus: Corpus, beta: float, first_fit: bool = False) -> dict[str, np.ndarray]:
+#: deliberately wrong merge criteria for :mod:`bayesfa.validation.learners.greedy`
+MUTATIONS = {"no-folded-factor": 1}
+
+
+def estatemerge(corpus: Corpus, beta: float, first_fit: bool = False,
+                variant: int = 0) -> dict[str, np.ndarray]:
     """Learn a PDFA with EStateMerge at Dirichlet hyperparameter ``beta``.
 
     Returns ``delta`` int32 ``[Q, A+1]``, ``counts`` int64 ``[Q, A+1]`` and ``unigram``
     int64 ``[A+1]`` (:mod:`bayesfa.learners.greedy._prefix_tree`).
     """
     child, count, order, n_keys, sym, parent = pt.prefix_tree(corpus)
+    extra = (variant,) if variant else ()
     delta, counts = estatemerge_kernel(child, count, order, n_keys, sym, parent, float(beta),
-                                       bool(first_fit))
+                                       bool(first_fit), *extra)
     return {"delta": delta, "counts": counts, "unigram": pt.unigram_counts(corpus)}
 
 
@@ -184,6 +195,8 @@ class _EStateMerge(_PDFAMethod):
     """The ``estatemerge`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
     name = "estatemerge"
+    validation = "bayesfa.validation.learners.greedy:ESTATEMERGE"
+    variant = 0  # != 0: a validation mutant (MUTATIONS)
     summary = "evidence-based greedy state merging for PDFAs (Shibata & Yoshinaka 2013, Sect. 4.5.1)"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -193,7 +206,8 @@ class _EStateMerge(_PDFAMethod):
                                  "(default: the red state that raises it most)")
 
     def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
-        arrays = estatemerge(corpus, options["beta"], options.get("first_fit", False))
+        arrays = estatemerge(corpus, options["beta"], options.get("first_fit", False),
+                             **({"variant": self.variant} if self.variant else {}))
         return FitResult(arrays, {}, {"n_states": int(arrays["counts"].shape[0]),
                                       "log_evidence": log_evidence(arrays["counts"], options["beta"])})
 

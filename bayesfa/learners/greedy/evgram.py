@@ -49,6 +49,7 @@ class _EVGram(_VGramMethod):
     """The ``evgram`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
     name = "evgram"
+    validation = "bayesfa.validation.learners.greedy:EVGRAM"
     summary = "evidence-based variable-length grams (Shibata & Yoshinaka 2013, Sect. 4.5.2)"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:

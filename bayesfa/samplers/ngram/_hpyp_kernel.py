@@ -40,7 +40,9 @@ the parent restaurant. The one piece both need, the log EPPF of a Pitman-Yor par
 :func:`bayesfa.samplers.pdia._crf_kernel.log_eppf_py`, reused by :func:`log_joint`.
 
 ``variant`` (validation mutant) 1: the join weight forgets the discount (``c_uw`` instead of
-``c_uw - d t_uw``) while the predictive keeps it, so the sampler targets the wrong posterior.
+``c_uw - d t_uw``) while the predictive keeps it, so the sampler targets the wrong posterior;
+2 and 3: a wrong auxiliary variable in the ``d, theta`` move (:func:`sample_hyper`). Checked by
+:mod:`bayesfa.validation.ngram.hpyp`.
 """
 
 from __future__ import annotations
@@ -272,12 +274,15 @@ def sweep(rng, tok_node, tok_sym, parent, nd, nth, c, t, cs, ts, base, path, pp,
 
 
 @njit(cache=True)
-def sample_hyper(rng, depth, c, t, cs, ts, sizes, off, disc, conc, fixed_d, fixed_th, prior):
+def sample_hyper(rng, depth, c, t, cs, ts, sizes, off, disc, conc, fixed_d, fixed_th, prior,
+                 variant=0):
     """Per-depth ``d_m, theta_m`` by the auxiliary variables of Teh 2006 TR, App. C:
     ``x_u ~ Beta(theta + 1, c_u. - 1)``, ``y_ui ~ Bern(theta / (theta + d i))`` for
     ``i < t_u.``, ``z_uwkj ~ Bern((j - 1) / (j - d))`` for ``j < c_uwk``; then
     ``d ~ Beta(a + sum(1 - y), b + sum(1 - z))`` and
-    ``theta ~ Gamma(alpha + sum y, beta - sum log x)``. ``prior = (a, b, alpha, beta)``."""
+    ``theta ~ Gamma(alpha + sum y, beta - sum log x)``. ``prior = (a, b, alpha, beta)``.
+    ``variant`` (validation mutants; 0 and 1 are the method here): 2 draws
+    ``x_u ~ Beta(theta, c_u. - 1)``, 3 draws ``y_ui ~ Bern(d i / (theta + d i))``."""
     m = disc.shape[0]
     sy = np.zeros(m)
     s1y = np.zeros(m)
@@ -290,9 +295,9 @@ def sample_hyper(rng, depth, c, t, cs, ts, sizes, off, disc, conc, fixed_d, fixe
         k = depth[u]
         d = disc[k]
         th = conc[k]
-        slx[k] += math.log(rng.beta(th + 1.0, cs[u] - 1.0))
+        slx[k] += math.log(rng.beta(th if variant == 2 else th + 1.0, cs[u] - 1.0))
         for i in range(1, ts[u]):
-            if rng.random() < th / (th + d * i):
+            if rng.random() < ((d * i) if variant == 3 else th) / (th + d * i):
                 sy[k] += 1.0
             else:
                 s1y[k] += 1.0
@@ -349,7 +354,8 @@ def run_chain(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, d
     for it in range(iterations):
         sweep(rng, tok_node, tok_sym, parent, nd, nth, c, t, cs, ts, base, path, pp, sizes,
               off, variant)
-        sample_hyper(rng, depth, c, t, cs, ts, sizes, off, disc, conc, fixed_d, fixed_th, prior)
+        sample_hyper(rng, depth, c, t, cs, ts, sizes, off, disc, conc, fixed_d, fixed_th, prior,
+                     variant)
         set_node_params(depth, disc, conc, nd, nth)
         if it >= burn_in and (it - burn_in + 1) % period == 0 and draw < out_t.shape[0]:
             for s in range(slot_node.shape[0]):
@@ -381,12 +387,13 @@ def fill_customers(parent, depth_order, tok_node, tok_sym, n_train, c, t, cs, ts
 
 @njit(cache=True)
 def score_tokens(rng, tok_node, tok_sym, start, offsets, reset, parent, nd, nth, c, t, cs, ts,
-                 base, path_len, out):
+                 base, path_len, out, variant=0):
     """Seat the tokens ``start ..`` one by one, each predicted first (Eq. 10) then added to
     the model ("integrating the test data in the standard Bayesian way"); ``out[s]`` is the
     log probability of the tokens ``offsets[s] .. offsets[s+1]`` (relative to ``start``).
     ``reset``: each string is scored given the data before ``start`` only (its seatings are
-    undone after it); else the strings continue one another."""
+    undone after it); else the strings continue one another. ``variant``: as
+    :func:`add_customer` (0, the model; a validation mutant of the memoizer otherwise)."""
     path = np.empty(path_len, dtype=np.int64)
     pp = np.empty(path_len)
     longest = 0
@@ -404,7 +411,7 @@ def score_tokens(rng, tok_node, tok_sym, start, offsets, reset, parent, nd, nth,
             i = start + offsets[s] + k
             n_log[0] = n_log[0] if reset else -1
             p = add_customer(rng, tok_node[i], tok_sym[i], parent, nd, nth, c, t, cs, ts, base,
-                             path, pp, False, dummy, doff, log_nodes, n_log, 0)
+                             path, pp, False, dummy, doff, log_nodes, n_log, variant)
             lp += math.log(p)
             if reset:
                 syms[k] = tok_sym[i]

@@ -84,9 +84,11 @@ def build(F: np.ndarray, first: int, sentences: bool, discounts, d_inf: float,
 
 
 def seat(tree: Tree, n_sym: int, n_train: int, offsets: np.ndarray, reset: bool,
-         rng: np.random.Generator) -> tuple[float, np.ndarray]:
+         rng: np.random.Generator, variant: int = 0) -> tuple[float, np.ndarray]:
     """Seat the first ``n_train`` symbols (their total log probability), then score the rest
-    as strings at ``offsets`` (``reset``: each given the first ``n_train`` only)."""
+    as strings at ``offsets`` (``reset``: each given the first ``n_train`` only).
+    ``variant`` != 0: a deliberately wrong seating (validation mutants,
+    :mod:`bayesfa.validation.ngram.hpyp`)."""
     from bayesfa.samplers.ngram._hpyp_kernel import score_tokens
 
     n_nodes = tree.parent.size
@@ -96,12 +98,13 @@ def seat(tree: Tree, n_sym: int, n_train: int, offsets: np.ndarray, reset: bool,
     cs = np.zeros(n_nodes, dtype=np.int32)
     ts = np.zeros(n_nodes, dtype=np.int32)
     train_lp = np.zeros(1)
+    extra = (variant,) if variant else ()
     score_tokens(rng, tree.tok_node, tree.tok_sym, 0, np.array([0, n_train], dtype=np.int64),
                  False, tree.parent, tree.nd, nth, c, t, cs, ts, 1.0 / n_sym, tree.path_len,
-                 train_lp)
+                 train_lp, *extra)
     out = np.zeros(offsets.size - 1)
     score_tokens(rng, tree.tok_node, tree.tok_sym, n_train, offsets, reset, tree.parent,
-                 tree.nd, nth, c, t, cs, ts, 1.0 / n_sym, tree.path_len, out)
+                 tree.nd, nth, c, t, cs, ts, 1.0 / n_sym, tree.path_len, out, *extra)
     return float(train_lp[0]), out
 
 
@@ -116,6 +119,8 @@ class _Memoizer:
     """The ``memoizer`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
     name = "memoizer"
+    validation = "bayesfa.validation.ngram.hpyp:MEMOIZER"
+    variant = 0  # != 0: a validation mutant (bayesfa.validation.ngram.hpyp)
     summary = ("sequence memoizer: unbounded-context Pitman-Yor model, compressed context "
                "tree, single-particle incremental seating (Wood et al. 2009; Gasthaus et al. 2010)")
 
@@ -141,7 +146,7 @@ class _Memoizer:
         tree = build(F, first, not sequence, self._discounts(options),
                      float(options.get("d_inf", D_INF)))
         lp, _ = seat(tree, n_sym, F.size - first, np.zeros(1, dtype=np.int64), False,
-                     np.random.default_rng(entropy))
+                     np.random.default_rng(entropy), self.variant)
         secs = time.perf_counter() - t0
         arrays = {"tokens": F, "n_symbols": np.array(n_sym), "entropy": entropy}
         info = {"n_states": int(tree.parent.size),  # restaurants of the compressed tree
@@ -169,7 +174,8 @@ class _Memoizer:
         offsets = test_offsets(corpus, sequence)
         if per_token:
             offsets, carry = np.arange(offsets[-1] + 1, dtype=np.int64), True
-        _, out = seat(tree, n_sym, train_F.size - first, offsets, not (sequence or carry), rng)
+        _, out = seat(tree, n_sym, train_F.size - first, offsets, not (sequence or carry), rng,
+                      self.variant)
         return out
 
     def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,

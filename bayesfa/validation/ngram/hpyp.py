@@ -17,6 +17,39 @@ symbols). The posterior predictive of a string with its symbols folded in as the
 The predictive check of the harness compares the sampler (fixed ``d``, ``theta``) with that
 reference on the ``tiny`` toy; the mutant ``no-join-discount`` (the join weight without the
 discount) must fail it.
+
+``hyper-conditional`` (a kernel check of ``hpyp``): the auxiliary-variable move of the per-depth
+``d_m, theta_m`` (Teh 2006 TR, App. C; :func:`bayesfa.samplers.ngram._hpyp_kernel.sample_hyper`)
+must leave their exact conditional given a seating invariant. On a fixed seating with table
+sizes (:func:`hyper_seating`: a root and three depth-1 restaurants), that conditional is, per
+depth ``m``, ``p(d, theta | seating) prop. Beta(d; a, b) Gamma(theta; alpha, beta) prod_{|u| = m}
+[prod_{i=1}^{t_u.-1} (theta + i d) / prod_{i=1}^{c_u.-1} (theta + i)] prod_{tables} prod_{l=1}^{n-1}
+(l - d)`` (the Pitman-Yor EPPF); it is bounded by the prior times ``prod_u prod_{i=t_u.}^{c_u.-1}
+1/i prod_tables (n-1)!``, so rejection from the prior draws it exactly. The check draws
+:data:`HYPER_DRAWS` exact ``(d, theta)`` pairs, applies one move to each, and compares the moved
+values with an independent set of exact draws by two-sample Kolmogorov-Smirnov tests of
+``d_0, theta_0, d_1, theta_1`` (Bonferroni over the four; false-alarm rate ``alpha``). Mutants
+``hyper-x-shape`` (``x_u ~ Beta(theta, c_u. - 1)``) and ``hyper-y-swapped`` (``y_ui ~ Bern(d i /
+(theta + d i))``) fail it.
+
+The memoizer (:class:`MemoizerSpec`, ``bayesfa validate memoizer``) is checked against the HPYP
+with the same per-depth discounts and concentration 0, on data whose longest context (a
+string's letters plus its start) fits the order: there the memoizer's unbounded context tree
+*is* the order-``n`` HPYP's tree, and the models are the same. The reference tree is built here
+from the definition (:func:`reference_context_tree`, every suffix of every context a node),
+the marginal by :func:`log_marginal`:
+
+``compressed-tree``
+    the exact marginal on the memoizer's own compressed tree and per-node discounts
+    (coagulation) equals that of the HPYP on the reference tree (<= 1e-9) for the training
+    set plus each test string;
+``joint-vs-hpyp``
+    the memoizer's one-particle estimate ``prod_i p(x_i | seating so far)`` of ``p(train +
+    string)`` is unbiased (sequential importance sampling with the exact seating
+    conditional): over :data:`MEMOIZER_PARTICLES` particles ``mean exp(log p_hat - log p)``
+    must be 1 within ``z*`` standard errors (Bonferroni over the strings; false-alarm
+    rate ``alpha`` up to the normal approximation). Mutant ``no-join-discount`` (the seating
+    forgets the discount) fails it.
 """
 
 from __future__ import annotations
@@ -30,7 +63,12 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 
-MUTANTS = {"no-join-discount": 1}
+#: mutant -> ``variant`` of :mod:`bayesfa.samplers.ngram._hpyp_kernel` (1: the seating; 2, 3:
+#: the hyperparameter move)
+MUTANTS = {"no-join-discount": 1, "hyper-x-shape": 2, "hyper-y-swapped": 3}
+HYPER_DRAWS = 10_000
+MEMOIZER_PARTICLES = 2_000
+MEMOIZER_TEST_LENGTH = 2  # the training set plus each string up to this length
 #: fixed hyperparameters of the predictive check
 FIXED = {"discount": 0.5, "concentration": 0.5}
 
@@ -166,6 +204,12 @@ class HPYPSpec:
     def mutant_names(self):
         return list(MUTANTS)
 
+    def check_names(self):
+        return ["predictive", "hyper-conditional"]
+
+    def kernel_checks(self, toy, *, seed: int = 0, alpha: float = 1e-3):
+        return [hyper_conditional_check(seed=seed, alpha=alpha, variant=self.variant)]
+
     def mutant(self, variant: str):
         from bayesfa.samplers.ngram.hpyp import _HPYP
 
@@ -177,3 +221,248 @@ class HPYPSpec:
 
 
 HPYP = HPYPSpec()
+
+
+# -- the d and theta move against its exact conditional -----------------------------------------
+
+def hyper_seating():
+    """A fixed seating with table sizes: node 0 the root (depth 0), nodes 1-3 at depth 1, three
+    symbols; ``(depth, c, t, cs, ts, sizes, off)`` in the layout of
+    :mod:`bayesfa.samplers.ngram._hpyp_kernel` (the root's customers: one datum of symbol 0
+    plus the children's tables)."""
+    tables = {  # (node, symbol) -> table sizes
+        (1, 0): [2, 1], (1, 1): [1],
+        (2, 1): [3, 1], (2, 2): [2],
+        (3, 0): [1], (3, 2): [1, 1],
+        (0, 0): [3, 1], (0, 1): [2, 1], (0, 2): [3],
+    }
+    depth = np.array([0, 1, 1, 1], dtype=np.int64)
+    n_nodes, n_sym = 4, 3
+    c = np.zeros((n_nodes, n_sym), dtype=np.int32)
+    t = np.zeros((n_nodes, n_sym), dtype=np.int32)
+    off = np.zeros((n_nodes, n_sym), dtype=np.int64)
+    flat: list[int] = []
+    for u in range(n_nodes):
+        for w in range(n_sym):
+            off[u, w] = len(flat)
+            sz = tables.get((u, w), [])
+            c[u, w], t[u, w] = sum(sz), len(sz)
+            flat += sz
+    sizes = np.array(flat + [0], dtype=np.int32)
+    return depth, c, t, c.sum(axis=1).astype(np.int32), t.sum(axis=1).astype(np.int32), sizes, off
+
+
+def hyper_log_likelihood(d: np.ndarray, th: np.ndarray, nodes: list[tuple[int, int, list[int]]]) -> np.ndarray:
+    """``log`` of the seating's factor of the conditional (module docstring) at arrays
+    ``d``, ``theta``; ``nodes``: ``(t_u., c_u., table sizes)`` of the restaurants of one depth."""
+    out = np.zeros_like(d)
+    for tu, cu, sizes in nodes:
+        for i in range(1, tu):
+            out += np.log(th + i * d)
+        for i in range(1, cu):
+            out -= np.log(th + i)
+        for n in sizes:
+            for l in range(1, n):
+                out += np.log(l - d)
+    return out
+
+
+def exact_hyper_draws(nodes, prior, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` exact draws of ``(d, theta)`` from the conditional by rejection from the prior
+    ``Beta(a, b) x Gamma(alpha, rate beta)``. The envelope is the likelihood's largest value on
+    a fine grid plus 0.5 nats (far tighter than the analytic bound of the module docstring);
+    a proposal above it raises, so the draws are exact or the check errs loudly."""
+    analytic = 0.0
+    for tu, cu, sizes in nodes:
+        analytic -= sum(math.log(i) for i in range(tu, cu))
+        analytic += sum(math.lgamma(m) for m in sizes)
+    gd, gt = np.meshgrid(np.linspace(1e-6, 1 - 1e-6, 401), np.linspace(1e-6, 30.0, 601))
+    log_bound = min(analytic, float(hyper_log_likelihood(gd, gt, nodes).max()) + 0.5)
+    ds, ths = [], []
+    got = 0
+    while got < n:
+        m = 200_000
+        d = rng.beta(prior[0], prior[1], size=m)
+        th = rng.gamma(prior[2], 1.0 / prior[3], size=m)
+        ll = hyper_log_likelihood(d, th, nodes)
+        if ll.max() > log_bound:
+            raise RuntimeError("the rejection envelope is below the likelihood: widen it")
+        keep = np.log(rng.random(m)) < ll - log_bound
+        ds.append(d[keep])
+        ths.append(th[keep])
+        got += int(keep.sum())
+    return np.concatenate(ds)[:n], np.concatenate(ths)[:n]
+
+
+def hyper_conditional_check(*, seed: int = 0, alpha: float = 1e-3, variant: int = 0):
+    """The ``hyper-conditional`` kernel check (module docstring)."""
+    from scipy import stats as sps
+
+    from bayesfa.samplers.ngram._hpyp_kernel import sample_hyper
+    from bayesfa.samplers.ngram.hpyp import PRIOR
+    from bayesfa.validation.checks import Check
+
+    depth, c, t, cs, ts, sizes, off = hyper_seating()
+    per_depth = []
+    for m in range(2):
+        nodes = []
+        for u in np.flatnonzero(depth == m):
+            sz = [int(x) for w in range(c.shape[1])
+                  for x in sizes[off[u, w]:off[u, w] + t[u, w]]]
+            nodes.append((int(ts[u]), int(cs[u]), sz))
+        per_depth.append(nodes)
+    prior = np.asarray(PRIOR, dtype=np.float64)
+    rng = np.random.default_rng([seed, 2024])
+    start = [exact_hyper_draws(nd, prior, HYPER_DRAWS, rng) for nd in per_depth]
+    fresh = [exact_hyper_draws(nd, prior, HYPER_DRAWS, rng) for nd in per_depth]
+    moved = np.zeros((2, 2, HYPER_DRAWS))  # [depth, (d, theta), draw]
+    kernel_rng = np.random.default_rng([seed, 7])
+    fixed = np.zeros(2, dtype=np.bool_)
+    disc, conc = np.zeros(2), np.zeros(2)
+    extra = (variant,) if variant >= 2 else ()
+    for r in range(HYPER_DRAWS):
+        for m in range(2):
+            disc[m], conc[m] = start[m][0][r], start[m][1][r]
+        sample_hyper(kernel_rng, depth, c, t, cs, ts, sizes, off, disc, conc, fixed, fixed,
+                     prior, *extra)
+        moved[:, 0, r], moved[:, 1, r] = disc, conc
+    rows = []
+    tests = 4
+    for m in range(2):
+        for j, nm in enumerate(("d", "theta")):
+            res = sps.ks_2samp(moved[m, j], fresh[m][j])
+            rows.append({"parameter": f"{nm}_{m}", "exact_mean": float(fresh[m][j].mean()),
+                         "moved_mean": float(moved[m, j].mean()), "ks": float(res.statistic),
+                         "p_value": float(res.pvalue),
+                         "pass": bool(res.pvalue > alpha / tests)})
+    return Check(
+        name="hyper-conditional", passed=all(r["pass"] for r in rows),
+        description=(f"one auxiliary-variable move of d and theta (Teh 2006 TR, App. C) from "
+                     f"{HYPER_DRAWS} exact draws of their conditional given a fixed seating "
+                     f"(depth 0 and depth 1) vs {HYPER_DRAWS} fresh exact draws: two-sample KS"),
+        alpha=alpha, columns=["parameter", "exact_mean", "moved_mean", "ks", "p_value", "pass"],
+        rows=rows, summary={"min_p_value": min(r["p_value"] for r in rows)},
+        notes=[f"false-alarm rate {alpha:g}: each KS test at p > {alpha / tests:g} (Bonferroni "
+               f"over {tests}); the exact draws are rejection samples from the prior"])
+
+
+# -- the memoizer against the HPYP ----------------------------------------------------------------
+
+def reference_context_tree(corpus: Corpus, discounts, d_inf: float):
+    """``(parent, node discount, tok_node, tok_sym)`` of the HPYP whose contexts are every
+    suffix of every history (sentences: a string's letters read backwards, then its start
+    marked 0), with ``d_|u|`` per depth (``d_inf`` past the list) -- built from the
+    definition, nothing of :mod:`bayesfa.samplers.ngram`."""
+    index: dict[tuple, int] = {(): 0}
+    parent, depth = [-1], [0]
+
+    def node(ctx: tuple) -> int:
+        if ctx not in index:
+            p = node(ctx[:-1])
+            index[ctx] = len(parent)
+            parent.append(p)
+            depth.append(len(ctx))
+        return index[ctx]
+
+    tok_node, tok_sym = [], []
+    for s in range(corpus.n_strings):
+        letters = [int(a) + 1 for a in corpus.string(s)]
+        for i, sym in enumerate(letters + [0]):
+            tok_node.append(node(tuple(reversed(letters[:i])) + (0,)))
+            tok_sym.append(sym)
+    nd = np.array([discounts[k] if k < len(discounts) else d_inf for k in depth])
+    return (np.array(parent, dtype=np.int64), nd, np.array(tok_node, dtype=np.int64),
+            np.array(tok_sym, dtype=np.int64))
+
+
+def reference_log_marginal(corpus: Corpus, discounts, d_inf: float) -> float:
+    parent, nd, tn, ts = reference_context_tree(corpus, discounts, d_inf)
+    return log_marginal(parent, nd, np.zeros(parent.size), tn, ts, corpus.alphabet_size + 1)
+
+
+_MARGINALS: dict[tuple, tuple[float, float]] = {}
+
+
+class MemoizerSpec:
+    """The validation spec of ``memoizer`` (module docstring)."""
+
+    def __init__(self, variant: int = 0):
+        self.variant = variant
+
+    def check_names(self):
+        return ["compressed-tree", "joint-vs-hpyp"]
+
+    def mutant_names(self):
+        return ["no-join-discount"]
+
+    def mutant(self, variant: str):
+        import copy
+
+        from bayesfa.samplers.ngram.memoizer import METHOD
+        from bayesfa.validation.harness import carry_spec
+
+        method = copy.copy(METHOD)
+        method.variant = MUTANTS[variant]
+        return carry_spec(method, MemoizerSpec(MUTANTS[variant]), f"memoizer:mutant-{variant}")
+
+    def deterministic_checks(self, toy, *, seed: int = 0, alpha: float = 1e-3):
+        import argparse
+
+        from scipy import stats as sps
+
+        from bayesfa.samplers.ngram.hpyp import flat_symbols
+        from bayesfa.samplers.ngram.memoizer import METHOD, build, seat
+        from bayesfa.validation.checks import Check
+        from bayesfa.validation.toys import all_strings, format_string
+
+        parser = argparse.ArgumentParser(add_help=False)
+        METHOD.add_arguments(parser)
+        opts = vars(parser.parse_args([]))
+        discounts, d_inf = tuple(opts["discounts"]), float(opts["d_inf"])
+        train = toy.train
+        test = all_strings(MEMOIZER_TEST_LENGTH, train.alphabet_size)
+        sets = [("(train only)", train)] + [
+            (format_string(test.string(s)),
+             Corpus.from_strings(train.strings() + [test.string(s)], train.alphabet_size))
+            for s in range(test.n_strings)]
+        tree_rows, joint_rows = [], []
+        crit = float(sps.norm.isf(alpha / (2 * len(sets))))
+        for label, corpus in sets:
+            key = (tuple(tuple(int(a) for a in x) for x in corpus.strings()), discounts, d_inf)
+            if key not in _MARGINALS:  # both exact sums are deterministic: reuse them
+                _MARGINALS[key] = (reference_log_marginal(corpus, discounts, d_inf),
+                                   memoizer_log_marginal(corpus, discounts, d_inf, compress=True))
+            exact, memo = _MARGINALS[key]
+            e = abs(memo - exact)
+            tree_rows.append({"data": label, "hpyp": exact, "memoizer_tree": memo,
+                              "abs_error": e, "pass": e <= 1e-9 * max(1.0, abs(exact))})
+            F, n_sym, first = flat_symbols(corpus, False)
+            tree = build(F, first, True, discounts, d_inf)
+            lp = np.empty(MEMOIZER_PARTICLES)
+            for r in range(MEMOIZER_PARTICLES):
+                lp[r] = seat(tree, n_sym, F.size - first, np.zeros(1, dtype=np.int64), False,
+                             np.random.default_rng([seed, r]), self.variant)[0]
+            w = np.exp(lp - exact)
+            se = float(w.std(ddof=1) / math.sqrt(w.size))
+            z = (float(w.mean()) - 1.0) / se
+            joint_rows.append({"data": label, "log_p_exact": exact, "mean_ratio": float(w.mean()),
+                               "se": se, "z": z, "pass": abs(z) <= crit})
+        return [
+            Check(name="compressed-tree", passed=all(r["pass"] for r in tree_rows),
+                  description=("exact marginal on the memoizer's compressed tree (products of "
+                               "discounts) vs the HPYP with the same per-depth discounts and "
+                               "concentration 0 on the reference tree (relative tolerance 1e-9)"),
+                  alpha=0.0, columns=["data", "hpyp", "memoizer_tree", "abs_error", "pass"],
+                  rows=tree_rows),
+            Check(name="joint-vs-hpyp", passed=all(r["pass"] for r in joint_rows),
+                  description=(f"the memoizer's one-particle estimate of p(train + string), "
+                               f"{MEMOIZER_PARTICLES} particles, vs the exact HPYP marginal "
+                               f"(mean of p_hat / p must be 1)"),
+                  alpha=alpha, columns=["data", "log_p_exact", "mean_ratio", "se", "z", "pass"],
+                  rows=joint_rows, summary={"critical_z": crit,
+                                            "max_abs_z": max(abs(r["z"]) for r in joint_rows)},
+                  notes=[f"false-alarm rate {alpha:g}: |z| <= {crit:.2f} (Bonferroni over "
+                         f"{len(sets)} data sets, normal approximation of the mean ratio)"])]
+
+
+MEMOIZER = MemoizerSpec()
