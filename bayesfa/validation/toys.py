@@ -2,8 +2,8 @@
 
 Every toy is small enough that the exact posterior of the collapsed PFA model
 (:mod:`bayesfa.exact`, :mod:`bayesfa.validation.pfa.reference`) is enumerable:
-``N ** n_letters`` state paths, at most 65,536 here. All are over 2 letters and contain the
-empty string. They are built in code (literally, or sampled from a small PFA with a fixed
+``N ** n_letters`` state paths, at most 65,536 here. All contain the empty string; all but
+``abc`` (3 letters, ``N`` = 3, strings up to length 5) are over 2 letters. They are built in code (literally, or sampled from a small PFA with a fixed
 seed), so they are the same on every machine.
 
 The test set is fixed: :func:`all_strings` -- all strings over the 2 letters of length 0
@@ -105,6 +105,10 @@ def _build() -> dict[str, Toy]:
         "three": Toy("three", _sampled(three_src, seed=5, n_letters=10), n_states=3, beta=0.5,
                      description="10 letters sampled from a 3-state PFA (seed 5); N=3",
                      source=three_src),
+        "abc": Toy("abc", Corpus.from_strings([[], [0], [1, 2], [2, 1], [0, 1, 2, 0, 2]], 3),
+                   n_states=3, beta=0.5,
+                   description="5 literal strings over 3 letters, 10 letters (ε a bc cb abcac); "
+                               "N=3 (59,049 paths)"),
     }
 
 

@@ -41,6 +41,8 @@ from numba import njit
 CORRECT = 0
 NO_CORRECTION = 1  # drop delta(z_{t-1} = k = z_{t+1})
 ALL_VISITS = 2  # C_k + N beta instead of C_k - C_k0 + N beta as the move denominator
+STALE_EMISSION = 3  # C_{k a_t} instead of C^{-t}_{k a_t} (the emission at t counted for k = z_t)
+END_MOVE_FACTOR = 4  # a_t = 0: also divided by C_k - C_k0 + N beta (no move out of k exists)
 
 
 @njit(cache=True)
@@ -94,19 +96,27 @@ def sweep_positions(positions, uniforms, tokens, z, et, mv, mvt, ci, cm, g, alph
         if a == 0:
             for k in range(1, n_states + 1):
                 w = (et[0, k] + alpha) * (mv[p, k] + beta) / (ci[k] + a_alpha)
+                if variant == END_MOVE_FACTOR:
+                    w /= cm[k] + n_beta
                 g[k] = w
                 total += w
         else:
             for k in range(1, n_states + 1):
                 moves = ci[k] if variant == ALL_VISITS else cm[k]
-                w = ((et[a, k] + alpha) * (mv[p, k] + beta) * (mvt[n, k] + beta)
+                emit = et[a, k]
+                if variant == STALE_EMISSION and k == old:
+                    emit += 1.0
+                w = ((emit + alpha) * (mv[p, k] + beta) * (mvt[n, k] + beta)
                      / ((ci[k] + a_alpha) * (moves + n_beta)))
                 g[k] = w
                 total += w
             if p == n and variant != NO_CORRECTION:
                 k = n
                 moves = ci[k] if variant == ALL_VISITS else cm[k]
-                extra = (et[a, k] + alpha) * (mv[p, k] + beta) / ((ci[k] + a_alpha) * (moves + n_beta))
+                emit = et[a, k]
+                if variant == STALE_EMISSION and k == old:
+                    emit += 1.0
+                extra = (emit + alpha) * (mv[p, k] + beta) / ((ci[k] + a_alpha) * (moves + n_beta))
                 g[k] += extra
                 total += extra
         target = uniforms[m] * total

@@ -41,6 +41,9 @@ from bayesfa.samplers.pfa._cgs_pfa_kernel import count_transitions
 CORRECT = 0
 NO_CORRECTION = 1  # drop the delta of g_k (a self-loop read twice with the same letter)
 NO_STATE_FACTOR = 2  # the update of G ignores Gamma(C_i + v_i beta) / Gamma(v_i beta)
+VP_FOR_VK = 3  # g_k's denominator C_k + v_{z_{t-1}} beta (the out-degree of the previous state)
+STALE_TOTAL = 4  # g_k's denominator C_k + v_k beta with C_k, not C^{-t}_k (z_t's visit kept)
+SIZE_RATIO_FLIPPED = 5  # the update of G uses (E - k) / (k + 1) instead of (k + 1) / (E - k)
 
 
 def n_full_edges(n_states: int, n_symbols: int) -> int:
@@ -127,7 +130,10 @@ def update_graph(c, ci, gr, grt, v, meta, rng, beta, variant):
                         cache[vi] = 1.0 if variant == NO_STATE_FACTOR else math.exp(
                             _log_state_ratio(ci[i], vi, beta))
                     state_ratio = cache[vi]
-                ratio = state_ratio * (size + 1) / (n_full - size)
+                if variant == SIZE_RATIO_FLIPPED:
+                    ratio = state_ratio * (n_full - size) / (size + 1)
+                else:
+                    ratio = state_ratio * (size + 1) / (n_full - size)
                 # ... and add it back with probability ratio / (1 + ratio)
                 now = np.int64(uniforms[e - 1] * (1.0 + ratio) < ratio)
                 gr[i, a, j] = np.uint8(now)
@@ -136,6 +142,17 @@ def update_graph(c, ci, gr, grt, v, meta, rng, beta, variant):
                 size += now
         v[i] = vi
     meta[0] = size
+
+
+@njit(cache=True, inline="always")
+def _denominator(ci, v, k, p, old, beta, variant):
+    """``C^{-t}_k + v_k beta`` as wrongly computed by the mutants ``VP_FOR_VK`` (``v_p``,
+    ``p = z_{t-1}``) and ``STALE_TOTAL`` (``C_k``: plus one when ``k = z_t``)."""
+    if variant == VP_FOR_VK:
+        return ci[k] + v[p] * beta
+    if k == old:
+        return ci[k] + 1 + v[k] * beta
+    return ci[k] + v[k] * beta
 
 
 @njit(cache=True, boundscheck=False)
@@ -151,8 +168,18 @@ def sweep(positions, tokens, z, c, ct, ci, gr, grt, v, meta, g, rng, beta, inter
     ``rng.random(M)`` at the start supplies the uniforms of ``z``, each graph update draws
     its own ``rng.random(E)``.
     """
-    n_states = c.shape[0] - 1
     uniforms = rng.random(positions.shape[0])
+    sweep_uniforms(positions, uniforms, tokens, z, c, ct, ci, gr, grt, v, meta, g, rng, beta,
+                   interval, variant)
+
+
+@njit(cache=True, boundscheck=False)
+def sweep_uniforms(positions, uniforms, tokens, z, c, ct, ci, gr, grt, v, meta, g, rng, beta,
+                   interval, variant):
+    """:func:`sweep` with the uniforms of ``z`` given (``uniforms`` float64 ``[M]``): ``z_t = k``
+    for the first ``k`` with ``uniforms[m] sum_i g_i < g_1 + .. + g_k``. The exact kernel
+    check of :mod:`bayesfa.validation.pfa.variants_kernel` calls it with chosen uniforms."""
+    n_states = c.shape[0] - 1
     for m in range(positions.shape[0]):
         t = positions[m]
         ap = tokens[t - 1]
@@ -168,13 +195,21 @@ def sweep(positions, tokens, z, c, ct, ci, gr, grt, v, meta, g, rng, beta, inter
         total = 0.0
         for k in range(1, n_states + 1):
             if gr[p, ap, k] and grt[a, n, k]:
-                w = (ct[a, n, k] + beta) * (c[p, ap, k] + beta) / (ci[k] + v[k] * beta)
+                if variant == CORRECT or variant == NO_CORRECTION or variant == NO_STATE_FACTOR \
+                        or variant == SIZE_RATIO_FLIPPED:
+                    w = (ct[a, n, k] + beta) * (c[p, ap, k] + beta) / (ci[k] + v[k] * beta)
+                else:
+                    w = (ct[a, n, k] + beta) * (c[p, ap, k] + beta) / _denominator(
+                        ci, v, k, p, old, beta, variant)
             else:
                 w = 0.0
             g[k] = w
             total += w
         if p == n and ap == a and variant != NO_CORRECTION and gr[p, ap, p] and grt[a, n, p]:
-            extra = (ct[a, n, p] + beta) / (ci[p] + v[p] * beta)
+            if variant == STALE_TOTAL:
+                extra = (ct[a, n, p] + beta) / _denominator(ci, v, p, p, old, beta, variant)
+            else:
+                extra = (ct[a, n, p] + beta) / (ci[p] + v[p] * beta)
             g[p] += extra
             total += extra
         target = uniforms[m] * total

@@ -96,26 +96,64 @@ def stored_bytes(corpus: Corpus, options: dict[str, Any], per_draw: int, state: 
 
 # -- CGS-HMM ---------------------------------------------------------------------------------
 
-def hmm_xi(counts: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+#: ``plugin`` codes of :func:`hmm_xi` and :func:`star_xi`: 0 is the predictor; the others are
+#: deliberately wrong plug-ins used only by :mod:`bayesfa.validation.pfa.variants`.
+PLUGIN_CORRECT = 0
+UNNORMALISED_EQ20 = 1  # Eq. 20 as printed: theta's denominator C_i + N beta (all visits)
+ALPHA_BETA_SWAPPED = 2  # eta with beta, theta with alpha
+LITERAL_STAR = 3  # CGS-HMM(*) as printed: (C_i00 + beta) / (C_i + N A beta) on the end edge
+
+
+def hmm_xi(counts: np.ndarray, alpha: float, beta: float, plugin: int = PLUGIN_CORRECT) -> np.ndarray:
     """Eq. 20 (with the move total, module docstring): ``xi~`` ``[..., N+1, A, N+1]`` from
-    ``C_iaj`` ``[..., N+1, A, N+1]``."""
+    ``C_iaj`` ``[..., N+1, A, N+1]``. ``plugin`` != 0: a wrong plug-in (validation only)."""
     counts = np.asarray(counts, dtype=np.float64)
     n_states, n_symbols = counts.shape[-3] - 1, counts.shape[-2]
+    if plugin == ALPHA_BETA_SWAPPED:
+        alpha, beta = beta, alpha
     emit = counts.sum(axis=-1)                          # C_ia  [..., N+1, A]
     move = counts[..., 1:, 1:].sum(axis=-2)             # C_ij  [..., N+1, N]
     eta = (emit + alpha) / (emit.sum(axis=-1, keepdims=True) + n_symbols * alpha)
-    theta = (move + beta) / (move.sum(axis=-1, keepdims=True) + n_states * beta)
+    if plugin == UNNORMALISED_EQ20:
+        theta = (move + beta) / (emit.sum(axis=-1, keepdims=True) + n_states * beta)
+    else:
+        theta = (move + beta) / (move.sum(axis=-1, keepdims=True) + n_states * beta)
     xi = np.zeros(counts.shape)
     xi[..., 0, 0] = eta[..., 0]
     xi[..., 1:, 1:] = eta[..., 1:, None] * theta[..., None, :]
     return xi
 
 
-def hmm_log_prob(counts: np.ndarray, alpha: float, beta: float, corpus: Corpus) -> np.ndarray:
+def hmm_log_prob(counts: np.ndarray, alpha: float, beta: float, corpus: Corpus,
+                 plugin: int = PLUGIN_CORRECT) -> np.ndarray:
     """``log Pr(b | xi~(s))`` ``[S, n_strings]`` for counts ``[S, N+1, A, N+1]`` (Eq. 20)."""
     counts = np.asarray(counts)
-    return chunked_log_prob(lambda sl: hmm_xi(counts[sl], alpha, beta), counts.shape[0],
+    return chunked_log_prob(lambda sl: hmm_xi(counts[sl], alpha, beta, plugin), counts.shape[0],
                             8 * int(np.prod(counts.shape[1:])), corpus, counts.shape[-2] - 1)
+
+
+def star_log_prob(counts: np.ndarray, beta: float, corpus: Corpus,
+                  plugin: int = PLUGIN_CORRECT) -> np.ndarray:
+    """``log Pr(b | xi~(s))`` of CGS-HMM(*): the CGS-PFA plug-in (``plugin`` 0), or with
+    ``LITERAL_STAR`` the formula as printed in Sect. 4.4, ``(C_iaj + beta) / (C_i + N A beta)``
+    on every edge, the end edge included (validation only: its rows do not sum to 1)."""
+    from bayesfa.samplers.pfa.cgs_pfa import plugin_log_prob
+
+    if plugin != LITERAL_STAR:
+        return plugin_log_prob(counts, beta, corpus)
+    counts = np.asarray(counts)
+    n_states, n_symbols = counts.shape[-3] - 1, counts.shape[-2]
+
+    def make(sl):
+        c = counts[sl].astype(np.float64)
+        xi = np.zeros(c.shape)
+        total = c.sum(axis=(-2, -1))[..., None, None] + n_states * n_symbols * beta
+        xi[..., 1:, 1:] = (c[..., 1:, 1:] + beta) / total
+        xi[..., 0, 0] = (c[..., 0, 0] + beta) / total[..., 0, 0]
+        return xi
+
+    return chunked_log_prob(make, counts.shape[0], 8 * int(np.prod(counts.shape[1:])), corpus,
+                            n_symbols - 1)
 
 
 def _run_chain(tokens, n_symbols, n_states, alpha, beta, burn_in, period, n_draws, seed_seq, variant):
@@ -187,12 +225,13 @@ class DrawMixture:
 class _CGSHMM(DrawMixture):
     """The ``cgs-hmm`` (``star=False``) and ``cgs-hmm-star`` entries of the registry."""
 
-    def __init__(self, star: bool, variant: int = 0, name: str | None = None):
+    def __init__(self, star: bool, variant: int = 0, name: str | None = None, plugin: int = 0):
         self.star = star
         self.variant = variant
+        self.plugin = plugin
         base = "cgs-hmm-star" if star else "cgs-hmm"
         self.name = name or base
-        if variant == 0:
+        if variant == 0 and plugin == 0:
             self.validation = ("bayesfa.validation.pfa.variants:"
                                + ("CGS_HMM_STAR" if star else "CGS_HMM"))
         self.summary = ("collapsed Gibbs sampling of an HMM, PFA plug-in xi~ "
@@ -225,12 +264,11 @@ class _CGSHMM(DrawMixture):
         """``log Pr(b | xi~(s))`` ``[chain, draw, n_strings]``."""
         counts = np.asarray(arrays["counts"])
         flat = counts.reshape((-1,) + counts.shape[-3:])
+        plugin = getattr(self, "plugin", 0)
         if self.star:
-            from bayesfa.samplers.pfa.cgs_pfa import plugin_log_prob
-
-            out = plugin_log_prob(flat, options["beta"], corpus)
+            out = star_log_prob(flat, options["beta"], corpus, plugin)
         else:
-            out = hmm_log_prob(flat, options["alpha"], options["beta"], corpus)
+            out = hmm_log_prob(flat, options["alpha"], options["beta"], corpus, plugin)
         return out.reshape(counts.shape[:-3] + (-1,))
 
 

@@ -4,14 +4,16 @@
 :mod:`bayesfa.validation.toys`:
 
 ``predictive``
-    the method's posterior predictive (Eq. 6 with its plug-in ``xi~``) of all strings up to
-    length 3 against the exact limit of that estimator under the method's own model,
-    ``sum Pr(z[, G] | alpha) Pr(b | xi~(z[, G]))``, by enumeration: every path ``z`` (grouped
-    by count vector) and, for CGS-SG, every graph ``G`` containing ``G_min(z)``
-    (:func:`sg_plugin_predictive`; ``2^(E - |G_min|)`` graphs per count vector, ``E = 15`` on
-    the 2-state toys). HMM paths are weighted by the collapsed HMM joint
-    (:func:`hmm_log_joint`, the Dirichlet-multinomial form of
-    :func:`bayesfa.models.hmm.exact_log_marginal`), SG paths and graphs by Eq. 18.
+    the method's posterior predictive (Eq. 6 with its plug-in ``xi~``) of the test strings
+    against the exact limit of that estimator under the method's own model,
+    ``sum Pr(z[, G] | alpha) Pr(b | xi~(z, G))``, by enumeration of every train path ``z``
+    (grouped by count vector) and, for CGS-SG, with ``G`` summed out exactly given the
+    out-degrees. The references (:mod:`bayesfa.validation.pfa.variants_reference`) share no
+    code with the estimators: their plug-ins are written again from Eq. 20, the CGS-HMM(*)
+    formula and Sect. 3, with their own forward pass. HMM paths are weighted by the collapsed
+    HMM joint (:func:`hmm_log_joint`, the Dirichlet-multinomial form of
+    :func:`bayesfa.models.hmm.exact_log_marginal`), SG paths and graphs by Eq. 18. The HMM
+    setting has ``alpha != beta`` (0.25 and 1.0), so that a swap of the two is visible.
 ``geweke``
     Geweke's (2004) joint distribution test of the production kernel on ``Pr(alpha, z[, G] |
     lengths)``: the successive-conditional chain alternates kernel sweeps with a Gibbs sweep
@@ -21,13 +23,17 @@
     which also gives the exact law of ``|G|``). Test functions: those of
     :func:`bayesfa.validation.pfa.kernel_tests._statistics` plus the model's own log joint (and
     ``|G|`` for CGS-SG); two-sided z-tests with ArviZ-ESS standard errors, Bonferroni-split.
+``site-exact`` (both), ``graph-move`` (CGS-SG)
+    the exact one-step transition of the single-site update of ``z_t`` against the exact
+    posterior (row = exact conditional, detailed balance, stationarity; no Monte Carlo), and
+    the stationarity of the update of ``G`` (chi-square on the out-degrees from exact draws):
+    :mod:`bayesfa.validation.pfa.variants_kernel`.
 
-Every check has false-alarm rate ``alpha`` (default 1e-3). Mutants (``NAME:mutant-VARIANT``)
-run deliberately wrong kernels through the same checks and must fail:
-``cgs-hmm:mutant-no-correction`` / ``cgs-sg:mutant-no-correction`` drop the delta of the
-self-loop read twice; ``cgs-hmm:mutant-all-visits`` divides the move factor by
-``C_k + N beta`` instead of ``C_k - C_k0 + N beta``; ``cgs-sg:mutant-no-state-factor``
-resamples ``G`` without the Gamma-ratio factor of the state (prior ratio only).
+Every statistical check has false-alarm rate ``alpha`` (default 1e-3). Mutants
+(``NAME:mutant-VARIANT``, :data:`MUTANTS`) run deliberately wrong kernels or plug-ins through
+the same checks and must fail: compile-time-constant ``variant`` switches of the kernels'
+single source (:mod:`bayesfa.samplers.pfa._cgs_hmm_kernel`, ``_cgs_sg_kernel``) and
+``plugin`` switches of :func:`bayesfa.samplers.pfa.cgs_hmm.hmm_xi` / ``star_log_prob``.
 """
 
 from __future__ import annotations
@@ -42,9 +48,10 @@ from scipy import stats as sps
 from scipy.special import gammaln, logsumexp
 
 from bayesfa.corpus import Corpus
-from bayesfa.forward import forward_log_prob, xi_to_pfa
 from bayesfa.validation.pfa.kernel_tests import gated_letter_sweep
 from bayesfa.validation.pfa.reference import all_paths, batch_counts
+from bayesfa.validation.pfa.variants_reference import (  # noqa: F401 (re-exported)
+    _classes, _dir_mult, edge_mask, hmm_log_joint, sg_log_joint)
 
 ALPHA = 1e-3
 _BUDGET = {"iterations": 40_200, "burn_in": 200, "period": 2, "chains": 4, "jobs": 1}
@@ -52,44 +59,6 @@ GEWEKE_LENGTHS = (0, 1, 2, 2, 3)
 
 
 # -- the collapsed joints, vectorised over count arrays [..., N+1, A, N+1] ------------------
-
-def _dir_mult(counts: np.ndarray, conc: float) -> np.ndarray:
-    k = counts.shape[-1]
-    return (gammaln(k * conc) - gammaln(counts.sum(-1) + k * conc)
-            + (gammaln(counts + conc) - gammaln(conc)).sum(-1))
-
-
-def hmm_log_joint(c: np.ndarray, alpha: float, beta: float) -> np.ndarray:
-    """``log Pr(alpha, z)`` of the collapsed HMM from ``C_iaj`` ``[..., N+1, A, N+1]``."""
-    c = np.asarray(c, dtype=np.float64)
-    emit = c.sum(axis=-1)
-    move = c[..., 1:, 1:].sum(axis=-2)
-    return _dir_mult(emit, alpha).sum(-1) + _dir_mult(move, beta).sum(-1)
-
-
-def edge_mask(n_states: int, n_symbols: int) -> np.ndarray:
-    """bool ``[N+1, A, N+1]``: the edges of the fully connected NFA (Sect. 3)."""
-    mask = np.zeros((n_states + 1, n_symbols, n_states + 1), dtype=bool)
-    mask[:, 1:, 1:] = True
-    mask[:, 0, 0] = True
-    return mask
-
-
-def sg_log_joint(c: np.ndarray, graph: np.ndarray, beta: float) -> np.ndarray:
-    """``log Pr(G, alpha, z)`` of Eq. 18 (uniform ``Pr(v)``) for ``C`` and ``G``
-    ``[..., N+1, A, N+1]`` with ``G >= G_min`` (not checked)."""
-    c = np.asarray(c, dtype=np.float64)
-    g = np.asarray(graph, dtype=bool)
-    n_full = int(edge_mask(c.shape[-3] - 1, c.shape[-2]).sum())
-    v = g.sum(axis=-1).sum(axis=-1)
-    ci = c.sum(axis=(-2, -1))
-    cells = np.where(c > 0, gammaln(c + beta) - gammaln(beta), 0.0).sum(axis=(-3, -2, -1))
-    safe = np.maximum(v, 1) * beta
-    states = np.where(v > 0, gammaln(safe) - gammaln(ci + safe), 0.0).sum(-1)
-    size = v.sum(-1)
-    log_binom = gammaln(n_full + 1.0) - gammaln(size + 1.0) - gammaln(n_full - size + 1.0)
-    return cells + states - log_binom - math.log(n_full + 1.0)
-
 
 def sg_graph_sum(c: np.ndarray, beta: float) -> tuple[float, np.ndarray]:
     """``(log sum_{G >= G_min} Pr(G, alpha, z), Pr(|G| = k | alpha, z) for k = 0..E)`` for one
@@ -129,30 +98,6 @@ def sg_graph_sum(c: np.ndarray, beta: float) -> tuple[float, np.ndarray]:
 
 # -- posterior over the train paths, grouped by count vector --------------------------------
 
-def _classes(train: Corpus, n_states: int):
-    """``(class_counts [U, N+1, A, N+1], multiplicity [U])`` of all paths of ``train``."""
-    n_symbols = train.alphabet_size + 1
-    paths = all_paths(train.tokens, n_states)
-    c = batch_counts(train.tokens, paths, n_states, n_symbols)
-    flat = np.ascontiguousarray(c.reshape(c.shape[0], -1).astype(np.int16))
-    uniq, first, mult = np.unique(flat, axis=0, return_index=True, return_counts=True)
-    return c[first], mult
-
-
-def hmm_plugin_predictive(train: Corpus, test: Corpus, n_states: int, alpha: float, beta: float,
-                          star: bool) -> np.ndarray:
-    """``log sum_z Pr_HMM(z | alpha) Pr(b | xi~(z))`` per test string, ``xi~`` of Eq. 20
-    (``star`` False) or the CGS-HMM(*) plug-in (``star`` True)."""
-    from bayesfa.samplers.pfa.cgs_hmm import hmm_xi
-    from bayesfa.samplers.pfa.cgs_pfa import plugin_xi
-
-    cls, mult = _classes(train, n_states)
-    logw = hmm_log_joint(cls, alpha, beta) + np.log(mult)
-    xi = plugin_xi(cls, beta) if star else hmm_xi(cls, alpha, beta)
-    logp = forward_log_prob(*xi_to_pfa(xi), test.with_alphabet(train.alphabet_size))
-    return logsumexp(logp + logw[:, None], axis=0) - logsumexp(logw)
-
-
 def hmm_collapsed_predictive(counts: np.ndarray, alpha: float, beta: float, test: Corpus) -> np.ndarray:
     """``log Pr(b | alpha, z)`` ``[S, n_strings]`` under the collapsed HMM (Polya urn, ``eta``
     and ``theta`` integrated out given the counts ``C`` ``[S, N+1, A, N+1]`` of ``z``):
@@ -170,38 +115,6 @@ def hmm_collapsed_predictive(counts: np.ndarray, alpha: float, beta: float, test
         terms = np.stack([hmm_log_joint(counts + c1, alpha, beta) for c1 in cb])  # [P, S]
         out[:, s] = logsumexp(terms, axis=0) - base
     return out
-
-
-MAX_GRAPHS = 4_000_000
-
-
-def sg_plugin_predictive(train: Corpus, test: Corpus, n_states: int, beta: float) -> np.ndarray:
-    """``log sum_{z, G} Pr(z, G | alpha) Pr(b | xi~(z, G))`` per test string (Eq. 18 weights,
-    ``xi~ = (C_iaj + beta) / (C_i + v_i beta)`` on ``G``), every ``G >= G_min(z)`` enumerated."""
-    from bayesfa.samplers.pfa.cgs_sg import sg_xi
-
-    test = test.with_alphabet(train.alphabet_size)
-    n_symbols = train.alphabet_size + 1
-    cls, mult = _classes(train, n_states)
-    mask = edge_mask(n_states, n_symbols)
-    n_graphs = sum(2 ** int((mask & (c == 0)).sum()) for c in cls)  # every G >= G_min
-    if n_graphs > MAX_GRAPHS:
-        raise ValueError(f"{n_graphs} (z-class, G) pairs: too many to enumerate")
-    num = np.full(test.n_strings, -np.inf)
-    den = -np.inf
-    for c, mu in zip(cls, mult):
-        free = np.flatnonzero((mask & (c == 0)).ravel())
-        n_sub = 2 ** free.size
-        bits = ((np.arange(n_sub)[:, None] >> np.arange(free.size)[None, :]) & 1).astype(bool)
-        g = np.broadcast_to((c > 0).ravel(), (n_sub, c.size)).copy()
-        g[:, free] = bits
-        g = g.reshape((n_sub,) + c.shape)
-        cc = np.broadcast_to(c, g.shape)
-        logw = sg_log_joint(cc, g, beta) + math.log(mu)
-        logp = forward_log_prob(*xi_to_pfa(sg_xi(cc, g, beta)), test)
-        num = np.logaddexp(num, logsumexp(logp + logw[:, None], axis=0))
-        den = np.logaddexp(den, logsumexp(logw))
-    return num - den
 
 
 # -- Geweke: letter sweeps under each model -----------------------------------------------
@@ -404,17 +317,50 @@ def _check(**kwargs):
 
 # -- the specs -------------------------------------------------------------------------------
 
-class _Spec:
-    """Validation hooks of one method (``kind`` ``"hmm"``, ``"hmm-star"`` or ``"sg"``) and
-    kernel ``variant`` (0: the production kernel)."""
+#: The HMM setting of ``validate``: ``alpha != beta``, so that swapping them changes Eq. 20.
+HMM_ALPHA, HMM_BETA = 0.25, 1.0
 
-    def __init__(self, kind: str, variant: int = 0, variant_name: str | None = None):
+#: Mutants per method kind: name -> (kernel ``variant`` code, ``plugin`` code, what it does).
+#: The kernel codes are those of ``_cgs_hmm_kernel`` / ``_cgs_sg_kernel``, the plug-in codes
+#: those of :mod:`bayesfa.samplers.pfa.cgs_hmm`.
+_HMM_KERNEL_MUTANTS = {
+    "no-correction": (1, 0, "g_k^HMM without delta(z_{t-1} = k = z_{t+1}) (Sect. 4.4)"),
+    "all-visits": (2, 0, "move denominator C_k + N beta instead of C_k - C_k0 + N beta"),
+    "stale-emission": (3, 0, "C_{k a_t} instead of C^{-t}_{k a_t} (z_t's own emission counted)"),
+    "end-move-factor": (4, 0, "a_t = 0: g_k also divided by C_k - C_k0 + N beta"),
+}
+MUTANTS: dict[str, dict[str, tuple[int, int, str]]] = {
+    "hmm": dict(_HMM_KERNEL_MUTANTS, **{
+        "unnormalised-eq20": (0, 1, "Eq. 20 as printed: theta~ over C_i + N beta (rows sum < 1)"),
+        "alpha-beta-swapped": (0, 2, "Eq. 20 with alpha and beta swapped"),
+    }),
+    "hmm-star": dict(_HMM_KERNEL_MUTANTS, **{
+        "literal-star": (0, 3, "CGS-HMM(*) as printed: beta, not N beta, on the end edge"),
+    }),
+    "sg": {
+        "no-correction": (1, 0, "g_k without the delta of the self-loop read twice (Sect. 3)"),
+        "no-state-factor": (2, 0, "update of G with the prior ratio only (no Gamma factor of Eq. 18)"),
+        "vp-for-vk": (3, 0, "g_k's denominator C_k + v_{z_{t-1}} beta instead of C_k + v_k beta"),
+        "stale-total": (4, 0, "g_k's denominator with C_k instead of C^{-t}_k"),
+        "size-ratio-flipped": (5, 0, "update of G with (E - k) / (k + 1) for (k + 1) / (E - k)"),
+    },
+}
+
+
+class _Spec:
+    """Validation hooks of one method (``kind`` ``"hmm"``, ``"hmm-star"`` or ``"sg"``),
+    kernel ``variant`` (0: the production kernel) and ``plugin`` (0: the method's plug-in)."""
+
+    def __init__(self, kind: str, variant: int = 0, variant_name: str | None = None,
+                 plugin: int = 0):
         self.kind = kind
         self.variant = variant
+        self.plugin = plugin
         self.variant_name = variant_name
-        budget = dict(_BUDGET, beta=0.5)
-        if kind != "sg":
-            budget["alpha"] = 0.5
+        if kind == "sg":
+            budget = dict(_BUDGET, beta=0.5)
+        else:
+            budget = dict(_BUDGET, alpha=HMM_ALPHA, beta=HMM_BETA)
         self.validation_budget = budget
 
     @property
@@ -424,33 +370,31 @@ class _Spec:
     @property
     def label(self) -> str:
         base = f"{self.base_name} kernel"
-        return base if not self.variant else f"mutant {self.variant_name!r} of the {base}"
+        if self.variant_name is None:
+            return base
+        what = "kernel" if self.variant else "plug-in (the kernel is the production one)"
+        return f"mutant {self.variant_name!r} ({what}) of the {base}"
 
-    def _mutants(self) -> dict[str, int]:
-        if self.kind == "sg":
-            from bayesfa.samplers.pfa import _cgs_sg_kernel as k
-
-            return {"no-correction": k.NO_CORRECTION, "no-state-factor": k.NO_STATE_FACTOR}
-        from bayesfa.samplers.pfa import _cgs_hmm_kernel as k
-
-        return {"no-correction": k.NO_CORRECTION, "all-visits": k.ALL_VISITS}
+    def _mutants(self) -> dict[str, tuple[int, int, str]]:
+        return MUTANTS[self.kind]
 
     def exact_reference(self, toy, test: Corpus, options: dict[str, Any]) -> dict[str, Any]:
+        from bayesfa.validation.pfa import variants_reference as ref_mod
+
         n_states = options.get("states", toy.n_states)
         beta = options["beta"]
         if self.kind == "sg":
-            try:
-                ref = sg_plugin_predictive(toy.train, test, n_states, beta)
-            except ValueError as err:  # too many (z, G) to enumerate on this toy
-                return {"reference": None, "exact": None, "kind": f"unavailable ({err})"}
+            ref = ref_mod.sg_predictive(toy.train, test, n_states, beta)
             kind = (f"exact plug-in limit sum_(z,G) Pr(z,G|alpha) Pr(b|xi~(z,G)) of Eq. 18 "
-                    f"(beta={beta}), every z and G enumerated")
+                    f"(beta={beta}), every z enumerated, G summed out given the degrees "
+                    f"(variants_reference.sg_predictive: own plug-in, sum over b's paths)")
         else:
             star = self.kind == "hmm-star"
-            ref = hmm_plugin_predictive(toy.train, test, n_states, options["alpha"], beta, star)
+            ref = ref_mod.hmm_predictive(toy.train, test, n_states, options["alpha"], beta, star)
             kind = (f"exact plug-in limit sum_z Pr_HMM(z|alpha) Pr(b|xi~(z)) "
                     f"({'CGS-HMM(*) plug-in' if star else 'Eq. 20'}; alpha={options['alpha']}, "
-                    f"beta={beta}), every z enumerated")
+                    f"beta={beta}), every z enumerated (variants_reference: own plug-in and "
+                    f"forward pass)")
         return {"reference": ref, "exact": None, "kind": kind}
 
     def per_sample_log_prob(self, arrays, options, test):
@@ -463,19 +407,26 @@ class _Spec:
             return _CGSSG(self.variant)
         from bayesfa.samplers.pfa.cgs_hmm import _CGSHMM
 
-        return _CGSHMM(self.kind == "hmm-star", self.variant)
+        return _CGSHMM(self.kind == "hmm-star", self.variant, plugin=self.plugin)
 
     def kernel_checks(self, toy, *, seed: int = 0, alpha: float = ALPHA) -> list:
+        from bayesfa.validation.pfa import variants_kernel as vk
+
         if self.kind == "sg":
-            return [geweke_sg(self.variant, seed=seed, alpha=alpha, label=self.label)]
-        return [geweke_hmm(self.variant, seed=seed, alpha=alpha, label=self.label)]
+            return [geweke_sg(self.variant, seed=seed, alpha=alpha, label=self.label),
+                    vk.sg_site_check(self.variant, seed=seed, alpha=alpha, label=self.label),
+                    vk.sg_graph_check(self.variant, seed=seed, alpha=alpha, label=self.label)]
+        return [geweke_hmm(self.variant, alpha_h=HMM_ALPHA, beta=HMM_BETA, seed=seed, alpha=alpha,
+                           label=self.label),
+                vk.hmm_site_check(self.variant, alpha_h=HMM_ALPHA, beta=HMM_BETA, alpha=alpha,
+                                  label=self.label)]
 
     def mutant_names(self) -> list[str]:
         return list(self._mutants())
 
     def mutant(self, variant: str):
-        code = self._mutants()[variant]
-        return _Mutant(_Spec(self.kind, code, variant), f"{self.base_name}:mutant-{variant}")
+        code, plugin, _ = self._mutants()[variant]
+        return _Mutant(_Spec(self.kind, code, variant, plugin), f"{self.base_name}:mutant-{variant}")
 
 
 class _Mutant:
@@ -485,7 +436,8 @@ class _Mutant:
         self._spec = spec
         self._method = spec._method()
         self.name = name
-        self.summary = f"{spec.base_name} with a deliberately wrong kernel; for validation only"
+        self.summary = (f"{spec.base_name} with a deliberately wrong kernel or plug-in "
+                        f"({spec._mutants()[spec.variant_name][2]}); for validation only")
 
     def __getattr__(self, item):
         if item == "validation":
