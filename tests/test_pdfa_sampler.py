@@ -84,8 +84,11 @@ def test_sentences_sum_to_one_over_next_symbol():
 def test_validate_passes_and_mutant_fails():
     from bayesfa.validation.harness import validate
 
+    from bayesfa.validation.pdia.pdfa import MUTANTS
+
     assert validate("pdfa", "tiny").passed
-    assert not validate("pdfa:mutant-no-proposal-ratio", "tiny").passed
+    for name in MUTANTS["pdfa"]:
+        assert not validate(f"pdfa:mutant-{name}", "tiny").passed, name
 
 
 @pytest.mark.slow

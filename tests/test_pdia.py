@@ -123,10 +123,11 @@ def test_path_index_matches_a_full_walk_after_every_sweep(model, sequence):
 def test_validate_passes_and_mutants_fail():
     from bayesfa.validation.harness import validate
 
+    from bayesfa.validation.pdia.pdfa import MUTANTS
+
     assert validate("pdia", "tiny").passed
-    for name in ("pdia:mutant-no-proposal-ratio", "pdia:mutant-no-discount",
-                 "pdia:mutant-no-alpha-prior", "pdia:mutant-d-no-jacobian"):
-        assert not validate(name, "tiny").passed, name
+    for name in MUTANTS["pdia"]:  # the historical no-ambiguity-rule among them
+        assert not validate(f"pdia:mutant-{name}", "tiny").passed, name
 
 
 # -- detailed balance of the transition move, by brute force --------------------------------
@@ -135,41 +136,20 @@ TEST_FAILURE_RATE = 1e-3
 
 
 def _canonical(get, tokens):
-    """A configuration up to the labels of states and tables: ``(state, letter, target,
-    table)`` of each visited entry in the order the data first visit them, states and tables
-    (per column) renumbered in order of first appearance."""
-    states, tables, key, seen, q = {0: 0}, {}, [], set(), 0
-    for s in tokens:
-        if s == 0:
-            q = 0
-            continue
-        k, t = get(q, s)
-        if (q, s) not in seen:
-            seen.add((q, s))
-            states.setdefault(k, len(states))
-            tab = tables.setdefault(s, {})
-            tab.setdefault(t, len(tab))
-            key.append((states[q], s, states[k], tab[t]))
-        q = k
-    return tuple(key)
+    """A configuration up to the labels of states and tables
+    (:func:`bayesfa.validation.pdia.moves.canonical`)."""
+    from bayesfa.validation.pdia.moves import canonical
+
+    return canonical(get, tokens)
 
 
 def _exact_configurations(tokens, hyp, n_sym):
     """Posterior probability of each canonical configuration (CRF seatings x emissions), by
-    the depth-first enumeration of the exact reference (``pdfa_checks._walk``)."""
-    from bayesfa.validation.pdia.pdfa import _Franchise, _walk
+    the enumeration of :func:`bayesfa.validation.pdia.moves.pdia_configurations` (plain
+    Python, not the kernel)."""
+    from bayesfa.validation.pdia.moves import pdia_configurations
 
-    crf = _Franchise(hyp["alpha"], hyp["d"], hyp["alpha0"], hyp["d0"])
-    post, delta, seat, dropped = {}, {}, {}, [0.0]
-
-    def leaf(w):
-        key = _canonical(lambda a, b: (delta[(a, b)], seat[(a, b)]), tokens)
-        post[key] = post.get(key, 0.0) + w
-
-    _walk(tokens, 0, 0, 1.0, crf, delta, {}, hyp["beta"], n_sym, 10, leaf, dropped, seat)
-    assert dropped[0] == 0.0
-    z = sum(post.values())
-    return {k: w / z for k, w in post.items()}
+    return {key: p for key, p, _ in pdia_configurations(tokens, hyp, n_sym)}
 
 
 @pytest.mark.parametrize("table_moves", [False, True])
@@ -287,10 +267,16 @@ def _lone_sample():
 def test_draw_sets_one_is_the_single_reading_bit_for_bit():
     method, _, opts, arrays = _lone_sample()
     test = Corpus.from_strings([[1, 0, 1, 1, 1], [1, 1]], 2)
+    from bayesfa.samplers.pdia import pdfa
+
+    # one sample, one reading (draw set 0): the earlier default, now --draw-sets 1; the
+    # default of the joint mixture is the adaptive filter (tests/test_perplexity_default.py)
+    once = float(pdfa.per_sample_log_prob(pdfa.CRF, arrays, opts, test, per_symbol=True).sum())
     for kw in ({}, {"per_symbol": True}, {"map": True}, {"map": True, "per_symbol": True}):
-        once = method.perplexity_log_prob(arrays, opts, test, continuation=False, **kw)
-        assert method.perplexity_log_prob(arrays, opts, test, continuation=False, draw_sets=1,
-                                          **kw) == once
+        got = method.perplexity_log_prob(arrays, opts, test, continuation=False, draw_sets=1, **kw)
+        assert got == pytest.approx(once, abs=1e-12)
+        if kw.get("per_symbol"):  # --per-symbol alone still reads once per sample
+            assert method.perplexity_log_prob(arrays, opts, test, continuation=False, **kw) == got
     again = method.perplexity_log_prob(arrays, opts, test, continuation=False, map=True,
                                        draw_sets=50)
     assert again == method.perplexity_log_prob(arrays, opts, test, continuation=False,
@@ -323,7 +309,8 @@ def test_draw_sets_particle_filter_reaches_the_exact_predictive(monkeypatch):
     assert np.mean(ratios) == pytest.approx(1.0, abs=0.045)
     assert np.mean(per_symbol) - exact > 0.06
     one = [method.perplexity_log_prob(dict(arrays, predict_entropy=np.array([7, e])), opts,
-                                      test, continuation=False, map=True) for e in range(10)]
+                                      test, continuation=False, map=True, draw_sets=1)
+           for e in range(10)]
     assert np.mean(one) < exact - 0.1  # the single reading: Jensen's bias (measured 0.27)
 
 

@@ -36,7 +36,11 @@ Arrays (``Kc`` state capacity, ``S`` symbols, ``TC = Kc * S`` table capacity):
 Invariants: a table with ``N == 0`` is closed; a closed table or dead state freed during a
 move goes on the pending stack, not the free stack, so that the move can reopen it *with the
 same id and dish* (its reverse proposal), and :func:`end_move` frees what is still closed.
-``variant`` (validation mutants) is 2 to drop the discounts from the seating rules.
+``variant`` (validation mutants) is 2 to drop the discounts from the seating rules; 7 (8)
+draws a new customer's seat (a new table's dish) without the discount ``d`` (``d0``) while
+:func:`add` still scores the seating with it (the proposal and its probability in the MH ratio
+disagree); 10 draws a finite-model seat from ``alpha / |Q| + v_kj`` instead of ``alpha mu_k +
+v_kj`` (likewise).
 
 Every seating function returns the log probability of the seating event given the
 configuration without that customer, so that the log EPPF of a configuration changes by
@@ -205,7 +209,7 @@ def sample_dish(rng, sts, meta, hyp, variant, n_cap):
     """A dish for a new table from the top restaurant: an existing state ``k`` with weight
     ``m_k - d0``, a fresh state with ``alpha0 + d0 K``. -1 when no state is free."""
     a0 = hyp[H_ALPHA0]
-    d0 = _disc(hyp, H_D0, variant)
+    d0 = 0.0 if variant == 8 else _disc(hyp, H_D0, variant)  # 8: mutant, proposal without d0
     u = rng.random() * (a0 + meta[M_TABLES])
     # the existing dishes weigh M - d0 K in all: a u clearly above that (margin far beyond the
     # rounding of the running sum) is a new dish, found without the scan
@@ -246,11 +250,14 @@ def sample_seat(model, rng, j, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
         u = rng.random() * (alpha + nj[j])
         acc = 0.0
         for k in range(n_cap):
-            acc += alpha * mu[k] + v[k, j]
+            if variant == 10:  # mutant: the proposal's base uniform instead of mu
+                acc += alpha / n_cap + v[k, j]
+            else:
+                acc += alpha * mu[k] + v[k, j]
             if u < acc:
                 return k
         return n_cap - 1
-    d = _disc(hyp, H_D, variant)
+    d = 0.0 if variant == 7 else _disc(hyp, H_D, variant)  # 7: mutant, proposal without d
     u = rng.random() * (alpha + nj[j])
     if u < _total(nj[j], d, col_T[j]):  # else a new table (see sample_dish)
         acc = 0.0

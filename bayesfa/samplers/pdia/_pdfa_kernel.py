@@ -86,7 +86,10 @@ is a fixed number of moves on an entry (a table) picked uniformly, with ``|V| / 
 times prior ratio), 2 drops the discounts (see ``_crf_kernel``), 3 drops the Gamma(1, 1)
 prior term from the MH ratio of ``alpha``, 4 drops the Jacobian from the logit-scale walk of
 ``d`` (an asymmetric proposal in ``d`` left uncorrected); 3 and 4 act in
-:func:`move_hyper` only.
+:func:`move_hyper` only. 5 skips the ambiguity rule (:func:`_ambiguous`: the historical
+detailed-balance bug), 6 leaves ``|V| / |V'|`` (``M / M'``) out of the random-scan ratio, 9
+leaves out the term of unseating ``O``; 7, 8 and 10 change a proposal but not its probability
+(``_crf_kernel``); 12 and 13 change the ``mu`` step (:func:`move_mu`).
 """
 
 from __future__ import annotations
@@ -673,9 +676,11 @@ def _mh_accept(dl, r1, f, s_sum, b, size_before, size_after, random_scan, model,
                     meta, hyp)
     if variant == 1:
         log_a = dl - r1 + f - s_sum
+    elif variant == 9:  # mutant: the term of unseating O left out
+        log_a = dl + b - r1
     else:
         log_a = dl + b - r1 - s_sum
-    if random_scan:
+    if random_scan and variant != 6:  # 6: mutant without |V| / |V'| (M / M')
         log_a += math.log(size_before) - math.log(size_after)
     accept = math.log(rng.random()) < log_a
     if accept:
@@ -738,8 +743,9 @@ def move_entry(i, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot
         return
     n_o = _collect_unvisited(delta, seat, oq, os_, oseat, ws)
     # without deleted entries every event has a unique reverse (see _ambiguous)
-    if model == 1 and n_o > 0 and _ambiguous(i, j, -1, k_old, seat, n_new, newq, news, n_o,
-                                             oseat, tabs, sts, ws):
+    if model == 1 and n_o > 0 and variant != 5 and _ambiguous(i, j, -1, k_old, seat, n_new,
+                                                              newq, news, n_o, oseat, tabs, sts,
+                                                              ws):
         _reject_entry(i, j, s_new, s_old, k_old, model, variant, n_new, newq, news, delta, seat,
                       nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, sym, nf, cnt, ctot, cnt2,
                       ctot2, ws)
@@ -832,8 +838,8 @@ def move_table(t, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, 
         stats[ST_CAPACITY] += 1
         return
     n_o = _collect_unvisited(delta, seat, oq, os_, oseat, ws)
-    if n_o > 0 and _ambiguous(-1, -1, t, k_old, seat, n_new, newq, news, n_o, oseat, tabs, sts,
-                              ws):
+    if n_o > 0 and variant != 5 and _ambiguous(-1, -1, t, k_old, seat, n_new, newq, news, n_o,
+                                               oseat, tabs, sts, ws):
         _reject_table(t, j, k_new, k_old, model, variant, n_new, newq, news, delta, seat, nj, v,
                       mu, tabs, col_tabs, col_T, sts, meta, hyp, sym, nf, cnt, ctot, cnt2, ctot2,
                       ws)
@@ -891,7 +897,7 @@ def log_dirichlet_variate(a, rng, lout):
 
 
 @njit(cache=True)
-def move_mu(mu, lmu, v, nj, hyp, nf, rng, stats):
+def move_mu(mu, lmu, v, nj, hyp, nf, rng, stats, variant=0):
     """Gibbs step on ``mu`` with auxiliary table counts (Teh, Jordan, Beal & Blei 2006,
     Sect. 5.3, "sampling beta"): given ``mu``, the number of tables ``m_kj`` among the
     ``v_kj`` entries of column ``j`` that go to ``k`` (Polya urn with masses ``alpha mu_k``,
@@ -902,16 +908,21 @@ def move_mu(mu, lmu, v, nj, hyp, nf, rng, stats):
     ``gamma`` and the log joint read ``lmu``); ``mu = exp(lmu)`` may underflow to 0 only
     where no entry goes (``v_kj = 0``). This replaces the paper's MH with a ``Dir(eta mu)``
     proposal, which cannot move near the boundary: its draw of ``log mu'_k`` is about
-    ``-1 / (eta mu_k)``."""
+    ``-1 / (eta mu_k)``.
+
+    ``variant`` (validation mutants): 12 the Dirichlet's counts are the customers ``v_kj``
+    instead of the tables; 13 its prior part is ``gamma`` instead of ``gamma / |Q|``."""
     n_q = mu.shape[0]
     alpha, gamma = hyp[H_ALPHA], hyp[H_GAMMA]
     a = np.empty(n_q)
     for k in range(n_q):
-        a[k] = gamma / n_q
+        a[k] = gamma if variant == 13 else gamma / n_q
         x = alpha * mu[k]
         for j in range(nf, v.shape[1]):
             vk = v[k, j]
-            if vk > 0:
+            if vk > 0 and variant == 12:
+                a[k] += vk
+            elif vk > 0:
                 a[k] += 1.0  # the first customer always opens a table
                 for i in range(1, vk):
                     if rng.random() * (x + i) < x:
@@ -1057,7 +1068,7 @@ def _sweep(model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, changed
                            sts, meta, hyp, lg, True, rng, stats, ws)
     if model == 0:
         for _ in range(n_mu):
-            move_mu(mu, lmu, v, nj, hyp, nf, rng, stats)
+            move_mu(mu, lmu, v, nj, hyp, nf, rng, stats, variant)
     hi = meta[M_HI]
     for which in range(5):
         if fixed[which] == 0:

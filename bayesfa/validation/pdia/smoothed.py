@@ -20,7 +20,12 @@ Gibbs step and both hyperparameter moves are checked; the transition hyperparame
 fixed as in the PDIA's test (:func:`bayesfa.validation.pdia.pdfa.geweke`, whose
 simulator this one extends).
 
-Mutants: ``counts-not-tables`` (``pi0`` drawn from the emission counts instead of the table
+Kernel checks also: the exact single-move checks of the transition moves
+(:mod:`bayesfa.validation.pdia.moves`, ``move-entry``, ``move-table``) with emissions
+``Dir(beta pi0)`` at a fixed non-uniform ``pi0``.
+
+Mutants: the transition kernel's (``KERNEL_MUTANTS``, shared with ``pdia``),
+``counts-not-tables`` (``pi0`` drawn from the emission counts instead of the table
 counts: the over-confident back-off of a naive implementation), ``uniform-predictive`` (the
 back-off dropped from the predictive: test emissions predicted with ``beta / S``).
 """
@@ -35,6 +40,10 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.validation.pdia.pdfa import (ALPHA, TRUNCATION_RESOLUTION, Simulator, _Franchise,
                                             _symbols, geweke_table, walk_seatings)
+
+#: mutants of the transition kernel shared with the PDIA (``_pdfa_kernel`` variants)
+KERNEL_MUTANTS = {"no-ambiguity-rule": 5, "no-size-ratio": 6, "seat-proposal-no-discount": 7,
+                  "dish-proposal-no-discount": 8, "no-unseat-term": 9}
 
 FIXED = {"alpha": 1.0, "beta": 1.0, "alpha0": 1.0, "d": 0.3, "d0": 0.3, "beta0": 1.0}
 
@@ -236,23 +245,31 @@ class SmoothedSpec:
     validation_budget: dict[str, Any] = {"iterations": 10_100, "burn_in": 100, "period": 2,
                                          "chains": 4, "predict_draws": 4, **FIXED}
 
-    def __init__(self, variant: int = 0, variant_name: str = ""):
+    def __init__(self, variant: int = 0, variant_name: str = "", kernel_variant: int = 0):
         self.variant, self.variant_name = variant, variant_name
+        self.kernel_variant = kernel_variant
+
+    def check_names(self):
+        return ["predictive", "move-entry", "move-table", "geweke"]
 
     def mutant_names(self):
         from bayesfa.samplers.pdia.pdia_smoothed import EMISSION_MUTANTS
 
-        return list(EMISSION_MUTANTS)
+        return list(EMISSION_MUTANTS) + list(KERNEL_MUTANTS)
 
     def mutant(self, variant: str):
         from bayesfa.samplers.pdia.pdia_smoothed import EMISSION_MUTANTS, _PDIASmoothed
-
-        code = EMISSION_MUTANTS[variant]
-        spec = type(self)(code, variant)
         from bayesfa.validation.harness import carry_spec
 
         method = _PDIASmoothed()
-        method.emission_variant = code
+        if variant in KERNEL_MUTANTS:
+            code = KERNEL_MUTANTS[variant]
+            spec = type(self)(0, variant, kernel_variant=code)
+            method.variant = code
+        else:
+            code = EMISSION_MUTANTS[variant]
+            spec = type(self)(code, variant)
+            method.emission_variant = code
         return carry_spec(method, spec, f"pdia-smoothed:mutant-{variant}")
 
     def exact_reference(self, toy, test, options):
@@ -269,10 +286,20 @@ class SmoothedSpec:
         from bayesfa.samplers.pdia.pdfa import CRF, per_sample_log_prob
         from bayesfa.samplers.pdia.pdia_smoothed import Emission
 
-        return per_sample_log_prob(CRF, arrays, options, test, emission=Emission(self.variant))
+        return per_sample_log_prob(CRF, arrays, options, test, emission=Emission(self.variant),
+                                   variant=self.kernel_variant)
 
     def kernel_checks(self, toy, *, seed: int = 0, alpha: float = ALPHA):
-        return [geweke(self.variant, seed=seed, alpha=alpha)]
+        """The exact single-move checks of the transition moves at a fixed non-uniform
+        ``pi0`` (:func:`bayesfa.validation.pdia.moves.pdia_move_checks`, the kernel's 3-D
+        ``lg``), then Geweke."""
+        from bayesfa.validation.pdia.moves import pdia_move_checks
+
+        label = ("pdia-smoothed" if not self.variant_name
+                 else f"pdia-smoothed:mutant-{self.variant_name}")
+        return (pdia_move_checks(self.kernel_variant, seed=seed, alpha=alpha, label=label,
+                                 smoothed=True)
+                + [geweke(self.variant, seed=seed, alpha=alpha)])
 
 
 PDIA_SMOOTHED = SmoothedSpec()
