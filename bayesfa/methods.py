@@ -36,7 +36,11 @@ Optional hook for ``bayesfa perplexity`` (the conventions of Pfau, Bartlett & Wo
   Optional keywords, passed only when asked for: ``map=True`` (``perplexity --map``: the single
   sample of highest joint probability) and ``per_symbol=True`` (``perplexity --per-symbol``:
   the authors' estimator, each symbol's predictive averaged over the samples with equal
-  weights, ``sum_t log mean_k p_k(x_t | x_<t)``).
+  weights, ``sum_t log mean_k p_k(x_t | x_<t)``, which converges to
+  ``sum_t log E[p(x_t | x_<t)]``, not to log p(test | train)). A hook may take ``details``
+  (a dict it fills: ``quantity``, ``estimator``, ``se`` (Monte Carlo standard error, nats),
+  ``converged``, ...; ``bayesfa perplexity`` prints them) and ``mc_tolerance``,
+  ``max_particles`` (``--mc-tolerance``, ``--max-particles``; pdfa / pdia / pdia-smoothed).
 
 A method with ``resumable = True`` also takes ``fit(..., workdir=PATH)``: it saves each
 finished piece of work (a chain) there and reuses it when the same fit is run again, so an
@@ -86,6 +90,7 @@ class Method(Protocol):
 
 REGISTRY: dict[str, str] = {
     "cgs-pfa": "bayesfa.samplers.pfa.cgs_pfa:METHOD",
+    "ipfa": "bayesfa.samplers.pfa.ipfa:METHOD",
     "cgs-sg": "bayesfa.samplers.pfa.cgs_sg:METHOD",
     "cgs-hmm": "bayesfa.samplers.pfa.cgs_hmm:CGS_HMM",
     "cgs-hmm-star": "bayesfa.samplers.pfa.cgs_hmm:CGS_HMM_STAR",

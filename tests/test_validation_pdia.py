@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 
+from bayesfa.validation.pdia import matrix as KM
 from bayesfa.validation.pdia import moves as M
 from bayesfa.validation.pdia.pdfa import MUTANTS
 
@@ -136,10 +137,10 @@ def test_move_mu_passes_and_its_mutants_fail():
 def test_kill_matrix_of_the_move_checks(family):
     """Seeds 0-4: the correct kernel passes every move check on every seed, and every mutant
     of ``moves.MATRIX`` fails at least one on every seed."""
-    rows = M.kill_matrix((family,), out=lambda line: None)
+    rows = KM.kill_matrix((family,), out=lambda line: None)
     for seed in range(5):
         correct = [r for r in rows if r["mutant"] == "(correct)" and r["seed"] == seed]
         assert correct and all(r["passed"] for r in correct), (seed, correct)
-        for mutant in M.MATRIX[family]:
+        for mutant in KM.MATRIX[family]:
             mine = [r for r in rows if r["mutant"] == mutant and r["seed"] == seed]
             assert mine and not all(r["passed"] for r in mine), (mutant, seed)

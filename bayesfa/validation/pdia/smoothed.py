@@ -38,8 +38,9 @@ from typing import Any
 import numpy as np
 
 from bayesfa.corpus import Corpus
-from bayesfa.validation.pdia.pdfa import (ALPHA, TRUNCATION_RESOLUTION, Simulator, _Franchise,
-                                            _symbols, geweke_table, walk_seatings)
+from bayesfa.validation.pdia.franchise import Franchise as _Franchise, walk_seatings
+from bayesfa.validation.pdia.pdfa import (ALPHA, TRUNCATION_RESOLUTION, Simulator, _symbols,
+                                            geweke_table)
 
 #: mutants of the transition kernel shared with the PDIA (``_pdfa_kernel`` variants)
 KERNEL_MUTANTS = {"no-ambiguity-rule": 5, "no-size-ratio": 6, "seat-proposal-no-discount": 7,

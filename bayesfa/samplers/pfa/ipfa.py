@@ -1,0 +1,569 @@
+"""iPFA: the infinite PFA, a fully connected PFA under a hierarchical Dirichlet process prior,
+by collapsed direct-assignment Gibbs sampling (issue 23).
+
+The model and the sweep are in :mod:`bayesfa.samplers.pfa._ipfa_kernel`: ``beta ~ GEM(gamma)``
+over the states, ``xi_i ~ DP(alpha, H)`` over (letter, next state) with ``H(a, j) = beta_j /
+A`` and ``H(end) = 1 / A``, so that with ``beta`` uniform on ``N`` states and ``alpha = N A
+beta`` it is the prior of Eq. 2 of Shibata & Yoshinaka (2013) (their Sect. 5 names this model
+as future work). This front checks arguments, spawns one Generator per chain from
+``np.random.SeedSequence(seed)``, runs the chains (growing the kernel's arrays with the
+states in use), and records each draw's counts and the posterior mean of ``beta`` given its
+table counts.
+
+Prediction (Eq. 6): the mean over draws of ``Pr(b | xi~(s))`` with each draw's plug-in
+``xi~ = E[xi | z, m, alpha, gamma]`` (``m`` the draw's table counts),
+
+    ``xi~_iaj = (C_iaj + alpha beta~_j / A) / (C_i + alpha)``, ``xi~_i00 = (C_i00 + alpha / A) / (C_i + alpha)``,
+    ``beta~_k = m_.k / (m.. + gamma)``, and a new state of mass ``beta~_u = gamma / (m.. + gamma)``
+    whose own row is ``H~`` (``beta~_j / A``, ``beta~_u / A`` to itself, ``1 / A`` to the end).
+
+All states not in use behave alike under ``xi~`` (their rows are all ``H~``), so lumping them
+into the one new state is exact, and every string has a positive probability. With
+``--truncate L`` (the weak-limit model): ``beta~_k = (gamma / L + m_.k) / (gamma + m..)`` and no
+new state.
+
+References: C. Shibata and R. Yoshinaka, Machine Learning (2013), Sect. 2.1-2.3 (Eq. 2, 4, 6,
+9) and 5; Y. W. Teh, M. I. Jordan, M. J. Beal and D. M. Blei, "Hierarchical Dirichlet
+processes", JASA 101 (2006), Sect. 5.3, 7 and App. A; M. D. Escobar and M. West, JASA 90
+(1995), Sect. 6.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
+from bayesfa.methods import FitResult, add_mcmc_arguments, nonnegative_int, positive_float
+from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
+                                     check_chain_arguments, check_checkpoint_every,
+                                     check_generator_state, corrupt_checkpoint, chain_path,
+                                     digest, free_positions, generator_state, map_chains,
+                                     read_checkpoint, save_checkpoint)
+
+_MAX_TOKENS = 1 << 24  # float32 counts are exact below this (see _cgs_pfa_kernel)
+_BLOCK_SWEEPS = 64  # burn-in sweeps per kernel call (never changes the result)
+_XI_CHUNK_BYTES = 1 << 26
+#: Default Gamma (shape, rate) hyperpriors of alpha and gamma (mean 10, sd 10).
+ALPHA_PRIOR = "1,0.1"
+GAMMA_PRIOR = "1,0.1"
+#: States in use assumed by :meth:`_IPFA.estimate_memory` (they are not known before the fit).
+MEMORY_STATES_FACTOR, MEMORY_STATES_MIN = 4, 100
+
+
+def parse_gamma_prior(text) -> tuple[float, float] | None:
+    """``"SHAPE,RATE"`` -> ``(shape, rate)`` of a Gamma hyperprior; ``"fixed"`` -> None. An
+    :class:`InputError` otherwise."""
+    text = str(text).strip()
+    if text == "fixed":
+        return None
+    try:
+        shape, rate = (float(x) for x in text.split(","))
+    except ValueError:
+        raise InputError(f"a hyperprior must be SHAPE,RATE or fixed, got {text!r}") from None
+    if not (np.isfinite(shape) and np.isfinite(rate) and shape > 0 and rate > 0):
+        raise InputError(f"a Gamma hyperprior needs shape > 0 and rate > 0, got {text!r}")
+    return shape, rate
+
+
+def _prior_arg(text: str) -> str:
+    try:
+        parse_gamma_prior(text)
+    except InputError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text.strip()
+
+
+class IPFAResult(NamedTuple):
+    """Samples of the iPFA (``K`` = the most states any draw used).
+
+    counts : int32 ``[chain, draw, K+1, A, K+1]``, ``C_iaj`` of each draw (labels ``1..K_s``
+        in use, zeros past them).
+    beta_bar : float64 ``[chain, draw, K+1]``, ``E[beta_k | m]`` at ``k = 1..K``, and at 0
+        the new-state mass ``beta~_u`` (module docstring).
+    alpha, gamma : float64 ``[chain, draw]``, the draw's hyperparameters.
+    log_joint : float64 ``[chain, draw]``, ``log Pr(data, z | beta, alpha)`` (Eq. 4 with the
+        prior ``alpha H``; :func:`bayesfa.samplers.pfa._ipfa_kernel.log_joint`).
+    n_states : int32 ``[chain, draw]``, states in use (besides 0).
+    z : int32 ``[chain, T + 1]``, the last state path of each chain.
+    info : timings and sizes.
+    """
+
+    counts: np.ndarray
+    beta_bar: np.ndarray
+    alpha: np.ndarray
+    gamma: np.ndarray
+    log_joint: np.ndarray
+    n_states: np.ndarray
+    z: np.ndarray
+    info: dict[str, Any]
+
+
+def plugin_xi(counts: np.ndarray, beta_bar: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """The plug-in ``xi~`` of each sample (module docstring), with the new state last.
+
+    counts ``[S, K+1, A, K+1]``, beta_bar ``[S, K+1]``, alpha ``[S]`` -> float64
+    ``[S, K+2, A, K+2]`` (states ``0..K`` and the new state ``K+1``)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    beta_bar = np.asarray(beta_bar, dtype=np.float64)
+    alpha = np.asarray(alpha, dtype=np.float64).reshape(-1)
+    s, k1, n_symbols, _ = counts.shape
+    q = k1 + 1
+    prior = np.zeros((s, n_symbols, q))
+    prior[:, 1:, 1:k1] = (alpha[:, None] * beta_bar[:, 1:] / n_symbols)[:, None, :]
+    prior[:, 1:, k1] = (alpha * beta_bar[:, 0] / n_symbols)[:, None]
+    prior[:, 0, 0] = alpha / n_symbols
+    xi = np.broadcast_to(prior[:, None], (s, q, n_symbols, q)).copy()
+    xi[:, :k1, :, :k1] += counts
+    return xi / xi.sum(axis=(-2, -1), keepdims=True)
+
+
+def plugin_log_prob(counts, beta_bar, alpha, corpus: Corpus) -> np.ndarray:
+    """``log Pr(b | xi~(s))`` ``[S, n_strings]`` for samples ``counts [S, K+1, A, K+1]``."""
+    counts = np.asarray(counts)
+    n_letters = counts.shape[-2] - 1
+    if corpus.alphabet_size > n_letters:
+        raise InputError(f"the strings use {corpus.alphabet_size} letters, the model was trained "
+                         f"on {n_letters}")
+    corpus = corpus.with_alphabet(n_letters)
+    per = 8 * (counts.shape[-1] + 1) ** 2 * counts.shape[-2]
+    chunk = max(1, _XI_CHUNK_BYTES // per)
+    out = np.empty((counts.shape[0], corpus.n_strings))
+    for lo in range(0, counts.shape[0], chunk):
+        xi = plugin_xi(counts[lo:lo + chunk], np.asarray(beta_bar)[lo:lo + chunk],
+                       np.asarray(alpha).reshape(-1)[lo:lo + chunk])
+        out[lo:lo + chunk] = forward_log_prob(*xi_to_pfa(xi), corpus)
+    return out
+
+
+def _flat(arrays: dict[str, np.ndarray]):
+    counts = np.asarray(arrays["counts"])
+    flat = counts.reshape((-1,) + counts.shape[-3:])
+    beta_bar = np.asarray(arrays["beta_bar"]).reshape(flat.shape[0], -1)
+    return flat, beta_bar, np.asarray(arrays["alpha"]).reshape(-1)
+
+
+def per_sample_log_prob(arrays: dict[str, np.ndarray], corpus: Corpus) -> np.ndarray:
+    """``log Pr(b | xi~(s))`` ``[chain, draw, n_strings]`` from a fit's arrays."""
+    shape = np.shape(arrays["counts"])[:2]
+    return plugin_log_prob(*_flat(arrays), corpus).reshape(shape + (-1,))
+
+
+def predict_log_prob(arrays: dict[str, np.ndarray], corpus: Corpus) -> np.ndarray:
+    """Eq. 6: ``log`` of the mean of ``Pr(b | xi~(s))`` over every draw of every chain."""
+    return log_mean_exp(plugin_log_prob(*_flat(arrays), corpus), axis=0)
+
+
+class _Chain:
+    """One chain's kernel state (module docstring of the kernel), grown on demand."""
+
+    def __init__(self, tokens, n_symbols, k0, rng, alpha, gamma, truncate, capacity=None):
+        from bayesfa.samplers.pfa import _ipfa_kernel as kern
+
+        self.tokens = tokens
+        self.positions = free_positions(tokens)
+        self.uniforms = np.zeros(self.positions.size)
+        self.truncated = truncate > 0
+        z = np.zeros(tokens.size + 1, dtype=np.int32)
+        if self.truncated:
+            z[self.positions] = rng.integers(1, truncate + 1, size=self.positions.size, dtype=np.int32)
+            cap = truncate
+            beta = np.zeros(cap + 1)
+            beta[1:] = 1.0 / truncate
+        else:
+            z[self.positions] = rng.integers(1, k0 + 1, size=self.positions.size, dtype=np.int32)
+            used = np.unique(z[self.positions])
+            relabel = np.zeros(k0 + 1, dtype=np.int32)
+            relabel[used] = np.arange(1, used.size + 1, dtype=np.int32)
+            z = relabel[z]
+            cap = kern.padded_width(max(2 * used.size, 1)) - 1 if capacity is None else capacity
+            beta = np.zeros(cap + 1)
+            beta[:used.size + 1] = 1.0 / (used.size + 1)  # beta[0] = beta_u
+        self.z = z
+        self.hyper = np.array([alpha, gamma], dtype=np.float64)
+        self._allocate(cap, n_symbols)
+        self.beta[:] = beta
+        kern.fill_state(tokens, z, self.c, self.ct, self.ci, self.recip, self.bk, self.beta,
+                        self.meta, self.hyper[0], self.truncated)
+
+    @classmethod
+    def restore(cls, tokens, n_symbols, z, beta, hyper, truncate):
+        """The chain at a sweep boundary from its saved ``z``, ``beta`` (labels ``0..K``) and
+        ``(alpha, gamma)``: the counts and weights are recomputed exactly as each sweep ends."""
+        from bayesfa.samplers.pfa import _ipfa_kernel as kern
+
+        self = cls.__new__(cls)
+        self.tokens = tokens
+        self.positions = free_positions(tokens)
+        self.uniforms = np.zeros(self.positions.size)
+        self.truncated = truncate > 0
+        self.z = np.array(z, dtype=np.int32)
+        self.hyper = np.array(hyper, dtype=np.float64)
+        k = beta.size - 1
+        self._allocate(truncate if self.truncated else kern.padded_width(max(2 * k, 1)) - 1, n_symbols)
+        self.beta[:k + 1] = beta
+        kern.fill_state(tokens, self.z, self.c, self.ct, self.ci, self.recip, self.bk, self.beta,
+                        self.meta, self.hyper[0], self.truncated)
+        return self
+
+    def _allocate(self, cap, n_symbols):
+        from bayesfa.samplers.pfa._ipfa_kernel import padded_width
+
+        w = padded_width(cap)
+        self.c = np.zeros((cap + 1, n_symbols, w), dtype=np.float32)
+        self.ct = np.zeros((n_symbols, cap + 1, w), dtype=np.float32)
+        self.ci = np.zeros(cap + 1, dtype=np.int32)
+        self.recip = np.zeros(w, dtype=np.float32)
+        self.bk = np.zeros(w, dtype=np.float32)
+        self.beta = np.zeros(cap + 1)
+        self.meta = np.zeros(2, dtype=np.int64)
+        self.mcol = np.zeros(cap + 1, dtype=np.int64)
+        self.mrow = np.zeros(cap + 1, dtype=np.int64)
+
+    @property
+    def capacity(self) -> int:
+        return self.c.shape[0] - 1
+
+    def grow(self):
+        """Twice the room, the same labels and values (results do not depend on it)."""
+        from bayesfa.samplers.pfa._ipfa_kernel import padded_width
+
+        old = (self.c, self.ct, self.ci, self.recip, self.bk, self.beta, self.meta, self.mcol,
+               self.mrow)
+        k1, w = self.c.shape[0], self.c.shape[2]
+        self._allocate(padded_width(2 * self.capacity) - 1, self.c.shape[1])
+        self.c[:k1, :, :w] = old[0]
+        self.ct[:, :k1, :w] = old[1]
+        self.ci[:k1] = old[2]
+        self.recip[:w] = old[3]
+        self.bk[:w] = old[4]
+        self.beta[:k1] = old[5]
+        self.meta[:] = old[6]
+        self.mcol[:k1] = old[7]
+        self.mrow[:k1] = old[8]
+
+    def run(self, n_sweeps, rng, priors, sweeps):
+        done, start = 0, 0
+        while done < n_sweeps:
+            s, start = sweeps(n_sweeps - done, start, self.positions, self.uniforms, self.tokens,
+                              self.z, self.c,
+                              self.ct, self.ci, self.recip, self.bk, self.beta, self.meta,
+                              self.mcol, self.mrow, self.hyper, priors, rng, self.truncated)
+            done += s
+            if done < n_sweeps:
+                self.grow()
+
+    def draw(self):
+        """``(counts [K+1, A, K+1] int32, beta_bar [K+1], log joint, K)`` now (labels 1..K)."""
+        from bayesfa.samplers.pfa._ipfa_kernel import log_joint
+
+        k = int(self.meta[1])
+        counts = self.c[:k + 1, :, :k + 1].astype(np.int32)
+        alpha, gamma = self.hyper
+        m = self.mcol[1:k + 1].astype(np.float64)
+        beta_bar = np.zeros(k + 1)
+        if self.truncated:
+            beta_bar[1:] = (gamma / k + m) / (gamma + m.sum())
+        else:
+            beta_bar[1:] = m / (m.sum() + gamma)
+            beta_bar[0] = gamma / (m.sum() + gamma)
+        lj = log_joint(self.c, self.ci, self.beta, self.meta, alpha)
+        return counts, beta_bar, lj, int(self.meta[0])
+
+
+_CHAIN_FORMAT = "bayesfa-ipfa-chain/1"
+_DRAW_FIELDS = ("counts", "beta_bar", "log_joint", "n_states", "alpha", "gamma")
+_STATE_FIELDS = _DRAW_FIELDS + ("sizes", "z", "beta", "hyper", "seconds", "sweeps_done",
+                                "draws_done", "rng_state")
+
+
+def _chain_fingerprint(tokens, settings: dict, seed_seq: np.random.SeedSequence) -> str:
+    """What determines a chain's output (the data by SHA-256, the settings, the chain's seed;
+    not ``jobs`` nor the checkpoint interval), as a string."""
+    return json.dumps({"format": _CHAIN_FORMAT, "tokens": digest(tokens), **settings,
+                       "entropy": str(seed_seq.entropy), "spawn_key": list(seed_seq.spawn_key)},
+                      sort_keys=True)
+
+
+def _pack(out: dict, d: int) -> dict:
+    """The first ``d`` draws of ``out`` as arrays (counts and beta_bar padded to the largest)."""
+    sizes = np.array([c.shape[0] for c in out["counts"][:d]], dtype=np.int64)
+    k1 = int(sizes.max()) if d else 1
+    a = out["counts"][0].shape[1] if d else 1
+    counts = np.zeros((d, k1, a, k1), dtype=np.int32)
+    beta_bar = np.zeros((d, k1))
+    for i in range(d):
+        counts[i, :sizes[i], :, :sizes[i]] = out["counts"][i]
+        beta_bar[i, :sizes[i]] = out["beta_bar"][i]
+    packed = {k: np.asarray(out[k][:d]) for k in ("log_joint", "n_states", "alpha", "gamma")}
+    return {"counts": counts, "beta_bar": beta_bar, "sizes": sizes, **packed}
+
+
+def _unpack(state: dict) -> dict:
+    out = {k: [x for x in np.asarray(state[k])] for k in ("log_joint", "n_states", "alpha", "gamma")}
+    sizes = np.asarray(state["sizes"])
+    out["counts"] = [state["counts"][i, :n, :, :n] for i, n in enumerate(sizes)]
+    out["beta_bar"] = [state["beta_bar"][i, :n] for i, n in enumerate(sizes)]
+    return out
+
+
+def _load_chain(path, fingerprint: str, *, n_draws: int, z_size: int, burn_in: int,
+                period: int) -> dict | None:
+    """A chain state saved at ``path`` (finished or not), None if saved for another run, an
+    :class:`InputError` naming the file if it is inconsistent."""
+    state = read_checkpoint(path, fingerprint, _STATE_FIELDS)
+    if state is None:
+        return None
+    d, done = int(state["draws_done"]), int(state["sweeps_done"])
+    ok = (0 <= d <= n_draws and state["z"].shape == (z_size,) and state["hyper"].shape == (2,)
+          and all(state[k].shape[:1] == (d,) for k in _DRAW_FIELDS + ("sizes",))
+          and done == (min(done, burn_in) if d == 0 else burn_in + d * period))
+    if not ok:
+        raise corrupt_checkpoint(path, "its arrays do not match its settings")
+    if d < n_draws:
+        check_generator_state(path, state["rng_state"])
+    return state
+
+
+def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, period, n_draws,
+               seed_seq, mutation=None, capacity=None, checkpoint=None,
+               checkpoint_every=CHECKPOINT_EVERY, fingerprint=None, resume=None):
+    """One chain: random initial ``z`` over ``k0`` states (or the ``truncate`` states), burn-in,
+    then ``n_draws`` draws ``period`` sweeps apart. Returns a dict of per-draw lists.
+    ``capacity``: the kernel's initial room for states (tests; never changes the result).
+
+    ``checkpoint`` (a path): the chain state (``z``, ``beta``, ``(alpha, gamma)``, the
+    Generator's state, the draws so far) is saved there atomically, at a sweep boundary, at
+    most every ``checkpoint_every`` seconds; ``resume`` (a state of :func:`_load_chain`)
+    continues it, bit-identical to an uninterrupted chain.
+    """
+    from bayesfa.samplers.pfa._ipfa_kernel import build_sweeps
+
+    sweeps = build_sweeps(mutation)
+    rng = np.random.default_rng(seed_seq)
+    priors = np.asarray(priors, dtype=np.float64)
+    out = {k: [] for k in _DRAW_FIELDS}
+    if resume is None:
+        chain = _Chain(tokens, n_symbols, k0, rng, alpha, gamma, truncate, capacity)
+        done, seconds_before = 0, 0.0
+    else:
+        rng.bit_generator.state = json.loads(str(resume["rng_state"]))
+        chain = _Chain.restore(tokens, n_symbols, resume["z"], np.asarray(resume["beta"]),
+                               resume["hyper"], truncate)
+        out = _unpack(resume)
+        done, seconds_before = int(resume["sweeps_done"]), float(resume["seconds"])
+    t0 = time.perf_counter()
+    last_save = time.monotonic()
+
+    def save(force=False):
+        nonlocal last_save
+        if checkpoint is None or not (force or time.monotonic() - last_save >= checkpoint_every):
+            return
+        k = int(chain.meta[1])
+        save_checkpoint(checkpoint, fingerprint, {
+            **_pack(out, len(out["log_joint"])), "z": chain.z, "beta": chain.beta[:k + 1],
+            "hyper": chain.hyper, "seconds": seconds_before + time.perf_counter() - t0,
+            "sweeps_done": done, "draws_done": len(out["log_joint"]),
+            "rng_state": generator_state(rng)})
+        last_save = time.monotonic()
+
+    while done < burn_in:
+        step = min(_BLOCK_SWEEPS, burn_in - done)
+        chain.run(step, rng, priors, sweeps)
+        done += step
+        save()
+    while len(out["log_joint"]) < n_draws:
+        chain.run(period, rng, priors, sweeps)
+        done += period
+        counts, beta_bar, lj, k = chain.draw()
+        out["counts"].append(counts)
+        out["beta_bar"].append(beta_bar)
+        out["log_joint"].append(lj)
+        out["n_states"].append(k)
+        out["alpha"].append(chain.hyper[0])
+        out["gamma"].append(chain.hyper[1])
+        save()
+    save(force=True)
+    out["z"] = chain.z.copy()
+    out["seconds"] = seconds_before + time.perf_counter() - t0
+    out["capacity"] = chain.capacity
+    return out
+
+
+def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, burn_in: int = 500,
+                period: int = 10, chains: int = 4, seed: int = 0, alpha: float = 1.0,
+                gamma: float = 1.0, alpha_prior: str = ALPHA_PRIOR, gamma_prior: str = GAMMA_PRIOR,
+                truncate: int = 0, jobs: int = 1, mutation: str | None = None,
+                checkpoint_dir: str | os.PathLike | None = None,
+                checkpoint_every: float = CHECKPOINT_EVERY) -> IPFAResult:
+    """Run ``chains`` chains of the iPFA sampler on ``corpus``.
+
+    states : states of the random initial ``z`` (the sampler adds and removes states).
+    alpha, gamma : initial concentrations (their values throughout when the prior is ``fixed``).
+    alpha_prior, gamma_prior : ``"SHAPE,RATE"`` of a Gamma hyperprior, or ``"fixed"``.
+    truncate : 0 for the HDP; ``L > 0`` for the weak-limit model with ``L`` states
+        (``gamma`` then fixed).
+    mutation : a deliberately wrong kernel (validation only; ``_ipfa_kernel.MUTATIONS``).
+    checkpoint_dir : where each chain keeps its state (``chain-CCCC.npz``); a chain found
+        there finished is reused, one found unfinished resumes (bit-identical).
+    """
+    n_draws = check_chain_arguments(corpus, states, 1.0, iterations, burn_in, period, chains, jobs,
+                                    max_tokens=_MAX_TOKENS,
+                                    too_many=f"; the sampler keeps its counts in float32, exact "
+                                             f"below {_MAX_TOKENS} tokens",
+                                    alpha=alpha, gamma=gamma)
+    if isinstance(truncate, bool) or not isinstance(truncate, (int, np.integer)) or truncate < 0:
+        raise InputError(f"truncate must be an integer >= 0, got {truncate!r}")
+    a_prior = parse_gamma_prior(alpha_prior)
+    g_prior = parse_gamma_prior(gamma_prior)
+    if truncate and g_prior is not None:
+        raise InputError("--truncate keeps gamma fixed: give --gamma-prior fixed with it")
+    priors = [*(a_prior or (0.0, 0.0)), *(g_prior or (0.0, 0.0))]
+    tokens = np.ascontiguousarray(corpus.tokens, dtype=np.int32)
+    n_symbols = corpus.alphabet_size + 1
+    children = np.random.SeedSequence(seed).spawn(chains)
+    checkpoint_every = check_checkpoint_every(checkpoint_every)
+    settings = {"n_symbols": n_symbols, "states": int(states), "alpha": float(alpha),
+                "gamma": float(gamma), "priors": [float(x) for x in priors],
+                "truncate": int(truncate), "burn_in": int(burn_in), "period": int(period),
+                "n_draws": int(n_draws), "mutation": mutation}
+    prints = [_chain_fingerprint(tokens, settings, s) for s in children]
+    paths: list = [None] * chains
+    saved: list = [None] * chains
+    if checkpoint_dir is not None:
+        Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
+        paths = [chain_path(checkpoint_dir, c) for c in range(chains)]
+        saved = [_load_chain(p, f, n_draws=n_draws, z_size=tokens.size + 1, burn_in=burn_in,
+                             period=period) if p.exists() else None for p, f in zip(paths, prints)]
+    outs: list = [None] * chains
+    for c, state in enumerate(saved):
+        if state is not None and int(state["draws_done"]) == n_draws:
+            outs[c] = {**_unpack(state), "z": np.asarray(state["z"]),
+                       "seconds": float(state["seconds"]), "capacity": 0}
+    todo = [c for c in range(chains) if outs[c] is None]
+    args = [(tokens, n_symbols, int(states), float(alpha), float(gamma), priors, int(truncate),
+             int(burn_in), int(period), int(n_draws), children[c], mutation, None, paths[c],
+             checkpoint_every, prints[c], saved[c]) for c in todo]
+    t0 = time.perf_counter()
+    for c, out in zip(todo, map_chains(_run_chain, args, min(jobs, max(1, len(todo))))):
+        outs[c] = out
+    seconds = time.perf_counter() - t0
+    k_max = max(max(c.shape[0] for c in o["counts"]) for o in outs) - 1
+    counts = np.zeros((chains, n_draws, k_max + 1, n_symbols, k_max + 1), dtype=np.int32)
+    beta_bar = np.zeros((chains, n_draws, k_max + 1))
+    for ch, o in enumerate(outs):
+        for d, (c, b) in enumerate(zip(o["counts"], o["beta_bar"])):
+            counts[ch, d, :c.shape[0], :, :c.shape[0]] = c
+            beta_bar[ch, d, :b.size] = b
+    stack = {k: np.array([o[k] for o in outs]) for k in ("log_joint", "n_states", "alpha", "gamma")}
+    positions = free_positions(tokens).size
+    info = {
+        "n_draws_per_chain": int(n_draws),
+        "n_free_positions": int(positions),
+        "n_tokens": int(tokens.size),
+        "truncate": int(truncate),
+        "max_states_in_use": int(k_max),
+        "seconds": seconds,
+        "chain_seconds": [float(o["seconds"]) for o in outs],
+        "capacity": [int(o["capacity"]) for o in outs],
+        "mutation": mutation,
+        "chains_resumed": int(chains - len(todo)),
+        "chains_resumed_mid_chain": int(sum(saved[c] is not None for c in todo)),
+    }
+    return IPFAResult(counts, beta_bar, stack["alpha"], stack["gamma"], stack["log_joint"],
+                      stack["n_states"].astype(np.int32), np.stack([o["z"] for o in outs]), info)
+
+
+class _IPFA:
+    """The ``ipfa`` entry of :data:`bayesfa.methods.REGISTRY` (``mutation``: validation only)."""
+
+    name = "ipfa"
+    resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
+    summary = ("infinite PFA: HDP prior on a fully connected PFA, the number of states sampled "
+               "(collapsed direct-assignment Gibbs)")
+    validation = "bayesfa.validation.pfa.ipfa:SPEC"
+
+    def __init__(self, mutation: str | None = None):
+        self.mutation = mutation
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_mcmc_arguments(parser, states=10, beta=None, iterations=1000, burn_in=500, period=10)
+        for action in parser._actions:  # the shared option, with what it means here
+            if action.dest == "states":
+                action.help = ("states of the random initial path; the sampler adds and removes "
+                               "states (default 10)")
+        parser.add_argument("--alpha", type=positive_float, default=1.0,
+                            help="initial concentration alpha of each state's DP over (letter, "
+                                 "next state); default 1")
+        parser.add_argument("--gamma", type=positive_float, default=1.0,
+                            help="initial concentration gamma of the states' weights beta ~ "
+                                 "GEM(gamma); default 1")
+        parser.add_argument("--alpha-prior", type=_prior_arg, default=ALPHA_PRIOR,
+                            metavar="SHAPE,RATE|fixed",
+                            help=f"Gamma hyperprior of alpha, or fixed; default {ALPHA_PRIOR}")
+        parser.add_argument("--gamma-prior", type=_prior_arg, default=GAMMA_PRIOR,
+                            metavar="SHAPE,RATE|fixed",
+                            help=f"Gamma hyperprior of gamma, or fixed; default {GAMMA_PRIOR}")
+        parser.add_argument("--truncate", type=nonnegative_int, default=0, metavar="L",
+                            help="0 (default): the HDP, states added and removed; L > 0: the "
+                                 "weak-limit model with L states, beta ~ Dir(gamma/L, ...) "
+                                 "(needs --gamma-prior fixed)")
+        add_checkpoint_argument(parser)
+
+    def _options(self, options: dict[str, Any]) -> dict[str, Any]:
+        return dict(states=options["states"], iterations=options["iterations"],
+                    burn_in=options["burn_in"], period=options["period"],
+                    chains=options["chains"], alpha=options.get("alpha", 1.0),
+                    gamma=options.get("gamma", 1.0),
+                    alpha_prior=options.get("alpha_prior", ALPHA_PRIOR),
+                    gamma_prior=options.get("gamma_prior", GAMMA_PRIOR),
+                    truncate=options.get("truncate", 0), jobs=options.get("jobs", 1))
+
+    def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
+        """Peak bytes of ``fit`` and ``predict_log_prob``, for ``K = max(4 x --states, 100)``
+        states in use (or the truncation), which are not known before the fit: every draw's
+        counts ``[K+1, A, K+1]`` twice (per chain, then padded and stacked), each chain's
+        kernel state (``c``, ``ct`` at twice ``K``, ``z`` and positions), and for Eq. 6 a chunk
+        of plug-in ``xi~`` (two float64 copies) with its forward pass."""
+        from bayesfa.memory import forward_bytes
+        from bayesfa.samplers.pfa._ipfa_kernel import padded_width
+
+        k = options.get("truncate") or max(MEMORY_STATES_FACTOR * options["states"], MEMORY_STATES_MIN)
+        a, chains = corpus.alphabet_size + 1, options["chains"]
+        draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
+        size = (k + 1) * a * (k + 1)
+        stored = 2 * chains * draws * (size * 4 + (k + 1) * 8 + 40)
+        cap = padded_width(2 * k)
+        state = 2 * (cap + 1) * a * cap * 4 + corpus.n_tokens * 16
+        jobs = min(options.get("jobs", 1), chains)
+        fit = stored + jobs * state
+        samples = chains * draws
+        chunk = max(1, min(samples, _XI_CHUNK_BYTES // (8 * (k + 2) ** 2 * a)))
+        work = 2 * chunk * (k + 2) ** 2 * a * 8 + forward_bytes(chunk, k + 2, corpus)
+        predict = stored // 2 + work + 2 * samples * corpus.n_strings * 8
+        return int(max(fit, predict))
+
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
+            workdir: str | os.PathLike | None = None) -> FitResult:
+        res = sample_ipfa(corpus, seed=seed, mutation=self.mutation, checkpoint_dir=workdir,
+                          checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY),
+                          **self._options(options))
+        trace = {"log_joint": res.log_joint, "n_states": res.n_states, "alpha": res.alpha,
+                 "gamma": res.gamma}
+        arrays = {"counts": res.counts, "beta_bar": res.beta_bar, "alpha": res.alpha}
+        return FitResult(arrays, trace, res.info)
+
+    def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
+                         corpus: Corpus) -> np.ndarray:
+        return predict_log_prob(arrays, corpus)
+
+
+METHOD = _IPFA()
