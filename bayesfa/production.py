@@ -24,6 +24,13 @@ exactly ``bayesfa select TRAIN --seed <that seed>`` (folds and common random num
 the same for every grid point, as :mod:`bayesfa.selection` explains; its ``selection.json``
 records it).
 
+``--auto --budget TOTAL`` (cgs-pfa, :mod:`bayesfa.samplers.pfa.auto`): TOTAL CPU seconds are
+shared among the problems in proportion to their training tokens (:func:`budget_shares`);
+each problem is one unit that chooses N and beta from held-out training strings and runs the
+final chains within its share, and writes its decisions to ``problems/NAME/auto.json``; the
+summary adds each problem's CPU seconds and share. A kill loses the problems in flight (each
+restarts from its beginning on the rerun, as one unit).
+
 RESULTS layout::
 
     run.json                                what this run is: method, options, seed, chains, grids
@@ -33,6 +40,8 @@ RESULTS layout::
     problems/NAME/problem.json              the problem's training and test files' SHA-256
     problems/NAME/select/                   cross-validation fold files, selection.json/.txt
     problems/NAME/final/chain-CCCC.npz      one final chain: log_mean, n_draws, trace, meta
+                                            (--auto: chain-0000.npz, all the problem's chains)
+    problems/NAME/auto.json                 --auto: every decision (candidates, held-out scores, CPU)
 
 A rerun of the same command skips finished units (a run killed with SIGKILL loses only the
 units in flight, and its answers are bit-identical to an uninterrupted run's); a RESULTS
@@ -66,6 +75,7 @@ RUN_FORMAT = "bayesfa-production/1"
 UNIT_FORMAT = "bayesfa-production-unit/1"
 RUN_JSON = "run.json"
 SUMMARY_COLUMNS = ("problem", "method", "states", "beta", "score", "min_score", "ratio", "seconds")
+AUTO_COLUMNS = ("cpu_seconds", "budget")  # --auto runs: the CPU each problem spent, its share
 #: Mean ratio - 1 of CGS-PFA over PAutomaC I in the paper (Sect. 4.1: 10 chains x 20,000
 #: sweeps, N and beta by 10-fold cross-validation), drawn as a reference line.
 PAPER_MEAN_RATIO_MINUS_ONE = 0.00129
@@ -150,7 +160,7 @@ def _final_unit(method_name: str, corpus, test, options: dict, seed: int) -> dic
              if np.asarray(v).dtype.kind in "biuf"}
     return {"log_mean": np.asarray(pred.log_mean, dtype=np.float64).reshape(-1),
             "n_draws": int(pred.n_draws), "trace": trace,
-            "seconds": time.perf_counter() - start}
+            "seconds": time.perf_counter() - start, "auto": pred.info["fit"].get("auto")}
 
 
 def final_options(method_name: str, options: dict) -> dict:
@@ -230,10 +240,17 @@ class RunSpec:
                         folds=self.folds, one_se=self.one_se)
         return jsonable({"method": self.method, "seed": self.seed, "options": opts})
 
+    @property
+    def auto(self) -> bool:
+        """``--auto --budget TOTAL``: one unit per problem, N and beta chosen in it
+        (:mod:`bayesfa.samplers.pfa.auto`) within the problem's share of TOTAL."""
+        return bool(self.options.get("auto"))
+
     def unit_options(self, **overrides) -> dict[str, Any]:
-        """A unit's fit options: one chain in one process (the parallelism is Dask's)."""
+        """A unit's fit options: one chain in one process (the parallelism is Dask's); with
+        :attr:`auto`, the problem's ``chains`` final chains in its one unit."""
         opts = {**self.options, **overrides}
-        for key, value in (("chains", 1), ("jobs", 1)):
+        for key, value in (("chains", self.chains if self.auto else 1), ("jobs", 1)):
             if key in opts:
                 opts[key] = value
         return opts
@@ -242,7 +259,7 @@ class RunSpec:
         """Units per problem (the cross-validation's distinct (grid point, fold) fits and the
         final chains)."""
         if not self.select:
-            return self.chains
+            return 1 if self.auto else self.chains
         n1 = len(self.states_grid) if len(self.states_grid) > 1 else 0
         stage1_beta = self.beta_grid[0] if len(self.beta_grid) == 1 else 0.5
         overlap = 1 if n1 and stage1_beta in self.beta_grid else 0
@@ -325,13 +342,17 @@ def _check_problem_files(pdir: Path, problem: Problem) -> None:
 
 
 def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Bar,
-                memory: dict | None = None) -> dict[str, Any]:
+                memory: dict | None = None, budget: float | None = None) -> dict[str, Any]:
     """Cross-validation (with ``spec.select``), final chains, Eq. 6, answer file and score of
     one problem; returns its summary row (``seconds``: compute seconds of all its units).
 
     ``memory``: keyword arguments of :func:`bayesfa.memory.check_fits` (``copies``: fits at
     once on one machine; ``available``: bytes), checked before the problem's first unit; a
-    problem too large fails alone. None: no check."""
+    problem too large fails alone. None: no check.
+
+    ``budget``: with ``spec.auto``, this problem's CPU seconds (:func:`budget_shares`); its
+    one unit chooses N and beta and runs the final chains, and its decisions are written to
+    ``problems/NAME/auto.json``."""
     from bayesfa.memory import check_fits
     from bayesfa.methods import get_method
     from bayesfa.pautomac import write_solution
@@ -339,7 +360,7 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
     train, test, solution = _load_problem(problem)
     pdir = results / "problems" / problem.name
     _check_problem_files(pdir, problem)
-    options = spec.unit_options()
+    options = spec.unit_options(**({"budget": float(budget)} if spec.auto else {}))
     seconds = 0.0
     if spec.select:
         from bayesfa.selection import select_two_stage
@@ -366,7 +387,7 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
     digests = json.loads((pdir / "problem.json").read_text())
     units: list[dict | None] = []
     metas = []
-    for c in range(spec.chains):
+    for c in range(1 if spec.auto else spec.chains):
         meta = {"format": UNIT_FORMAT, "method": spec.method,
                 "options": {k: v for k, v in options.items() if k not in EXECUTION_OPTIONS},
                 "seed": unit_seed(spec.seed, problem.name, _ROLE_FINAL, c), "chain": c, **digests}
@@ -377,7 +398,7 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
         units.append(done)
     if any(u is not None for u in units):
         bar.update(sum(u is not None for u in units))
-    todo = [c for c in range(spec.chains) if units[c] is None]
+    todo = [c for c in range(len(units)) if units[c] is None]
     if todo:
         from dask.distributed import as_completed
 
@@ -391,6 +412,8 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
                 if res["log_mean"].shape != (n_test,):
                     raise ValueError(f"chain {c}: {res['log_mean'].size} log probabilities for "
                                      f"{n_test} test strings")
+                if spec.auto:  # before the unit: a finished unit always has its decisions
+                    write_json(pdir / AUTO_JSON, res["auto"])
                 _write_unit(pdir / "final" / f"chain-{c:04d}.npz", metas[c], res)
                 units[c] = res
                 bar.update(1)
@@ -398,9 +421,41 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
             client.cancel(list(futures))
             raise
     log_pred, row = _problem_row(spec.method, problem.name, options, units, seconds, solution)
+    if spec.auto:
+        row.update(_auto_columns(pdir))
     atomic_write(results / "answers" / _ANSWER.format(name=problem.name),
                  lambda tmp: write_solution(tmp, log_probs=log_pred))
     return row
+
+
+AUTO_JSON = "auto.json"
+
+
+def _auto_columns(pdir: Path) -> dict[str, Any]:
+    """The chosen N and beta, CPU seconds and budget of a ``--auto`` problem (``auto.json``)."""
+    try:
+        auto = json.loads((pdir / AUTO_JSON).read_text())
+        return {"states": auto["winner"]["states"], "beta": auto["winner"]["beta"],
+                "cpu_seconds": auto["cpu_seconds"], "budget": auto["budget"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        raise InputError(f"a finished --auto unit but no readable {AUTO_JSON}", pdir) from None
+
+
+def budget_shares(total: float, problems: list[Problem]) -> dict[str, float]:
+    """``--auto --budget TOTAL`` shared among ``problems`` in proportion to their training
+    tokens (the sweeps' cost); a problem whose training file cannot be read gets nothing (it
+    fails when it is run). The shares depend on the problem list: a rerun must name the same
+    problems (its units are refused otherwise)."""
+    from bayesfa.pautomac import read_sample
+
+    sizes = {}
+    for p in problems:
+        try:
+            sizes[p.name] = read_sample(p.train).n_tokens
+        except (InputError, OSError):
+            sizes[p.name] = 0
+    whole = sum(sizes.values()) or 1
+    return {name: float(total) * n / whole for name, n in sizes.items()}
 
 
 def _cv_seconds(stage1: list[dict], stage2: list[dict]) -> float:
@@ -463,7 +518,9 @@ def run(spec: RunSpec, problems: list[Problem], out: str | Path, scheduler: str 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(problems), 64)),
                                                  thread_name_prefix="problem")
     try:
-        jobs = {pool.submit(run_problem, client, spec, p, results, bar, memory): p for p in problems}
+        shares = budget_shares(spec.options["budget"], problems) if spec.auto else {}
+        jobs = {pool.submit(run_problem, client, spec, p, results, bar, memory, shares.get(p.name)): p
+                for p in problems}
         for job in concurrent.futures.as_completed(jobs):
             p = jobs[job]
             try:
@@ -503,6 +560,7 @@ def summarize(results: str | Path, data: str | Path | None = None) -> tuple[list
         identity = json.loads((results / RUN_JSON).read_text())["identity"]
         method, seed = identity["method"], int(identity["seed"])
         chains, select = int(identity["options"]["chains"]), bool(identity["options"].get("select"))
+        auto = bool(identity["options"].get("auto"))
     except FileNotFoundError:
         raise InputError(f"no {RUN_JSON}: not a bayesfa production run", results) from None
     except (OSError, ValueError, KeyError, TypeError):
@@ -515,7 +573,8 @@ def summarize(results: str | Path, data: str | Path | None = None) -> tuple[list
         pdir = results / "problems" / name
         digests = json.loads((pdir / "problem.json").read_text())
         units, options = [], None
-        for c in range(chains):
+        n_final = 1 if auto else chains
+        for c in range(n_final):
             path = pdir / "final" / f"chain-{c:04d}.npz"
             loaded = _load_unit(path)
             if loaded is None:
@@ -528,7 +587,7 @@ def summarize(results: str | Path, data: str | Path | None = None) -> tuple[list
                 raise InputError("written by another run (method, options, seed or data differ)", path)
             options = stored["options"]
             units.append(unit)
-        if len(units) < chains:
+        if len(units) < n_final:
             pending[name] = len(units)
             continue
         cv_seconds = 0.0
@@ -554,7 +613,10 @@ def summarize(results: str | Path, data: str | Path | None = None) -> tuple[list
                 if log_solution.size != units[0]["log_mean"].size:
                     raise InputError(f"{log_solution.size} probabilities for "
                                      f"{units[0]['log_mean'].size} test strings", problem.solution, 1)
-        rows.append(_problem_row(method, name, options, units, cv_seconds, log_solution)[1])
+        row = _problem_row(method, name, options, units, cv_seconds, log_solution)[1]
+        if auto:
+            row.update(_auto_columns(pdir))
+        rows.append(row)
     return rows, pending
 
 
@@ -577,8 +639,9 @@ def write_summary(results: Path, spec: RunSpec, rows: list[dict], failures: list
                   wall_seconds: float) -> None:
     """``summary.csv`` (:data:`SUMMARY_COLUMNS`), ``summary.md``, ``summary.json`` and, when
     some problem has a solution, ``ratios.png``."""
-    csv = ",".join(SUMMARY_COLUMNS) + "\n" + "".join(
-        ",".join(_cell(r[c]) for c in SUMMARY_COLUMNS) + "\n" for r in rows)
+    columns = SUMMARY_COLUMNS + (AUTO_COLUMNS if spec.auto else ())
+    csv = ",".join(columns) + "\n" + "".join(
+        ",".join(_cell(r.get(c)) for c in columns) + "\n" for r in rows)
     atomic_write(results / "summary.csv", lambda tmp: Path(tmp).write_text(csv))
     ratios = [r["ratio"] for r in rows if r["ratio"] is not None and math.isfinite(r["ratio"])]
     mean = float(np.mean(ratios)) - 1.0 if ratios else None
@@ -599,6 +662,12 @@ def write_summary(results: Path, spec: RunSpec, rows: list[dict], failures: list
                      f"(paper, PAutomaC I: {PAPER_MEAN_RATIO_MINUS_ONE}).")
     lines.append(f"Seconds: compute time of each problem's units; this session's wall time "
                  f"{wall_seconds:.1f} s.")
+    if spec.auto:
+        lines += ["", f"--auto: N and beta chosen per problem from held-out training strings within "
+                      f"its share of --budget {spec.options['budget']:g} CPU seconds (problems/NAME/"
+                      f"{AUTO_JSON} holds every candidate, its held-out score and SE, CPU spent):", ""]
+        lines += [f"- {r['problem']}: N = {r['states']}, beta = {r['beta']}, CPU {r['cpu_seconds']:.1f} s "
+                  f"of {r['budget']:.1f} s" for r in rows]
     if failures:
         lines += ["", "## Failures", ""] + [f"- {f['problem']}: {f['error']}" for f in failures]
     text = "\n".join(lines) + "\n"
@@ -705,6 +774,17 @@ def add_cli(parser: argparse.ArgumentParser, method: str | None) -> None:
 def spec_from_args(args) -> RunSpec:
     defaults = args._method_defaults
     options = {k: getattr(args, k) for k in defaults}
+    for key in ("auto", "budget", "schedule"):  # --auto's options are absent unless given
+        if hasattr(args, key):
+            options[key] = getattr(args, key)
+    if options.get("auto") or "budget" in options or "schedule" in options:
+        if "schedule" in options:
+            raise InputError("--schedule reproduces one `bayesfa fit --auto`; a pautomac run "
+                             "records each problem's in problems/NAME/auto.json")
+        if not options.get("auto") or options.get("budget") is None:
+            raise InputError("--auto and --budget TOTAL go together (TOTAL: CPU seconds for all problems)")
+        if args.select:
+            raise InputError("--auto chooses N and beta itself; drop --select")
     grids = {}
     for key in ("states", "beta"):
         if key in defaults:

@@ -370,3 +370,56 @@ def test_dask_scheduler_with_two_workers_survives_one_killed_mid_run(reference, 
             client.close()
         for proc in ([run] if run is not None else []) + list(procs.values()):
             _killpg(proc)
+
+
+AUTO = ["--method", "cgs-pfa", "--auto", "--budget", "3", "--chains", "2", "--seed", str(SEED),
+        "--scheduler", "local", "--workers", "1", "--quiet"]
+
+
+def test_auto_budget_is_shared_by_size_decisions_recorded_and_a_rerun_resumes(data_dir, tmp_path):
+    """``pautomac run --auto --budget TOTAL``: one unit per problem with its share of TOTAL
+    (in proportion to its training tokens), its decisions in problems/NAME/auto.json and its
+    CPU in the summary; a rerun of the same command keeps the finished units and answers."""
+    out = tmp_path / "auto"
+    rc, err = _run(["--data", str(data_dir), "--problems", "a,b,bad", *AUTO, "--out", str(out)])
+    assert rc == 1 and "bad (" in err, err  # the bad problem fails alone
+    sizes = {n: read_sample(data_dir / f"{n}.pautomac.train").n_tokens for n in GOOD}
+    lines = (out / "summary.csv").read_text().splitlines()
+    assert lines[0] == "problem,method,states,beta,score,min_score,ratio,seconds,cpu_seconds,budget"
+    rows = {r.split(",")[0]: r.split(",") for r in lines[1:]}
+    assert sorted(rows) == list(GOOD)
+    shares = production.budget_shares(3.0, production.find_problems(data_dir, ["a", "b", "bad"]))
+    assert shares["bad"] == 0 and abs(sum(shares.values()) - 3.0) < 1e-9
+    assert shares["a"] / shares["b"] == pytest.approx(sizes["a"] / sizes["b"])
+    for name in GOOD:
+        decided = json.loads((out / "problems" / name / "auto.json").read_text())
+        states, beta = int(rows[name][2]), float(rows[name][3])
+        cpu, budget = float(rows[name][8]), float(rows[name][9])
+        assert decided["winner"] == {"states": states, "beta": beta}
+        assert budget == pytest.approx(shares[name]) and decided["budget"] == budget
+        assert decided["ladder"] and all("heldout_se" in r for r in decided["ladder"])
+        assert 0 < cpu <= 1.10 * budget  # tests/test_auto.py: OVERSHOOT
+        assert 1.0 < float(rows[name][6]) < 1.5
+    assert "--auto: N and beta chosen per problem" in (out / "summary.md").read_text()
+    units = sorted(out.glob("problems/*/final/chain-*.npz"))
+    assert [u.parent.parent.name for u in units] == list(GOOD)  # one unit per problem
+    before = {u: u.stat().st_mtime_ns for u in units}
+    answers = {n: _answer(out, n) for n in GOOD}
+    rc, err = _run(["--data", str(data_dir), "--problems", "a,b,bad", *AUTO, "--out", str(out)])
+    assert rc == 1
+    assert {u: u.stat().st_mtime_ns for u in units} == before  # nothing refitted
+    assert {n: _answer(out, n) for n in GOOD} == answers
+    rows_now, pending = production.summarize(out, data_dir)
+    assert pending == {} and [r["states"] for r in rows_now] == [int(rows[n][2]) for n in GOOD]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--auto"], "--auto and --budget TOTAL go together"),
+    (["--budget", "5"], "--auto and --budget TOTAL go together"),
+    (["--auto", "--budget", "5", "--select"], "drop --select"),
+    (["--auto", "--budget", "5", "--schedule", "x.json"], "--schedule reproduces one"),
+])
+def test_auto_options_refused_in_one_line(data_dir, tmp_path, args, message):
+    rc, err = _run(["--data", str(data_dir), "--problems", "a", "--method", "cgs-pfa", "--chains", "1",
+                    "--seed", "1", "--scheduler", "local", "--out", str(tmp_path / "r"), *args])
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1, err

@@ -245,7 +245,7 @@ def _heldout_log_pred(counts: np.ndarray, beta: float, held: _Held | None) -> np
 
 def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed_seq, on_sweeps=None,
                held=None, checkpoint=None, checkpoint_every=CHECKPOINT_EVERY, fingerprint=None,
-               resume=None, predict=None, max_draws=None, kernel="gibbs"):
+               resume=None, predict=None, max_draws=None, kernel="gibbs", init_z=None):
     """One chain from its ``SeedSequence``: random init, burn-in, ``n_draws`` recorded draws,
     by the sweeps of ``kernel`` (a name of :data:`KERNELS`, see :func:`kernel_module`).
 
@@ -262,6 +262,10 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     made. ``max_draws``: only the draws :func:`kept_draw_indices` names keep their counts
     (the others are made in a scratch buffer of a few draws), and a checkpoint saves those
     and the accumulator, not every draw.
+
+    ``init_z`` (int32 ``[T + 1]``, a state path of ``tokens``): the chain starts there instead
+    of at a uniformly random ``z`` (:mod:`bayesfa.samplers.pfa.auto` continues chains so);
+    the Generator then draws no initial path.
 
     Returns ``(counts, log_joint, used, edges, heldout, z, seconds, pred_log_sum)``;
     ``pred_log_sum`` is ``log sum_draws Pr(b | xi~)`` per test string (empty without
@@ -281,7 +285,10 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     used = np.zeros(n_draws, dtype=np.int32)
     edges = np.zeros(n_draws, dtype=np.int32)
     heldout = np.full(n_draws, np.nan)
-    if resume is None:
+    if resume is None and init_z is not None:
+        z = np.array(init_z, dtype=np.int32)
+        done, d, seconds_before = 0, 0, 0.0
+    elif resume is None:
         z = np.zeros(tokens.size + 1, dtype=np.int32)
         z[positions] = rng.integers(1, n_states + 1, size=positions.size, dtype=np.int32)
         done, d, seconds_before = 0, 0, 0.0
@@ -825,6 +832,9 @@ class _CGSPFA:
                                     f"states, 1 (one chain at a time) above"
                                     if INTERLEAVE_MAX_STATES else "default 1, one chain at a time")
                                  + " (measured in benchmarks/RESULTS.md)")
+        from bayesfa.samplers.pfa.auto import add_auto_arguments
+
+        add_auto_arguments(parser)  # --auto --budget --schedule (bayesfa.samplers.pfa.auto)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """Peak bytes of ``fit`` and of ``predict_log_prob`` on a corpus of this size: the
@@ -842,6 +852,10 @@ class _CGSPFA:
         from bayesfa.memory import forward_bytes
         from bayesfa.samplers.pfa._cgs_pfa_kernel import padded_width
 
+        if options.get("auto"):  # N chosen by the fit: bayesfa.samplers.pfa.auto
+            from bayesfa.samplers.pfa.auto import estimate_memory
+
+            return estimate_memory(corpus, options)
         n, a, chains = options["states"], corpus.alphabet_size + 1, options["chains"]
         draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
         kept = len(kept_draw_indices(draws, options.get("max_draws")))
@@ -882,7 +896,14 @@ class _CGSPFA:
             workdir: str | os.PathLike | None = None, predict: Corpus | None = None) -> FitResult:
         """The chains of :func:`sample_cgs_pfa`; with ``predict`` (test strings), the arrays
         also hold ``predict_log_mean`` (Eq. 6 accumulated online over all draws) and
-        ``predict_n_draws``, which :func:`bayesfa.online.fit_and_predict` takes out."""
+        ``predict_n_draws``, which :func:`bayesfa.online.fit_and_predict` takes out.
+        ``options["auto"]``: N and beta chosen within ``options["budget"]`` CPU seconds,
+        :func:`bayesfa.samplers.pfa.auto.fit_auto`."""
+        if options.get("auto") or options.get("budget") is not None or options.get("schedule") is not None:
+            from bayesfa.samplers.pfa.auto import check_auto_options, fit_auto
+
+            check_auto_options(options)
+            return fit_auto(corpus, options, seed, predict=predict, front=sys.modules[__name__])
         res = sample_cgs_pfa(corpus, n_states=options["states"], beta=options["beta"],
                              iterations=options["iterations"], burn_in=options["burn_in"],
                              period=options["period"], chains=options["chains"], seed=seed,
@@ -903,7 +924,8 @@ class _CGSPFA:
 
     def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
                          corpus: Corpus) -> np.ndarray:
-        return predict_log_prob(arrays["counts"], options["beta"], corpus)
+        # a --auto run keeps the beta it chose in its arrays
+        return predict_log_prob(arrays["counts"], float(arrays.get("beta", options["beta"])), corpus)
 
 
 METHOD = _CGSPFA()

@@ -1,0 +1,665 @@
+"""CGS-PFA with N and beta chosen within a CPU budget: ``bayesfa fit --method cgs-pfa --auto
+--budget CPU_SECONDS`` (Shibata & Yoshinaka 2013, Sect. 4.1 chooses N and beta by 10-fold
+cross-validation; this replaces that by held-out training strings and a budget).
+
+Three phases, all on the training file only (the test and solution files are never read):
+
+1. **N ladder** at ``beta = 0.05``. A held-out slice of the training strings (:data:`HOLDOUT`,
+   :func:`bayesfa.samplers.pfa.cgs_pfa.holdout_split`) is kept out of sampling. One chain
+   starts at N = 10 from a random path; each rung runs ``rung_sweeps`` sweeps (the second half
+   recorded as :data:`RUNG_DRAWS` draws) and is scored by the held-out log predictive of Eq. 6
+   (the mean over its draws of ``Pr(b | xi~)``, summed over held-out strings ``b``). The next
+   rung (N x 1.5, :func:`ladder`) starts from the last path by splitting the busiest states
+   (:func:`split_states`): in a fully connected PFA every path is valid, and merging the
+   copies back gives the parent path exactly, so the larger chain starts where the smaller
+   one was instead of burning in from scratch. The ladder stops when a rung improves on the
+   best so far by no more than the standard error of the paired per-string difference
+   (:func:`compare`), or at the last rung the budget affords.
+2. **beta by successive halving** at the winning N, every candidate starting from the winning
+   rung's path (a change of beta changes the target, not the path's validity): all of
+   :data:`BETAS` for ``beta_sweeps`` sweeps, then the best :data:`BETA_KEEP` for as many again
+   from where they stopped, scored on their new draws; the best of those wins.
+3. **Final chains** of the winner (``chains`` of them) on all training strings, each from the
+   winner's path with the held-out strings' states drawn by Gibbs sweeps over their positions
+   only, then as many sweeps as the rest of the budget buys (:func:`final_plan`); Eq. 6 over
+   every draw of every chain. Predicting test strings online (``bayesfa fit --predict``, and
+   ``pautomac run``) costs CPU within the budget, so it shortens the final chains; it never
+   changes phases 1-2 (the test strings are only predicted, never scored for a decision).
+
+Budget and reproducibility. The budget is CPU seconds of this process and its children
+(``os.times``), so a loaded machine does not change it much. Decisions must not depend on
+timings, or the same seed would give different results: the budget is turned into sweep counts
+once, by a short timing of fixed size (:func:`calibrate`: sweeps at N = 31 and N = 127 on at
+most :data:`CALIBRATION_POSITIONS` positions, a forward pass at N = 64), each cost rounded up to
+a power of 2**(1/4) (so small timing noise seldom changes it). From these costs the plan
+(:func:`sweep_cost`, :func:`rung_sweeps`, :func:`final_plan`) is a pure function, and every
+phase is charged its *modelled* cost, never its measured one. The calibration's random paths
+sweep slower than a mixed chain, so before phase 3 the ratio of measured to modelled CPU of the
+sweeps of phases 1-2 (rounded the same way, within [1/4, 4]) scales the final chains' sweep
+costs. Both are recorded as the run's ``schedule`` (``info.auto.schedule``); ``--schedule FILE``
+(that JSON, or the run's manifest.json) skips the timing and reproduces the run bit for bit;
+the same seed with ``--budget`` alone reproduces it whenever the rounded timings come out the
+same, which a CPU budget cannot promise (a seed alone fixing the result would need a budget in
+sweeps, not seconds).
+
+The plan spends ``SAFETY`` (0.85) of the budget after the calibration; the measured CPU is
+recorded beside it. The overshoot is bounded by how far the cost model errs (and by the
+:data:`MIN_RUNG_SWEEPS` floor of a final chain when the budget is tiny); tests/test_auto.py
+allows 10%. Measured (benchmarks/results/pautomac-auto-trial, PAutomaC 1, 13, 26, 34 at 300 s):
+174-228 CPU seconds, 58-76% of the budget (the model still overestimates the final chains),
+no run over its budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
+
+HOLDOUT = 0.05          # fraction of the training strings held out (at most HOLDOUT_MAX)
+LADDER_START, LADDER_RATIO, LADDER_MAX = 10, 1.5, 256
+BETA0 = 0.05
+BETAS = (0.01, 0.02, 0.05, 0.1, 0.2)
+BETA_KEEP = 2
+RUNG_DRAWS = 10
+FINAL_DRAWS = 100
+MIN_RUNG_SWEEPS = 20
+LADDER_SHARE, BETA_SHARE = 0.45, 0.15
+SAFETY = 0.85
+CALIBRATION_POSITIONS = 20_000
+STORED_BYTES = 1 << 28  # counts kept by the final chains (without online prediction)
+SCHEDULE_FORMAT = "bayesfa-cgs-pfa-schedule/1"
+_KEY = 0x6175746F  # spawn-key word of the auto phases' Generators
+_COSTS = ("position_seconds", "lane_seconds", "forward_seconds")
+
+
+# -- options ---------------------------------------------------------------------------------
+
+def _budget(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of CPU seconds, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number of CPU seconds, got {text}")
+    return value
+
+
+def add_auto_arguments(parser) -> None:
+    """``--auto``, ``--budget``, ``--schedule`` of ``bayesfa fit --method cgs-pfa``."""
+    # absent from the options unless given (argparse.SUPPRESS), so that runs without --auto
+    # keep the identity they had before these options existed
+    parser.add_argument("--auto", action="store_true", default=argparse.SUPPRESS,
+                        help="choose N and beta by held-out training strings within --budget, then "
+                             "spend the rest on --chains chains of the winner (ignores --states, "
+                             "--beta, --iterations, --burn-in, --period, --holdout, --kernel, "
+                             "--interleave; runs in this process; an interrupted fit starts again)")
+    parser.add_argument("--budget", type=_budget, default=argparse.SUPPRESS, metavar="CPU_SECONDS",
+                        help="--auto: CPU seconds (user + system) for the whole fit, calibration included; "
+                             "the fit plans 0.85 of it")
+    parser.add_argument("--schedule", default=argparse.SUPPRESS, metavar="FILE",
+                        help="--auto: the calibration a run recorded (its manifest.json or the "
+                             "schedule JSON), instead of timing it here: reproduces that run")
+
+
+def check_auto_options(options: dict[str, Any]) -> None:
+    """One-line :class:`InputError` for ``--budget``/``--schedule`` without ``--auto`` or a
+    bad budget (the library path; the CLI's parser already refuses non-numbers)."""
+    auto, budget, schedule = options.get("auto"), options.get("budget"), options.get("schedule")
+    if not auto:
+        if budget is not None or schedule is not None:
+            raise InputError("--budget and --schedule need --auto")
+        return
+    if budget is None and schedule is None:
+        raise InputError("--auto needs --budget CPU_SECONDS (or --schedule FILE)")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
+                               or not (budget > 0 and math.isfinite(budget))):
+        raise InputError(f"--budget must be a positive finite number of CPU seconds, got {budget!r}")
+
+
+def read_schedule(path: str | os.PathLike) -> dict[str, Any]:
+    """The schedule in ``path``: a schedule JSON or a run's manifest.json (``info.auto.schedule``)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror}", path) from None
+    except ValueError:
+        raise InputError("not JSON", path) from None
+    if isinstance(data, dict) and "info" in data:
+        data = (data.get("info") or {}).get("auto", {}).get("schedule")
+    keys = ("format", "budget", *_COSTS, "overhead_seconds", "final_correction")
+    if not isinstance(data, dict) or data.get("format") != SCHEDULE_FORMAT or any(
+            not isinstance(data.get(k), (int, float)) for k in keys[1:]):
+        raise InputError(f"not a {SCHEDULE_FORMAT} schedule (nor a --auto run's manifest)", path)
+    return {k: data[k] for k in keys}
+
+
+# -- CPU and calibration ---------------------------------------------------------------------
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of its finished children."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _round_up(x: float) -> float:
+    """``x`` rounded up to a power of 2**(1/4) (relative step 19%)."""
+    return float(2.0 ** (math.ceil(4 * math.log2(max(x, 1e-15))) / 4))
+
+
+def _min_time(fn, repeats: int = 3) -> float:
+    """The least CPU seconds of ``repeats`` calls of ``fn`` (the least is the steadiest)."""
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t0)
+    return best
+
+
+def calibrate(kept: Corpus, held: Corpus) -> dict[str, float]:
+    """Seconds per unit of work, timed on fixed sizes: a sweep costs ``M (position_seconds +
+    W lane_seconds)`` (M positions, W = padded width, fitted from the fastest of 3 sweeps at
+    N = 31 and at N = 127 on the first :data:`CALIBRATION_POSITIONS` positions), a held-out or
+    test forward pass ``n_strings max_len (N+1)**2 forward_seconds`` (the fastest of 3 calls
+    on one draw at N = 64, as the final chains call it draw by draw). Each rounded up by
+    :func:`_round_up`."""
+    from bayesfa.samplers.chains import free_positions
+    from bayesfa.samplers.pfa import _cgs_pfa_kernel as kern
+
+    front = _front()
+    new_counts, plugin_log_prob = front.new_counts, front.plugin_log_prob
+
+    n_strings = int(np.searchsorted(kept.offsets, CALIBRATION_POSITIONS)) or 1
+    part = kept.subset(np.arange(min(n_strings, kept.n_strings)))
+    tokens, n_symbols = part.tokens, part.alphabet_size + 1
+    positions = free_positions(tokens)
+    rng = np.random.default_rng(0)
+    per_sweep = []
+    for n in (31, 127):
+        z = np.zeros(tokens.size + 1, dtype=np.int32)
+        z[positions] = rng.integers(1, n + 1, size=positions.size, dtype=np.int32)
+        state = new_counts(n, n_symbols)
+        kern.fill_counts(tokens, z, *state, 0.05)
+        kern.sweeps(1, positions, tokens, z, *state, rng, 0.05)  # compiled / loaded from cache
+        seconds = _min_time(lambda: kern.sweeps(1, positions, tokens, z, *state, rng, 0.05))
+        per_sweep.append(seconds / max(1, positions.size))
+    lane = max((per_sweep[1] - per_sweep[0]) / (128 - 32), 1e-12)
+    position = max(per_sweep[0] - 32 * lane, 1e-12)
+    sample = held if held.n_strings else kept.subset(np.arange(min(200, kept.n_strings)))
+    counts = np.ones((1, 65, n_symbols, 65), dtype=np.int32)  # one draw a call, as at large N
+    plugin_log_prob(counts, 0.05, sample)
+    forward = _min_time(lambda: plugin_log_prob(counts, 0.05, sample)) / (_forward_size(sample) * 65 ** 2)
+    return {"position_seconds": _round_up(position), "lane_seconds": _round_up(lane),
+            "forward_seconds": _round_up(forward)}
+
+
+def _forward_size(corpus: Corpus) -> int:
+    """``n_strings * max_len``: the padded letters a forward pass steps through."""
+    lengths = np.diff(corpus.offsets)
+    return int(corpus.n_strings * (lengths.max() if lengths.size else 0))
+
+
+# -- the plan (pure functions of the schedule) ----------------------------------------------
+
+def ladder(max_states: int = LADDER_MAX) -> list[int]:
+    """N = 10, 15, 22, 34, 51, 76, 114, 171, 256: ``round(10 * 1.5**k)`` up to ``max_states``."""
+    out, k = [], 0
+    while round(LADDER_START * LADDER_RATIO ** k) <= max_states:
+        out.append(int(round(LADDER_START * LADDER_RATIO ** k)))
+        k += 1
+    return out
+
+
+def sweep_cost(schedule: dict, n_states: int, n_positions: int) -> float:
+    """Modelled CPU seconds of one sweep (:func:`calibrate`)."""
+    from bayesfa.samplers.pfa._cgs_pfa_kernel import padded_width
+
+    return n_positions * (schedule["position_seconds"] + padded_width(n_states) * schedule["lane_seconds"])
+
+
+def forward_cost(schedule: dict, n_states: int, size: int) -> float:
+    """Modelled CPU seconds of one draw's forward pass over strings of ``size`` padded letters."""
+    return size * (n_states + 1) ** 2 * schedule["forward_seconds"]
+
+
+def run_cost(schedule, n_states, n_positions, sweeps, draws, forward_size) -> float:
+    return sweeps * sweep_cost(schedule, n_states, n_positions) + draws * forward_cost(
+        schedule, n_states, forward_size)
+
+
+def rung_sweeps(schedule: dict, money: float, n_positions: int, held_size: int) -> tuple[int, list[int]]:
+    """``(sweeps per rung, rungs)``: the longest ladder whose rungs all get at least
+    :data:`MIN_RUNG_SWEEPS` sweeps within ``money`` seconds, and the sweeps it affords each
+    (even; ``(0, [])`` when not even two rungs fit)."""
+    rungs = ladder()
+    while len(rungs) >= 2:
+        per_sweep = sum(sweep_cost(schedule, n, n_positions) for n in rungs)
+        fwd = sum(RUNG_DRAWS * forward_cost(schedule, n, held_size) for n in rungs)
+        sweeps = 2 * int((money - fwd) / per_sweep / 2)
+        if sweeps >= MIN_RUNG_SWEEPS:
+            return sweeps, rungs
+        rungs = rungs[:-1]
+    return 0, []
+
+
+def draw_plan(sweeps: int, draws: int) -> tuple[int, int, int]:
+    """``(burn_in, period, n_draws)`` of a run of about ``sweeps`` sweeps, its second half
+    recorded as at most ``draws`` draws."""
+    burn = sweeps // 2
+    n_draws = max(1, min(draws, sweeps - burn))
+    period = max(1, (sweeps - burn) // n_draws)
+    return burn, period, n_draws
+
+
+# -- state split and held-out scores ---------------------------------------------------------
+
+def split_states(z: np.ndarray, tokens: np.ndarray, n_from: int, n_to: int,
+                 rng: np.random.Generator) -> np.ndarray:
+    """A path of ``n_to`` states from one of ``n_from``: each of the ``n_to - n_from`` most
+    visited states ``k`` (ties by index) gets a copy ``n_from + 1 + r`` (r its rank), and each
+    visit of ``k`` moves to the copy with probability 1/2. Positions that are not free (state
+    0) are untouched; mapping every copy back to its ``k`` gives ``z`` again. z int32 ``[T+1]``."""
+    if not n_from <= n_to <= 2 * n_from:
+        raise ValueError(f"cannot split {n_from} states into {n_to}")
+    visits = np.bincount(z[:-1], minlength=n_from + 1)[1:n_from + 1]  # C_i of Definition 2
+    busiest = np.argsort(-visits, kind="stable")[:n_to - n_from] + 1
+    copy_of = np.zeros(n_from + 1, dtype=np.int32)
+    copy_of[busiest] = n_from + 1 + np.arange(busiest.size, dtype=np.int32)
+    out = np.array(z, dtype=np.int32)
+    coin = rng.random(out.size) < 0.5
+    move = (copy_of[out] > 0) & coin
+    out[move] = copy_of[out[move]]
+    return out
+
+
+def merge_copies(z: np.ndarray, n_from: int, n_to: int, z_parent: np.ndarray, tokens) -> np.ndarray:
+    """Inverse of :func:`split_states` (for tests): each copy mapped back to its state."""
+    visits = np.bincount(z_parent[:-1], minlength=n_from + 1)[1:n_from + 1]
+    busiest = np.argsort(-visits, kind="stable")[:n_to - n_from] + 1
+    back = np.arange(n_to + 1, dtype=np.int32)
+    back[n_from + 1:] = busiest
+    return back[z]
+
+
+def heldout_per_string(counts: np.ndarray, beta: float, held: Corpus) -> np.ndarray:
+    """Eq. 6 of each held-out string over the draws ``counts [D, N+1, A, N+1]``:
+    ``log mean_d Pr(b | xi~(d))`` (the plug-in of Sect. 2.3), ``[n_held]``."""
+    from bayesfa.forward import log_mean_exp
+    plugin_log_prob = _front().plugin_log_prob
+
+    return log_mean_exp(plugin_log_prob(counts, beta, held), axis=0)
+
+
+def _scores(per: np.ndarray) -> dict[str, float]:
+    """A candidate's held-out log predictive (sum over strings) and its standard error
+    ``sqrt(n) sd`` (of the sum itself; comparisons use the paired SE of :func:`compare`)."""
+    return {"heldout": float(per.sum()), "heldout_se": float(np.sqrt(per.size) * per.std(ddof=1))}
+
+
+def compare(new: np.ndarray, old: np.ndarray) -> tuple[float, float]:
+    """``(gain, se)``: ``sum(new - old)`` over the held-out strings and the standard error of
+    that sum, ``sqrt(n) * sd(new - old)`` (paired: both scored on the same strings)."""
+    d = np.asarray(new) - np.asarray(old)
+    se = float(np.sqrt(d.size) * d.std(ddof=1)) if d.size > 1 else float("inf")
+    return float(d.sum()), se
+
+
+# -- the phases ------------------------------------------------------------------------------
+
+def _seed(seed, *index: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence(seed, spawn_key=(_KEY,) + tuple(int(i) for i in index))
+
+
+class _Ledger:
+    """Modelled and measured CPU of each step; decisions use only the modelled figures."""
+
+    def __init__(self, money: float):
+        self.money, self.spent, self.steps = money, 0.0, []
+
+    def run(self, what: dict, cost: float, fn, score=None, sweeps_cost: float | None = None):
+        """``fn()`` charged ``cost``; with ``score``, then ``score(fn())`` (the held-out
+        forward passes), the two timed apart (``sweeps_cost`` is the first's share)."""
+        t0 = cpu_seconds()
+        out = fn()
+        t1 = cpu_seconds()
+        step = {**what, "cpu_model": cost, "cpu": t1 - t0}
+        if score is not None:
+            out = (out, score(out))
+            step.update(cpu_model_sweeps=sweeps_cost, cpu_sweeps=t1 - t0, cpu=cpu_seconds() - t0)
+        self.spent += cost
+        self.steps.append(step)
+        return out
+
+    def sweep_ratio(self) -> float:
+        """Measured / modelled CPU of the chains' sweeps of the steps so far."""
+        parts = [s for s in self.steps if "cpu_sweeps" in s]
+        return sum(s["cpu_sweeps"] for s in parts) / sum(s["cpu_model_sweeps"] for s in parts)
+
+
+def _chain(corpus: Corpus, n_states, beta, sweeps, draws, seed_seq, init_z, predict=None,
+           max_draws=None):
+    _run_chain = _front()._run_chain
+
+    burn, period, n_draws = draw_plan(sweeps, draws)
+    return _run_chain(corpus.tokens, corpus.alphabet_size + 1, n_states, beta, burn, period, n_draws,
+                      seed_seq, init_z=init_z, predict=predict, max_draws=max_draws)
+
+
+def run_ladder(kept: Corpus, held: Corpus, schedule: dict, money: float, seed, ledger: _Ledger):
+    """Phase 1 (module docstring): returns ``(rung records, winner index, paths by rung)``."""
+    from bayesfa.samplers.chains import free_positions
+
+    m, size = free_positions(kept.tokens).size, _forward_size(held)
+    sweeps, rungs = rung_sweeps(schedule, money, m, size)
+    records, paths, best, z = [], [], None, None
+    for r, n in enumerate(rungs):
+        if z is not None:
+            z = split_states(z, kept.tokens, rungs[r - 1], n, np.random.default_rng(_seed(seed, 9, r)))
+        cost = run_cost(schedule, n, m, sweeps, RUNG_DRAWS, size)
+        out, per = ledger.run({"phase": "ladder", "states": n, "beta": BETA0, "sweeps": sweeps}, cost,
+                              lambda: _chain(kept, n, BETA0, sweeps, RUNG_DRAWS, _seed(seed, 0, r), z),
+                              lambda o: heldout_per_string(o[0], BETA0, held),
+                              sweeps * sweep_cost(schedule, n, m))
+        z = out[5]
+        rec = {"states": n, "beta": BETA0, "sweeps": sweeps, **_scores(per)}
+        records.append(rec)
+        paths.append((z.copy(), per))
+        if best is not None:
+            rec["gain"], rec["gain_se"] = compare(per, paths[best][1])
+            if not rec["gain"] > rec["gain_se"]:
+                rec["stop"] = "gain within its standard error"
+                break
+        best = r
+    return records, best, paths, sweeps
+
+
+def run_betas(kept: Corpus, held: Corpus, schedule: dict, money: float, n_states: int, z0, seed,
+              ledger: _Ledger):
+    """Phase 2: successive halving over :data:`BETAS` from the path ``z0``; returns
+    ``(records, winning beta, its path)``; ``(records, BETA0, z0)`` when the budget affords
+    fewer than :data:`MIN_RUNG_SWEEPS` sweeps per candidate."""
+    from bayesfa.samplers.chains import free_positions
+
+    m, size = free_positions(kept.tokens).size, _forward_size(held)
+    runs = len(BETAS) + BETA_KEEP
+    sweeps = 2 * int((money / runs - RUNG_DRAWS * forward_cost(schedule, n_states, size))
+                     / sweep_cost(schedule, n_states, m) / 2)
+    if sweeps < MIN_RUNG_SWEEPS:
+        return [{"skipped": "budget", "sweeps": sweeps}], BETA0, z0
+    cost = run_cost(schedule, n_states, m, sweeps, RUNG_DRAWS, size)
+    records, state = [], {}
+    for b, beta in enumerate(BETAS):
+        out, per = ledger.run(
+            {"phase": "beta", "round": 1, "states": n_states, "beta": beta, "sweeps": sweeps}, cost,
+            lambda: _chain(kept, n_states, beta, sweeps, RUNG_DRAWS, _seed(seed, 1, b), z0),
+            lambda o: heldout_per_string(o[0], beta, held), sweeps * sweep_cost(schedule, n_states, m))
+        records.append({"round": 1, "states": n_states, "beta": beta, "sweeps": sweeps, **_scores(per)})
+        state[b] = out[5]
+    order = sorted(range(len(BETAS)), key=lambda b: -records[b]["heldout"])[:BETA_KEEP]
+    final, where = {}, {}
+    for b in sorted(order):
+        where[b] = len(records)
+        beta = BETAS[b]
+        out, per = ledger.run(
+            {"phase": "beta", "round": 2, "states": n_states, "beta": beta, "sweeps": sweeps}, cost,
+            lambda: _chain(kept, n_states, beta, sweeps, RUNG_DRAWS, _seed(seed, 2, b), state[b]),
+            lambda o: heldout_per_string(o[0], beta, held), sweeps * sweep_cost(schedule, n_states, m))
+        records.append({"round": 2, "states": n_states, "beta": beta, "sweeps": sweeps, **_scores(per)})
+        final[b] = (float(per.sum()), out[5], per)
+    win = max(final, key=lambda b: (final[b][0], -b))
+    for b in final:
+        if b != win:
+            gain, se = compare(final[win][2], final[b][2])
+            records[where[b]].update(winner_gain=gain, winner_gain_se=se)
+    return records, BETAS[win], final[win][1]
+
+
+def embed_path(z_kept: np.ndarray, corpus: Corpus, kept_idx: np.ndarray, n_states: int,
+               rng: np.random.Generator) -> np.ndarray:
+    """A path of the whole ``corpus`` whose kept strings (``kept_idx``, in order) follow
+    ``z_kept`` and whose other strings have uniformly random states (0 where Algorithm 1
+    fixes it)."""
+    from bayesfa.samplers.chains import free_positions
+
+    z = np.zeros(corpus.n_tokens + 1, dtype=np.int32)
+    pos = free_positions(corpus.tokens)
+    z[pos] = rng.integers(1, n_states + 1, size=pos.size, dtype=np.int32)
+    starts, lengths = corpus.offsets[kept_idx], np.diff(corpus.offsets)[kept_idx]
+    k_off = np.concatenate([[0], np.cumsum(lengths)])
+    src = np.arange(int(k_off[-1]))
+    z[np.repeat(starts - k_off[:-1], lengths) + src] = z_kept[src]
+    return z
+
+
+WARM_SWEEPS = 20  # Gibbs sweeps over the held-out strings' positions only, before a final chain
+
+
+def warm_path(corpus: Corpus, z: np.ndarray, positions: np.ndarray, n_states: int, beta: float,
+              rng: np.random.Generator) -> np.ndarray:
+    """:data:`WARM_SWEEPS` Gibbs sweeps (Eq. 9) of ``z`` over ``positions`` only (the held-out
+    strings'), the counts of every string in place: each update leaves the posterior of Eq. 4
+    invariant, so the final chain starts from the winner's path with those strings drawn
+    given it."""
+    from bayesfa.samplers.pfa import _cgs_pfa_kernel as kern
+    new_counts = _front().new_counts
+
+    z = np.array(z, dtype=np.int32)
+    state = new_counts(n_states, corpus.alphabet_size + 1)
+    kern.fill_counts(corpus.tokens, z, *state, float(beta))
+    if positions.size:
+        kern.sweeps(WARM_SWEEPS, positions, corpus.tokens, z, *state, rng, float(beta))
+    return z
+
+
+def final_plan(schedule: dict, money: float, chains: int, n_states: int, n_symbols: int,
+               n_positions: int, held_positions: int, test_size: int, stored: bool) -> dict:
+    """Phase 3's sweeps: ``chains`` chains of equal length within ``money`` (fewer chains when
+    one would get under :data:`MIN_RUNG_SWEEPS`; at least one of that many), a tenth as
+    burn-in, at most :data:`FINAL_DRAWS` draws each (fewer when their counts are kept and
+    would pass :data:`STORED_BYTES`)."""
+    draws = FINAL_DRAWS
+    if stored:
+        per_draw = (n_states + 1) ** 2 * n_symbols * 4
+        draws = max(1, min(draws, STORED_BYTES // (per_draw * chains)))
+    warm = WARM_SWEEPS * sweep_cost(schedule, n_states, held_positions)
+    while True:
+        each = money / chains - warm - draws * forward_cost(schedule, n_states, test_size)
+        sweeps = int(each / sweep_cost(schedule, n_states, n_positions))
+        if sweeps >= MIN_RUNG_SWEEPS or chains == 1:
+            break
+        chains -= 1
+    sweeps = max(sweeps, MIN_RUNG_SWEEPS)
+    burn = sweeps // 10
+    n_draws = max(1, min(draws, sweeps - burn))
+    period = max(1, (sweeps - burn) // n_draws)
+    cost = run_cost(schedule, n_states, n_positions, burn + n_draws * period, n_draws, test_size) + warm
+    return {"chains": chains, "burn_in": burn, "period": period, "n_draws": n_draws,
+            "sweeps": burn + n_draws * period, "cpu_model_per_chain": cost}
+
+
+_FRONT = None  # the cgs-pfa front module while fit_auto runs (see fit_auto)
+
+
+def _front():
+    """The cgs-pfa front (:mod:`bayesfa.samplers.pfa.cgs_pfa`: ``_run_chain``, ``new_counts``,
+    ``plugin_log_prob``, ...) that :func:`fit_auto` was handed."""
+    if _FRONT is None:
+        raise RuntimeError("bayesfa.samplers.pfa.auto runs inside fit_auto(..., front=cgs_pfa) only")
+    return _FRONT
+
+
+def fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | None = None, *, front):
+    """The ``--auto`` fit of the cgs-pfa ``front`` (:mod:`bayesfa.samplers.pfa.cgs_pfa`, which
+    calls this from its ``fit`` and hands itself in: the front imports this module, so this
+    module does not import it back, and the import graph stays acyclic, as
+    tests/test_architecture.py requires).
+
+    :func:`_fit_auto` with BLAS on one thread (the forward passes' matrix products): on a
+    shared machine OpenBLAS's threads spin and cost several times the CPU of one thread
+    (measured: 0.18 s against 0.03 s for one draw of N = 114 on PAutomaC 1's test strings).
+    Needs threadpoolctl; without it BLAS keeps its threads. Results do not depend on it."""
+    global _FRONT
+    previous, _FRONT = _FRONT, front
+    try:
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:  # pragma: no cover - installed with scikit-learn
+            return _fit_auto(corpus, options, seed, predict)
+        with threadpool_limits(1, user_api="blas"):
+            return _fit_auto(corpus, options, seed, predict)
+    finally:
+        _FRONT = previous
+
+
+def _fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | None = None):
+    """``bayesfa fit --method cgs-pfa --auto``: the three phases of the module docstring.
+
+    Returns a :class:`bayesfa.methods.FitResult` as :meth:`_CGSPFA.fit` does (counts
+    ``[chain, draw, N+1, A, N+1]`` of the final chains; ``arrays["beta"]``: the chosen beta,
+    which predictions use), its ``info["auto"]`` holding every decision: the schedule, each
+    candidate's held-out score with its standard error, modelled and measured CPU, the
+    winner."""
+    front = _front()
+    _MAX_TOKENS, holdout_split = front._MAX_TOKENS, front.holdout_split
+
+    start = cpu_seconds()
+    check_auto_options(options)
+    if corpus.n_tokens >= _MAX_TOKENS:
+        raise InputError(f"{corpus.n_tokens} tokens: the sampler keeps its counts in float32, "
+                         f"exact below {_MAX_TOKENS} tokens")
+    kept_idx, held_idx = holdout_split(corpus.n_strings, HOLDOUT, np.random.SeedSequence(seed))
+    if held_idx.size < 2:
+        raise InputError(f"--auto holds out {HOLDOUT:g} of the training strings and needs at "
+                         f"least 2 of them; there are {corpus.n_strings} strings")
+    kept, held = corpus.subset(kept_idx), corpus.subset(held_idx)
+    schedule = _schedule(options, kept, held, start)
+    budget = schedule["budget"]
+    money = budget * SAFETY - schedule["overhead_seconds"]
+    ledger = _Ledger(money)
+    rungs, best, paths, sweeps = run_ladder(kept, held, schedule, money * LADDER_SHARE, seed, ledger)
+    if best is None:
+        raise InputError(f"--budget {budget:g} CPU seconds is too small for these "
+                         f"{corpus.n_tokens} tokens: two rungs of the N ladder need more")
+    n_star = rungs[best]["states"]
+    betas, beta_star, z_win = run_betas(kept, held, schedule, money * BETA_SHARE, n_star,
+                                        paths[best][0], seed, ledger)
+    plan, outs = run_final(corpus, kept_idx, z_win, n_star, beta_star, schedule, ledger, options,
+                           predict, seed)
+    cpu = cpu_seconds() - start
+    fix = schedule["final_correction"]  # what the plan charged, phases 1-2 corrected as phase 3 saw them
+    planned = schedule["overhead_seconds"] + sum(
+        st["cpu_model"] + (fix - 1.0) * st.get("cpu_model_sweeps", 0.0) for st in ledger.steps)
+    auto = {"schedule": schedule, "budget": budget, "plan_money": money,
+            "holdout_strings": int(held_idx.size), "ladder_sweeps": sweeps, "ladder": rungs,
+            "betas": betas, "winner": {"states": int(n_star), "beta": float(beta_star)},
+            "final": plan, "steps": ledger.steps, "cpu_planned": planned,
+            "cpu_seconds": cpu, "overshoot": cpu / budget - 1.0}
+    return _result(outs, plan, n_star, beta_star, corpus, predict, auto)
+
+
+def _schedule(options: dict, kept: Corpus, held: Corpus, start: float) -> dict:
+    """The recorded schedule of ``--schedule FILE``, or a new one timed here (:func:`calibrate`;
+    ``overhead_seconds``: the CPU spent so far, rounded up)."""
+    budget = options.get("budget")
+    if options.get("schedule") is not None:
+        schedule = read_schedule(options["schedule"])
+        if budget is not None and float(budget) != float(schedule["budget"]):
+            raise InputError(f"--budget {budget} differs from the schedule's {schedule['budget']}",
+                             options["schedule"])
+        return {"format": SCHEDULE_FORMAT, **schedule, "budget": float(schedule["budget"])}
+    schedule = {"format": SCHEDULE_FORMAT, "budget": float(budget), **calibrate(kept, held)}
+    schedule["overhead_seconds"] = _round_up(cpu_seconds() - start)
+    return schedule
+
+
+def run_final(corpus: Corpus, kept_idx, z_win, n_states: int, beta: float, schedule: dict,
+              ledger: _Ledger, options: dict, predict: Corpus | None, seed):
+    """Phase 3 (module docstring) with what is left of ``ledger.money``; the sweeps' costs are
+    scaled by the schedule's ``final_correction`` (set here from phases 1-2 when the schedule
+    was timed in this run). Returns ``(plan, chain outputs)``."""
+    from bayesfa.samplers.chains import free_positions
+
+    front = _front()
+    _Held, _run_chain = front._Held, front._run_chain
+
+    if "final_correction" not in schedule:  # measured / modelled sweeps of phases 1-2, rounded
+        schedule["final_correction"] = min(4.0, max(0.25, _round_up(ledger.sweep_ratio())))
+    fix = schedule["final_correction"]
+    scaled = {**schedule, **{k: schedule[k] * fix for k in ("position_seconds", "lane_seconds")}}
+    spent = sum(st["cpu_model"] + (fix - 1.0) * st["cpu_model_sweeps"] for st in ledger.steps)
+    free = free_positions(corpus.tokens)
+    held_pos = free[~_kept_mask(corpus, kept_idx)]
+    plan = final_plan(scaled, ledger.money - spent, int(options.get("chains", 1)), n_states,
+                      corpus.alphabet_size + 1, free.size, held_pos.size,
+                      0 if predict is None else _forward_size(predict),
+                      stored=predict is None or options.get("max_draws") is None)
+    test = None
+    if predict is not None:
+        predict = predict.with_alphabet(corpus.alphabet_size)
+        test = _Held(predict.tokens, predict.offsets, predict.alphabet_size)
+    outs = []
+    for c in range(plan["chains"]):
+        def one(c=c):
+            rng = np.random.default_rng(_seed(seed, 3, c))
+            z = warm_path(corpus, embed_path(z_win, corpus, kept_idx, n_states, rng), held_pos,
+                          n_states, beta, rng)
+            return _run_chain(corpus.tokens, corpus.alphabet_size + 1, n_states, beta,
+                              plan["burn_in"], plan["period"], plan["n_draws"], _seed(seed, 4, c),
+                              init_z=z, predict=test, max_draws=options.get("max_draws"))
+
+        outs.append(ledger.run({"phase": "final", "chain": c, "states": n_states, "beta": beta,
+                                "sweeps": plan["sweeps"]}, plan["cpu_model_per_chain"], one))
+    return plan, outs
+
+
+def _result(outs, plan, n_states, beta, corpus, predict, auto):
+    """The :class:`bayesfa.methods.FitResult` of the final chains (Eq. 6 of the test strings
+    over all their draws when ``predict``)."""
+    from bayesfa.methods import FitResult
+    from bayesfa.online import combine_log_means
+
+    counts, log_joint, used, edges, _, _, seconds, pred_log_sum = (np.stack(x) for x in zip(*outs))
+    info = {"kernel": "gibbs", "states": int(n_states), "beta": float(beta),
+            "n_draws_per_chain": int(plan["n_draws"]), "n_tokens": int(corpus.n_tokens),
+            "chain_seconds": [float(s) for s in seconds], "auto": auto}
+    arrays = {"counts": counts, "beta": np.float64(beta)}
+    if predict is not None:
+        arrays["predict_log_mean"] = combine_log_means(pred_log_sum - np.log(plan["n_draws"]),
+                                                       np.full(plan["chains"], plan["n_draws"]))
+        arrays["predict_n_draws"] = np.int64(log_joint.size)
+    return FitResult(arrays, {"log_joint": log_joint, "n_states": used, "n_edges": edges}, info)
+
+
+def _kept_mask(corpus: Corpus, kept_idx: np.ndarray) -> np.ndarray:
+    """Over the free positions of ``corpus``: True where the position is in a kept string."""
+    from bayesfa.samplers.chains import free_positions
+
+    owner = np.searchsorted(corpus.offsets, free_positions(corpus.tokens), side="right") - 1
+    keep = np.zeros(corpus.n_strings, dtype=bool)
+    keep[kept_idx] = True
+    return keep[owner]
+
+
+def estimate_memory(corpus: Corpus, options: dict[str, Any]) -> int:
+    """Peak bytes of :func:`fit_auto` (for ``bayesfa fit``'s memory check): the final chains'
+    kept counts (at most :data:`STORED_BYTES`, twice while stacked) or one draw each when
+    predicting online, a rung's :data:`RUNG_DRAWS` draws at the ladder's largest N, chain
+    states, a 64 MiB chunk of plug-in ``xi~`` three times over, and a forward pass there."""
+    from bayesfa.memory import forward_bytes
+    from bayesfa.samplers.pfa._cgs_pfa_kernel import padded_width
+
+    n, a = LADDER_MAX, corpus.alphabet_size + 1
+    draw = (n + 1) * a * (n + 1) * 4
+    kept = 2 * STORED_BYTES if options.get("max_draws") is None else 2 * options.get("chains", 1) * draw
+    state = 4 * (n + 1) * a * padded_width(n) * 4 + corpus.n_tokens * 24
+    return int(kept + RUNG_DRAWS * draw + state + 3 * (1 << 26) + forward_bytes(1, n + 1, corpus))
