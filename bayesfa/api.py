@@ -37,7 +37,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple
 
 import numpy as np
 
@@ -68,7 +68,8 @@ def options(method: str) -> list[_options.Option]:
 
 # -- data ----------------------------------------------------------------------------------------
 
-def _read_file(path: str | os.PathLike, fmt: str | None, alphabet=None) -> tuple[Corpus, list | None]:
+def read_file(path: str | os.PathLike, fmt: str | None, alphabet=None) -> tuple[Corpus, list | None]:
+    """``(corpus, alphabet symbols or None)`` of a data file in ``fmt`` (as ``--format``)."""
     fmt = fmt or "pautomac"
     if fmt not in FILE_FORMATS:
         raise InputError(f"format {fmt!r} is unknown; choose from {', '.join(FILE_FORMATS)}")
@@ -138,7 +139,7 @@ def as_corpus(data, *, format: str | None = None, alphabet: list | None = None,
             raise InputError(f"the run was fitted on Python data ({train_format}): give Python "
                              f"strings, not a file", data)
         file_alphabet = alphabet if fmt != "pautomac" else None
-        corpus, alpha = _read_file(data, fmt, file_alphabet)
+        corpus, alpha = read_file(data, fmt, file_alphabet)
         return corpus, alpha, {"path": str(Path(data).resolve()), "sha256": file_sha256(data),
                                "format": fmt}
     if isinstance(data, Corpus):
@@ -174,21 +175,46 @@ def fit(data, method: str = "cgs-pfa", *, seed: int = 0, out: str | os.PathLike 
     during the fit (``fit --predict``); ``max_draws``: keep the counts of that many draws per
     chain (methods that predict online).
     """
-    from bayesfa.memory import check_fits
+    return fit_resolved(data, method, _options.resolve(method, options), seed=seed, out=out,
+                        force=force, progress=progress, format=format, predict=predict,
+                        max_draws=max_draws).run
+
+
+class FitOutcome(NamedTuple):
+    """What :func:`fit_resolved` did: the run, and ``status``: ``"memory"`` (no ``out``),
+    ``"new"``, ``"resume"``, ``"replace"`` (fitted), ``"done"`` (the same run was already
+    finished there: nothing fitted) or ``"swap"`` (a finished replacement swapped in);
+    ``seconds`` of fitting (None when nothing was fitted)."""
+
+    run: "Run"
+    status: str
+    seconds: float | None
+
+
+def fit_resolved(data, method: str, options: dict[str, Any], *, seed: int = 0,
+                 out: str | os.PathLike | None = None, force: bool = False,
+                 progress: bool = False, format: str | None = None, predict=None,
+                 max_draws: int | None = None, say=None) -> FitOutcome:
+    """:func:`fit` with every option of ``method`` already resolved: the one code path of
+    ``bayesfa.fit`` and ``bayesfa fit`` (whose parser checks the options with the same
+    declaration). ``say(message)`` receives the notes the command line prints (nothing to do,
+    resuming, where the finished pieces of an interrupted fit are kept)."""
     from bayesfa.online import supports_online
 
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed= must be a non-negative integer, got {seed!r}")
-    opts = _options.resolve(method, options)
+    opts = dict(options)
     entry = get_method(method)
     corpus, alphabet, record = as_corpus(data, format=format)
+    if corpus.n_strings == 0:
+        raise InputError("holds no string: nothing to fit", record.get("path") or "data")
     if max_draws is not None:
         if not supports_online(entry):
             raise InputError(f"--max-draws: method {method} keeps no draws to cap (only methods "
                              f"that predict online do: cgs-pfa)")
         opts["max_draws"] = max_draws
     test = test_record = None
-    if predict is not None:
+    if predict is not None:  # read with the training data's format and alphabet
         test, _, test_record = as_corpus(predict, format=record["format"] if record["format"] in
                                          FILE_FORMATS else None, alphabet=alphabet,
                                          train_format=record["format"])
@@ -196,14 +222,14 @@ def fit(data, method: str = "cgs-pfa", *, seed: int = 0, out: str | os.PathLike 
             raise InputError(f"alphabet of {test.alphabet_size} letters, but the training data "
                              f"has {corpus.alphabet_size}", test_record.get("path") or "predict", 1)
         opts["predict_sha256"] = test_record["sha256"]
-    train = {**record, "data_shape": "sequence" if opts.get("sequence") else "sentences",
+    train = {**record,
+             # how test data relate to the training data (methods.py: perplexity hook)
+             "data_shape": "sequence" if opts.get("sequence") else "sentences",
              "n_strings": corpus.n_strings, "n_letters": corpus.n_letters,
              "alphabet_size": corpus.alphabet_size, "alphabet": alphabet}
-    job = _Fit(method, entry, corpus, opts, int(seed), progress, train, test, test_record)
-    if out is None:
-        check_fits(entry, corpus, opts)
-        return job.in_memory()
-    return job.into(Path(out), force)
+    job = _Fit(method, entry, corpus, opts, int(seed), progress, train, test, test_record,
+               say or (lambda message: None))
+    return job.in_memory() if out is None else job.into(Path(out), force)
 
 
 @dataclass
@@ -217,8 +243,9 @@ class _Fit:
     train: dict[str, Any]
     test: Corpus | None
     test_record: dict[str, Any] | None
+    say: Any
 
-    def _run_method(self, build: Path | None, workdir: Path | None):
+    def _run_method(self, workdir: Path | None):
         extra = {"workdir": workdir} if workdir is not None and getattr(self.entry, "resumable", False) else {}
         start = time.perf_counter()
         if self.test is None:
@@ -233,30 +260,39 @@ class _Fit:
                      "n_draws": prediction.n_draws, "online": prediction.info["online"],
                      "max_draws": self.options.get("max_draws")}
             result = result._replace(info={**result.info, "predict": about})
-        info = {"seconds": round(time.perf_counter() - start, 3), **result.info}
-        return result._replace(info=info), prediction
+        seconds = time.perf_counter() - start
+        return result._replace(info={"seconds": round(seconds, 3), **result.info}), prediction, seconds
 
-    def in_memory(self) -> "Run":
-        result, prediction = self._run_method(None, None)
+    def in_memory(self) -> FitOutcome:
+        from bayesfa.memory import check_fits
+
+        check_fits(self.entry, self.corpus, self.options)  # before any work
+        result, prediction, seconds = self._run_method(None)
         manifest = {"method": self.method, "options": self.options, "seed": self.seed,
                     "train": self.train, "info": result.info}
         run = Run(None, manifest, dict(result.arrays), dict(result.trace))
         run._prediction = prediction
-        return run
+        return FitOutcome(run, "memory", seconds)
 
-    def into(self, out: Path, force: bool) -> "Run":
+    def into(self, out: Path, force: bool) -> FitOutcome:
         from bayesfa.memory import check_fits
         from bayesfa.online import PREDICTIONS, save_predictions
         from bayesfa.rundir import plan_run, run_identity, save_run
 
         plan = plan_run(out, run_identity(self.method, self.options, self.seed, self.train), force)
         if plan.status == "done":
-            return load(out)
+            self.say(f"{out} already holds this finished run (same data, method, options and "
+                     f"seed); nothing to do")
+            return FitOutcome(load(out), "done", None)
+        seconds = None
         if plan.status != "swap":
             check_fits(self.entry, self.corpus, self.options)  # before any work
+            if plan.status == "resume" and plan.has_work():
+                self.say(f"resuming the unfinished run in {out} (its finished pieces are kept "
+                         f"in {plan.workdir.name}/)")
             plan.begin()
             try:
-                result, prediction = self._run_method(plan.build, plan.workdir)
+                result, prediction, seconds = self._run_method(plan.workdir)
                 if prediction is not None:
                     Path(plan.build).mkdir(parents=True, exist_ok=True)
                     save_predictions(Path(plan.build) / PREDICTIONS, prediction,
@@ -264,11 +300,15 @@ class _Fit:
                 save_run(plan.build, method=self.method, options=self.options, seed=self.seed,
                          arrays=result.arrays, trace=result.trace, info=result.info,
                          train=self.train)
-            except BaseException:
-                plan.abandon()  # refused or failed before saving work: the folder as it was
+            except BaseException as err:
+                # refused or failed before saving work: leave the folder as it was
+                kept = plan.abandon()
+                if kept and isinstance(err, KeyboardInterrupt):
+                    self.say(f"the finished pieces are kept in {plan.build}; the same command "
+                             f"resumes the run")
                 raise
         plan.finish()
-        return load(out)
+        return FitOutcome(load(out), plan.status, seconds)
 
 
 def load(run_dir: str | os.PathLike) -> "Run":
@@ -364,9 +404,30 @@ class Run:
     def predict(self, test, *, map: bool = False, format: str | None = None) -> np.ndarray:
         """Natural-log posterior predictive probability of each test string (Eq. 6 for the
         samplers), shape ``[n_strings]``. ``map``: the single sample of highest joint
-        probability (methods that support it)."""
+        probability (methods that support it). A run made with ``fit --predict TEST`` answers
+        for that same file (SHA-256) from what the fit accumulated."""
         corpus = self.corpus(test, format=format)
-        return self.log_prob(corpus, map=map)
+        stored = None if map else self._stored_predictions(test, format, corpus.n_strings)
+        return stored if stored is not None else self.log_prob(corpus, map=map)
+
+    def _stored_predictions(self, test, fmt: str | None, n_strings: int):
+        """The log predictive a ``fit --predict`` saved in the run folder when ``test`` is
+        that same file (SHA-256) read in the same format; None otherwise."""
+        from bayesfa.online import PREDICTIONS, load_predictions
+        from bayesfa.rundir import file_sha256
+
+        if self._loaded is None or not isinstance(test, (str, os.PathLike)):
+            return None
+        about = self.info.get("predict")
+        if not isinstance(about, dict) or not (self.path / PREDICTIONS).is_file():
+            return None
+        if (fmt or self.manifest.get("train", {}).get("format") or "pautomac") != about.get("format"):
+            return None
+        sha = file_sha256(test)
+        if sha != about.get("sha256"):
+            return None
+        logp = load_predictions(self._loaded.verify(PREDICTIONS), n_strings, sha)
+        return None if logp is None else np.minimum(logp, 0.0)
 
     def log_prob(self, corpus: Corpus, **kwargs) -> np.ndarray:
         """:meth:`predict` of a Corpus already in the run's letters. The arrays are input like
@@ -383,11 +444,19 @@ class Run:
         return np.minimum(logp, 0.0)
 
     def perplexity(self, test, *, map: bool = False, per_symbol: bool = False,
-                   letters_only: bool = False, draw_sets: int = 1,
+                   letters_only: bool = False, draw_sets: int | None = None,
+                   mc_tolerance: float | None = None, max_particles: int | None = None,
                    format: str | None = None) -> dict[str, Any]:
         """Per-symbol perplexity of ``test`` with the conventions of ``bayesfa perplexity``
         (Pfau, Bartlett & Wood 2010, Sect. 4): ``{"perplexity", "n_symbols", "log_prob",
-        "data_shape", "incremental", "mixture", ...}``."""
+        "data_shape", "incremental", "mixture", "quantity", "estimator", "mc_se", ...}``.
+        pdfa / pdia / pdia-smoothed: by default ``log p(test | train)`` of the joint posterior
+        mixture with its Monte Carlo standard error ``mc_se`` (nats; particles doubled until
+        it is at most ``mc_tolerance`` per symbol, default 0.002, or ``max_particles``;
+        ``mc_converged`` says which); ``draw_sets=K`` the fixed estimators
+        (:func:`bayesfa.samplers.pdia.pdfa.perplexity_log_prob`); ``per_symbol`` the authors'
+        estimator, which converges to ``sum_t log E[p(x_t | x_<t)]``, not to
+        ``log p(test | train)``."""
         from bayesfa.scoring import perplexity
 
         corpus = self.corpus(test, format=format)
@@ -399,12 +468,21 @@ class Run:
         hook = getattr(method, "perplexity_log_prob", None)
         asked = {k: True for k, v in (("map", map), ("per_symbol", per_symbol),
                                       ("letters_only", letters_only)) if v}
-        if draw_sets != 1:
-            asked["draw_sets"] = draw_sets
+        for key, value in (("draw_sets", draw_sets), ("mc_tolerance", mc_tolerance),
+                           ("max_particles", max_particles)):
+            if value is not None:
+                asked[key] = value
+        details: dict[str, Any] = {}
+        zeros = None
         if hook is None:
-            total = float(self.log_prob(corpus, **asked).sum())
+            logp = self.log_prob(corpus, **asked)
+            total, zeros = float(logp.sum()), int(np.isneginf(logp).sum())
         else:
+            import inspect
+
             _check_supports(self.method, hook, asked)
+            if "details" in inspect.signature(hook).parameters:
+                asked["details"] = details
             total = float(_guarded(self, lambda: hook(self.arrays, self.options, corpus,
                                                        continuation=continuation, **asked)))
             if np.isnan(total) or total > 1e-9:
@@ -415,19 +493,52 @@ class Run:
                 "data_shape": shape, "incremental": hook is not None,
                 "mixture": ("map " if map and per_symbol else "")
                 + ("per-symbol" if per_symbol else ("map" if map else "joint")),
-                "letters_only": bool(letters_only), "draw_sets": draw_sets}
+                "letters_only": bool(letters_only), "draw_sets": draw_sets,
+                "quantity": details.get("quantity", "log p(test | train), the method's estimate"
+                                        if hook is not None and not per_symbol else
+                                        "sum_t log mean_k p_k(x_t | x_<t), the per-symbol "
+                                        "average over samples" if hook is not None else
+                                        "sum over test strings of log p(string | train)"),
+                "estimator": details.get("estimator"), "particles": details.get("particles"),
+                "replicates": details.get("replicates"), "mc_se": details.get("se"),
+                "mc_se_per_symbol": (None if details.get("se") is None
+                                     else details["se"] / max(n_symbols, 1)),
+                "mc_converged": details.get("converged"),
+                "mc_tolerance": details.get("tolerance"), "mc_cap": details.get("cap"),
+                "mc_change_per_symbol": details.get("change_per_symbol"),
+                "zero_probability_strings": zeros}
 
     # -- diagnostics
-    def diagnose(self) -> dict[str, Any]:
-        """R-hat and ESS of every traced variable, per chain and across chains, and the
-        verdict: ``{"variables", "verdict", "warnings"}`` (``bayesfa diagnose --json``)."""
+    def scalar_trace(self) -> dict[str, np.ndarray]:
+        """The scalar ``(chain, draw)`` variables of the trace (of a run folder: its
+        ``trace.nc``, checked against the manifest)."""
         from bayesfa.validation import diagnostics
 
-        trace = self._trace_arrays()
+        if self._loaded is not None:
+            if self._loaded.trace_path is None:
+                raise InputError(f"method {self.method} saved no trace to diagnose", self.path)
+            from bayesfa.rundir import TRACE
+
+            return diagnostics.scalar_trace(self._loaded.verify(TRACE))
+        trace = {k: np.asarray(v, dtype=np.float64) for k, v in self._trace_arrays().items()
+                 if np.ndim(v) == 2}
         if not trace:
-            raise InputError(f"method {self.method} saved no trace to diagnose", self.path or "run")
+            raise InputError(f"method {self.method} saved no trace to diagnose", "run")
+        return trace
+
+    def diagnose(self) -> dict[str, Any]:
+        """``bayesfa diagnose --json`` as a dict. A sampler: ``{"kind": "sampler", "variables"
+        (R-hat and ESS of every traced variable, per chain and across chains), "verdict",
+        "warnings"}``; an optimiser (cvb0, gcvb0, cvb2): ``{"kind": "optimiser", "status"
+        (objective, iterations, converged or not), "variables"}``."""
+        from bayesfa.validation import diagnostics
+
+        trace = self.scalar_trace()
+        if diagnostics.is_optimiser(trace):
+            return {"kind": "optimiser", "status": diagnostics.optimiser_status(trace, self.manifest),
+                    "variables": diagnostics.optimiser_variables(trace)}
         summary = diagnostics.diagnose_trace(trace)
-        return {"variables": summary, "verdict": diagnostics.verdict(summary),
+        return {"kind": "sampler", "variables": summary, "verdict": diagnostics.verdict(summary),
                 "warnings": diagnostics.warnings(summary)}
 
     # -- the automaton

@@ -19,14 +19,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
 
 from bayesfa import __version__
 from bayesfa.errors import InputError
-from bayesfa.methods import get_method, method_names, positive_int, seed_int
+from bayesfa.methods import get_method, method_names, positive_float, positive_int, seed_int
 
 FORMATS = ("pautomac", "lines", "text", "fasta")
 # argparse destinations that are not the method's own options.
@@ -152,18 +150,30 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                    help="use only the sample of highest joint probability (e.g. PDIA-MAP), "
                         "for methods that support it")
     p.add_argument("--per-symbol", action="store_true",
-                   help="average each symbol's predictive over the samples with equal weights "
-                        "(the PDIA authors' estimator) instead of the Bayesian mixture of the "
-                        "whole test set, for methods that support it")
+                   help="the PDIA authors' estimator: each symbol's predictive averaged over "
+                        "the samples with equal weights, sum_t log mean_k p_k(x_t | x_<t); it "
+                        "converges to sum_t log E[p(x_t | x_<t)], not to log p(TEST | train) "
+                        "(the samples are not reweighted by the test read before x_t), for "
+                        "methods that support it")
     p.add_argument("--letters-only", action="store_true",
                    help="sentence data: leave the predictions of the sentence ends out of the "
                         "count (the same pass; n_symbols counts letters, as the PDIA paper "
                         "counts Alice in Wonderland), for methods that support it")
-    p.add_argument("--draw-sets", type=positive_int, default=1, metavar="K",
-                   help="read the test K times per sample, each with its own draws of the "
-                        "transitions the sample has not instantiated, and mix the readings "
-                        "(pdfa, pdia, pdia-smoothed); one draw set scores a lone sample (--map) "
-                        "too low; default 1")
+    p.add_argument("--draw-sets", type=positive_int, default=None, metavar="K",
+                   help="pdfa, pdia, pdia-smoothed: a fixed estimator instead of the default "
+                        "one: each sample reads the test K times (a particle filter of its "
+                        "own; --per-symbol: K equal-weight readings), each with its own draws "
+                        "of the transitions the sample has not instantiated; no standard error; "
+                        "K = 1 reads once per sample (far too low a log probability on Alice). "
+                        "Default: the joint mixture's particle filter, particles doubled until "
+                        "its Monte Carlo standard error is at most --mc-tolerance")
+    p.add_argument("--mc-tolerance", type=positive_float, default=None, metavar="NATS",
+                   help="pdfa, pdia, pdia-smoothed, default estimator: the Monte Carlo standard "
+                        "error (and change on doubling the particles) per symbol to reach, in "
+                        "nats; default 0.002")
+    p.add_argument("--max-particles", type=positive_int, default=None, metavar="N",
+                   help="pdfa, pdia, pdia-smoothed, default estimator: the cap on particles per "
+                        "filter (also capped at 1 GiB of particles); default 4096")
     _add_format(p)
     p.set_defaults(func=cmd_perplexity)
 
@@ -275,18 +285,9 @@ def _add_format(p: argparse.ArgumentParser) -> None:
 # -- reading inputs ---------------------------------------------------------------------------
 def _load(path: str, fmt: str | None, alphabet=None):
     """``(corpus, alphabet symbols or None)`` of a data file in ``fmt``."""
-    fmt = fmt or "pautomac"
-    if fmt == "pautomac":
-        from bayesfa.pautomac import read_sample
-        return read_sample(path), None
-    from bayesfa import textdata
-    alpha = None if alphabet is None else textdata.Alphabet(tuple(alphabet))
-    loader = {"lines": textdata.load_lines, "text": textdata.load_text, "fasta": textdata.load_fasta}[fmt]
-    if fmt == "fasta" and alpha is None:
-        corpus, alpha = loader(path)
-    else:
-        corpus, alpha = loader(path, alphabet=alpha)
-    return corpus, list(alpha.symbols)
+    from bayesfa.api import read_file
+
+    return read_file(path, fmt, alphabet)
 
 
 def _progress(args) -> bool:
@@ -359,77 +360,20 @@ def cmd_score(args) -> int:
 
 
 def cmd_fit(args) -> int:
-    from bayesfa.memory import check_fits
-    from bayesfa.rundir import file_sha256, plan_run, run_identity, save_run
+    from bayesfa.api import fit_resolved
 
-    from bayesfa.online import supports_online
-
-    method = get_method(args.method)
-    corpus, alphabet = _load(args.train, args.format)
-    if corpus.n_strings == 0:
-        raise InputError("holds no string: nothing to fit", args.train)
-    options = _options(args)
-    if args.max_draws is not None:
-        if not supports_online(method):
-            raise InputError(f"--max-draws: method {args.method} keeps no draws to cap (only "
-                             f"methods that predict online do: cgs-pfa)")
-        options["max_draws"] = args.max_draws
-    test = None
-    if args.predict is not None:  # read with the training data's format and alphabet
-        test, _ = _load(args.predict, args.format, alphabet=alphabet)
-        if test.alphabet_size > corpus.alphabet_size:
-            raise InputError(f"alphabet of {test.alphabet_size} letters, but the training data "
-                             f"has {corpus.alphabet_size}", args.predict, 1)
-        options["predict_sha256"] = file_sha256(args.predict)
-    train = {"path": str(Path(args.train).resolve()), "sha256": file_sha256(args.train),
-             "format": args.format or "pautomac",
-             # how test data relate to the training data (methods.py: perplexity hook)
-             "data_shape": "sequence" if options.get("sequence") else "sentences",
-             "n_strings": corpus.n_strings,
-             "n_letters": corpus.n_letters, "alphabet_size": corpus.alphabet_size,
-             "alphabet": alphabet}
-    plan = plan_run(args.out, run_identity(args.method, options, args.seed, train), args.force)
-    if plan.status == "done":
-        if not args.quiet:
-            print(f"bayesfa: {args.out} already holds this finished run (same data, method, "
-                  f"options and seed); nothing to do", file=sys.stderr)
-        return 0
-    if plan.status != "swap":
-        check_fits(method, corpus, options)  # before any work: refuse what cannot fit
-        resuming = plan.status == "resume" and plan.has_work()
-        if resuming and not args.quiet:
-            print(f"bayesfa: resuming the unfinished run in {args.out} (its finished pieces "
-                  f"are kept in {plan.workdir.name}/)", file=sys.stderr)
-        plan.begin()
-        try:
-            start = time.perf_counter()
-            extra = {}
-            if getattr(method, "resumable", False):
-                # the method keeps its finished pieces (and checkpoints) here; a rerun of the
-                # same command finds them again
-                extra["workdir"] = plan.workdir
-            if test is None:
-                result = method.fit(corpus, options, args.seed, _progress(args), **extra)
-            else:
-                result = _fit_and_save_predictions(args, corpus, options, test, plan.build,
-                                                   extra.get("workdir"))
-            elapsed = time.perf_counter() - start
-            info = {"seconds": round(elapsed, 3), **result.info}
-            save_run(plan.build, method=args.method, options=options, seed=args.seed,
-                     arrays=result.arrays, trace=result.trace, info=info, train=train)
-        except BaseException as err:
-            # refused or failed before saving work: leave the folder as it was
-            kept = plan.abandon()
-            if kept and isinstance(err, KeyboardInterrupt) and not args.quiet:
-                print(f"bayesfa: the finished pieces are kept in {plan.build}; the same "
-                      f"command resumes the run", file=sys.stderr)
-            raise
-    plan.finish()
-    if not args.quiet:
-        done = (f"fitted {args.method} on {corpus.n_strings} strings in {elapsed:.1f} s"
-                if plan.status != "swap" else "completed the replacement of the run")
-        note = _convergence_note(result.info, options) if plan.status != "swap" else ""
-        print(f"bayesfa: {done}{note}; run directory {args.out}", file=sys.stderr)
+    say = None if args.quiet else (lambda message: print(f"bayesfa: {message}", file=sys.stderr))
+    outcome = fit_resolved(args.train, args.method, _options(args), seed=args.seed, out=args.out,
+                           force=args.force, progress=_progress(args), format=args.format,
+                           predict=args.predict, max_draws=args.max_draws, say=say)
+    if say is not None and outcome.status != "done":
+        run = outcome.run
+        if outcome.status == "swap":
+            say(f"completed the replacement of the run; run directory {args.out}")
+        else:
+            note = _convergence_note(run.info, run.options)
+            say(f"fitted {args.method} on {run.manifest['train']['n_strings']} strings in "
+                f"{outcome.seconds:.1f} s{note}; run directory {args.out}")
     return 0
 
 
@@ -445,177 +389,69 @@ def _convergence_note(info: dict, options: dict) -> str:
             else f"; NOT converged: stopped at --iterations {used}")
 
 
-def _fit_and_save_predictions(args, corpus, options, test, build, workdir):
-    """``bayesfa fit --predict TEST``: fit and predict (:func:`bayesfa.online.fit_and_predict`),
-    write ``predictions.npz`` into the run being built; the fit's result, whose info says
-    which test file (SHA-256) the predictions are of."""
-    from bayesfa.online import PREDICTIONS, fit_and_predict, save_predictions
-
-    prediction, result = fit_and_predict(
-        args.method, corpus, options, args.seed, test, progress=_progress(args), workdir=workdir,
-        return_fit=True)
-    Path(build).mkdir(parents=True, exist_ok=True)
-    save_predictions(Path(build) / PREDICTIONS, prediction, options["predict_sha256"])
-    about = {"path": str(Path(args.predict).resolve()), "sha256": options["predict_sha256"],
-             "format": args.format or "pautomac", "n_strings": test.n_strings,
-             "n_draws": prediction.n_draws, "online": prediction.info["online"],
-             "max_draws": options.get("max_draws")}
-    return result._replace(info={**result.info, "predict": about})
-
-
-def _stored_predictions(run, test_path: str, fmt: str | None, n_strings: int):
-    """The log predictive a ``fit --predict`` saved in ``run`` when ``test_path`` is that
-    same file (SHA-256) read in the same format; None otherwise."""
-    from bayesfa.online import PREDICTIONS, load_predictions
-    from bayesfa.rundir import file_sha256
-
-    about = run.manifest.get("info", {}).get("predict")
-    if not isinstance(about, dict) or not (run.path / PREDICTIONS).is_file():
-        return None
-    if (fmt or run.manifest.get("train", {}).get("format") or "pautomac") != about.get("format"):
-        return None
-    sha = file_sha256(test_path)
-    if sha != about.get("sha256"):
-        return None
-    logp = load_predictions(run.verify(PREDICTIONS), n_strings, sha)
-    return None if logp is None else np.minimum(logp, 0.0)
-
-
-def _run_and_test(args):
-    from bayesfa.rundir import load_run
-
-    run = load_run(args.run)
-    train = run.manifest.get("train", {})
-    fmt = args.format or train.get("format") or "pautomac"
-    test, _ = _load(args.test, fmt, alphabet=train.get("alphabet"))
-    trained = int(train.get("alphabet_size", test.alphabet_size))
-    if test.alphabet_size > trained:
-        raise InputError(f"alphabet of {test.alphabet_size} letters, but the run was trained on {trained}",
-                         args.test, 1)
-    return run, test.with_alphabet(trained)
-
-
-def _run_log_prob(run, test, **kwargs) -> np.ndarray:
-    """The run's method's ``predict_log_prob`` of ``test``. The run's files are input like any
-    other: arrays that do not fit the manifest's method and options (a damaged or edited run)
-    are an InputError naming the run, as are probabilities that are not probabilities."""
-    if run.method not in method_names():
-        raise InputError(f"unknown method {run.method!r} in the manifest", run.path / "manifest.json")
-    arrays = run.arrays
-    method = get_method(run.method)
-    _check_supports(run.method, method.predict_log_prob, kwargs)
-    logp = np.asarray(_guarded(run, lambda: method.predict_log_prob(arrays, run.options, test,
-                                                                     **kwargs)), dtype=np.float64)
-    if logp.shape != (test.n_strings,) or np.isnan(logp).any() or (logp > 1e-9).any():
-        raise InputError("the run's arrays and options give values that are not log "
-                         "probabilities (a damaged or edited run)", run.path)
-    return np.minimum(logp, 0.0)
-
-
-def _check_supports(method: str, fn, options: dict) -> None:
-    """An InputError if ``fn`` lacks a keyword the command line asked for (``--map``, ...)."""
-    import inspect
-
-    for key in options:
-        if key not in inspect.signature(fn).parameters:
-            raise InputError(f"method {method} does not support --{key.replace('_', '-')}")
-
-
-def _guarded(run, call):
-    """``call()`` on a run's arrays: what a damaged or edited run raises is an InputError
-    naming the run (NaN is left for the caller to report)."""
-    try:
-        with np.errstate(invalid="ignore"):
-            return call()
-    except InputError:
-        raise
-    except (KeyError, IndexError, TypeError, ValueError) as err:
-        raise InputError(f"arrays.npz does not fit the manifest's {run.method} run "
-                         f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})",
-                         run.path) from None
-
-
 def cmd_predict(args) -> int:
-    run, test = _run_and_test(args)
-    extra = {"map": True} if getattr(args, "map", False) else {}
-    logp = None if extra else _stored_predictions(run, args.test, args.format, test.n_strings)
-    if logp is None:
-        logp = _run_log_prob(run, test, **extra)
-    _write_solution(args.out, logp)
+    from bayesfa.api import load
+
+    run = load(args.run)
+    _write_solution(args.out, run.predict(args.test, map=bool(getattr(args, "map", False)),
+                                          format=args.format))
     return 0
 
 
 def cmd_perplexity(args) -> int:
-    from bayesfa.scoring import perplexity
+    from bayesfa.api import load
 
-    run, test = _run_and_test(args)
-    train = run.manifest.get("train", {})
-    shape = train.get("data_shape") or ("sequence" if run.options.get("sequence") else "sentences")
-    continuation = shape == "sequence"
-    n_symbols = test.n_letters if continuation or args.letters_only else test.n_tokens
-    method = get_method(run.method) if run.method in method_names() else None
-    hook = getattr(method, "perplexity_log_prob", None)
-    asked = {k: True for k in ("map", "per_symbol", "letters_only") if getattr(args, k)}
-    if args.draw_sets != 1:
-        asked["draw_sets"] = args.draw_sets
-    zero = "the test data have probability 0 under the run"
-    if hook is None:
-        logp = _run_log_prob(run, test, **asked)
-        total = float(logp.sum())
-        zero = f"{int(np.isneginf(logp).sum())} test string(s) have probability 0 under the run"
-    else:
-        _check_supports(run.method, hook, asked)
-        total = float(_guarded(run, lambda: hook(run.arrays, run.options, test,
-                                                 continuation=continuation, **asked)))
-        if np.isnan(total) or total > 1e-9:
-            raise InputError("the run's arrays and options give a value that is not a log "
-                             "probability (a damaged or edited run)", run.path)
-    value = perplexity(np.array([min(total, 0.0)]), n_symbols)
-    out = {"perplexity": value, "n_symbols": n_symbols, "n_letters": test.n_letters,
-           "log_prob": total, "data_shape": shape, "incremental": hook is not None,
-           "mixture": ("map " if args.map and args.per_symbol else "")
-           + ("per-symbol" if args.per_symbol else ("map" if args.map else "joint")),
-           "letters_only": bool(args.letters_only), "draw_sets": args.draw_sets}
+    out = load(args.run).perplexity(
+        args.test, map=args.map, per_symbol=args.per_symbol, letters_only=args.letters_only,
+        draw_sets=args.draw_sets, mc_tolerance=args.mc_tolerance,
+        max_particles=args.max_particles, format=args.format)
     if args.json:
+        zero = ("the test data have probability 0 under the run"
+                if out["zero_probability_strings"] is None else
+                f"{out['zero_probability_strings']} test string(s) have probability 0 under the run")
         _print_json(out, {"perplexity": zero, "log_prob": zero})
     else:
-        print(f"perplexity {value:.6f} per symbol ({n_symbols} symbols, log prob {total:.3f}, "
-              f"{shape}{', incremental' if hook is not None else ''})")
+        print(f"perplexity {out['perplexity']:.6f} per symbol ({out['n_symbols']} symbols, log "
+              f"prob {out['log_prob']:.3f}, {out['data_shape']}"
+              f"{', incremental' if out['incremental'] else ''})")
+        if out["estimator"] is not None:
+            se = out["mc_se"]
+            print(f"{out['quantity']}; {out['estimator']}"
+                  + (f", {out['replicates']} replicates" if (out["replicates"] or 1) > 1 else "")
+                  + ("" if se is None else
+                     f"; Monte Carlo s.e. {out['mc_se_per_symbol']:.4f} nats per symbol "
+                     f"({se:.2f} nats)"))
+    if out["mc_converged"] is False:
+        print(f"warning: Monte Carlo s.e. {out['mc_se_per_symbol']:.4f} nats per symbol (change "
+              f"{out['mc_change_per_symbol']:.4f} on doubling the particles) is above "
+              f"{out['mc_tolerance']} at the cap of {out['mc_cap']} particles: the estimate "
+              "is not converged; its log probability is biased low (a perplexity too high, "
+              "in expectation); raise --max-particles or --mc-tolerance", file=sys.stderr)
     return 0
 
 
 def cmd_diagnose(args) -> int:
-    from bayesfa.rundir import TRACE, load_run
+    from bayesfa.api import load
     from bayesfa.validation import diagnostics
 
-    run = load_run(args.run)  # the manifest only: diagnose never reads arrays.npz
-    if run.trace_path is None:
-        raise InputError(f"method {run.method} saved no trace to diagnose", args.run)
-    trace = diagnostics.scalar_trace(run.verify(TRACE))
+    run = load(args.run)  # the manifest and the trace: diagnose never reads arrays.npz
+    trace = run.scalar_trace()
     if args.plot:
         diagnostics.plot_paths(trace, args.plot)  # refuse before printing anything
-    if diagnostics.is_optimiser(trace):  # an optimiser (cvb0, gcvb0, cvb2): no chains
-        status = diagnostics.optimiser_status(trace, run.manifest)
-        if args.json:
-            _print_json({"kind": "optimiser", "status": status,
-                         "variables": diagnostics.optimiser_variables(trace)})
-        else:
-            print(diagnostics.optimiser_table(trace))
-            print(f"status (optimiser {run.method}): {status['message']}")
-        if status["converged"] is False:
-            print(f"bayesfa: warning: {run.method} did not converge within --iterations "
-                  f"{status['iterations']}", file=sys.stderr)
+    report = run.diagnose()
+    if args.json:
+        _print_json(report)
+    elif report["kind"] == "optimiser":
+        print(diagnostics.optimiser_table(trace))
+        print(f"status (optimiser {run.method}): {report['status']['message']}")
     else:
-        summary = diagnostics.diagnose_trace(trace)
-        verdict, warnings = diagnostics.verdict(summary), diagnostics.warnings(summary)
-        if args.json:
-            _print_json({"kind": "sampler", "variables": summary, "verdict": verdict,
-                         "warnings": warnings})
-        else:
-            print(diagnostics.format_table(summary))
-            print(f"verdict ({verdict['kind']}): {verdict['message']}")
-        for warning in warnings:
-            print(f"bayesfa: warning: {warning}", file=sys.stderr)
+        print(diagnostics.format_table(report["variables"]))
+        print(f"verdict ({report['verdict']['kind']}): {report['verdict']['message']}")
+    if report["kind"] == "optimiser" and report["status"]["converged"] is False:
+        print(f"bayesfa: warning: {run.method} did not converge within --iterations "
+              f"{report['status']['iterations']}", file=sys.stderr)
+    for warning in report.get("warnings", []):
+        print(f"bayesfa: warning: {warning}", file=sys.stderr)
     if args.plot:
         diagnostics.plot_trace(args.run, args.plot, trace=trace)
     return 0

@@ -7,10 +7,14 @@ a lone sample whose test pass draws many transitions. ``bayesfa perplexity RUN T
 --draw-sets K`` integrates them out with a particle filter of ``K`` particles (the default
 mixture), or with ``--per-symbol`` averages each symbol's predictive over ``K`` independent
 readings with equal weights (the authors' estimator applied to the draws). This script prints
-both for each ``K`` with the time each took, to show where they settle.
+both for each ``K`` with the CPU time each took, to show where they settle. ``--default``:
+also the default of ``bayesfa perplexity`` (no ``--draw-sets``: the mixture particle filter,
+particles doubled until its Monte Carlo standard error is at most 0.002 nats per symbol),
+its particles and standard error; ``--joint``: all samples (the joint posterior mixture)
+instead of the MAP sample.
 
     python benchmarks/pdia_map_draws.py RUN_DIR TEST [--draw-sets 1,10,30,100,300,1000]
-        [--all-symbols]
+        [--all-symbols] [--default] [--joint]
 
 Measured on the paper's AIW split at the paper's budget (``benchmarks/RESULTS.md``, "The PDIA
 at the paper's budget").
@@ -33,6 +37,10 @@ def main(argv=None) -> int:
                     help="comma-separated K to compare")
     ap.add_argument("--all-symbols", action="store_true",
                     help="count the sentence ends too (default: letters only, the paper's count)")
+    ap.add_argument("--default", action="store_true",
+                    help="also the default estimator of bayesfa perplexity, with its s.e.")
+    ap.add_argument("--joint", action="store_true",
+                    help="all samples (the joint posterior mixture), not the MAP sample")
     args = ap.parse_args(argv)
 
     from bayesfa.methods import get_method
@@ -47,17 +55,27 @@ def main(argv=None) -> int:
     sequence = bool(run.options.get("sequence"))
     letters = not args.all_symbols and not sequence
     n = test.n_letters if letters or sequence else test.n_tokens
-    print(f"{run.method} MAP sample, {n} symbols counted"
-          f"{' (letters only)' if letters else ''}")
+    which = {} if args.joint else {"map": True}
+    extra = {"letters_only": True} if letters else {}
+    print(f"{run.method} {'all samples' if args.joint else 'MAP sample'}, {n} symbols counted"
+          f"{' (letters only)' if letters else ''}; CPU seconds")
+    if args.default:
+        details: dict = {}
+        t0 = time.process_time()
+        lp = method.perplexity_log_prob(run.arrays, run.options, test, continuation=sequence,
+                                        details=details, **which, **extra)
+        print(f"default: {float(np.exp(-lp / n)):.4f} ({details['estimator']}, "
+              f"{details['particles']} particles x {details['replicates']} replicates, "
+              f"s.e. {details['se'] / n:.4f} nats per symbol, converged "
+              f"{details['converged']}, {time.process_time() - t0:.1f} s)", flush=True)
     print(f"{'K':>6} | {'particle filter':>15} {'s':>6} | {'per symbol':>10} {'s':>6}")
-    for k in (int(x) for x in args.draw_sets.split(",")):
+    for k in (int(x) for x in args.draw_sets.split(",") if x):
         row = []
         for per_symbol in (False, True):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             lp = method.perplexity_log_prob(run.arrays, run.options, test, continuation=sequence,
-                                            map=True, per_symbol=per_symbol, draw_sets=k,
-                                            **({"letters_only": True} if letters else {}))
-            row += [float(np.exp(-lp / n)), time.perf_counter() - t0]
+                                            per_symbol=per_symbol, draw_sets=k, **which, **extra)
+            row += [float(np.exp(-lp / n)), time.process_time() - t0]
         print(f"{k:6d} | {row[0]:15.4f} {row[1]:6.1f} | {row[2]:10.4f} {row[3]:6.1f}", flush=True)
     return 0
 

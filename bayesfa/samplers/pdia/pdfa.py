@@ -641,7 +641,8 @@ def _test_data(arrays, options, corpus: Corpus, per_symbol: bool = False) -> tup
 def per_sample_log_prob(model: int, arrays: dict[str, np.ndarray], options: dict[str, Any],
                         corpus: Corpus, draws: list[tuple[int, int]] | None = None,
                         variant: int = 0, per_symbol: bool = False, emission=None,
-                        draw_set: int = 0, particles: int = 1) -> np.ndarray:
+                        draw_set: int = 0, particles: int = 1,
+                        drew: list | None = None) -> np.ndarray:
     """``log Pr(b | sample)`` ``[chain, draw, n_strings]`` (or ``[len(draws), n_strings]``):
     sentences, each string given the training data; sequence, the strings in order, each
     given the training data and the strings before it. ``per_symbol``: ``[..., n_symbols]``,
@@ -652,7 +653,9 @@ def per_sample_log_prob(model: int, arrays: dict[str, np.ndarray], options: dict
     (set 0 is the one every other call uses; set ``k`` seeds each sample's generator with ``k``
     appended). ``particles`` (``per_symbol`` only): ``K`` readings per sample, draw sets
     ``0..K-1``, as a particle filter (:func:`_particle_filter`): each symbol's predictive is
-    the readings' average weighted by the test read so far."""
+    the readings' average weighted by the test read so far. ``drew`` (a list, one reading per
+    sample only): gets, per sample, whether its reading drew any unvisited transition (if
+    none did, the reading is exact: nothing random was read)."""
     from bayesfa.samplers.pdia._pdfa_kernel import predict_strings
 
     data, offsets = _test_data(arrays, options, corpus, per_symbol)
@@ -694,6 +697,10 @@ def per_sample_log_prob(model: int, arrays: dict[str, np.ndarray], options: dict
         rng = np.random.default_rng(entropy + [c, d] + ([draw_set] if draw_set else []))
         predict_strings(model, variant, data.sym, offsets, data.nf, start, *state, hyp, lg,
                         reps, rng, *scratch, out[n])
+        if drew is not None:  # a draw instantiates an entry (the reading undoes nothing)
+            drew.append(bool((data.nf == 1 and not per_symbol)  # undone: not known
+                             or not np.array_equal(state[0][:rows], arrays["delta"][c, d])
+                             or (state[0][rows:] != -1).any()))
     if draws is None:
         return out.reshape(n_c, n_d, -1)
     return out
@@ -776,6 +783,160 @@ def _particle_filter(model, variant, data: Data, state, start: int, hyp, lg, ent
     return out
 
 
+#: the default of :func:`perplexity_log_prob` (no ``draw_sets``): independent replicates of
+#: the mixture filter at each number of particles, the target Monte Carlo standard error of
+#: the per-symbol log loss (nats), the first number of particles, and the cap on particles
+#: (also capped so that one filter's particles fit in :data:`MIXTURE_MEMORY` bytes)
+MIXTURE_REPLICATES = 4
+MIXTURE_TOLERANCE = 0.002
+MIXTURE_FIRST = 32
+MIXTURE_MAX_PARTICLES = 4096
+MIXTURE_MEMORY = 1 << 30
+
+
+def _mixture_filter(model, variant, data: Data, arrays, pairs, emission, entropy,
+                    n_particles: int, key: tuple, counted: np.ndarray, cap: int) -> float:
+    """``log`` of one unbiased estimate of ``(1/S) sum_s p(test | sample s)`` (the counted
+    symbols' probabilities; every symbol is read and folded in): a particle filter over the
+    pairs (sample, just-in-time draws of its unvisited transitions). The particles start on
+    the ``S`` samples by systematic sampling from the uniform distribution (each sample gets
+    ``n_particles / S`` in expectation), each reads the test with its own generator, and every
+    :data:`RESAMPLE_EVERY` symbols the particles are resampled (systematic) when their
+    effective number falls below half, so the particles move to the samples *and* draws that
+    predict the test read so far (the posterior mixture's sequential weights). Unbiased
+    (Del Moral 2004) like :func:`_particle_filter`, which it extends across samples; ``key``
+    names the independent generators (``SeedSequence(entropy, spawn_key=(2,) + key)``)."""
+    from scipy.special import logsumexp
+
+    from bayesfa.samplers.pdia._pdfa_kernel import predict_strings
+
+    n, s = data.sym.size, int(arrays["delta"].shape[-1])
+    kids = np.random.SeedSequence(entropy, spawn_key=(2,) + tuple(key)).spawn(n_particles + 1)
+    resampler = np.random.default_rng(kids[0])
+    rngs = [np.random.default_rng(k) for k in kids[1:]]
+    n_s = len(pairs)
+    which = np.floor((resampler.random() + np.arange(n_particles)) * n_s
+                     / n_particles).astype(np.int64)
+    hyps, lgs, first, states = {}, {}, {}, []
+    for j, w in enumerate(which):
+        w = int(w)
+        if w not in first:
+            c, d = pairs[w]
+            first[w] = j
+            states.append(_sample_state(model, data.nf, arrays, c, d, cap))
+            hyps[w] = np.ascontiguousarray(arrays["hyp"][c, d])
+            lgs[w] = _PLAIN_LG if emission is None else emission.predict_lg(arrays, c, d)
+        else:
+            states.append([a.copy() for a in states[first[w]]])
+    qs = [int(arrays["end_state"][pairs[int(w)]]) for w in which]
+    scratch = (np.zeros(cap * s, dtype=np.int32), np.zeros(cap * s, dtype=np.int32))
+    bounds = np.unique(np.concatenate([np.arange(0, n, RESAMPLE_EVERY), [n]]))
+    logw = np.full(n_particles, -np.log(n_particles))
+    lp = np.empty((n_particles, RESAMPLE_EVERY))
+    total = 0.0
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        m = hi - lo
+        offs = np.arange(m + 1, dtype=np.int64)
+        for k in range(n_particles):
+            w = int(which[k])
+            qs[k] = predict_strings(model, variant, data.sym[lo:hi], offs, data.nf, qs[k],
+                                    *states[k], hyps[w], lgs[w], 0, rngs[k], *scratch,
+                                    lp[k, :m])
+        new = logw + np.where(counted[lo:hi], lp[:, :m], 0.0).sum(axis=1)
+        norm = float(logsumexp(new))  # the weights before it summed to 1
+        total += norm
+        logw = new - norm
+        w_ = np.exp(logw)
+        if hi < n and 1.0 / np.sum(w_ * w_) < n_particles / 2:
+            u = (resampler.random() + np.arange(n_particles)) / n_particles
+            anc = np.minimum(np.searchsorted(np.cumsum(w_), u), n_particles - 1)
+            states = _resample(states, anc)
+            qs = [qs[a] for a in anc]
+            which = which[anc]
+            logw = np.full(n_particles, -np.log(n_particles))
+    return total
+
+
+def mixture_log_prob(model: int, arrays, options, corpus: Corpus, *, draws=None, variant=0,
+                     emission=None, letters_only: bool = False,
+                     mc_tolerance: float = MIXTURE_TOLERANCE,
+                     max_particles: int = MIXTURE_MAX_PARTICLES) -> tuple[float, dict]:
+    """The default of :func:`perplexity_log_prob`: ``log p(test | train)`` of the joint
+    posterior mixture of the run's samples (``draws``: of those samples only), the unvisited
+    transitions integrated out, with its Monte Carlo standard error; ``(value, details)``.
+
+    If no sample's reading of the test draws an unvisited transition, nothing is random: the
+    value is the exact ``log mean_s p(test | sample s)`` (the single reading's, bit for bit).
+    Otherwise :data:`MIXTURE_REPLICATES` independent mixture filters (:func:`_mixture_filter`)
+    with ``N`` particles each, ``N`` doubling from :data:`MIXTURE_FIRST`; the value at ``N``
+    is the log of the replicates' mean (itself unbiased for the mixture), its standard error
+    the replicates' sd of ``log`` over ``sqrt(R)`` (delta method). It stops when both that
+    standard error is at most ``mc_tolerance`` nats per counted symbol and the change from
+    ``N / 2`` to ``N`` is too (or within 3 standard errors of the two estimates' difference:
+    no trend left), or at the cap (``max_particles``, and :data:`MIXTURE_MEMORY` bytes of
+    particles) with ``details["converged"] = False``. Each estimate's log is biased low
+    (Jensen): an unconverged value is, in expectation, a perplexity too high, and
+    ``P(value > log p + a) <= exp(-a)`` for any ``a`` (Markov's inequality)."""
+    sequence = bool(options.get("sequence", False))
+    keep = (np.asarray(corpus.tokens) != 0 if letters_only and not sequence else slice(None))
+    drew: list = []
+    lp = per_sample_log_prob(model, arrays, options, corpus, draws=draws, variant=variant,
+                             per_symbol=True, emission=emission, drew=drew)
+    lp = lp.reshape(-1, lp.shape[-1])[:, keep]
+    n_count = int(lp.shape[1])
+    per = max(n_count, 1)
+    n_c, n_d, rows, s = arrays["delta"].shape
+    pairs = draws if draws is not None else [(c, d) for c in range(n_c) for d in range(n_d)]
+    details = {"quantity": "log p(test | train), joint posterior mixture of "
+                           f"{len(pairs)} sample{'s' if len(pairs) != 1 else ''}",
+               "estimator": "exact (no unvisited transition read)", "particles": 1,
+               "replicates": 1, "se": 0.0, "se_per_symbol": 0.0, "converged": True,
+               "tolerance": float(mc_tolerance), "levels": []}
+    if not any(drew):
+        return float(log_mean_exp(lp.sum(axis=1), axis=0)), details
+    data, _ = _test_data(arrays, options, corpus, True)
+    counted = np.ones(data.sym.size, dtype=bool)
+    if letters_only and not sequence:
+        counted = np.asarray(corpus.tokens) != 0
+    grow = data.sym.size
+    n_cap = rows if model == FINITE else rows + grow + 2
+    small = n_cap if model == FINITE else min(n_cap, rows + max(PARTICLE_NEW_STATES,
+                                                                  grow // 8) + 2)
+    c0, d0 = pairs[0]
+    one = sum(a.nbytes for a in _sample_state(model, data.nf, arrays, c0, d0, small))
+    limit = int(min(max_particles, max(1, MIXTURE_MEMORY // one)))
+    entropy = [int(x) for x in np.asarray(arrays.get("predict_entropy", [0]))]
+    n_p, prev, reps = min(MIXTURE_FIRST, limit), None, MIXTURE_REPLICATES
+    while True:
+        vals = []
+        for r in range(reps):
+            for cap in sorted({small, n_cap}):
+                try:
+                    vals.append(_mixture_filter(model, variant, data, arrays, pairs, emission,
+                                                entropy, n_p, (n_p, r), counted, cap))
+                    break
+                except ValueError as err:  # a particle ran out of room: the whole test's
+                    if "state capacity" not in str(err) or cap == n_cap:
+                        raise
+        vals = np.array(vals)
+        value = float(log_mean_exp(vals, axis=0))
+        se = float(np.std(vals, ddof=1) / np.sqrt(reps))
+        change = abs(value - prev[0]) if prev is not None else np.inf
+        details["levels"].append({"particles": n_p, "log_prob": value, "se": se})
+        # no trend left: the change from N / 2 within the tolerance or within 3 s.e. of the
+        # difference of the two (independent) estimates
+        done = se / per <= mc_tolerance and (
+            change / per <= mc_tolerance
+            or (prev is not None and change <= 3 * np.hypot(se, prev[1])))
+        if done or n_p >= limit:
+            break
+        prev, n_p = (value, se), min(2 * n_p, limit)
+    details.update(estimator="mixture particle filter", particles=n_p, replicates=reps, se=se,
+                   se_per_symbol=se / per, change_per_symbol=float(change / per),
+                   converged=bool(done), cap=limit)
+    return value, details
+
+
 def predict(model: int, arrays, options, corpus: Corpus, map: bool = False,
             variant: int = 0, emission=None) -> np.ndarray:
     """Posterior predictive log probability of each string (module docstring); ``map``: the
@@ -798,37 +959,49 @@ def predict(model: int, arrays, options, corpus: Corpus, map: bool = False,
 
 def perplexity_log_prob(model: int, arrays, options, corpus: Corpus, *, continuation: bool,
                         map: bool = False, per_symbol: bool = False, variant: int = 0,
-                        emission=None, letters_only: bool = False, draw_sets: int = 1) -> float:
-    """``log p(test | train)`` under the conventions of Pfau, Bartlett & Wood (2010), Sect. 4
-    (the hook of :mod:`bayesfa.methods`): the test data integrated into the model as they are
-    read ("in the standard Bayesian way"), every sentence from ``q0`` (``continuation=False``)
-    or the test sequence continuing from the state reached at the end of training
-    (``continuation=True``, a ``--sequence`` run). Each sample reads the whole test set once,
-    its unvisited transitions drawn from the prior predictive as needed.
+                        emission=None, letters_only: bool = False, draw_sets: int | None = None,
+                        mc_tolerance: float = MIXTURE_TOLERANCE,
+                        max_particles: int = MIXTURE_MAX_PARTICLES,
+                        details: dict | None = None) -> float:
+    """The test's log probability under the conventions of Pfau, Bartlett & Wood (2010),
+    Sect. 4 (the hook of :mod:`bayesfa.methods`): the test data integrated into the model as
+    they are read ("in the standard Bayesian way"), every sentence from ``q0``
+    (``continuation=False``) or the test sequence continuing from the state reached at the end
+    of training (``continuation=True``, a ``--sequence`` run), the transitions a sample has
+    not instantiated drawn from the prior predictive as the test needs them.
 
-    Mixture over the posterior samples: by default the Bayesian one, the average of each
-    sample's probability of the *whole* test set (log-mean-exp of per-sample totals, i.e. the
-    product of the mixture's sequential conditionals, the samples reweighted by the test data
-    read so far). ``per_symbol``: the authors' estimator (GitHub ``dpfau/pdia``,
-    ``src/edu/columbia/stat/wood/pdia/PDIA.java``, ``ppTest`` / ``scoreTest``: each sample reads
-    the test sentences from ``q0`` with its counts updated as it goes, no end symbol, and the
-    per-symbol probabilities are averaged over samples): every symbol's predictive averaged with
-    equal weights, ``sum_t log mean_k p_k(x_t | x_<t)``, also a proper sequential predictive
-    but not the posterior-weighted one. ``map``: the sample of highest log joint alone
-    (PDIA-MAP). ``letters_only``: the same pass, the predictions of the sentence ends left out
-    of the total (every symbol is still read and folded in; the paper's AIW figures count
-    letters only, ``benchmarks/RESULTS.md``); no effect on a sequence, which has no end symbols.
+    **Default** (no ``per_symbol``, no ``draw_sets``): ``log p(test | train)`` of the joint
+    (Bayesian) posterior mixture, ``log mean_s p(test | sample s)``, i.e. the product of the
+    mixture's sequential conditionals with the samples reweighted by the test read so far,
+    the unvisited transitions integrated out by the mixture particle filter of
+    :func:`mixture_log_prob` with particles doubled until its Monte Carlo standard error and
+    its change are at most ``mc_tolerance`` nats per symbol (or the cap ``max_particles`` is
+    reached). ``details`` (a dict): filled with what was estimated and how (``quantity``,
+    ``estimator``, ``particles``, ``replicates``, ``se`` in nats, ``se_per_symbol``,
+    ``converged``, ...). ``map``: the sample of highest log joint alone (PDIA-MAP), the same
+    estimator.
 
-    ``draw_sets``: each sample reads the test set ``K`` times, with independent just-in-time
-    draws of the transitions it has not instantiated (set 0 is the one ``K = 1`` uses, so
-    ``K = 1`` gives the single reading's value bit for bit). One reading estimates
-    ``p(test | sample)`` without bias, but its log is biased low (Jensen), far too low for a
-    lone sample (``map``) whose test pass draws many transitions. ``per_symbol`` averages each
-    symbol's predictive over the ``samples x K`` readings with equal weights (the authors'
-    estimator applied to the draws too); the default mixture gives each sample the estimate of
-    a particle filter with ``K`` particles (:func:`_particle_filter`), the readings weighted
-    by the test read so far, whose log converges to ``log p(test | sample)`` as ``K`` grows.
-    With ``map`` and ``K = 1`` both estimators coincide.
+    ``draw_sets=K`` (``--draw-sets K``): the earlier fixed estimators, each sample's
+    ``p(test | sample)`` from a particle filter of ``K`` particles of its own
+    (:func:`_particle_filter`, no particle moves between samples), mixed by log-mean-exp of
+    the per-sample totals; ``K = 1`` reads the test once per sample (``draw_set`` 0, the
+    earlier default, bit for bit). One reading estimates ``p(test | sample)`` without bias,
+    but its log is biased low (Jensen), by hundreds of nats on Alice (``benchmarks/RESULTS.md``);
+    no standard error is estimated (``details["se"]`` is ``None``).
+
+    ``per_symbol``: the authors' estimator (GitHub ``dpfau/pdia``,
+    ``src/edu/columbia/stat/wood/pdia/PDIA.java``, ``ppTest`` / ``scoreTest``: each sample
+    reads the test sentences from ``q0`` with its counts updated as it goes, and the
+    per-symbol probabilities are averaged over samples with equal weights),
+    ``sum_t log mean_k p_k(x_t | x_<t)`` over the ``samples x K`` readings (``K = draw_sets``,
+    default 1). It is *not* an estimator of ``log p(test | train)``: as the readings grow it
+    converges to ``sum_t log E[p(x_t | x_<t)]``, each symbol's predictive averaged over the
+    posterior and the draws without reweighting by the test read before it (0.11 nats above
+    the exact ``log p(test | train)`` on the toy of
+    ``tests/test_pdia.py::test_draw_sets_particle_filter_reaches_the_exact_predictive``).
+    ``letters_only``: the same pass, the predictions of the sentence ends left out of the
+    total (every symbol is still read and folded in; the paper's AIW figures count letters
+    only, ``benchmarks/RESULTS.md``); no effect on a sequence, which has no end symbols.
     """
     sequence = bool(options.get("sequence", False))
     if continuation != sequence:
@@ -839,16 +1012,45 @@ def perplexity_log_prob(model: int, arrays, options, corpus: Corpus, *, continua
     if map:
         lj = np.asarray(arrays["log_joint"])
         draws = [tuple(int(i) for i in np.unravel_index(int(np.argmax(lj)), lj.shape))]
-    if int(draw_sets) < 1:
+    if draw_sets is not None and int(draw_sets) < 1:
         raise InputError(f"--draw-sets must be at least 1, got {draw_sets}")
+    if not mc_tolerance > 0:
+        raise InputError(f"--mc-tolerance must be positive, got {mc_tolerance}")
+    if int(max_particles) < 1:
+        raise InputError(f"--max-particles must be at least 1, got {max_particles}")
+    info = details if details is not None else {}
+    if draw_sets is None and not per_symbol:
+        value, got = mixture_log_prob(model, arrays, options, corpus, draws=draws,
+                                      variant=variant, emission=emission,
+                                      letters_only=letters_only, mc_tolerance=mc_tolerance,
+                                      max_particles=int(max_particles))
+        if map:
+            got["quantity"] = "log p(test | train) under the sample of highest log joint (MAP)"
+        if letters_only and not sequence:
+            got["quantity"] += ", letters only (the ends' predictions left out)"
+        info.update(got)
+        return value
+    k_sets = 1 if draw_sets is None else int(draw_sets)
+    n_s = int(np.prod(arrays["delta"].shape[:2]))
+    info.update(quantity=("sum_t log E[p(x_t | x_<t)], the authors' per-symbol average"
+                          if per_symbol else "log p(test | train), joint posterior mixture")
+                + (" under the sample of highest log joint (MAP)" if map else
+                   f" of {n_s} sample{'s' if n_s != 1 else ''}"),
+                estimator=(f"equal-weight average of {k_sets} reading{'s' if k_sets != 1 else ''}"
+                           " per sample" if per_symbol else
+                           f"per-sample particle filters of {k_sets} particle"
+                           f"{'s' if k_sets != 1 else ''}"),
+                particles=k_sets, replicates=1, se=None, se_per_symbol=None, converged=None)
+    if letters_only and not sequence:
+        info["quantity"] += ", letters only (the ends' predictions left out)"
     keep = (np.asarray(corpus.tokens) != 0 if letters_only and not sequence else slice(None))
     if not per_symbol:  # each sample's total, from a particle filter when K > 1
         lp = per_sample_log_prob(model, arrays, options, corpus, draws=draws, variant=variant,
-                                 per_symbol=True, emission=emission, particles=int(draw_sets))
+                                 per_symbol=True, emission=emission, particles=k_sets)
         lp = lp.reshape(-1, lp.shape[-1])[:, keep]  # the symbols read, in order (as_symbols)
         return float(log_mean_exp(lp.sum(axis=1), axis=0))
     per_set = []  # per draw set, each symbol's log-mean over the samples
-    for k in range(int(draw_sets)):
+    for k in range(k_sets):
         lp = per_sample_log_prob(model, arrays, options, corpus, draws=draws, variant=variant,
                                  per_symbol=True, emission=emission, draw_set=k)
         per_set.append(log_mean_exp(lp.reshape(-1, lp.shape[-1])[:, keep], axis=0))
@@ -919,10 +1121,17 @@ class _PDFA:
 
     def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
                             map: bool = False, per_symbol: bool = False,
-                            letters_only: bool = False, draw_sets: int = 1) -> float:
+                            letters_only: bool = False, draw_sets: int | None = None,
+                            mc_tolerance: float = MIXTURE_TOLERANCE,
+                            max_particles: int = MIXTURE_MAX_PARTICLES,
+                            details: dict | None = None) -> float:
+        """:func:`perplexity_log_prob` (its docstring: the default, ``draw_sets``,
+        ``per_symbol`` and ``details``)."""
         return perplexity_log_prob(FINITE, arrays, options, corpus, continuation=continuation,
                                    map=map, per_symbol=per_symbol, variant=self.variant,
-                                   letters_only=letters_only, draw_sets=draw_sets)
+                                   letters_only=letters_only, draw_sets=draw_sets,
+                                   mc_tolerance=mc_tolerance, max_particles=max_particles,
+                                   details=details)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         return memory_bytes(FINITE, corpus, options, int(options["states"]) + 1)

@@ -31,8 +31,9 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.methods import FitResult, nonnegative_int, positive_float, positive_int
 from bayesfa.samplers.chains import add_checkpoint_argument
-from bayesfa.samplers.pdia.pdfa import (CRF, add_common_arguments, fit_model, memory_bytes,
-                                   perplexity_log_prob, predict)
+from bayesfa.samplers.pdia.pdfa import (CRF, MIXTURE_MAX_PARTICLES, MIXTURE_TOLERANCE,
+                                        add_common_arguments, fit_model, memory_bytes,
+                                        perplexity_log_prob, predict)
 
 DEFAULT_MAX_STATES = 5000
 
@@ -100,10 +101,17 @@ class _PDIA:
 
     def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
                             map: bool = False, per_symbol: bool = False,
-                            letters_only: bool = False, draw_sets: int = 1) -> float:
+                            letters_only: bool = False, draw_sets: int | None = None,
+                            mc_tolerance: float = MIXTURE_TOLERANCE,
+                            max_particles: int = MIXTURE_MAX_PARTICLES,
+                            details: dict | None = None) -> float:
+        """:func:`bayesfa.samplers.pdia.pdfa.perplexity_log_prob` (the default estimator,
+        ``draw_sets``, ``per_symbol``, ``details``)."""
         return perplexity_log_prob(CRF, arrays, options, corpus, continuation=continuation,
                                    map=map, per_symbol=per_symbol, variant=self.variant,
-                                   letters_only=letters_only, draw_sets=draw_sets)
+                                   letters_only=letters_only, draw_sets=draw_sets,
+                                   mc_tolerance=mc_tolerance, max_particles=max_particles,
+                                   details=details)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         return memory_bytes(CRF, corpus, options, state_capacity(corpus, options))
