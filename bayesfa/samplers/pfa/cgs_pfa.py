@@ -648,6 +648,71 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     lockstep: when one fails or is interrupted, the others stop at their next block.
     """
     n_draws = _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs)
+    setup = _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdout,
+                   predict, max_draws, kernel, checkpoint_every)
+    jobs = min(jobs, chains)
+    if on_sweeps is not None and jobs > 1:
+        raise ValueError("on_sweeps is called only when the chains run in this process (jobs=1)")
+    context = mp_context() if jobs > 1 else None  # before the bar starts its monitor thread
+    bar = _progress_bar(progress, chains * setup.sweeps_per_chain)
+    book = _Book.open(setup, checkpoint_dir, chains)
+    todo = [c for c in range(chains) if book.outs[c] is None]
+    resumed_mid = sum(book.saved[c] is not None for c in todo)
+    if bar is not None:
+        bar.update((chains - len(todo)) * setup.sweeps_per_chain)
+    group = interleave_size(interleave, kernel, n_states)
+    t0 = time.perf_counter()
+    try:
+        if jobs == 1 or len(todo) <= 1:
+            _run_here(setup, book, todo, group, bar, on_sweeps)
+        else:
+            _run_in_pool(setup, book, todo, group, bar, jobs, context)
+    finally:
+        if bar is not None:
+            bar.close()
+    run = {"jobs": int(jobs), "interleave": int(group), "chains_resumed": int(chains - len(todo)),
+           "chains_resumed_mid_chain": int(resumed_mid),
+           "start_method": None if context is None else context.get_start_method(),
+           "seconds": time.perf_counter() - t0}
+    return _result(setup, book.outs, run, holdout, max_draws)
+
+
+class _Setup(NamedTuple):
+    """What every chain of one :func:`sample_cgs_pfa` call shares (argument checks done)."""
+
+    tokens: np.ndarray
+    n_symbols: int
+    n_states: int
+    beta: float
+    burn_in: int
+    period: int
+    n_draws: int
+    children: list
+    held: "_Held | None"
+    held_idx: np.ndarray
+    predict: "_Held | None"
+    max_draws: int | None
+    kernel: str
+    checkpoint_every: float
+    prints: list
+
+    @property
+    def sweeps_per_chain(self) -> int:
+        return self.burn_in + self.n_draws * self.period
+
+    @property
+    def n_test(self) -> int:
+        return 0 if self.predict is None else self.predict.offsets.size - 1
+
+    def chain_args(self, c: int) -> tuple:
+        return (self.tokens, self.n_symbols, self.n_states, self.beta, self.burn_in,
+                self.period, self.n_draws, self.children[c])
+
+
+def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdout, predict,
+           max_draws, kernel, checkpoint_every) -> _Setup:
+    """Check the remaining arguments, split off the held-out strings, seed the chains
+    (``SeedSequence(seed).spawn(chains)``) and fingerprint them."""
     if kernel not in KERNELS:
         raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
     if max_draws is not None and (isinstance(max_draws, bool) or not isinstance(max_draws, (int, np.integer))
@@ -670,126 +735,140 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
         part = corpus.subset(held_idx)
         held = _Held(part.tokens, part.offsets, part.alphabet_size)
         corpus = corpus.subset(kept)
-    tokens = corpus.tokens
-    n_symbols = corpus.alphabet_size + 1
-    jobs = min(jobs, chains)
-    if on_sweeps is not None and jobs > 1:
-        raise ValueError("on_sweeps is called only when the chains run in this process (jobs=1)")
-    context = mp_context() if jobs > 1 else None  # before the bar starts its monitor thread
-    sweeps_per_chain = burn_in + n_draws * period
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    tokens, n_symbols = corpus.tokens, corpus.alphabet_size + 1
+    prints = [_chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, s,
+                                 held, predict, max_draws, kernel) for s in children]
+    return _Setup(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, children, held,
+                  held_idx, predict, max_draws, kernel, float(checkpoint_every), prints)
 
-        bar = tqdm(total=chains * sweeps_per_chain, unit="sweep", desc="cgs-pfa",
-                   leave=False, dynamic_ncols=True, file=sys.stderr)
-    prints = [_chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, s, held,
-                                 predict, max_draws, kernel) for s in children]
-    n_test = 0 if predict is None else predict.offsets.size - 1
-    paths: list = [None] * chains
-    saved: list = [None] * chains
-    if checkpoint_dir is not None:
-        Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
-        paths = [Path(checkpoint_dir) / f"chain-{c:04d}.npz" for c in range(chains)]
-        saved = [_load_chain(p, f, n_draws=n_draws, z_size=tokens.size + 1, burn_in=burn_in,
-                             period=period, max_draws=max_draws, n_test=n_test)
-                 if p.exists() else None for p, f in zip(paths, prints)]
-    outs: list = [None] * chains
-    for c, state in enumerate(saved):
-        if state is not None and int(state["draws_done"]) == n_draws:
-            outs[c] = tuple(state[k] if k != "seconds" else float(state[k]) for k in _CHAIN_FIELDS)
-    todo = [c for c in range(chains) if outs[c] is None]
-    resumed_mid = sum(saved[c] is not None for c in todo)
-    if bar is not None:
-        bar.update((chains - len(todo)) * sweeps_per_chain)
 
-    def finish(c, out):
-        outs[c] = out
-        if paths[c] is not None:
-            save_checkpoint(paths[c], prints[c], _finished_state(out, sweeps_per_chain))
+def _progress_bar(progress: bool, total: int):
+    if not progress:
+        return None
+    from tqdm import tqdm
 
-    def chain_kwargs(c):
-        return {"held": held, "checkpoint": paths[c], "checkpoint_every": float(checkpoint_every),
-                "fingerprint": prints[c], "resume": saved[c], "predict": predict,
-                "max_draws": max_draws, "kernel": kernel}
+    return tqdm(total=total, unit="sweep", desc="cgs-pfa", leave=False, dynamic_ncols=True,
+                file=sys.stderr)
 
-    def chain_args(c):
-        return (tokens, n_symbols, n_states, beta, burn_in, period, n_draws, children[c])
 
-    group = interleave_size(interleave, kernel, n_states)
-    t0 = time.perf_counter()
-    try:
-        if jobs == 1 or len(todo) <= 1:
-            callbacks = [f for f in (None if bar is None else bar.update, on_sweeps) if f is not None]
-            report = None
-            if callbacks:
-                def report(n):
-                    for f in callbacks:
-                        f(n)
-            if group > 1 and len(todo) > 1:
-                for c, out in zip(todo, _run_chains_interleaved(
-                        [chain_args(c) for c in todo],
-                        [{**chain_kwargs(c), "on_sweeps": report} for c in todo], group)):
-                    finish(c, out)
-            for c in todo:
-                if outs[c] is None:
-                    finish(c, _run_chain(*chain_args(c), report, **chain_kwargs(c)))
-        else:
-            shared = context.RawArray("q", chains) if bar is not None else None
-            with concurrent.futures.ProcessPoolExecutor(
-                    max_workers=min(jobs, len(todo)), mp_context=context,
-                    initializer=_init_worker, initargs=(shared,)) as pool:
-                # one job per chain; or, interleaving, one group of chains per process
-                parts = ([[c] for c in todo] if group <= 1 or len(todo) <= jobs
-                         else [[int(c) for c in p] for p in np.array_split(todo, jobs)])
-                futures = {pool.submit(_run_chains_job, part, [chain_args(c) for c in part],
-                                       [chain_kwargs(c) for c in part], group): part
-                           for part in parts}
-                pending = set(futures)
-                while pending:
-                    done, pending = concurrent.futures.wait(
-                        pending, timeout=0.5, return_when=concurrent.futures.FIRST_COMPLETED)
-                    for f in done:
-                        for c, out in zip(futures[f], f.result()):
-                            finish(c, out)
-                    if bar is not None:
-                        now = sum(sweeps_per_chain if outs[c] is not None else min(shared[c], sweeps_per_chain)
-                                  for c in todo)
-                        bar.update((chains - len(todo)) * sweeps_per_chain + now - bar.n)
-    finally:
-        if bar is not None:
-            bar.close()
-    seconds = time.perf_counter() - t0
+class _Book:
+    """Each chain's checkpoint path, saved state and finished output (``outs[c]``, None until
+    the chain is done); :meth:`finish` records a chain and saves its final checkpoint."""
+
+    def __init__(self, setup: _Setup, paths: list, saved: list, outs: list):
+        self.setup, self.paths, self.saved, self.outs = setup, paths, saved, outs
+
+    @classmethod
+    def open(cls, setup: _Setup, checkpoint_dir, chains: int) -> "_Book":
+        paths: list = [None] * chains
+        saved: list = [None] * chains
+        if checkpoint_dir is not None:
+            Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
+            paths = [Path(checkpoint_dir) / f"chain-{c:04d}.npz" for c in range(chains)]
+            saved = [_load_chain(p, f, n_draws=setup.n_draws, z_size=setup.tokens.size + 1,
+                                 burn_in=setup.burn_in, period=setup.period,
+                                 max_draws=setup.max_draws, n_test=setup.n_test)
+                     if p.exists() else None for p, f in zip(paths, setup.prints)]
+        outs: list = [None] * chains
+        for c, state in enumerate(saved):
+            if state is not None and int(state["draws_done"]) == setup.n_draws:
+                outs[c] = tuple(state[k] if k != "seconds" else float(state[k]) for k in _CHAIN_FIELDS)
+        return cls(setup, paths, saved, outs)
+
+    def finish(self, c: int, out) -> None:
+        self.outs[c] = out
+        if self.paths[c] is not None:
+            save_checkpoint(self.paths[c], self.setup.prints[c],
+                            _finished_state(out, self.setup.sweeps_per_chain))
+
+    def chain_kwargs(self, c: int) -> dict:
+        s = self.setup
+        return {"held": s.held, "checkpoint": self.paths[c], "checkpoint_every": s.checkpoint_every,
+                "fingerprint": s.prints[c], "resume": self.saved[c], "predict": s.predict,
+                "max_draws": s.max_draws, "kernel": s.kernel}
+
+
+def _run_here(setup: _Setup, book: _Book, todo: list, group: int, bar, on_sweeps) -> None:
+    """The chains of ``todo`` in this process: interleaved in one kernel by ``group``, then
+    any left one at a time; sweeps reported to the bar and ``on_sweeps``."""
+    callbacks = [f for f in (None if bar is None else bar.update, on_sweeps) if f is not None]
+    report = None
+    if callbacks:
+        def report(n):
+            for f in callbacks:
+                f(n)
+    if group > 1 and len(todo) > 1:
+        for c, out in zip(todo, _run_chains_interleaved(
+                [setup.chain_args(c) for c in todo],
+                [{**book.chain_kwargs(c), "on_sweeps": report} for c in todo], group)):
+            book.finish(c, out)
+    for c in todo:
+        if book.outs[c] is None:
+            book.finish(c, _run_chain(*setup.chain_args(c), report, **book.chain_kwargs(c)))
+
+
+def _run_in_pool(setup: _Setup, book: _Book, todo: list, group: int, bar, jobs: int, context) -> None:
+    """The chains of ``todo`` in ``jobs`` worker processes: one job per chain, or, interleaving,
+    one group of chains per process; the bar follows the workers' shared sweep counters."""
+    chains, per_chain = len(book.outs), setup.sweeps_per_chain
+    shared = context.RawArray("q", chains) if bar is not None else None
+    with concurrent.futures.ProcessPoolExecutor(
+            max_workers=min(jobs, len(todo)), mp_context=context,
+            initializer=_init_worker, initargs=(shared,)) as pool:
+        parts = ([[c] for c in todo] if group <= 1 or len(todo) <= jobs
+                 else [[int(c) for c in p] for p in np.array_split(todo, jobs)])
+        futures = {pool.submit(_run_chains_job, part, [setup.chain_args(c) for c in part],
+                               [book.chain_kwargs(c) for c in part], group): part
+                   for part in parts}
+        pending = set(futures)
+        while pending:
+            done, pending = concurrent.futures.wait(
+                pending, timeout=0.5, return_when=concurrent.futures.FIRST_COMPLETED)
+            for f in done:
+                for c, out in zip(futures[f], f.result()):
+                    book.finish(c, out)
+            if bar is not None:
+                now = sum(per_chain if book.outs[c] is not None else min(shared[c], per_chain)
+                          for c in todo)
+                bar.update((chains - len(todo)) * per_chain + now - bar.n)
+
+
+def _result(setup: _Setup, outs: list, run: dict, holdout: float, max_draws) -> CGSResult:
+    """Stack the chains' outputs into a :class:`CGSResult` with the run's ``info``, and Eq. 6
+    over every draw of every chain for the strings predicted online."""
+    chains = len(outs)
     counts, log_joint, used, edges, heldout, z, chain_seconds, pred_log_sum = (
         np.stack(x) for x in zip(*outs))
+    held, tokens = setup.held, setup.tokens
     info = {
-        "kernel": kernel,
-        "n_draws_per_chain": int(n_draws),
+        "kernel": setup.kernel,
+        "n_draws_per_chain": int(setup.n_draws),
         "n_free_positions": int(free_positions(tokens).size),
         "n_tokens": int(tokens.size),
         "holdout": float(holdout),
-        "holdout_strings": int(held_idx.size),
+        "holdout_strings": int(setup.held_idx.size),
         "holdout_letters": 0 if held is None else int(held.corpus().n_letters),
-        "jobs": int(jobs),
-        "interleave": int(group),
-        "chains_resumed": int(chains - len(todo)),
-        "chains_resumed_mid_chain": int(resumed_mid),
-        "checkpoint_every": float(checkpoint_every),
-        "start_method": None if context is None else context.get_start_method(),
-        "seconds": seconds,
+        "jobs": run["jobs"],
+        "interleave": run["interleave"],
+        "chains_resumed": run["chains_resumed"],
+        "chains_resumed_mid_chain": run["chains_resumed_mid_chain"],
+        "checkpoint_every": setup.checkpoint_every,
+        "start_method": run["start_method"],
+        "seconds": run["seconds"],
         "chain_seconds": [float(s) for s in chain_seconds],
         "ns_per_state_token": float(np.mean(chain_seconds) * 1e9
-                                    / max(1, sweeps_per_chain * n_states * tokens.size)),
+                                    / max(1, setup.sweeps_per_chain * setup.n_states * tokens.size)),
         "max_draws": None if max_draws is None else int(max_draws),
         "kept_draws_per_chain": int(counts.shape[1]),
         "kept_draws_rule": KEPT_DRAWS_RULE,
-        "predict_strings": n_test if predict is not None else None,
+        "predict_strings": setup.n_test if setup.predict is not None else None,
     }
     predict_log_mean = None
-    if predict is not None:  # Eq. 6 over every draw of every chain (same count per chain)
+    if setup.predict is not None:  # Eq. 6 over every draw of every chain (same count per chain)
         from bayesfa.online import combine_log_means
 
-        predict_log_mean = combine_log_means(pred_log_sum - np.log(n_draws), np.full(chains, n_draws))
+        predict_log_mean = combine_log_means(pred_log_sum - np.log(setup.n_draws),
+                                             np.full(chains, setup.n_draws))
     return CGSResult(counts, log_joint, used, edges, z, info, heldout if held is not None else None,
                      predict_log_mean)
 
