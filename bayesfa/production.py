@@ -402,7 +402,9 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
     if todo:
         from dask.distributed import as_completed
 
-        corpus_f, test_f = client.scatter([train, test], hash=False)
+        # on every worker: data scattered to one worker die with it (scattered data cannot be
+        # recomputed), and the units that need them fail instead of moving elsewhere
+        corpus_f, test_f = client.scatter([train, test], hash=False, broadcast=True)
         futures = {client.submit(_final_unit, spec.method, corpus_f, test_f, options,
                                  metas[c]["seed"], pure=False): c for c in todo}
         try:
