@@ -568,10 +568,10 @@ class Run:
             with tempfile.TemporaryDirectory() as tmp:
                 ex.write_pautomac(Path(tmp) / "model", machine)
                 text = (Path(tmp) / "model").read_text()
-        if out is not None:
+        if out is not None:  # ``-``: standard output
             from bayesfa.rundir import write_output_text
 
-            write_output_text(out, text, "out")
+            write_output_text(out, text, "--out", stream=True)
         return text
 
     def components(self) -> list:
@@ -598,16 +598,24 @@ class Run:
                 strings[i] = self._symbols(s)
         return strings
 
-    def decode(self, strings) -> list[np.ndarray]:
+    def decode(self, strings, *, format: str | None = None) -> list[np.ndarray]:
         """The most probable state path of each string under the plug-in automaton (Viterbi;
         the draw of highest joint probability for the samplers): for a string of ``n``
-        letters, ``n + 1`` states, the first the initial state."""
+        letters, ``n + 1`` states, the first the initial state. A string the automaton gives
+        probability 0 is an :class:`InputError` naming it."""
         from bayesfa.forward import viterbi
 
         comps = self.components()
         pfa = comps[self._map_draw(len(comps))]
-        corpus = self.corpus(strings)
-        return [viterbi(pfa.init, pfa.trans, pfa.stop, corpus.string(s)) for s in range(corpus.n_strings)]
+        corpus = self.corpus(strings, format=format)
+        out = []
+        for s in range(corpus.n_strings):
+            try:
+                out.append(viterbi(pfa.init, pfa.trans, pfa.stop, corpus.string(s)))
+            except ValueError:
+                raise InputError(f"string {s} has probability 0 under the run's automaton: no "
+                                 f"state path to decode") from None
+        return out
 
     def _map_draw(self, n: int) -> int:
         trace = self._trace_arrays()

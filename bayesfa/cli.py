@@ -244,6 +244,29 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                    help="dot: draw only the N most probable transitions (default 200)")
     p.set_defaults(func=cmd_export)
 
+    p = sub.add_parser("sample", help="draw strings from a run's predictive distribution",
+                       description="Draw N strings from the run's posterior predictive (a draw "
+                                   "of the Eq. 6 mixture, then a string from its plug-in "
+                                   "automaton; bayesfa.Run.sample). A run on PAutomaC data "
+                                   "writes a PAutomaC sample (which `bayesfa fit` reads); a run "
+                                   "with an alphabet writes one string a line in its symbols.")
+    p.add_argument("run", metavar="RUN_DIR")
+    p.add_argument("n", type=positive_int, metavar="N", help="number of strings")
+    p.add_argument("--seed", type=seed_int, default=0, help="random seed; default 0")
+    p.add_argument("--out", required=True, metavar="FILE", help="output file; - for standard output")
+    p.set_defaults(func=cmd_sample)
+
+    p = sub.add_parser("decode", help="most probable state path of each test string (Viterbi)",
+                       description="The most probable state path of each string of TEST under "
+                                   "the run's plug-in automaton (the draw of highest joint "
+                                   "probability for the samplers; bayesfa.Run.decode): one "
+                                   "line a string, its n + 1 states separated by spaces.")
+    p.add_argument("run", metavar="RUN_DIR")
+    p.add_argument("test", metavar="TEST")
+    _add_format(p)
+    p.add_argument("--out", required=True, metavar="FILE", help="output file; - for standard output")
+    p.set_defaults(func=cmd_decode)
+
     p = sub.add_parser("pautomac", help="production runs over PAutomaC problems on Dask (pautomac run)",
                        description="Production runs over PAutomaC problems: `bayesfa pautomac run "
                                    "--help` (bayesfa.production).")
@@ -511,6 +534,31 @@ def cmd_export(args) -> int:
     from bayesfa.export import export_run
 
     export_run(args.run, args.format, args.out, args.max_edges)
+    return 0
+
+
+def cmd_sample(args) -> int:
+    from bayesfa.api import load
+    from bayesfa.rundir import write_output_text
+
+    run = load(args.run)
+    strings = run.sample(args.n, seed=args.seed)
+    if run.alphabet is None:  # a PAutomaC sample, letters 0..A-1
+        size = int(run.manifest.get("train", {}).get("alphabet_size") or 1)
+        lines = [f"{len(strings)} {size}"] + [" ".join(map(str, [len(s), *s])) for s in strings]
+    else:
+        lines = [s if isinstance(s, str) else " ".join(map(str, s)) for s in strings]
+    write_output_text(args.out, "\n".join(lines) + "\n", "--out", stream=True)
+    return 0
+
+
+def cmd_decode(args) -> int:
+    from bayesfa.api import load
+    from bayesfa.rundir import write_output_text
+
+    paths = load(args.run).decode(args.test, format=args.format)
+    write_output_text(args.out, "".join(" ".join(map(str, p)) + "\n" for p in paths), "--out",
+                      stream=True)
     return 0
 
 

@@ -217,3 +217,25 @@ def test_methods_and_options_are_the_clis():
 def test_validate_returns_the_checks_as_data():
     report = bayesfa.validate("estatemerge") if "estatemerge" in method_names() else None
     assert isinstance(report, dict) and "passed" in report and "checks" in report
+
+
+def test_sample_and_decode_on_the_command_line(tmp_path, capsys):
+    from bayesfa.datasets import pautomac_path
+    from bayesfa.pautomac import read_sample
+
+    run, out = tmp_path / "run", tmp_path / "drawn.txt"
+    assert main(["fit", str(pautomac_path(24, "train")), "--method", "cvb0", "--states", "3",
+                 "--iterations", "5", "--seed", "1", "--out", str(run), "--quiet"]) == 0
+    assert main(["sample", str(run), "25", "--seed", "4", "--out", str(out)]) == 0
+    drawn = read_sample(out)  # a PAutomaC sample, which fit reads back
+    assert drawn.n_strings == 25
+    assert [list(s) for s in drawn.strings()] == bayesfa.load(run).sample(25, seed=4)
+    paths = tmp_path / "paths.txt"
+    test = pautomac_path(24, "test")
+    assert main(["decode", str(run), str(test), "--out", str(paths)]) == 0
+    lines = paths.read_text().splitlines()
+    corpus = read_sample(test)
+    assert len(lines) == corpus.n_strings
+    assert [len(line.split()) for line in lines[:20]] == [int(n) + 1 for n in corpus.lengths[:20]]
+    assert main(["sample", str(run), "3", "--out", "-"]) == 0
+    assert capsys.readouterr().out.startswith("3 ")
