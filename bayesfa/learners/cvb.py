@@ -123,19 +123,126 @@ def predict_log_prob(expected: np.ndarray, beta: float, corpus: Corpus) -> np.nd
     return plugin_log_prob(np.asarray(expected)[None], beta, corpus)[0]
 
 
+#: With ``progress``, a long iteration is run in chunks of free positions lasting about this
+#: many seconds each, so that the bar moves within an iteration (the sweeps visit the same
+#: positions in the same order: the result is bit-identical to one call).
+PROGRESS_SECONDS = 1.0
+#: With ``progress``, an estimate of the whole fit is printed when it exceeds this many seconds.
+ESTIMATE_SECONDS = 10.0
+
+
+def _say(bar, text: str) -> None:
+    """One line to standard error without breaking the bar."""
+    if bar is not None:
+        bar.write(text, file=sys.stderr)
+    else:
+        print(text, file=sys.stderr, flush=True)
+
+
+def estimate_message(name: str, seconds_per_iteration: float, iterations: int,
+                     measured: str) -> str | None:
+    """``"name: estimated N s for M iterations ..."`` when ``seconds_per_iteration *
+    iterations`` exceeds :data:`ESTIMATE_SECONDS`, else None."""
+    total = seconds_per_iteration * iterations
+    if not total > ESTIMATE_SECONDS:
+        return None
+    return (f"{name}: estimated roughly {total:.0f} s for {iterations} iteration"
+            f"{'s' if iterations != 1 else ''} at most ({seconds_per_iteration:.3g} s each, "
+            f"timed on {measured}); it may stop earlier on convergence")
+
+
+#: A whole iteration costs about this many times the pass that recomputes the sums from ``q``
+#: (:func:`_timed_start`); measured on the first 2000 strings of PAutomaC 24 at N = 50 and
+#: 200: a CVB0 sweep took 10x and 5x ``expected_counts``, a CVB2 sweep 25x and 39x
+#: ``cvb2_sums``; the lower ends are used (GCVB0: one evaluation, counts and gradient, is
+#: taken as a CVB0 sweep).
+ITERATION_PER_PASS = {"cvb0": 5.0, "cvb2": 25.0, "gcvb0": 5.0}
+
+
+def _timed_start(kind: str, tokens: np.ndarray, n_states: int, sums: tuple) -> tuple[float, int]:
+    """Seconds of one pass recomputing the sums over all ``T`` positions, and the longest
+    prefix timed: passes over growing prefixes (16, 64, 256, ... positions) until two differ
+    by 0.2 s, the time extrapolated linearly from the last two (a pass has a fixed cost, the
+    zeroing of the sums, which is large for large N).
+
+    The passes run on a uniform ``q`` of the prefix and write into ``sums`` (the fit's own
+    arrays, which the first iteration recomputes from scratch): the fit's result is unchanged.
+    """
+    from bayesfa.learners import _cvb_kernel as kernel
+
+    big_t = tokens.size
+    previous = None
+    k = min(big_t, 16)
+    while True:
+        part = tokens[:k]
+        q = np.zeros((k + 1, n_states + 1))
+        q[:, 0] = 1.0
+        free = free_positions(part)
+        free = free[free <= k]
+        q[free, 0] = 0.0
+        q[free, 1:] = 1.0 / n_states
+        s0 = time.perf_counter()
+        if kind == "cvb2":
+            kernel.cvb2_sums(part, q, *sums)
+        else:
+            kernel.expected_counts(part, q, *sums)
+        took = time.perf_counter() - s0
+        if k >= big_t:
+            return took, k
+        if previous is not None and took - previous[1] >= 0.2:
+            slope = (took - previous[1]) / (k - previous[0])
+            return took + slope * (big_t - k), k
+        previous = (k, took)
+        k = min(big_t, 4 * k)
+
+
+def _announce(kind: str, tokens: np.ndarray, n_states: int, iterations: int, sums: tuple,
+              rec: "_Recorder") -> None:
+    """With a progress bar: the estimate of :func:`_timed_start` (when long)."""
+    if rec.bar is None or tokens.size == 0:
+        return
+    per_pass, k = _timed_start(kind, tokens, n_states, sums)
+    per_iteration = per_pass * (1.0 + ITERATION_PER_PASS[kind])
+    rec.say(estimate_message(kind, per_iteration, iterations,
+                             f"the first {k} of {tokens.size} positions of a pass over the data"))
+
+
 class _Recorder:
-    """Per-iteration trace values, a progress bar and the ``on_iteration`` hook."""
+    """Per-iteration trace values, a progress bar and the ``on_iteration`` hook.
+
+    The bar counts iterations; :meth:`advance` moves it by a fraction of one within an
+    iteration (chunked sweeps), :meth:`record` completes the iteration."""
 
     def __init__(self, corpus, beta, positions, progress, name, total, on_iteration):
         self.corpus, self.beta, self.positions = corpus, beta, positions
         self.rows: dict[str, list] = {"d0": [], "log_lik": [], "n_edges": [], "neg_entropy": []}
         self.on_iteration = on_iteration
+        self.name, self.total = name, total
         self.bar = None
+        self.partial = 0.0
         if progress:
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, unit="it", desc=name, leave=False, dynamic_ncols=True,
-                            file=sys.stderr)
+                            file=sys.stderr, mininterval=0.5,
+                            bar_format="{l_bar}{bar}| {n:.2f}/{total} [{elapsed}<{remaining}, "
+                                       "{rate_fmt}{postfix}]")
+
+    def advance(self, fraction: float) -> None:
+        if self.bar is not None and fraction > 0:
+            self.partial = min(1.0, self.partial + fraction)
+            done = len(self.rows["d0"])
+            self.bar.n = min(done + self.partial, self.total)  # rounding must not pass it
+            self.bar.update(0)
+
+    def stage(self, what: str) -> None:
+        """Name the stage under way next to the bar (shown at once)."""
+        if self.bar is not None:
+            self.bar.set_description_str(f"{self.name} ({what})", refresh=True)
+
+    def say(self, text: str | None) -> None:
+        if text is not None and self.bar is not None:
+            _say(self.bar, text)
 
     def record(self, ec, eci, q, d0=None, **extra):
         from bayesfa.learners import _cvb_kernel as kernel
@@ -150,7 +257,9 @@ class _Recorder:
         for key, value in extra.items():
             self.rows.setdefault(key, []).append(value)
         if self.bar is not None:
+            self.bar.n = min(len(self.rows["d0"]), self.total) - 1  # whole again
             self.bar.update(1)
+            self.partial = 0.0
             self.bar.set_postfix(d0=f"{d0:.6g}")
         if self.on_iteration is not None:
             self.on_iteration(len(self.rows["d0"]), ec, q)
@@ -161,6 +270,33 @@ class _Recorder:
 
     def trace(self) -> dict[str, np.ndarray]:
         return {k: np.asarray(v, dtype=np.float64) for k, v in self.rows.items()}
+
+
+def _chunked_sweep(sweep, positions: np.ndarray, rec: _Recorder, state: dict, first: bool):
+    """``sweep(chunk)`` over consecutive chunks of ``positions`` (in order) lasting about
+    :data:`PROGRESS_SECONDS` each, moving the bar after each; returns the largest change.
+    ``state["chunk"]`` carries the chunk size from one iteration to the next. In the first
+    iteration (``first``), once :data:`PROGRESS_SECONDS` have passed, the time per position
+    gives the estimate of :func:`estimate_message` (printed once)."""
+    m = positions.size
+    change = 0.0
+    start = 0
+    t_first = time.perf_counter()
+    while start < m:
+        chunk = max(1, min(m - start, state["chunk"]))
+        s0 = time.perf_counter()
+        change = max(change, sweep(positions[start:start + chunk]))
+        took = time.perf_counter() - s0
+        start += chunk
+        rec.advance(chunk / m)
+        # next chunk: about PROGRESS_SECONDS (at most doubling)
+        state["chunk"] = max(1, min(2 * chunk, int(chunk * PROGRESS_SECONDS / max(took, 1e-9))))
+        if first and not state["estimated"] and start < m and time.perf_counter() - t_first > PROGRESS_SECONDS:
+            state["estimated"] = True
+            per_position = (time.perf_counter() - t_first) / start
+            rec.say(estimate_message(rec.name, per_position * m, rec.total,
+                                     f"{start} of {m} positions of the first iteration"))
+    return change
 
 
 OnIteration = Callable[[int, np.ndarray, np.ndarray], None]
@@ -178,11 +314,10 @@ def _coordinate_fit(kind: str, corpus: Corpus, n_states: int, beta: float, itera
     tokens = corpus.tokens
     n_symbols = corpus.alphabet_size + 1
     positions = free_positions(tokens)
-    rng = np.random.default_rng(np.random.SeedSequence(seed))
-    q = initial_q(tokens, n_states, rng) if q0 is None else np.array(q0, dtype=np.float64)
     n1 = n_states + 1
     ec = np.zeros((n1, n_symbols, n1))
     eci = np.zeros(n1)
+    sums = (ec, eci)
     if kind == "cvb2":
         e2 = np.zeros_like(ec)
         f2 = np.zeros_like(ec)
@@ -190,28 +325,53 @@ def _coordinate_fit(kind: str, corpus: Corpus, n_states: int, beta: float, itera
         qq = np.zeros(n1)
         sums = (ec, e2, f2, d1, eci, qq)
     rec = _Recorder(corpus, beta, positions, progress, kind, iterations, on_iteration)
+    try:
+        _announce(kind, tokens, n_states, iterations, sums, rec)
+        rec.stage("random start")
+        rng = np.random.default_rng(np.random.SeedSequence(seed))
+        q = initial_q(tokens, n_states, rng) if q0 is None else np.array(q0, dtype=np.float64)
+    except BaseException:
+        rec.close()
+        raise
     converged = False
+    chunking = {"chunk": 16, "estimated": False}
     t0 = time.perf_counter()
     sweep_seconds = 0.0
     try:
         for it in range(iterations):
             s0 = time.perf_counter()
+            if it % _REFRESH == 0:
+                rec.stage("recomputing the sums")
             if kind == "cvb0":
                 if it % _REFRESH == 0:
                     kernel.expected_counts(tokens, q, ec, eci)
                 if variant:  # a validation mutant (_cvb_kernel.MUTATIONS)
-                    change = kernel.cvb0_sweep(positions, tokens, q, ec, eci, float(beta), variant)
+                    def sweep(p):
+                        return kernel.cvb0_sweep(p, tokens, q, ec, eci, float(beta), variant)
                 else:
-                    change = kernel.cvb0_sweep(positions, tokens, q, ec, eci, float(beta))
+                    def sweep(p):
+                        return kernel.cvb0_sweep(p, tokens, q, ec, eci, float(beta))
             else:
                 if it % _REFRESH == 0:
                     kernel.cvb2_sums(tokens, q, *sums)
                 if variant:
-                    change = kernel.cvb2_sweep(positions, tokens, q, *sums, float(beta), variant)
+                    def sweep(p):
+                        return kernel.cvb2_sweep(p, tokens, q, *sums, float(beta), variant)
                 else:
-                    change = kernel.cvb2_sweep(positions, tokens, q, *sums, float(beta))
+                    def sweep(p):
+                        return kernel.cvb2_sweep(p, tokens, q, *sums, float(beta))
+            if rec.bar is None:
+                change = sweep(positions)
+            else:
+                rec.stage("sweep")
+                change = _chunked_sweep(sweep, positions, rec, chunking, it == 0)
+                rec.stage("recording")
             sweep_seconds += time.perf_counter() - s0
             rec.record(ec, eci, q, change=change)
+            if it == 0 and not chunking["estimated"]:
+                chunking["estimated"] = True
+                rec.say(estimate_message(kind, time.perf_counter() - t0, iterations,
+                                         "the first iteration"))
             if change < tol:
                 converged = True
                 break
@@ -321,10 +481,18 @@ def fit_gcvb0(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
     tol = GCVB0_TOL if tol is None else tol
     check_arguments(corpus, n_states, beta, iterations, tol)
     fun = D0Objective(corpus, n_states, beta, variant)
-    rng = np.random.default_rng(np.random.SeedSequence(seed))
-    q_init = initial_q(corpus.tokens, n_states, rng) if q0 is None else np.asarray(q0, dtype=np.float64)
-    x0 = np.maximum(fun.x_from_q(q_init), LOWER_BOUND)
-    rec = _Recorder(corpus, beta, fun.positions, progress, "gcvb0", iterations, on_iteration)
+    # the bar counts the starting point too (recorded as iteration 0)
+    rec = _Recorder(corpus, beta, fun.positions, progress, "gcvb0", iterations + 1, on_iteration)
+    try:
+        _announce("gcvb0", corpus.tokens, n_states, iterations, (fun.ec, fun.eci), rec)
+        rec.stage("random start")
+        rng = np.random.default_rng(np.random.SeedSequence(seed))
+        q_init = initial_q(corpus.tokens, n_states, rng) if q0 is None else np.asarray(q0, dtype=np.float64)
+        x0 = np.maximum(fun.x_from_q(q_init), LOWER_BOUND)
+        rec.stage("L-BFGS-B")
+    except BaseException:
+        rec.close()
+        raise
 
     def callback(intermediate_result):
         x = intermediate_result.x
@@ -333,14 +501,28 @@ def fit_gcvb0(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
         rec.record(fun.ec, fun.eci, fun.q, d0=fun.last_d0, objective=float(intermediate_result.fun),
                    n_evaluations=fun.n_evaluations)
 
+    shown = [0.0]
+
+    def evaluate(x):
+        """``fun`` that, with ``progress``, shows the evaluation count every half second (an
+        L-BFGS-B iteration may take several evaluations)."""
+        out = fun(x)
+        if rec.bar is not None and time.perf_counter() - shown[0] > 0.5:
+            shown[0] = time.perf_counter()
+            rec.bar.set_postfix(d0=f"{fun.last_d0:.6g}", evaluations=fun.n_evaluations)
+        return out
+
     t0 = time.perf_counter()
     try:
         # Record the starting point as iteration 0.
         fun(x0)
         rec.record(fun.ec, fun.eci, fun.q, d0=fun.last_d0, objective=fun.last_d0 + fun.last_penalty,
                    n_evaluations=fun.n_evaluations)
+        # An L-BFGS-B iteration costs about one evaluation (more on line-search retries).
+        rec.say(estimate_message("gcvb0", time.perf_counter() - t0, iterations,
+                                 "the first evaluation"))
         if x0.size:
-            res = minimize(fun, x0, jac=True, method="L-BFGS-B",
+            res = minimize(evaluate, x0, jac=True, method="L-BFGS-B",
                            bounds=Bounds(np.full(x0.size, LOWER_BOUND), np.full(x0.size, np.inf)),
                            callback=callback,
                            options={"maxiter": iterations, "maxfun": 20 * iterations + 20,

@@ -9,6 +9,15 @@ Slow, exact-by-construction references for the collapsed samplers (toy sizes):
   (:mod:`bayesfa.models.pdfa`); ``--hyperpriors`` puts the paper's Gamma(1, 1) priors on
   alpha, beta, gamma (sampled by NUTS, or integrated by quadrature when enumerating).
 
+Size limits (the oracles are references for toy data): before fitting, the data size is
+``distinct strings x longest string x states^2``, the cells of one forward pass of a
+gradient (:func:`data_cells`); the time is estimated as that times the MCMC steps (chains x
+iterations) times :data:`SECONDS_PER_CELL_STEP`, measured on oracle-pfa (the first 400 strings
+of PAutomaC 24, 2 states, 40 steps: 15.5 s on one core, compilation included). Above
+:data:`WARN_CELLS` a one-line warning with the estimate goes to standard error; above
+:data:`REFUSE_CELLS` the fit is refused (InputError) unless ``--allow-large``. The full
+PAutomaC 24 training set (4998 distinct strings up to 98 letters) is 1.96e6 cells at 2 states.
+
 MCMC schedule: ``--burn-in`` NUTS warm-up steps, then ``--iterations - --burn-in`` steps of
 which every ``--period``-th is kept, in each of ``--chains`` chains run one after the other
 (``--jobs`` is accepted and ignored). Predictions are the posterior predictive
@@ -18,6 +27,7 @@ which every ``--period``-th is kept, in each of ``--chains`` chains run one afte
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -64,6 +74,53 @@ def _nuts_result(xi: np.ndarray, samples, trace, start: float) -> FitResult:
     return FitResult({"xi": xi.reshape((-1,) + xi.shape[2:])}, trace, info)
 
 
+# -- size limits (module docstring) ------------------------------------------------------------
+
+#: Above this many cells (:func:`data_cells`) an oracle warns, with its estimated time.
+WARN_CELLS = 10_000
+#: Above this many cells an oracle refuses to fit unless ``--allow-large``.
+REFUSE_CELLS = 100_000
+#: Seconds per cell and MCMC step (module docstring: a rough rate from one measurement).
+SECONDS_PER_CELL_STEP = 1.5e-5
+
+
+def data_cells(corpus: Corpus, states: int) -> int:
+    """``distinct strings x longest string x states^2``: the cells of one forward pass."""
+    from bayesfa.memory import distinct_strings
+
+    width = int(corpus.lengths.max()) if corpus.n_strings else 0
+    return distinct_strings(corpus) * max(1, width) * states * states
+
+
+def add_size_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-large", action="store_true",
+                        help=f"fit even data beyond toy size (more than {REFUSE_CELLS:,} cells "
+                             "= distinct strings x longest string x states^2), which the "
+                             "oracle otherwise refuses: it may take hours")
+
+
+def check_size(name: str, corpus: Corpus, options: dict[str, Any]) -> None:
+    """Refuse (InputError) or warn (one line on standard error) when the data are beyond toy
+    size for an oracle (module docstring); nothing is fitted before this check."""
+    cells = data_cells(corpus, options["states"])
+    if cells <= WARN_CELLS:
+        return
+    from bayesfa.memory import distinct_strings
+
+    steps = options["iterations"] * options.get("chains", 1)
+    seconds = cells * steps * SECONDS_PER_CELL_STEP
+    width = int(corpus.lengths.max()) if corpus.n_strings else 0
+    size = (f"{distinct_strings(corpus)} distinct strings up to {width} letters with "
+            f"{options['states']} states ({cells:.3g} cells)")
+    estimate = f"roughly {seconds:.2g} s for {steps} MCMC steps"
+    if cells > REFUSE_CELLS and not options.get("allow_large", False):
+        raise InputError(f"{name} is a reference for toy data: {size} is beyond its limit of "
+                         f"{REFUSE_CELLS:,} cells ({estimate}); fit a collapsed sampler "
+                         "(e.g. cgs-pfa) on data this size, or pass --allow-large")
+    print(f"bayesfa: warning: {name} is a reference for toy data: {size}, {estimate}",
+          file=sys.stderr, flush=True)
+
+
 # -- memory estimates (bayesfa.memory) ---------------------------------------------------------
 
 def _kept(options: dict[str, Any]) -> int:
@@ -99,10 +156,12 @@ class OraclePFA:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_mcmc_arguments(parser, states=2, beta=0.1, iterations=2000, burn_in=1000, period=1,
                            parallel_chains=False)
+        add_size_argument(parser)
 
     def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
         from bayesfa.models import pfa
 
+        check_size(self.name, corpus, options)
         start = time.perf_counter()
         samples, trace = pfa.run_nuts(corpus, options["states"], options["beta"], seed,
                                       progress=progress, **_schedule(options))
@@ -123,6 +182,7 @@ class OracleHMM:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_mcmc_arguments(parser, states=2, beta=0.1, iterations=2000, burn_in=1000, period=1,
                            parallel_chains=False)
+        add_size_argument(parser)
         parser.add_argument("--alpha", type=positive_float, default=0.1,
                             help="Dirichlet hyperparameter of the emissions eta; default 0.1 "
                                  "(--beta is that of the state transitions theta)")
@@ -130,6 +190,7 @@ class OracleHMM:
     def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
         from bayesfa.models import hmm
 
+        check_size(self.name, corpus, options)
         start = time.perf_counter()
         samples, trace = hmm.run_nuts(corpus, options["states"], options["alpha"],
                                       options["beta"], seed, progress=progress, **_schedule(options))
@@ -151,6 +212,7 @@ class OraclePDFA:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_mcmc_arguments(parser, states=2, beta=None, iterations=2000, burn_in=500, period=1,
                            parallel_chains=False)
+        add_size_argument(parser)
         parser.add_argument("--beta", type=positive_float, default=1.0,
                             help="total mass of the emission prior pi_q ~ Dir(beta/(L+1)), "
                                  "end symbol included; default 1.0")
@@ -182,6 +244,7 @@ class OraclePDFA:
     def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
         from bayesfa.models import pdfa
 
+        check_size(self.name, corpus, options)
         start = time.perf_counter()
         mode = self._mode(options, corpus)
         n, a, b, g = options["states"], options["alpha"], options["beta"], options["gamma"]

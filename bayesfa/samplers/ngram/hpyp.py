@@ -29,6 +29,7 @@ sequential conditionals, as the PDIA does).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -181,12 +182,60 @@ def _slots(parent, tok_node, tok_sym, n_nodes, n_sym):
     return cap
 
 
+#: With ``progress``, an estimate of the whole fit is printed when it exceeds this many seconds.
+ESTIMATE_SECONDS = 10.0
+
+
+def _chain_with_progress(bar, estimate, rng, tok_node, tok_sym, parent, depth, c, t, cs, ts,
+                         sizes, off, disc, conc, fixed_d, fixed_th, prior, base, iterations,
+                         burn_in, period, variant, out_t, out_disc, out_conc, out_lj, slot_node,
+                         slot_sym):
+    """:func:`~bayesfa.samplers.ngram._hpyp_kernel.run_chain` one sweep per kernel call, so
+    that ``bar`` moves after each sweep: the seating is ``run_chain`` with no sweep, then the
+    same kernel calls in the same order on the same generator (bit-identical draws; the test
+    suite compares). ``estimate(seconds_seating, seconds_per_sweep)`` is called once, after
+    the first sweep."""
+    from bayesfa.samplers.ngram import _hpyp_kernel as k
+
+    t0 = time.perf_counter()
+    k.run_chain(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc, conc,
+                fixed_d, fixed_th, prior, base, 0, burn_in, period, variant,
+                out_t, out_disc, out_conc, out_lj, slot_node, slot_sym)
+    seated = time.perf_counter() - t0
+    nd = np.empty(parent.shape[0])
+    nth = np.empty(parent.shape[0])
+    k.set_node_params(depth, disc, conc, nd, nth)
+    path = np.empty(k.node_levels(parent).max() + 2, dtype=np.int64)
+    pp = np.empty(path.shape[0])
+    draw = 0
+    for it in range(iterations):
+        s0 = time.perf_counter()
+        k.sweep(rng, tok_node, tok_sym, parent, nd, nth, c, t, cs, ts, base, path, pp, sizes,
+                off, variant)
+        k.sample_hyper(rng, depth, c, t, cs, ts, sizes, off, disc, conc, fixed_d, fixed_th,
+                       prior, variant)
+        k.set_node_params(depth, disc, conc, nd, nth)
+        if it >= burn_in and (it - burn_in + 1) % period == 0 and draw < out_t.shape[0]:
+            out_t[draw] = t[slot_node, slot_sym]
+            out_disc[draw, :] = disc
+            out_conc[draw, :] = conc
+            out_lj[draw] = k.log_joint(parent, nd, nth, t, ts, sizes, off, base)
+            draw += 1
+        if it == 0:
+            estimate(seated, time.perf_counter() - s0)
+        bar.update(1)
+
+
 def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: int = 100,
                 period: int = 1, chains: int = 1, seed: int = 0, sequence: bool = False,
                 discount: float | None = None, concentration: float | None = None,
-                variant: int = 0) -> FitResult:
+                variant: int = 0, progress: bool = False) -> FitResult:
     """Run the HPYP Gibbs sampler (module docstring); the arrays :func:`predict_log_prob`
-    needs, the trace (log joint, per-depth ``d``, ``theta``) and timings."""
+    needs, the trace (log joint, per-depth ``d``, ``theta``) and timings.
+
+    ``progress``: a tqdm bar on standard error moving after every sweep, and, after the
+    first sweep, ``"hpyp: estimated N s for M sweeps"`` when that exceeds
+    :data:`ESTIMATE_SECONDS` (the draws are the same)."""
     options = {"order": order, "sequence": sequence}
     F, n_sym, first, parent, depth, tok_node = _train_tree(corpus, options)
     from bayesfa.samplers.ngram._hpyp_kernel import run_chain
@@ -210,6 +259,20 @@ def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: 
     conc_out = np.zeros((chains, n_draws, order))
     lj = np.zeros((chains, n_draws))
     secs = []
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=chains * iterations, unit="sweep", desc="hpyp", leave=False,
+                   dynamic_ncols=True, file=sys.stderr, mininterval=0.5)
+
+    def estimate(seated: float, per_sweep: float) -> None:
+        total = chains * (seated + iterations * per_sweep)
+        if ch == 0 and total > ESTIMATE_SECONDS:
+            bar.write(f"hpyp: estimated {total:.0f} s for {chains} chain"
+                      f"{'s' if chains != 1 else ''} of {iterations} sweeps (seating "
+                      f"{seated:.3g} s, first sweep {per_sweep:.3g} s)", file=sys.stderr)
+
     for ch in range(chains):
         rng = np.random.default_rng(children[ch])
         c = np.zeros((n_nodes, n_sym), dtype=np.int32)
@@ -220,10 +283,24 @@ def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: 
         disc, fixed_d = _per_depth(discount, order, START_DISCOUNT)
         conc, fixed_th = _per_depth(concentration, order, START_CONCENTRATION)
         t0 = time.perf_counter()
-        run_chain(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc, conc,
-                  fixed_d, fixed_th, PRIOR, 1.0 / n_sym, iterations, burn_in, period, variant,
-                  tables[ch], disc_out[ch], conc_out[ch], lj[ch], slot_node, slot_sym)
+        if bar is None:
+            run_chain(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc,
+                      conc, fixed_d, fixed_th, PRIOR, 1.0 / n_sym, iterations, burn_in, period,
+                      variant, tables[ch], disc_out[ch], conc_out[ch], lj[ch], slot_node,
+                      slot_sym)
+        else:
+            try:
+                _chain_with_progress(bar, estimate, rng, tok_node, tok_sym, parent, depth, c, t,
+                                     cs, ts, sizes, off, disc, conc, fixed_d, fixed_th, PRIOR,
+                                     1.0 / n_sym, iterations, burn_in, period, variant,
+                                     tables[ch], disc_out[ch], conc_out[ch], lj[ch], slot_node,
+                                     slot_sym)
+            except BaseException:
+                bar.close()
+                raise
         secs.append(time.perf_counter() - t0)
+    if bar is not None:
+        bar.close()
     arrays = {"tokens": F, "n_symbols": np.array(n_sym), "tables": tables, "slot_tok": rep_tok, "slot_up": rep_up,
               "slot_sym": slot_sym.astype(np.int32), "disc": disc_out, "conc": conc_out,
               "log_joint": lj,
@@ -388,7 +465,7 @@ class _HPYP:
                            sequence=bool(options.get("sequence", False)),
                            discount=options.get("discount"),
                            concentration=options.get("concentration"),
-                           variant=self.variant)
+                           variant=self.variant, progress=progress)
 
     def predict_log_prob(self, arrays, options, corpus) -> np.ndarray:
         return predict_log_prob(arrays, options, corpus, self.variant)

@@ -1,0 +1,207 @@
+"""Progress and estimates of the methods that run long without a word (issue 26, item 4):
+cvb0 / gcvb0 / cvb2 and hpyp report progress and an estimated time on standard error when
+``progress`` is on, without changing a bit of their results; the NumPyro oracles refuse data
+far beyond toy size in one line (before any sampling) unless ``--allow-large``."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pytest
+
+from bayesfa.corpus import Corpus
+
+
+def _corpus(n_strings: int = 40, seed: int = 3) -> Corpus:
+    rng = np.random.default_rng(seed)
+    return Corpus.from_strings([rng.integers(0, 3, size=rng.integers(0, 9)).tolist()
+                                for _ in range(n_strings)], 3)
+
+
+def _options(method, argv: list[str]) -> dict:
+    parser = argparse.ArgumentParser()
+    method.add_arguments(parser)
+    return vars(parser.parse_args(argv))
+
+
+# -- cvb0 / gcvb0 / cvb2 -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["cvb0", "cvb2", "gcvb0"])
+def test_cvb_progress_and_estimate_leave_results_unchanged(name, monkeypatch, capsys):
+    """With progress on, positions run one per chunk (PROGRESS_SECONDS tiny) and the estimate
+    is forced (ESTIMATE_SECONDS = 0): the bar and the estimate reach stderr, and q, E_q[C]
+    and the trace are bit-identical to the silent fit."""
+    from bayesfa.learners import cvb
+
+    fit = {"cvb0": cvb.fit_cvb0, "cvb2": cvb.fit_cvb2, "gcvb0": cvb.fit_gcvb0}[name]
+    corpus = _corpus()
+    quiet = fit(corpus, 3, 0.1, iterations=5, tol=1e-12, seed=7, progress=False)
+    capsys.readouterr()
+    monkeypatch.setattr(cvb, "PROGRESS_SECONDS", 1e-9)
+    monkeypatch.setattr(cvb, "ESTIMATE_SECONDS", 0.0)
+    loud = fit(corpus, 3, 0.1, iterations=5, tol=1e-12, seed=7, progress=True)
+    err = capsys.readouterr().err
+    assert f"{name}: estimated roughly " in err and "for 5 iterations" in err, err
+    assert f"/{6 if name == 'gcvb0' else 5} [" in err, err        # the tqdm bar
+    np.testing.assert_array_equal(loud.q, quiet.q)
+    np.testing.assert_array_equal(loud.expected_counts, quiet.expected_counts)
+    assert loud.trace.keys() == quiet.trace.keys()
+    for key in quiet.trace:
+        np.testing.assert_array_equal(loud.trace[key], quiet.trace[key])
+
+
+def test_cvb_chunked_sweep_moves_the_bar_within_an_iteration(monkeypatch):
+    """One chunk per position: the bar moves M times by 1/M in the first iteration."""
+    from bayesfa.learners import cvb
+
+    monkeypatch.setattr(cvb, "PROGRESS_SECONDS", 1e-9)
+    steps = []
+
+    class Rec:
+        name, total, bar = "cvb0", 1, object()
+
+        def advance(self, fraction):
+            steps.append(fraction)
+
+        def say(self, text):
+            pass
+
+    positions = np.arange(10)
+    seen = []
+    change = cvb._chunked_sweep(lambda p: seen.extend(p.tolist()) or float(p[0]), positions,
+                                Rec(), {"chunk": 1, "estimated": False}, True)
+    assert seen == list(range(10)) and change == 9.0
+    assert len(steps) == 10 and sum(steps) == pytest.approx(1.0)
+
+
+def test_cvb_short_fit_prints_no_estimate(capsys):
+    from bayesfa.learners import cvb
+
+    cvb.fit_cvb0(_corpus(), 2, 0.1, iterations=3, seed=0, progress=True)
+    assert "estimated" not in capsys.readouterr().err
+
+
+def test_estimate_message_threshold():
+    from bayesfa.learners.cvb import ESTIMATE_SECONDS, estimate_message
+
+    assert estimate_message("cvb0", ESTIMATE_SECONDS / 10, 5, "x") is None
+    text = estimate_message("cvb0", 3.0, 200, "the first iteration")
+    assert text.startswith("cvb0: estimated roughly 600 s for 200 iterations")
+
+
+# -- the oracles' size limits ------------------------------------------------------------------
+
+ORACLES = ("oracle-pfa", "oracle-hmm", "oracle-pdfa")
+
+
+@pytest.fixture
+def no_sampling(monkeypatch):
+    """Any start of the oracles' NumPyro sampling or enumeration fails the test."""
+    from bayesfa.models import hmm, pdfa, pfa
+
+    def boom(*args, **kwargs):
+        raise AssertionError("sampling started")
+
+    for module, name in ((pfa, "run_nuts"), (hmm, "run_nuts"), (pdfa, "run_gibbs"),
+                         (pdfa, "enumerate_posterior"), (pdfa, "enumerate_posterior_hyper")):
+        monkeypatch.setattr(module, name, boom)
+
+
+@pytest.mark.parametrize("name", ORACLES)
+def test_oracle_refuses_pautomac_training_set_in_one_line(name, tmp_path, capsys, no_sampling):
+    from bayesfa.cli import main
+    from bayesfa.datasets import pautomac_path
+
+    out = tmp_path / "run"
+    rc = main(["fit", str(pautomac_path(24, "train")), "--method", name, "--states", "2",
+               "--iterations", "100", "--burn-in", "50", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 2, captured
+    err = captured.err
+    assert err.startswith("bayesfa: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    assert "4998 distinct strings up to 98 letters" in err and "toy data" in err, err
+    assert " s for " in err and "--allow-large" in err, err
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_oracle_allow_large_is_declared_and_passes_the_check(capsys):
+    from bayesfa.datasets import pautomac_path
+    from bayesfa.methods import get_method
+    from bayesfa.models import oracle_methods as om
+    from bayesfa.pautomac import read_sample
+
+    corpus = read_sample(pautomac_path(24, "train"))
+    for name in ORACLES:
+        method = get_method(name)
+        options = _options(method, ["--states", "2"])
+        assert options["allow_large"] is False
+        with pytest.raises(om.InputError):
+            om.check_size(name, corpus, options)
+        om.check_size(name, corpus, _options(method, ["--states", "2", "--allow-large"]))
+        err = capsys.readouterr().err
+        assert err.startswith(f"bayesfa: warning: {name} is a reference for toy data") \
+            and err.count("\n") == 1, err
+
+
+def test_oracle_size_thresholds():
+    """The data size is distinct strings x longest string x states^2; the warning zone lies
+    between WARN_CELLS and REFUSE_CELLS."""
+    from bayesfa.models import oracle_methods as om
+
+    toy = Corpus.from_strings([[0, 1], [0], [], [0, 1, 1], [1, 0], [0, 1]], 2)
+    assert om.data_cells(toy, 2) == 5 * 3 * 4
+    long = Corpus.from_strings([[i % 2] * 50 + [1] * (i // 2) for i in range(100)], 2)
+    cells = om.data_cells(long, 2)
+    assert om.WARN_CELLS < cells <= om.REFUSE_CELLS
+    options = {"states": 2, "iterations": 10, "chains": 1}
+    om.check_size("oracle-pfa", long, options)          # warns, does not raise
+    assert om.data_cells(long, 4) > om.REFUSE_CELLS
+    with pytest.raises(om.InputError, match="beyond its limit"):
+        om.check_size("oracle-pfa", long, {**options, "states": 4})
+
+
+def test_oracle_toy_data_still_fit(capsys):
+    from bayesfa.methods import get_method
+
+    toy = Corpus.from_strings([[0, 1], [0], [], [0, 1, 1], [1, 0]], 2)
+    method = get_method("oracle-pdfa")            # exact enumeration: fast
+    result = method.fit(toy, _options(method, ["--states", "2"]), seed=0, progress=False)
+    assert result.info["inference"] == "enumerate" and np.isfinite(result.info["log_marginal"])
+    assert "warning" not in capsys.readouterr().err
+
+
+# -- hpyp --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kw", [{}, {"discount": 0.4, "concentration": 2.0, "sequence": True}])
+def test_hpyp_progress_and_estimate_leave_draws_unchanged(kw, monkeypatch, capsys):
+    """With progress the chain runs one sweep per kernel call (bar after each sweep) and the
+    estimate is forced (ESTIMATE_SECONDS = 0): every array and trace is bit-identical to the
+    one-call chain."""
+    from bayesfa.samplers.ngram import hpyp
+
+    corpus = _corpus(60)
+    args = dict(iterations=12, burn_in=3, period=2, chains=2, seed=5, **kw)
+    quiet = hpyp.sample_hpyp(corpus, 3, **args)
+    capsys.readouterr()
+    monkeypatch.setattr(hpyp, "ESTIMATE_SECONDS", 0.0)
+    loud = hpyp.sample_hpyp(corpus, 3, progress=True, **args)
+    err = capsys.readouterr().err
+    assert err.count("hpyp: estimated ") == 1 and "for 2 chains of 12 sweeps" in err, err
+    assert "/24 " in err and "sweep" in err.replace("sweeps", ""), err   # the tqdm bar
+    assert quiet.arrays.keys() == loud.arrays.keys()
+    for key in quiet.arrays:
+        np.testing.assert_array_equal(loud.arrays[key], quiet.arrays[key])
+    for key in quiet.trace:
+        np.testing.assert_array_equal(loud.trace[key], quiet.trace[key])
+
+
+def test_hpyp_method_passes_progress(monkeypatch, capsys):
+    from bayesfa.methods import get_method
+    from bayesfa.samplers.ngram import hpyp
+
+    monkeypatch.setattr(hpyp, "ESTIMATE_SECONDS", 0.0)
+    method = get_method("hpyp")
+    method.fit(_corpus(20), _options(method, ["--iterations", "4", "--burn-in", "1"]), 0, True)
+    assert "hpyp: estimated" in capsys.readouterr().err
