@@ -14,6 +14,14 @@ Eq. 6 with
 - ``cgs-hmm-star``: ``xi~ = (C_iaj + beta) / (C_i + N A beta)`` (CGS-HMM(*); the CGS-PFA
   plug-in with its ``N beta`` on the end transition, :func:`bayesfa.samplers.pfa.cgs_pfa.plugin_xi`).
 
+The chain loop shared with CGS-SG (:func:`run_chain`, :func:`sample_chains`) holds out
+``--holdout`` of the strings (the slice CGS-PFA holds out for the seed,
+:func:`bayesfa.samplers.pfa.cgs_pfa.holdout_split`), records their log predictive under each
+draw's plug-in (``heldout_log_pred``), and saves each chain's whole state (``z``, the kernel's
+counts, the Generator's state, the draws so far) atomically every ``--checkpoint-every``
+seconds and at its end; a rerun of the same fit resumes bit-identically (a file of another
+run is ignored, a damaged one an error naming it).
+
 Reference: C. Shibata and R. Yoshinaka, "A comparison of collapsed Bayesian methods for
 probabilistic finite automata", Machine Learning 96, 2014, Sect. 4.4, Eq. 20, Fig. 10, Table 2.
 """
@@ -21,7 +29,10 @@ probabilistic finite automata", Machine Learning 96, 2014, Sect. 4.4, Eq. 20, Fi
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import time
+from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -30,7 +41,11 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
 from bayesfa.methods import FitResult, add_mcmc_arguments, positive_float
-from bayesfa.samplers.chains import check_chain_arguments, free_positions, map_chains
+from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument, chain_path,
+                                     check_chain_arguments, check_checkpoint_every,
+                                     check_generator_state, corrupt_checkpoint, digest,
+                                     free_positions, generator_state, map_chains, read_checkpoint,
+                                     save_checkpoint)
 
 _XI_CHUNK_BYTES = 1 << 26  # xi~ built for at most 64 MiB of samples at a time
 
@@ -38,7 +53,9 @@ _XI_CHUNK_BYTES = 1 << 26  # xi~ built for at most 64 MiB of samples at a time
 class HMMResult(NamedTuple):
     """Samples of CGS-HMM: counts int32 ``[chain, draw, N+1, A, N+1]`` (``C_iaj``), log_joint
     float64 ``[chain, draw]`` (collapsed HMM), n_states / n_edges int32 ``[chain, draw]``,
-    z int32 ``[chain, T+1]`` (last path), info."""
+    z int32 ``[chain, T+1]`` (last path, over the strings sampled), info, heldout_log_pred
+    float64 ``[chain, draw]`` (the held-out strings' log predictive under each draw's
+    plug-in; None without a held-out slice)."""
 
     counts: np.ndarray
     log_joint: np.ndarray
@@ -46,6 +63,7 @@ class HMMResult(NamedTuple):
     n_edges: np.ndarray
     z: np.ndarray
     info: dict[str, Any]
+    heldout_log_pred: np.ndarray | None = None
 
 
 # -- shared by the samplers of issue 7 (the chain loop's pieces: bayesfa.samplers.chains) -----
@@ -156,58 +174,304 @@ def star_log_prob(counts: np.ndarray, beta: float, corpus: Corpus,
                             n_symbols - 1)
 
 
-def _run_chain(tokens, n_symbols, n_states, alpha, beta, burn_in, period, n_draws, seed_seq, variant):
-    """One chain: random ``z``, ``burn_in`` sweeps, ``n_draws`` draws ``period`` sweeps apart."""
-    from bayesfa.samplers.pfa import _cgs_hmm_kernel as kernel
-
-    rng = np.random.default_rng(seed_seq)
-    positions = free_positions(tokens)
-    z = random_path(tokens, n_states, rng)
-    state = new_state(n_states, n_symbols)
-    kernel.fill_counts(tokens, z, *state)
-    t0 = time.perf_counter()
-    args = (positions, tokens, z, *state, rng, float(alpha), float(beta), int(variant))
-    kernel.sweeps(burn_in, *args)
-    counts = np.zeros((n_draws, n_states + 1, n_symbols, n_states + 1), dtype=np.int32)
-    log_joint = np.zeros(n_draws)
-    used = np.zeros(n_draws, dtype=np.int32)
-    edges = np.zeros(n_draws, dtype=np.int32)
-    kernel.sample_draws(period, *args, counts, log_joint, used, edges)
-    return counts, log_joint, used, edges, z, time.perf_counter() - t0
-
-
 def new_state(n_states: int, n_symbols: int):
     """Zeroed ``(et, mv, mvt, ci, cm)`` of the kernel's chain state."""
     q = n_states + 1
     return (np.zeros((n_symbols, q)), np.zeros((q, q)), np.zeros((q, q)), np.zeros(q), np.zeros(q))
 
 
+# -- the resumable chain of CGS-HMM and CGS-SG ------------------------------------------------
+
+#: Sweeps are run in blocks of about this many (N x free positions) units between two
+#: checkpoint checks and progress reports; the block size never changes the result (each
+#: sweep draws its own uniforms, and CGS-SG's graph-update counter lives in its state).
+_BLOCK_UNITS = 25_000_000
+#: The version of a chain checkpoint's layout (part of its fingerprint).
+_CHAIN_FORMAT = "bayesfa-cgs-hmm-sg-chain/1"
+_COMMON_FIELDS = ("z", "heldout", "seconds", "sweeps_done", "draws_done", "rng_state")
+
+
+class _HMMKind(NamedTuple):
+    """How a CGS-HMM chain is built, swept and recorded (:func:`run_chain`): its kernel's
+    parameters after the Generator, and the plug-in of its held-out log predictive
+    (``star``: CGS-HMM(*)'s, else Eq. 20's; ``plugin`` != 0 a wrong one, validation only)."""
+
+    alpha: float
+    beta: float
+    variant: int
+    star: bool = False
+    plugin: int = 0
+
+    def kernel(self):
+        from bayesfa.samplers.pfa import _cgs_hmm_kernel
+
+        return _cgs_hmm_kernel
+
+    def params(self) -> tuple:
+        return float(self.alpha), float(self.beta), int(self.variant)
+
+    def new_state(self, n_states: int, n_symbols: int) -> tuple:
+        return new_state(n_states, n_symbols)
+
+    def init(self, kernel, tokens, z, state) -> None:
+        kernel.fill_counts(tokens, z, *state)
+
+    def new_outs(self, n_draws: int, n_states: int, n_symbols: int) -> tuple:
+        """``(counts, log_joint, n_states, n_edges)`` of ``n_draws`` draws."""
+        return (np.zeros((n_draws, n_states + 1, n_symbols, n_states + 1), dtype=np.int32),
+                np.zeros(n_draws), np.zeros(n_draws, dtype=np.int32), np.zeros(n_draws, dtype=np.int32))
+
+    def heldout(self, outs: tuple, held: Corpus) -> np.ndarray:
+        """``sum_b log Pr(b | xi~(s))`` over the held-out strings, per draw (the plug-in of
+        the method: Eq. 20, or CGS-HMM(*)'s)."""
+        if self.star:
+            return star_log_prob(outs[0], self.beta, held, self.plugin).sum(axis=1)
+        return hmm_log_prob(outs[0], self.alpha, self.beta, held, self.plugin).sum(axis=1)
+
+
+def run_chain(kind, tokens, n_symbols, n_states, burn_in, period, n_draws, seed_seq, held=None,
+              checkpoint=None, checkpoint_every: float = CHECKPOINT_EVERY, fingerprint=None,
+              resume=None, on_sweeps=None):
+    """One chain of CGS-HMM or CGS-SG (``kind``: :class:`_HMMKind` or
+    :class:`bayesfa.samplers.pfa.cgs_sg._SGKind`): a uniformly random ``z`` (Algorithm 1,
+    line 1), ``burn_in`` sweeps, then ``n_draws`` draws ``period`` sweeps apart, in blocks
+    (:data:`_BLOCK_UNITS`) that never change the result.
+
+    ``held`` (a :class:`bayesfa.samplers.pfa.cgs_pfa._Held`): each draw records the log
+    predictive of those strings under its plug-in (``heldout``; NaN without). ``checkpoint``
+    (a path): the chain's whole state (``z``, the kernel's counts and, for CGS-SG, its graph
+    arrays, the Generator's state, the draws so far) is saved there atomically after the first
+    block ending ``checkpoint_every`` seconds or more after the last save, and when the chain
+    ends. ``resume`` (read by :func:`load_chain`) continues such a chain: it ends bit for bit
+    as an uninterrupted one. ``on_sweeps(n)``: called after each block of ``n`` sweeps.
+
+    Returns ``(*outs, heldout, z, seconds)`` (``outs``: ``kind.new_outs``)."""
+    kernel = kind.kernel()
+    rng = np.random.default_rng(seed_seq)
+    positions = free_positions(tokens)
+    outs = kind.new_outs(n_draws, n_states, n_symbols)
+    heldout = np.full(n_draws, np.nan)
+    state = kind.new_state(n_states, n_symbols)
+    if resume is None:
+        z = random_path(tokens, n_states, rng)
+        kind.init(kernel, tokens, z, state)
+        done, d, seconds_before = 0, 0, 0.0
+    else:
+        z = np.array(resume["z"], dtype=np.int32)
+        for i, a in enumerate(state):
+            a[...] = resume[f"state_{i}"]
+        rng.bit_generator.state = json.loads(str(resume["rng_state"]))
+        done, d = int(resume["sweeps_done"]), int(resume["draws_done"])
+        seconds_before = float(resume["seconds"])
+        for i, o in enumerate(outs):
+            o[:d] = resume[f"out_{i}"]
+        heldout[:d] = resume["heldout"]
+    args = (positions, tokens, z, *state, rng, *kind.params())
+    held_corpus = None if held is None else held.corpus()
+    t0 = time.perf_counter()
+    last_save = time.monotonic()
+
+    def save() -> None:
+        nonlocal last_save
+        save_checkpoint(checkpoint, fingerprint, {
+            "z": z, **{f"state_{i}": a for i, a in enumerate(state)},
+            **{f"out_{i}": o[:d] for i, o in enumerate(outs)}, "heldout": heldout[:d],
+            "seconds": seconds_before + time.perf_counter() - t0, "sweeps_done": done,
+            "draws_done": d, "rng_state": generator_state(rng)})
+        last_save = time.monotonic()
+
+    def block_done(step: int) -> None:
+        if checkpoint is not None and time.monotonic() - last_save >= checkpoint_every:
+            save()
+        if on_sweeps is not None:
+            on_sweeps(step)
+
+    if on_sweeps is not None and done:
+        on_sweeps(done)
+    block = max(1, _BLOCK_UNITS // max(1, n_states * positions.size))
+    while done < burn_in:
+        step = min(block, burn_in - done)
+        kernel.sweeps(step, *args)
+        done += step
+        block_done(step)
+    per_block = max(1, block // period)
+    while d < n_draws:
+        e = min(n_draws, d + per_block)
+        made = tuple(o[d:e] for o in outs)
+        kernel.sample_draws(period, *args, *made)
+        if held_corpus is not None:
+            heldout[d:e] = kind.heldout(made, held_corpus)
+        step = (e - d) * period
+        done += step
+        d = e
+        block_done(step)
+    seconds = seconds_before + time.perf_counter() - t0
+    if checkpoint is not None:
+        save()
+    return (*outs, heldout, z, seconds)
+
+
+def load_chain(path, fingerprint: str, kind, *, n_states: int, n_symbols: int, n_draws: int,
+               z_size: int, burn_in: int, period: int) -> dict | None:
+    """The chain state saved at ``path`` by :func:`run_chain` (finished or not), or None when
+    it was saved under another fingerprint (other data, settings, seed or format). An
+    :class:`InputError` naming the file when it is unreadable or its arrays disagree with its
+    settings (:func:`bayesfa.samplers.chains.corrupt_checkpoint`)."""
+    templ_state = kind.new_state(n_states, n_symbols)
+    templ_outs = kind.new_outs(0, n_states, n_symbols)
+    fields = (_COMMON_FIELDS + tuple(f"state_{i}" for i in range(len(templ_state)))
+              + tuple(f"out_{i}" for i in range(len(templ_outs))))
+    saved = read_checkpoint(path, fingerprint, fields)
+    if saved is None:
+        return None
+    d, done, z = int(saved["draws_done"]), int(saved["sweeps_done"]), saved["z"]
+    ok = (0 <= d <= n_draws and 0 <= done
+          and done == (min(done, burn_in) if d == 0 else burn_in + d * period)
+          and z.shape == (z_size,) and z.dtype == np.int32
+          and (z.size == 0 or (int(z.min()) >= 0 and int(z.max()) <= n_states))
+          and saved["heldout"].shape == (d,)
+          and all(saved[f"state_{i}"].shape == a.shape and saved[f"state_{i}"].dtype == a.dtype
+                  for i, a in enumerate(templ_state))
+          and all(saved[f"out_{i}"].shape == (d,) + o.shape[1:] and saved[f"out_{i}"].dtype == o.dtype
+                  for i, o in enumerate(templ_outs)))
+    if not ok:
+        raise corrupt_checkpoint(path, "its arrays do not match its settings")
+    check_generator_state(path, saved["rng_state"])
+    return saved
+
+
+def _chain_fingerprint(kind, tokens, n_symbols, n_states, burn_in, period, n_draws,
+                       seed_seq: np.random.SeedSequence, held) -> str:
+    """What determines a chain's output, as a string (the data by SHA-256): the sampler and
+    its parameters (``kind``), the training tokens, the held-out slice, the schedule and the
+    chain's seed; not ``jobs`` nor the checkpoint interval."""
+    return json.dumps({"format": _CHAIN_FORMAT, "kind": type(kind).__name__,
+                       "params": {k: (v if isinstance(v, str) else float(v)) for k, v in kind._asdict().items()},
+                       "tokens": digest(tokens),
+                       "heldout": None if held is None else [digest(held.tokens), digest(held.offsets)],
+                       "n_symbols": int(n_symbols), "n_states": int(n_states), "burn_in": int(burn_in),
+                       "period": int(period), "n_draws": int(n_draws),
+                       "entropy": str(seed_seq.entropy), "spawn_key": list(seed_seq.spawn_key)},
+                      sort_keys=True)
+
+
+def sample_chains(kind, corpus: Corpus, n_states: int, burn_in: int, period: int, n_draws: int,
+                  chains: int, seed, jobs: int, holdout: float = 0.0, checkpoint_dir=None,
+                  checkpoint_every: float = CHECKPOINT_EVERY, on_sweeps=None):
+    """The chains of CGS-HMM or CGS-SG (``kind``, :func:`run_chain`) on ``corpus`` (arguments
+    checked by the caller). Chain ``c`` uses the ``c``-th child of
+    ``np.random.SeedSequence(seed)``; ``holdout``: the fraction of the strings left out of
+    sampling (:func:`bayesfa.samplers.pfa.cgs_pfa.holdout_split`, the same slice as CGS-PFA
+    holds out for that seed). With ``checkpoint_dir``, each chain keeps its state in
+    ``chain-CCCC.npz`` there, and a later call with the same data, settings and seed reuses
+    finished chains and resumes the others bit-identically; a file of another run is ignored
+    (and replaced), a damaged one an :class:`InputError` naming it. ``on_sweeps(n)``: after
+    every block of sweeps, only with the chains in this process (``jobs == 1``).
+
+    Returns ``(stacked, info)``: the chains' ``(*outs, heldout, z, seconds)`` stacked along
+    a first ``chain`` axis, and the run's facts (``heldout`` is None without a slice)."""
+    from bayesfa.samplers.pfa.cgs_pfa import _Held, holdout_split
+
+    checkpoint_every = check_checkpoint_every(checkpoint_every)
+    jobs = min(jobs, chains)
+    if on_sweeps is not None and jobs > 1:
+        raise ValueError("on_sweeps is called only when the chains run in this process (jobs=1)")
+    root = np.random.SeedSequence(seed)
+    children = root.spawn(chains)
+    kept, held_idx = holdout_split(corpus.n_strings, float(holdout), root)
+    held = None
+    if held_idx.size:
+        part = corpus.subset(held_idx)
+        held = _Held(part.tokens, part.offsets, part.alphabet_size)
+        corpus = corpus.subset(kept)
+    tokens, n_symbols = corpus.tokens, corpus.alphabet_size + 1
+    prints = [_chain_fingerprint(kind, tokens, n_symbols, n_states, burn_in, period, n_draws, s, held)
+              for s in children]
+    paths: list = [None] * chains
+    saved: list = [None] * chains
+    if checkpoint_dir is not None:
+        Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
+        paths = [chain_path(checkpoint_dir, c) for c in range(chains)]
+        saved = [load_chain(p, f, kind, n_states=n_states, n_symbols=n_symbols, n_draws=n_draws,
+                            z_size=tokens.size + 1, burn_in=burn_in, period=period)
+                 if p.exists() else None for p, f in zip(paths, prints)]
+    n_outs = len(kind.new_outs(0, n_states, n_symbols))
+    outs: list = [None] * chains
+    for c, st in enumerate(saved):
+        if st is not None and int(st["draws_done"]) == n_draws:  # a finished chain: kept
+            outs[c] = (*(st[f"out_{i}"] for i in range(n_outs)), st["heldout"],
+                       np.array(st["z"], dtype=np.int32), float(st["seconds"]))
+    todo = [c for c in range(chains) if outs[c] is None]
+    t0 = time.perf_counter()
+    done = map_chains(run_chain, [(kind, tokens, n_symbols, n_states, burn_in, period, n_draws,
+                                   children[c], held, paths[c], checkpoint_every, prints[c],
+                                   saved[c], on_sweeps) for c in todo], jobs)
+    for c, out in zip(todo, done):
+        outs[c] = out
+    stacked = [np.stack(x) for x in zip(*outs)]
+    secs = stacked[-1]
+    sweeps = burn_in + n_draws * period
+    n_free = int(free_positions(tokens).size)
+    info = {"n_draws_per_chain": int(n_draws), "n_free_positions": n_free,
+            "n_tokens": int(tokens.size), "jobs": int(jobs), "seconds": time.perf_counter() - t0,
+            "chain_seconds": [float(s) for s in secs],
+            "ns_per_state_token": float(np.mean(secs) * 1e9 / max(1, sweeps * n_states * n_free)),
+            "holdout": float(holdout), "holdout_strings": int(held_idx.size),
+            "chains_resumed": int(chains - len(todo)),
+            "chains_resumed_mid_chain": int(sum(saved[c] is not None for c in todo)),
+            "checkpoint_every": checkpoint_every}
+    if held is None:
+        stacked[-3] = None
+    return stacked, info
+
+
+def add_holdout_argument(parser: argparse.ArgumentParser) -> None:
+    """``--holdout FRACTION`` as CGS-PFA has it (:data:`bayesfa.samplers.pfa.cgs_pfa.HOLDOUT`)."""
+    from bayesfa.samplers.pfa.cgs_pfa import HOLDOUT, HOLDOUT_MAX, _fraction
+
+    parser.add_argument("--holdout", type=_fraction, default=HOLDOUT, metavar="FRACTION",
+                        help=f"fraction of the training strings (at most {HOLDOUT_MAX}) left out "
+                             f"of sampling, chosen from the seed; each draw records their log "
+                             f"predictive (heldout_log_pred) for diagnose; 0 disables; default "
+                             f"{HOLDOUT}")
+
+
+def progress_callback(progress: bool, jobs: int, total: int, desc: str):
+    """``(on_sweeps, close)``: a tqdm bar of ``total`` sweeps on standard error when
+    ``progress`` and the chains run in this process; else ``(None, no-op)``."""
+    if not progress or jobs > 1:
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="sweep", desc=desc, leave=False, dynamic_ncols=True, file=sys.stderr)
+    return bar.update, bar.close
+
+
 def sample_cgs_hmm(corpus: Corpus, n_states: int, alpha: float, beta: float, iterations: int,
                    burn_in: int, period: int, chains: int, seed: int | None, jobs: int = 1,
-                   variant: int = 0) -> HMMResult:
+                   variant: int = 0, *, holdout: float = 0.0, star: bool = False, plugin: int = 0,
+                   checkpoint_dir=None, checkpoint_every: float = CHECKPOINT_EVERY,
+                   on_sweeps=None) -> HMMResult:
     """Run CGS-HMM on ``corpus``: chain ``c`` uses the ``c``-th child of
     ``np.random.SeedSequence(seed)`` (the result does not depend on ``jobs``); each starts
     from a uniformly random ``z``, runs ``burn_in`` sweeps and records ``C_iaj`` every
     ``period`` sweeps, ``(iterations - burn_in) // period`` draws. ``variant`` != 0 runs a
-    deliberately wrong kernel (validation only)."""
+    deliberately wrong kernel (validation only).
+
+    ``holdout``, ``checkpoint_dir``, ``checkpoint_every``, ``on_sweeps``: as
+    :func:`sample_chains` (held-out strings not sampled, each draw's ``heldout_log_pred``
+    under the plug-in of ``star`` / ``plugin``, see :class:`_HMMKind`; mid-chain checkpoints
+    and bit-identical resume)."""
     n_draws = check_chain_arguments(corpus, n_states, beta, iterations, burn_in, period, chains,
                                     jobs, alpha=alpha)
-    tokens = corpus.tokens
-    n_symbols = corpus.alphabet_size + 1
-    children = np.random.SeedSequence(seed).spawn(chains)
-    t0 = time.perf_counter()
-    outs = map_chains(_run_chain, [(tokens, n_symbols, n_states, alpha, beta, burn_in, period,
-                                    n_draws, s, variant) for s in children], jobs)
-    counts, log_joint, used, edges, z, secs = (np.stack(x) for x in zip(*outs))
-    sweeps = burn_in + n_draws * period
-    n_free = int(free_positions(tokens).size)
-    info = {"n_draws_per_chain": int(n_draws), "n_free_positions": n_free,
-            "n_tokens": int(tokens.size), "jobs": int(min(jobs, chains)),
-            "seconds": time.perf_counter() - t0, "chain_seconds": [float(s) for s in secs],
-            "ns_per_state_token": float(np.mean(secs) * 1e9 / max(1, sweeps * n_states * n_free))}
+    kind = _HMMKind(float(alpha), float(beta), int(variant), bool(star), int(plugin))
+    stacked, info = sample_chains(kind, corpus, n_states, burn_in, period, n_draws, chains, seed,
+                                  jobs, holdout, checkpoint_dir, checkpoint_every, on_sweeps)
+    counts, log_joint, used, edges, heldout, z, _ = stacked
     if variant:
         info["mutant_variant"] = int(variant)
-    return HMMResult(counts, log_joint, used, edges, z, info)
+    return HMMResult(counts, log_joint, used, edges, z, info, heldout)
+
 
 
 class DrawMixture:
@@ -224,6 +488,8 @@ class DrawMixture:
 
 class _CGSHMM(DrawMixture):
     """The ``cgs-hmm`` (``star=False``) and ``cgs-hmm-star`` entries of the registry."""
+
+    resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
 
     def __init__(self, star: bool, variant: int = 0, name: str | None = None, plugin: int = 0):
         self.star = star
@@ -244,6 +510,8 @@ class _CGSHMM(DrawMixture):
         parser.add_argument("--alpha", type=positive_float, default=0.1,
                             help="Dirichlet hyperparameter alpha of the emissions eta (beta is "
                                  "that of the transitions theta); default 0.1 (the paper's)")
+        add_holdout_argument(parser)
+        add_checkpoint_argument(parser)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """Stored ``C_iaj`` (int32) per draw, the chain state (float64 counts, ``z``), and
@@ -252,11 +520,27 @@ class _CGSHMM(DrawMixture):
         state = 8 * (a * (n + 1) + 2 * (n + 1) ** 2 + 2 * (n + 1)) + 24 * (corpus.n_tokens + 1)
         return stored_bytes(corpus, options, 4 * (n + 1) * a * (n + 1), state)
 
-    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
-        res = sample_cgs_hmm(corpus, options["states"], options["alpha"], options["beta"],
-                             options["iterations"], options["burn_in"], options["period"],
-                             options["chains"], seed, options.get("jobs", 1), self.variant)
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
+            workdir=None) -> FitResult:
+        """The chains of :func:`sample_cgs_hmm`; ``workdir``: their checkpoints (resumable)."""
+        chains, jobs = options["chains"], options.get("jobs", 1)
+        n_draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
+        on_sweeps, close = progress_callback(progress, min(jobs, chains),
+                                             chains * (options["burn_in"] + n_draws * options["period"]),
+                                             self.name)
+        try:
+            res = sample_cgs_hmm(corpus, options["states"], options["alpha"], options["beta"],
+                                 options["iterations"], options["burn_in"], options["period"],
+                                 chains, seed, jobs, self.variant,
+                                 holdout=options.get("holdout", 0.0), star=self.star,
+                                 plugin=getattr(self, "plugin", 0), checkpoint_dir=workdir,
+                                 checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY),
+                                 on_sweeps=on_sweeps)
+        finally:
+            close()
         trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges}
+        if res.heldout_log_pred is not None:
+            trace["heldout_log_pred"] = res.heldout_log_pred
         return FitResult({"counts": res.counts}, trace, res.info)
 
     def per_sample_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],

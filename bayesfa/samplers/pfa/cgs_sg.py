@@ -11,7 +11,14 @@ from the full graph and a uniformly random ``z``.
 Trace (Table 1's rows, per draw): ``log_joint`` (Eq. 18), ``n_states`` (states ``i >= 1``
 with ``C_i > 0``; Table 1 also counts state 0), ``n_pairs`` (valid pairs ``C_ia > 0``),
 ``n_edges`` (valid edges ``C_iaj > 0``, the minimal NFA), ``n_graph_edges`` (``|G|``) and
-``determinacy`` (valid edges / valid pairs).
+``determinacy`` (valid edges / valid pairs), and with ``--holdout`` ``heldout_log_pred`` (the
+log predictive of the held-out strings, which the chains do not sample, under each draw's
+``xi~``; label-invariant, for ``diagnose``).
+
+Chains are resumable mid-chain (``--checkpoint-every``; the runner shared with CGS-HMM,
+:func:`bayesfa.samplers.pfa.cgs_hmm.run_chain`): ``z``, the counts, the graph and its
+update counter, the Generator's state and the draws so far are saved atomically, and a
+rerun of the same fit ends bit-identical to an uninterrupted one.
 
 Reference: C. Shibata and R. Yoshinaka, "A comparison of collapsed Bayesian methods for
 probabilistic finite automata", Machine Learning 96, 2014, Sect. 3 (Algorithm 2, Eq. 18),
@@ -21,7 +28,6 @@ Sect. 4.3 (Table 1, Fig. 9).
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -29,8 +35,9 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import FitResult, add_mcmc_arguments, nonnegative_int
-from bayesfa.samplers.pfa.cgs_hmm import DrawMixture, chunked_log_prob, random_path, stored_bytes
-from bayesfa.samplers.chains import check_chain_arguments, free_positions, map_chains
+from bayesfa.samplers.chains import CHECKPOINT_EVERY, add_checkpoint_argument, check_chain_arguments
+from bayesfa.samplers.pfa.cgs_hmm import (DrawMixture, add_holdout_argument, chunked_log_prob,
+                                          progress_callback, sample_chains, stored_bytes)
 
 
 class SGResult(NamedTuple):
@@ -75,60 +82,76 @@ def new_state(n_states: int, n_symbols: int):
 TRACE = ("log_joint", "n_states", "n_pairs", "n_edges", "n_graph_edges")
 
 
-def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, interval, seed_seq,
-               variant):
-    from bayesfa.samplers.pfa import _cgs_sg_kernel as kernel
+class _SGKind(NamedTuple):
+    """How a CGS-SG chain is built, swept and recorded
+    (:func:`bayesfa.samplers.pfa.cgs_hmm.run_chain`): the kernel's parameters after the
+    Generator; its chain state is ``(c, ct, ci, gr, grt, v, meta)`` (:func:`new_state`), the
+    graph and the graph-update counter ``meta[1]`` included, so a resumed chain updates ``G``
+    at the same positions."""
 
-    rng = np.random.default_rng(seed_seq)
-    positions = free_positions(tokens)
-    z = random_path(tokens, n_states, rng)
-    state = new_state(n_states, n_symbols)
-    c, ct, ci, gr, grt, v, meta = state
-    kernel.fill_counts(tokens, z, c, ct, ci)
-    kernel.set_graph(gr, grt, v, meta, True)
-    t0 = time.perf_counter()
-    args = (positions, tokens, z, *state, rng, float(beta), int(interval), int(variant))
-    kernel.sweeps(burn_in, *args)
-    shape = (n_draws, n_states + 1, n_symbols, n_states + 1)
-    counts = np.zeros(shape, dtype=np.int32)
-    graph = np.zeros(shape, dtype=np.uint8)
-    lj = np.zeros(n_draws)
-    ints = [np.zeros(n_draws, dtype=np.int32) for _ in TRACE[1:]]
-    kernel.sample_draws(period, *args, counts, graph, lj, *ints)
-    return counts, graph, lj, *ints, z, time.perf_counter() - t0
+    beta: float
+    interval: int
+    variant: int
+
+    def kernel(self):
+        from bayesfa.samplers.pfa import _cgs_sg_kernel
+
+        return _cgs_sg_kernel
+
+    def params(self) -> tuple:
+        return float(self.beta), int(self.interval), int(self.variant)
+
+    def new_state(self, n_states: int, n_symbols: int) -> tuple:
+        return new_state(n_states, n_symbols)
+
+    def init(self, kernel, tokens, z, state) -> None:
+        """Counts of ``z`` and the full graph (every chain starts from it)."""
+        c, ct, ci, gr, grt, v, meta = state
+        kernel.fill_counts(tokens, z, c, ct, ci)
+        kernel.set_graph(gr, grt, v, meta, True)
+
+    def new_outs(self, n_draws: int, n_states: int, n_symbols: int) -> tuple:
+        """``(counts, graph, log_joint, n_states, n_pairs, n_edges, n_graph_edges)``."""
+        shape = (n_draws, n_states + 1, n_symbols, n_states + 1)
+        return (np.zeros(shape, dtype=np.int32), np.zeros(shape, dtype=np.uint8), np.zeros(n_draws),
+                *(np.zeros(n_draws, dtype=np.int32) for _ in TRACE[1:]))
+
+    def heldout(self, outs: tuple, held: Corpus) -> np.ndarray:
+        """``sum_b log Pr(b | xi~(s))`` over the held-out strings, per draw (Eq. 6's plug-in
+        ``E[xi | alpha, z, G]``, :func:`sg_xi`)."""
+        return sg_log_prob(outs[0], outs[1], self.beta, held).sum(axis=1)
 
 
 def sample_cgs_sg(corpus: Corpus, n_states: int, beta: float, iterations: int, burn_in: int,
                   period: int, chains: int, seed: int | None, jobs: int = 1,
-                  graph_interval: int = 0, variant: int = 0) -> SGResult:
+                  graph_interval: int = 0, variant: int = 0, *, holdout: float = 0.0,
+                  checkpoint_dir=None, checkpoint_every: float = CHECKPOINT_EVERY,
+                  on_sweeps=None) -> SGResult:
     """Run CGS-SG on ``corpus`` (module docstring). ``graph_interval``: positions between
     two updates of ``G`` (0: ``N A``, the order Sect. 3 recommends). Chain ``c`` uses the
     ``c``-th child of ``np.random.SeedSequence(seed)``; the result does not depend on
-    ``jobs``. ``variant`` != 0 runs a deliberately wrong kernel (validation only)."""
+    ``jobs``. ``variant`` != 0 runs a deliberately wrong kernel (validation only).
+
+    ``holdout``, ``checkpoint_dir``, ``checkpoint_every``, ``on_sweeps``: as
+    :func:`bayesfa.samplers.pfa.cgs_hmm.sample_chains` (held-out strings not sampled, each
+    draw's ``heldout_log_pred`` in the trace; mid-chain checkpoints, bit-identical resume)."""
     n_draws = check_chain_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs)
     if isinstance(graph_interval, bool) or not isinstance(graph_interval, (int, np.integer)) \
             or graph_interval < 0:
         raise InputError(f"graph_interval must be an integer >= 0, got {graph_interval!r}")
-    tokens = corpus.tokens
     n_symbols = corpus.alphabet_size + 1
     interval = int(graph_interval) or n_states * n_symbols
-    children = np.random.SeedSequence(seed).spawn(chains)
-    t0 = time.perf_counter()
-    outs = map_chains(_run_chain, [(tokens, n_symbols, n_states, beta, burn_in, period, n_draws,
-                                    interval, s, variant) for s in children], jobs)
-    stacked = [np.stack(x) for x in zip(*outs)]
+    kind = _SGKind(float(beta), interval, int(variant))
+    stacked, info = sample_chains(kind, corpus, n_states, burn_in, period, n_draws, chains, seed,
+                                  jobs, holdout, checkpoint_dir, checkpoint_every, on_sweeps)
     counts, graph = stacked[0], stacked[1]
     trace = dict(zip(TRACE, stacked[2:2 + len(TRACE)]))
     trace["determinacy"] = trace["n_edges"] / np.maximum(trace["n_pairs"], 1)
-    z, secs = stacked[-2], stacked[-1]
-    sweeps = burn_in + n_draws * period
-    n_free = int(free_positions(tokens).size)
-    info = {"n_draws_per_chain": int(n_draws), "n_free_positions": n_free,
-            "n_tokens": int(tokens.size), "graph_interval": interval,
-            "n_full_edges": int(new_state(n_states, n_symbols)[-1][2]),
-            "jobs": int(min(jobs, chains)), "seconds": time.perf_counter() - t0,
-            "chain_seconds": [float(s) for s in secs],
-            "ns_per_state_token": float(np.mean(secs) * 1e9 / max(1, sweeps * n_states * n_free))}
+    heldout, z = stacked[-3], stacked[-2]
+    if heldout is not None:
+        trace["heldout_log_pred"] = heldout
+    info = {**info, "graph_interval": interval,
+            "n_full_edges": int(new_state(n_states, n_symbols)[-1][2])}
     if variant:
         info["mutant_variant"] = int(variant)
     return SGResult(counts, graph, trace, z, info)
@@ -138,6 +161,7 @@ class _CGSSG(DrawMixture):
     """The ``cgs-sg`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
     summary = "collapsed Gibbs sampling of a sparse PFA and its graph (Shibata & Yoshinaka 2013, Alg. 2)"
+    resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
 
     def __init__(self, variant: int = 0, name: str = "cgs-sg"):
         self.variant = variant
@@ -150,6 +174,8 @@ class _CGSSG(DrawMixture):
         parser.add_argument("--graph-interval", type=nonnegative_int, default=0,
                             help="positions of z between two updates of the graph G; default 0 "
                                  "= N A (Sect. 3)")
+        add_holdout_argument(parser)
+        add_checkpoint_argument(parser)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """Stored ``C_iaj`` (int32) and ``G`` (uint8) per draw, the chain state, and Eq. 6."""
@@ -158,10 +184,23 @@ class _CGSSG(DrawMixture):
         state = 10 * cells + 24 * (corpus.n_tokens + 1)
         return stored_bytes(corpus, options, 5 * cells + 16, state) + 2 * cells * 8
 
-    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
-        res = sample_cgs_sg(corpus, options["states"], options["beta"], options["iterations"],
-                            options["burn_in"], options["period"], options["chains"], seed,
-                            options.get("jobs", 1), options.get("graph_interval", 0), self.variant)
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
+            workdir=None) -> FitResult:
+        """The chains of :func:`sample_cgs_sg`; ``workdir``: their checkpoints (resumable)."""
+        chains, jobs = options["chains"], options.get("jobs", 1)
+        n_draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
+        on_sweeps, close = progress_callback(progress, min(jobs, chains),
+                                             chains * (options["burn_in"] + n_draws * options["period"]),
+                                             self.name)
+        try:
+            res = sample_cgs_sg(corpus, options["states"], options["beta"], options["iterations"],
+                                options["burn_in"], options["period"], chains, seed, jobs,
+                                options.get("graph_interval", 0), self.variant,
+                                holdout=options.get("holdout", 0.0), checkpoint_dir=workdir,
+                                checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY),
+                                on_sweeps=on_sweeps)
+        finally:
+            close()
         return FitResult({"counts": res.counts, "graph": res.graph}, res.trace, res.info)
 
     def per_sample_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
