@@ -372,7 +372,11 @@ def test_dask_scheduler_with_two_workers_survives_one_killed_mid_run(reference, 
             _killpg(proc)
 
 
-AUTO = ["--method", "cgs-pfa", "--auto", "--budget", "3", "--chains", "2", "--seed", str(SEED),
+#: the run's CPU budget: at about 1.5 CPU-s a problem the fixed costs outside the plan (reading
+#: and predicting the test set, the unit's set-up) overshot 10 % once under load (1.73 s on a
+#: share of 1.49); at about 5 s a problem they stay well inside the stated overshoot
+AUTO_BUDGET = 10.0
+AUTO = ["--method", "cgs-pfa", "--auto", "--budget", str(AUTO_BUDGET), "--chains", "2", "--seed", str(SEED),
         "--scheduler", "local", "--workers", "1", "--quiet"]
 
 
@@ -388,8 +392,8 @@ def test_auto_budget_is_shared_by_size_decisions_recorded_and_a_rerun_resumes(da
     assert lines[0] == "problem,method,states,beta,score,min_score,ratio,seconds,cpu_seconds,budget"
     rows = {r.split(",")[0]: r.split(",") for r in lines[1:]}
     assert sorted(rows) == list(GOOD)
-    shares = production.budget_shares(3.0, production.find_problems(data_dir, ["a", "b", "bad"]))
-    assert shares["bad"] == 0 and abs(sum(shares.values()) - 3.0) < 1e-9
+    shares = production.budget_shares(AUTO_BUDGET, production.find_problems(data_dir, ["a", "b", "bad"]))
+    assert shares["bad"] == 0 and abs(sum(shares.values()) - AUTO_BUDGET) < 1e-9
     assert shares["a"] / shares["b"] == pytest.approx(sizes["a"] / sizes["b"])
     for name in GOOD:
         decided = json.loads((out / "problems" / name / "auto.json").read_text())
