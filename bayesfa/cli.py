@@ -226,7 +226,7 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true",
                    help="list every method with its checks and mutant names (no run)")
     p.add_argument("--toy", default=None, help="toy data set name")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_int, default=0, help="random seed, 0 or more; default 0")
     p.add_argument("--json", action="store_true")
     p.add_argument("--kernel", choices=("gibbs", "alias-mh", "bucket-mh"), default=None,
                    help="cgs-pfa only: validate this sweep kernel (default: the method's own choice)")

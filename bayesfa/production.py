@@ -724,7 +724,7 @@ def _method_defaults(method: str) -> dict[str, Any]:
 
 def add_cli(parser: argparse.ArgumentParser, method: str | None) -> None:
     """Register ``bayesfa pautomac run`` under the ``pautomac`` command's ``parser``."""
-    from bayesfa.methods import get_method, method_names, nonnegative_int, positive_int
+    from bayesfa.methods import get_method, method_names, positive_int, seed_int
     from bayesfa.selection import parse_grid
 
     sub = parser.add_subparsers(dest="pautomac_command", required=True, metavar="SUBCOMMAND")
@@ -762,7 +762,7 @@ def add_cli(parser: argparse.ArgumentParser, method: str | None) -> None:
                    help="choose N then beta by cross-validation first (Sect. 4.1, as bayesfa select)")
     p.add_argument("--chains", type=positive_int, required=True, metavar="C",
                    help="final chains per problem (one Dask task each)")
-    p.add_argument("--seed", type=nonnegative_int, required=True, metavar="S")
+    p.add_argument("--seed", type=seed_int, required=True, metavar="S")
     p.add_argument("--scheduler", required=True, metavar="local|tcp://HOST:PORT",
                    help="local: a LocalCluster of --workers processes; or a dask scheduler's address")
     p.add_argument("--workers", type=positive_int, default=None, metavar="W",

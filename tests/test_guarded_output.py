@@ -209,7 +209,11 @@ def test_a_resume_after_ctrl_c_says_it_resumes(data, tmp_path, capsys, monkeypat
     ["fit", "TRAIN", "--method", "hmm-em", "--out", "OUT"],
     ["select", "TRAIN", "--method", "cgs-pfa", "--out", "OUT"],
     ["data", "alice", "--resplit", "--out", "OUT"],
-], ids=["fit-cgs-pfa", "fit-pdia", "fit-hmm-em", "select", "data-alice"])
+    ["validate", "hpyp"],
+    ["pautomac", "run", "--data", "TRAIN", "--problems", "1", "--method", "cgs-pfa", "--chains",
+     "1", "--scheduler", "local", "--out", "OUT"],
+], ids=["fit-cgs-pfa", "fit-pdia", "fit-hmm-em", "select", "data-alice", "validate",
+        "pautomac-run"])
 @pytest.mark.parametrize("seed", ["-1", str(SEED_MAX + 1), "1.5"])
 def test_a_bad_seed_is_refused_at_parse_time(data, tmp_path, capsys, argv, seed):
     argv = [str(data / "train") if a == "TRAIN" else str(tmp_path / "out") if a == "OUT" else a
