@@ -65,12 +65,12 @@ def run_cell(name: str, seed: int, toy: str) -> dict:
             "cpu_seconds": round(time.process_time() - start, 2)}
 
 
-def _cells(methods: list[str], seeds: list[int]) -> list[tuple[str, int]]:
+def _cells(methods: list[str], seeds: list[int], mutants: bool = True) -> list[tuple[str, int]]:
     from bayesfa.validation.harness import mutant_names_of
 
     out = []
     for m in methods:
-        for name in [m] + list(mutant_names_of(m)):
+        for name in [m] + (list(mutant_names_of(m)) if mutants else []):
             out += [(name, s) for s in seeds]
     return out
 
@@ -117,15 +117,17 @@ def main(argv=None) -> int:
     p.add_argument("--toy", default="tiny")
     p.add_argument("--jobs", type=int, default=max(1, os.cpu_count() or 1))
     p.add_argument("--out", default=str(HERE / "results" / "kill_matrix.json"))
+    p.add_argument("--no-mutants", action="store_true",
+                   help="the correct methods only (does each pass on every seed?)")
     args = p.parse_args(argv)
     methods = args.methods.split(",") if args.methods else method_names()
     seeds = _seeds(args.seeds)
     out = Path(args.out)
     cells_dir = out.with_suffix(".cells")
     cells_dir.mkdir(parents=True, exist_ok=True)
-    todo = [(n, s) for n, s in _cells(methods, seeds)
-            if not _cell_path(cells_dir, n, s, args.toy).is_file()]
-    print(f"{len(todo)} cells to run ({len(_cells(methods, seeds))} in all)", file=sys.stderr)
+    cells = _cells(methods, seeds, not args.no_mutants)
+    todo = [(n, s) for n, s in cells if not _cell_path(cells_dir, n, s, args.toy).is_file()]
+    print(f"{len(todo)} cells to run ({len(cells)} in all)", file=sys.stderr)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = {pool.submit(run_cell, n, s, args.toy): (n, s) for n, s in todo}
         for done, fut in enumerate(as_completed(futures), 1):
@@ -142,8 +144,7 @@ def main(argv=None) -> int:
             os.replace(tmp, path)
             print(f"[{done}/{len(todo)}] {n} seed {s}: {'passed' if row['passed'] else 'FAILED'}",
                   file=sys.stderr)
-    rows = [json.loads(_cell_path(cells_dir, n, s, args.toy).read_text())
-            for n, s in _cells(methods, seeds)]
+    rows = [json.loads(_cell_path(cells_dir, n, s, args.toy).read_text()) for n, s in cells]
     table = markdown(rows, len(seeds))
     from machine import git_commit
 
