@@ -405,12 +405,30 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
         # on every worker: data scattered to one worker die with it (scattered data cannot be
         # recomputed), and the units that need them fail instead of moving elsewhere
         corpus_f, test_f = client.scatter([train, test], hash=False, broadcast=True)
-        futures = {client.submit(_final_unit, spec.method, corpus_f, test_f, options,
-                                 metas[c]["seed"], pure=False): c for c in todo}
+
+        def submit(c):
+            return client.submit(_final_unit, spec.method, corpus_f, test_f, options,
+                                 metas[c]["seed"], pure=False)
+
+        futures = {submit(c): c for c in todo}
+        lost = {c: 0 for c in todo}
         try:
-            for fut in as_completed(list(futures)):
-                c = futures[fut]
-                res = fut.result()
+            done = as_completed(list(futures))
+            for fut in done:
+                c = futures.pop(fut)
+                try:
+                    res = fut.result()
+                except concurrent.futures.CancelledError:
+                    # the scheduler dropped the task when a worker died under it (seen as
+                    # "already forgotten"): a unit is a pure function of its inputs and seed,
+                    # so it is submitted again, a few times at most
+                    lost[c] += 1
+                    if lost[c] > UNIT_RESUBMITS or client.status != "running":
+                        raise
+                    again = submit(c)
+                    futures[again] = c
+                    done.add(again)
+                    continue
                 if res["log_mean"].shape != (n_test,):
                     raise ValueError(f"chain {c}: {res['log_mean'].size} log probabilities for "
                                      f"{n_test} test strings")
@@ -431,6 +449,8 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
 
 
 AUTO_JSON = "auto.json"
+#: how many times a unit whose task the scheduler dropped (a worker lost) is submitted again
+UNIT_RESUBMITS = 3
 
 
 def _auto_columns(pdir: Path) -> dict[str, Any]:
