@@ -382,7 +382,10 @@ class Run:
             return None
         import arviz as az
 
-        return az.from_dict(sample_stats={k: np.asarray(v) for k, v in arrays.items()})
+        stats = {k: np.asarray(v) for k, v in arrays.items()}
+        if int(az.__version__.split(".")[0]) >= 1:  # arviz 1.x: {group: {variable: array}}
+            return az.from_dict({"sample_stats": stats})
+        return az.from_dict(sample_stats=stats)  # arviz 0.2x: one keyword per group
 
     def __repr__(self) -> str:
         where = str(self.path) if self.path is not None else "in memory"
