@@ -66,9 +66,9 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 
 HOLDOUT = 0.05          # fraction of the training strings held out (at most HOLDOUT_MAX)
-LADDER_START, LADDER_RATIO, LADDER_MAX = 10, 1.5, 256
+LADDER_START, LADDER_RATIO, LADDER_MAX = 10, 1.5, 384
 BETA0 = 0.05
-BETAS = (0.01, 0.02, 0.05, 0.1, 0.2)
+BETAS = (0.005, 0.01, 0.02, 0.05, 0.1)
 BETA_KEEP = 2
 RUNG_DRAWS = 10
 FINAL_DRAWS = 100
@@ -212,7 +212,7 @@ def _forward_size(corpus: Corpus) -> int:
 # -- the plan (pure functions of the schedule) ----------------------------------------------
 
 def ladder(max_states: int = LADDER_MAX) -> list[int]:
-    """N = 10, 15, 22, 34, 51, 76, 114, 171, 256: ``round(10 * 1.5**k)`` up to ``max_states``."""
+    """N = 10, 15, 22, 34, 51, 76, 114, 171, 256, 384: ``round(10 * 1.5**k)`` up to ``max_states``."""
     out, k = [], 0
     while round(LADDER_START * LADDER_RATIO ** k) <= max_states:
         out.append(int(round(LADDER_START * LADDER_RATIO ** k)))
