@@ -30,14 +30,10 @@ def best_of(fn, repeats: int, clock=time.thread_time) -> float:
 
 
 def git_commit(root=None) -> str:
-    """The commit the code ran at (short hash), with ``+dirty`` when tracked files differ from it."""
-    import subprocess
+    """The commit the code ran at (short hash), with ``+dirty`` when tracked files differ from it
+    (:func:`bayesfa.provenance.git_commit` of this checkout)."""
     from pathlib import Path
 
-    root = Path(root) if root else Path(__file__).resolve().parents[1]
+    from bayesfa.provenance import git_commit as commit
 
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True).stdout.strip()
-
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    return commit(Path(root) if root else Path(__file__).resolve().parents[1])
