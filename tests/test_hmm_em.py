@@ -99,3 +99,23 @@ def test_numpy_shape_deprecation_is_silenced_for_hmmlearn_utils_only():
                                module="hmmlearn.utils")
     assert [(w.filename, str(w.message)[:7]) for w in seen] == [("forward.py", "Setting"),
                                                                 ("utils.py", "another")]
+
+
+def test_validation_forward_reference_equals_enumeration():
+    """The sequence-predictive reference of ``validate hmm-em`` (its own scaled forward pass)
+    equals brute-force enumeration of every state path on random parameters: ``log p(piece_s |
+    pieces before)`` as differences of enumerated log-likelihoods of the concatenation."""
+    from bayesfa.validation.learners.hmm_em import forward_log_likelihoods, path_probs
+
+    rng = np.random.default_rng(4)
+    k, n_sym = 3, 2
+    pi = rng.dirichlet(np.ones(k))
+    trans = rng.dirichlet(np.ones(k), size=k)
+    emit = rng.dirichlet(np.ones(n_sym), size=k)
+    pieces = [[0, 1, 1], [], [1], [0, 0, 1, 0]]
+    got = forward_log_likelihoods(pi, trans, emit, pieces)
+    seq, cum = [], [0.0]
+    for piece in pieces:
+        seq = seq + piece
+        cum.append(float(np.log(path_probs(seq, pi, trans, emit)[1].sum())) if seq else 0.0)
+    np.testing.assert_allclose(got, np.diff(cum), rtol=1e-12, atol=1e-12)

@@ -28,6 +28,11 @@ the method, by ``benchmarks/pdia_table1.py``'s ``hmm_states_by_test``.
 ``--pseudo-count c`` adds ``c`` to every emission count in the M-step (the MAP estimate under a
 ``Dirichlet(1 + c)`` prior; hmmlearn's ``emissionprob_prior``), so that a letter a state never
 emitted in training keeps a small probability; ``c = 0`` is plain maximum likelihood.
+
+Validation mutants (:data:`MUTATIONS`, ``bayesfa validate hmm-em:mutant-NAME``): the EM is
+hmmlearn's, so the mutants change one thing of the code around it here: the prior handed to
+hmmlearn, the conversion to a PFA, the state a sequence continues from, the likelihood that
+ranks the restarts.
 """
 
 from __future__ import annotations
@@ -42,6 +47,17 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import FitResult, positive_float, positive_int
+
+
+#: validation mutants (``variant`` of :func:`new_model`, :func:`fit_restarts`, :func:`to_pfa`
+#: and the method; 0 is the method), each one term of our code around hmmlearn changed
+MUTATIONS = {
+    "prior-without-one": 1,  # emissionprob_prior = c, not 1 + c: hmmlearn adds c - 1 to counts
+    "emission-at-destination": 2,  # to_pfa: trans[a, q, r] = T[q, r] B[r, a], not B[q, a]
+    "carry-without-transition": 3,  # --sequence: next_state = the last posterior, not times T
+    "likelihood-from-trace": 4,  # restarts ranked (and reported) by hmmlearn's last trace value,
+                                 # the likelihood before the last M-step, not the fit's
+}
 
 
 def _nonnegative_float(text: str) -> float:
@@ -61,13 +77,15 @@ def symbols(corpus: Corpus, sequence: bool) -> tuple[np.ndarray, np.ndarray, int
             corpus.alphabet_size + 1)
 
 
-def new_model(n_states: int, n_features: int, options: dict[str, Any], random_state: int):
+def new_model(n_states: int, n_features: int, options: dict[str, Any], random_state: int,
+              variant: int = 0):
     """A hmmlearn ``CategoricalHMM`` with this method's settings (random start from
-    ``random_state``)."""
+    ``random_state``); ``variant`` 1: a validation mutant (:data:`MUTATIONS`)."""
     from hmmlearn.hmm import CategoricalHMM
 
+    one = 0.0 if variant == MUTATIONS["prior-without-one"] else 1.0
     return CategoricalHMM(n_components=n_states, n_features=n_features,
-                          emissionprob_prior=1.0 + float(options.get("pseudo_count", 0.01)),
+                          emissionprob_prior=one + float(options.get("pseudo_count", 0.01)),
                           n_iter=int(options.get("n_iter", 100)),
                           tol=float(options.get("tol", 1e-3)), random_state=random_state,
                           params="ste", init_params="ste", implementation="scaling")
@@ -85,10 +103,10 @@ class _quiet_hmmlearn:
         self.logger.setLevel(self.level)
 
 
-def fit_restarts(corpus: Corpus, options: dict[str, Any], seed: int | None):
+def fit_restarts(corpus: Corpus, options: dict[str, Any], seed: int | None, variant: int = 0):
     """``(best model, per-restart summaries)``: ``--restarts`` EM runs from random starts
     (hmmlearn's ``random_state`` from ``SeedSequence(seed).spawn``), the one of highest
-    training log-likelihood kept."""
+    training log-likelihood kept. ``variant``: a validation mutant (:data:`MUTATIONS`)."""
     sequence = bool(options.get("sequence", False))
     x, lengths, n_features = symbols(corpus, sequence)
     if x.shape[0] < 1:
@@ -96,12 +114,16 @@ def fit_restarts(corpus: Corpus, options: dict[str, Any], seed: int | None):
     n_states = int(options["states"])
     best, summaries = None, []
     for child in np.random.SeedSequence(seed).spawn(int(options.get("restarts", 5))):
-        model = new_model(n_states, n_features, options, int(child.generate_state(1)[0]))
+        model = new_model(n_states, n_features, options, int(child.generate_state(1)[0]),
+                          variant)
         t0 = time.perf_counter()
         with _quiet_hmmlearn():
             model.fit(x, lengths)
-        ll = float(model.score(x, lengths))
         history = np.asarray(model.monitor_.history, dtype=float)
+        if variant == MUTATIONS["likelihood-from-trace"]:
+            ll = float(history[-1])
+        else:
+            ll = float(model.score(x, lengths))
         # hmmlearn calls a run that used up --n-iter "converged" too: say whether --tol stopped it
         stopped = history.size > 1 and history[-1] - history[-2] < model.tol
         summaries.append({"log_likelihood": ll, "iterations": int(history.size),
@@ -115,11 +137,16 @@ def fit_restarts(corpus: Corpus, options: dict[str, Any], seed: int | None):
 
 
 def to_pfa(startprob: np.ndarray, transmat: np.ndarray, emissionprob: np.ndarray,
-           sequence: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+           sequence: bool, variant: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(init, trans [A, K, K], stop)`` for :func:`bayesfa.forward.forward_log_prob`; a
-    sequence stops nowhere (``stop = 1``: the forward sum is the probability of the letters)."""
+    sequence stops nowhere (``stop = 1``: the forward sum is the probability of the letters).
+    ``variant`` 2: a validation mutant (:data:`MUTATIONS`)."""
     from bayesfa.automata import HMM
 
+    if variant == MUTATIONS["emission-at-destination"]:
+        letters = emissionprob if sequence else emissionprob[:, 1:]
+        stop = np.ones(startprob.shape[0]) if sequence else emissionprob[:, 0]
+        return startprob, transmat[None, :, :] * letters.T[:, None, :], stop
     if sequence:
         trans = emissionprob.T[:, :, None] * transmat[None, :, :]
         return startprob, trans, np.ones(startprob.shape[0])
@@ -144,6 +171,7 @@ class _HMMEM:
     """The ``hmm-em`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
     name = "hmm-em"
+    variant = 0  # != 0: a validation mutant (MUTATIONS)
     summary = "HMM trained by EM (Baum-Welch, hmmlearn CategoricalHMM), best of several restarts"
     validation = "bayesfa.validation.learners.hmm_em:HMM_EM"
 
@@ -165,13 +193,14 @@ class _HMMEM:
                                  "symbol); a test set continues it from the state reached at the end")
 
     def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
-        model, summaries = fit_restarts(corpus, options, seed)
+        model, summaries = fit_restarts(corpus, options, seed, self.variant)
         arrays = {"startprob": model.startprob_, "transmat": model.transmat_,
                   "emissionprob": model.emissionprob_}
         if options.get("sequence", False):
             x, lengths, _ = symbols(corpus, True)
             last = model.predict_proba(x, lengths)[-1]
-            arrays["next_state"] = last @ model.transmat_
+            arrays["next_state"] = (last if self.variant == MUTATIONS["carry-without-transition"]
+                                    else last @ model.transmat_)
         best = int(np.argmax([s["log_likelihood"] for s in summaries]))
         info = {"n_states": int(options["states"]), "best_restart": best,
                 "train_log_likelihood": summaries[best]["log_likelihood"], "restarts": summaries,
@@ -191,7 +220,8 @@ class _HMMEM:
             raise InputError(f"the strings use {corpus.alphabet_size} letters, the model was "
                              f"trained on {n_letters}")
         corpus = corpus.with_alphabet(n_letters)
-        init, trans, stop = to_pfa(arrays["startprob"], arrays["transmat"], emission, sequence)
+        init, trans, stop = to_pfa(arrays["startprob"], arrays["transmat"], emission, sequence,
+                                   self.variant)
         if not sequence:
             return forward_log_prob(init, trans, stop, corpus)
         # one long sequence: each string from the state distribution the ones before it left
@@ -224,7 +254,8 @@ class _HMMEM:
             raise InputError(f"the strings use {corpus.alphabet_size} letters, the model was "
                              f"trained on {emission.shape[1] - 1}")
         corpus = corpus.with_alphabet(emission.shape[1] - 1)
-        init, trans, _ = to_pfa(arrays["startprob"], arrays["transmat"], emission, False)
+        init, trans, _ = to_pfa(arrays["startprob"], arrays["transmat"], emission, False,
+                                self.variant)
         return float(np.sum(forward_log_prob(init, trans, np.ones(init.shape[0]), corpus)))
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:

@@ -46,11 +46,23 @@ from bayesfa.corpus import Corpus
 EVIDENCE = 0
 CROSS_VALIDATION = 1
 
+# Validation mutants of the criterion (``variant`` of :func:`grow_trie`; 0 is the method), each
+# one term changed; the fronts name them in their ``MUTATIONS``.
+END_OUTSIDE_ALPHABET = 1  # both: the Dirichlet over the A letters only, A beta for (A+1) beta
+NO_PRIOR_FACTOR = 2  # EVGram: Eq. 21 without the 1 / Gamma(beta) of each symbol seen
+NO_NORMALISER_PRIOR = 3  # EVGram: Eq. 21 without the Gamma((A+1) beta) of each context
+FOLD_NOT_HELD_OUT = 4  # CVGram: fold k's own counts left in the numerator, C_wa for C_wa - C_wka
+DENOMINATOR_NOT_HELD_OUT = 5  # CVGram: C_w for C_w - C_wk in the denominator
+
 
 @njit(cache=True)
-def _criterion(c, kind, beta):
-    """Criterion of one context with per-fold counts ``c [K, A+1]``."""
+def _criterion(c, kind, beta, variant=0):
+    """Criterion of one context with per-fold counts ``c [K, A+1]``. ``variant`` != 0 is a
+    validation mutant (``END_OUTSIDE_ALPHABET`` ... above) that changes one term; 0 is
+    the method."""
     n_folds, n_sym = c.shape
+    # the Dirichlet's dimension: the A letters and the end (the mutant forgets the end)
+    norm = n_sym - 1 if variant == END_OUTSIDE_ALPHABET else n_sym
     if kind == EVIDENCE:
         total = 0
         s = 0.0
@@ -59,11 +71,16 @@ def _criterion(c, kind, beta):
             for k in range(n_folds):
                 x += c[k, a]
             if x > 0:
-                s += math.lgamma(x + beta) - math.lgamma(beta)
+                if variant == NO_PRIOR_FACTOR:
+                    s += math.lgamma(x + beta)
+                else:
+                    s += math.lgamma(x + beta) - math.lgamma(beta)
             total += x
         if total == 0:
             return 0.0
-        return s + math.lgamma(n_sym * beta) - math.lgamma(total + n_sym * beta)
+        if variant == NO_NORMALISER_PRIOR:
+            return s - math.lgamma(total + norm * beta)
+        return s + math.lgamma(norm * beta) - math.lgamma(total + norm * beta)
     col = np.zeros(n_sym, dtype=np.int64)
     row = np.zeros(n_folds, dtype=np.int64)
     total = 0
@@ -76,11 +93,13 @@ def _criterion(c, kind, beta):
     for k in range(n_folds):
         if row[k] == 0:
             continue
-        denom = math.log(total - row[k] + n_sym * beta)
+        held = 0 if variant == DENOMINATOR_NOT_HELD_OUT else row[k]
+        denom = math.log(total - held + norm * beta)
         for a in range(n_sym):
             x = c[k, a]
             if x > 0:
-                s += x * (math.log(col[a] - x + beta) - denom)
+                own = 0 if variant == FOLD_NOT_HELD_OUT else x
+                s += x * (math.log(col[a] - own + beta) - denom)
     return s
 
 
@@ -103,10 +122,13 @@ def _grow_arrays(child, counts, caret, depth, n_new):
 
 
 @njit(cache=True)
-def grow_trie(tokens, starts, fold, n_folds, alphabet_size, beta, kind):
+def grow_trie(tokens, starts, fold, n_folds, alphabet_size, beta, kind, variant=0):
     """Grow the trie (module docstring). ``tokens [T]``, ``starts [T]`` the index of the
     first token of each position's string, ``fold [T]`` each position's fold (0 for
-    EVGram). Returns ``(child, counts, caret)`` trimmed to the nodes made."""
+    EVGram); ``variant`` a validation mutant of the criterion (0: the method). Returns
+    ``(child, counts, caret, steps)`` trimmed to the nodes made; ``steps [L, 4]`` float64,
+    one row per leaf examined, in order: the node, its number of positions, the criterion
+    of the leaf and the gain of expanding it (the children's criteria minus the leaf's)."""
     n_sym = alphabet_size + 1
     n_tok = tokens.shape[0]
     cap = 1024
@@ -123,6 +145,8 @@ def grow_trie(tokens, starts, fold, n_folds, alphabet_size, beta, kind):
     lo, hi = 0, 1  # the nodes of depth d are lo..hi-1 (made together, one level earlier)
     rest = np.zeros((n_folds, n_sym), dtype=np.int64)
     part = np.zeros((n_folds, n_sym), dtype=np.int64)
+    steps = np.zeros((cap, 4))
+    n_steps = 0
     while active.shape[0] > 0:
         # key of each active position: its node and the letter before its context
         keys = np.empty(active.shape[0], dtype=np.int64)
@@ -162,7 +186,8 @@ def grow_trie(tokens, starts, fold, n_folds, alphabet_size, beta, kind):
                 t = active[perm[m]]
                 rest[fold[t], tokens[t]] += 1
             # one decision for all children of w together (Sect. 4.5.2: the leaf is expanded)
-            gain = -_criterion(rest, kind, beta)
+            own = _criterion(rest, kind, beta, variant)
+            gain = -own
             g = i
             while g < end:
                 b = keys[perm[g]] % n_sym
@@ -171,7 +196,16 @@ def grow_trie(tokens, starts, fold, n_folds, alphabet_size, beta, kind):
                     t = active[perm[g]]
                     part[fold[t], tokens[t]] += 1
                     g += 1
-                gain += _criterion(part, kind, beta)
+                gain += _criterion(part, kind, beta, variant)
+            if n_steps >= steps.shape[0]:
+                bigger = np.zeros((2 * steps.shape[0], 4))
+                bigger[:n_steps] = steps[:n_steps]
+                steps = bigger
+            steps[n_steps, 0] = w
+            steps[n_steps, 1] = end - i
+            steps[n_steps, 2] = own
+            steps[n_steps, 3] = gain
+            n_steps += 1
             if gain <= 0:
                 i = end
                 continue
@@ -208,7 +242,8 @@ def grow_trie(tokens, starts, fold, n_folds, alphabet_size, beta, kind):
         active = nxt[:n_next].copy()
         lo, hi = hi, n_nodes
         d += 1
-    return child[:n_nodes].copy(), counts[:n_nodes].copy(), caret[:n_nodes].copy()
+    return (child[:n_nodes].copy(), counts[:n_nodes].copy(), caret[:n_nodes].copy(),
+            steps[:n_steps].copy())
 
 
 def position_starts(corpus: Corpus) -> np.ndarray:
@@ -263,16 +298,25 @@ def vgram_log_prob(arrays: dict[str, np.ndarray], beta: float, corpus: Corpus) -
 
 
 def vgram(corpus: Corpus, beta: float, kind: int, folds: np.ndarray | None = None,
-          n_folds: int = 1) -> dict[str, np.ndarray]:
-    """Grow a trie on ``corpus``; ``folds [n_strings]`` gives each string's fold (CVGram)."""
+          n_folds: int = 1, variant: int = 0, steps: bool = False,
+          position_folds: np.ndarray | None = None):
+    """Grow a trie on ``corpus``; ``folds [n_strings]`` gives each string's fold (CVGram)
+    (``position_folds [n_tokens]``, each position's: only a validation mutant's). ``variant``:
+    a validation mutant of the criterion (:func:`_criterion`; 0 is the method). Returns
+    ``{"child", "counts", "caret"}``, and with ``steps`` ``(arrays, steps)``, the leaves
+    examined (:func:`grow_trie`)."""
     starts = position_starts(corpus)
-    if folds is None:
+    if position_folds is not None:
+        fold = np.asarray(position_folds, dtype=np.int64)
+    elif folds is None:
         fold = np.zeros(corpus.n_tokens, dtype=np.int64)
     else:
         fold = np.repeat(np.asarray(folds, dtype=np.int64), np.diff(corpus.offsets))
-    child, counts, caret = grow_trie(corpus.tokens, starts, fold, int(n_folds),
-                                     corpus.alphabet_size, float(beta), int(kind))
-    return {"child": child, "counts": counts, "caret": caret}
+    child, counts, caret, trace = grow_trie(corpus.tokens, starts, fold, int(n_folds),
+                                            corpus.alphabet_size, float(beta), int(kind),
+                                            int(variant))
+    arrays = {"child": child, "counts": counts, "caret": caret}
+    return (arrays, trace) if steps else arrays
 
 
 def vgram_bytes(corpus: Corpus, n_folds: int) -> int:

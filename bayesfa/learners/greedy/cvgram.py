@@ -20,20 +20,37 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.methods import FitResult, positive_int
+from bayesfa.methods import positive_int
 from bayesfa.learners.greedy import _vgram
 from bayesfa.learners.greedy.alergia import add_beta_argument
 from bayesfa.learners.greedy.evgram import _VGramMethod
 
 
-def cvgram(corpus: Corpus, beta: float, folds: int = 10) -> dict[str, np.ndarray]:
-    """Grow the CVGram trie: ``child [n, A+1]``, ``counts [n, A+1]``, ``caret [n]``."""
+FOLDS_BY_POSITION = 6  # a mutant of the front, not of the kernel's criterion
+
+#: validation mutants (``bayesfa validate cvgram:mutant-NAME``), each one term of the
+#: cross-validated criterion changed (:func:`bayesfa.learners.greedy._vgram._criterion`), or
+#: the folds drawn by position instead of by string
+MUTATIONS = {"end-outside-alphabet": _vgram.END_OUTSIDE_ALPHABET,  # A beta for (A+1) beta
+             "fold-not-held-out": _vgram.FOLD_NOT_HELD_OUT,  # C_wa for C_wa - C_wka
+             "denominator-not-held-out": _vgram.DENOMINATOR_NOT_HELD_OUT,  # C_w for C_w - C_wk
+             "folds-by-position": FOLDS_BY_POSITION}  # position t to fold t mod K
+
+
+def cvgram(corpus: Corpus, beta: float, folds: int = 10, variant: int = 0,
+           steps: bool = False):
+    """Grow the CVGram trie: ``child [n, A+1]``, ``counts [n, A+1]``, ``caret [n]``; with
+    ``steps`` also the leaves examined (:func:`bayesfa.learners.greedy._vgram.grow_trie`).
+    ``variant`` != 0: a validation mutant (:data:`MUTATIONS`)."""
     if folds < 2:
         raise InputError(f"--folds must be at least 2, got {folds}")
     if corpus.n_strings < folds:
         raise InputError(f"{corpus.n_strings} strings cannot fill {folds} folds")
     fold_of = np.arange(corpus.n_strings, dtype=np.int64) % folds
-    return _vgram.vgram(corpus, beta, _vgram.CROSS_VALIDATION, fold_of, folds)
+    if variant == FOLDS_BY_POSITION:
+        return _vgram.vgram(corpus, beta, _vgram.CROSS_VALIDATION, None, folds, steps=steps,
+                            position_folds=np.arange(corpus.n_tokens, dtype=np.int64) % folds)
+    return _vgram.vgram(corpus, beta, _vgram.CROSS_VALIDATION, fold_of, folds, variant, steps)
 
 
 class _CVGram(_VGramMethod):
@@ -48,9 +65,8 @@ class _CVGram(_VGramMethod):
         parser.add_argument("--folds", type=positive_int, default=10,
                             help="folds of the cross-validation criterion; default 10")
 
-    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
-        arrays = cvgram(corpus, options["beta"], options["folds"])
-        return FitResult(arrays, {}, {"n_states": int(arrays["counts"].shape[0])})
+    def _grow(self, corpus: Corpus, options: dict[str, Any], steps: bool):
+        return cvgram(corpus, options["beta"], options["folds"], self.variant, steps)
 
 
 METHOD = _CVGram()

@@ -25,13 +25,33 @@ from bayesfa.learners.greedy import _vgram
 from bayesfa.learners.greedy.alergia import add_beta_argument
 
 
-def evgram(corpus: Corpus, beta: float) -> dict[str, np.ndarray]:
-    """Grow the EVGram trie: ``child [n, A+1]``, ``counts [n, A+1]``, ``caret [n]``."""
-    return _vgram.vgram(corpus, beta, _vgram.EVIDENCE)
+#: validation mutants (``bayesfa validate evgram:mutant-NAME``), each one term of the Eq. 21
+#: factor changed in the kernel's criterion (:func:`bayesfa.learners.greedy._vgram._criterion`)
+MUTATIONS = {"end-outside-alphabet": _vgram.END_OUTSIDE_ALPHABET,  # A beta for (A+1) beta
+             "no-prior-factor": _vgram.NO_PRIOR_FACTOR,  # 1 / Gamma(beta) per symbol dropped
+             "no-normaliser-prior": _vgram.NO_NORMALISER_PRIOR}  # Gamma((A+1) beta) dropped
+
+
+def evgram(corpus: Corpus, beta: float, variant: int = 0, steps: bool = False):
+    """Grow the EVGram trie: ``child [n, A+1]``, ``counts [n, A+1]``, ``caret [n]``; with
+    ``steps`` also the leaves examined (:func:`bayesfa.learners.greedy._vgram.grow_trie`).
+    ``variant`` != 0: a validation mutant (:data:`MUTATIONS`)."""
+    return _vgram.vgram(corpus, beta, _vgram.EVIDENCE, variant=variant, steps=steps)
 
 
 class _VGramMethod:
     """Shared registry behaviour of the VGram methods."""
+
+    variant = 0  # != 0: a validation mutant (the front's MUTATIONS)
+
+    def growth_steps(self, corpus: Corpus, options: dict[str, Any]) -> np.ndarray:
+        """The leaves examined while growing the trie on ``corpus`` (``[L, 4]``: node,
+        positions, criterion of the leaf, gain of expanding it), for ``bayesfa validate``."""
+        return self._grow(corpus, options, True)[1]
+
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
+        arrays = self._grow(corpus, options, False)
+        return FitResult(arrays, {}, {"n_states": int(arrays["counts"].shape[0])})
 
     def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
                          corpus: Corpus) -> np.ndarray:
@@ -55,9 +75,8 @@ class _EVGram(_VGramMethod):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_beta_argument(parser, "the evidence criterion and the smoothing")
 
-    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
-        arrays = evgram(corpus, options["beta"])
-        return FitResult(arrays, {}, {"n_states": int(arrays["counts"].shape[0])})
+    def _grow(self, corpus: Corpus, options: dict[str, Any], steps: bool):
+        return evgram(corpus, options["beta"], self.variant, steps)
 
 
 METHOD = _EVGram()

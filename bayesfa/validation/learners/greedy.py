@@ -52,6 +52,7 @@ N_STRINGS = 300
 N_STRINGS_ALERGIA = 3000
 EVIDENCE_TOL = 1e-9
 PREDICT_TOL = 1e-10
+CRITERION_TOL = 1e-9
 
 
 class Automaton:
@@ -336,6 +337,11 @@ ALERGIA = GreedySpec("alergia")
 # leaf is examined once, level by level, nodes in creation order and children by token
 # (``^`` first): it is expanded into all its children when the criterion summed over its
 # positions rises (Shibata & Yoshinaka 2013, Sect. 4.5.2; Niesler & Woodland 1999).
+#
+# Checks (exact): ``growth``, the method's trie equals the reference's; ``criterion``, every
+# leaf the method examined (its ``growth_steps``), in order, has the reference's context,
+# number of positions, criterion and gain (relative 1e-9; a mutant of the criterion whose
+# decisions happen to agree on the toy is caught here); ``predictive``, as for the mergers.
 
 def evidence_criterion(c: np.ndarray, beta: float) -> float:
     """One context's factor of Eq. 21 (``c [folds, A+1]`` summed over the folds)."""
@@ -445,20 +451,94 @@ def vgram_log_prob_reference(nodes, beta: float, corpus: Corpus) -> np.ndarray:
     return out
 
 
-class VGramSpec:
-    """The validation spec of ``evgram`` and ``cvgram`` (module docstring of this section)."""
+def method_contexts(child: np.ndarray) -> list[tuple]:
+    """The context of each node of a method's trie ``child [n, A+1]`` (node 0 the empty
+    context; ``child[w, b] = v``: ``v`` is ``w`` extended by ``b``), read from the array."""
+    ctx: list = [None] * child.shape[0]
+    ctx[0] = ()
+    todo = [0]
+    while todo:
+        w = todo.pop()
+        for b in range(child.shape[1]):
+            v = int(child[w, b])
+            if v >= 0:
+                ctx[v] = ctx[w] + (b,)
+                todo.append(v)
+    return ctx
 
-    def __init__(self, name: str):
-        self.name = name
+
+def criterion_rows(steps: list[dict], got: np.ndarray, child: np.ndarray) -> tuple[list[dict], float]:
+    """Each leaf the reference examined against the method's ``got [L, 4]`` (node, positions,
+    leaf criterion, gain), in order; ``(rows, largest relative error)`` (``inf`` when the
+    contexts, the positions or the number of leaves examined differ)."""
+    names = method_contexts(child)
+    rows, worst = [], 0.0 if len(steps) == got.shape[0] else math.inf
+    for i in range(max(len(steps), got.shape[0])):
+        ref = steps[i] if i < len(steps) else None
+        row = {"context": ref["context"] if ref else "-", "method_context": "-",
+               "leaf": ref["leaf"] if ref else math.nan, "method_leaf": math.nan,
+               "gain": ref["gain"] if ref else math.nan, "method_gain": math.nan,
+               "rel_error": math.inf}
+        if i < got.shape[0]:
+            node = int(got[i, 0])
+            row.update(method_context=_context_name(names[node]) if 0 <= node < len(names)
+                       and names[node] is not None else f"node {node}",
+                       method_leaf=float(got[i, 2]), method_gain=float(got[i, 3]))
+            if ref is not None and row["method_context"] == ref["context"] \
+                    and int(got[i, 1]) == ref["positions"]:
+                row["rel_error"] = max(abs(row["method_leaf"] - ref["leaf"])
+                                       / max(1.0, abs(ref["leaf"])),
+                                       abs(row["method_gain"] - ref["gain"])
+                                       / max(1.0, abs(ref["leaf"]), abs(ref["children"])))
+        row["pass"] = row["rel_error"] <= CRITERION_TOL
+        worst = max(worst, row["rel_error"])
+        rows.append(row)
+    return rows, worst
+
+
+class VGramSpec:
+    """The validation spec of ``evgram`` and ``cvgram`` (module docstring of this section).
+    Mutants (the fronts' ``MUTATIONS``, variant switches of the kernel's criterion, each one
+    term changed): ``evgram:mutant-end-outside-alphabet`` (the Dirichlet of Eq. 21 over the
+    A letters, ``A beta`` for ``(A+1) beta``), ``evgram:mutant-no-prior-factor`` (without
+    ``1 / Gamma(beta)`` per symbol seen), ``evgram:mutant-no-normaliser-prior`` (without
+    ``Gamma((A+1) beta)``); ``cvgram:mutant-end-outside-alphabet``,
+    ``cvgram:mutant-fold-not-held-out`` (``C_wa`` for ``C_wa - C_wka`` in the numerator),
+    ``cvgram:mutant-denominator-not-held-out`` (``C_w`` for ``C_w - C_wk``),
+    ``cvgram:mutant-folds-by-position`` (position ``t`` in fold ``t mod K`` instead of its
+    string's). Checks: ``growth`` (the trie), ``criterion`` (the criterion of every leaf
+    examined, in order, against the reference's: a mutant whose decisions happen to agree
+    on the toy still reports other values) and ``predictive``."""
+
+    def __init__(self, name: str, variant: int = 0):
+        self.name, self.variant = name, variant
+
+    def _module(self):
+        import importlib
+
+        return importlib.import_module(f"bayesfa.learners.greedy.{self.name}")
+
+    def mutant_names(self) -> list[str]:
+        return list(self._module().MUTATIONS)
+
+    def mutant(self, variant: str):
+        from bayesfa.validation.harness import carry_spec
+
+        spec = VGramSpec(self.name, self._module().MUTATIONS[variant])
+        return carry_spec(spec._method(), spec, f"{self.name}:mutant-{variant}")
+
+    def _method(self):
+        method = copy.copy(self._module().METHOD)
+        method.variant = self.variant
+        return method
 
     def check_names(self) -> list[str]:
-        return ["growth", "predictive"]
+        return ["growth", "criterion", "predictive"]
 
     def deterministic_checks(self, toy, *, seed: int = 0, alpha: float = 0.0) -> list[Check]:
-        from bayesfa.methods import get_method
         from bayesfa.validation.toys import all_strings
 
-        method = get_method(self.name)
+        method = self._method()
         opts = _defaults(method)
         corpus = check_corpus(toy, seed)
         beta = float(opts["beta"])
@@ -478,6 +558,17 @@ class VGramSpec:
                          f"leaf examined with the {what} (beta = {beta})",
                          ["context", "positions", "leaf", "children", "gain", "expanded"], steps,
                          {"contexts": len(nodes), "method_contexts": int(got[1].shape[0])})]
+        rows, worst = criterion_rows(steps, np.asarray(method.growth_steps(corpus, opts)),
+                                     got[0])
+        checks.append(_check("criterion", worst <= CRITERION_TOL,
+                             f"every leaf the method examined, in order: its context, positions, "
+                             f"the {what.replace(' and of its children', '')} and the gain of "
+                             f"expanding it equal the reference's (relative tolerance "
+                             f"{CRITERION_TOL:g})",
+                             ["context", "method_context", "leaf", "method_leaf", "gain",
+                              "method_gain", "rel_error", "pass"], rows,
+                             {"statistic": worst, "leaves": len(steps),
+                              "method_leaves": len(rows)}))
         test = all_strings(3, corpus.alphabet_size)
         ref_lp = vgram_log_prob_reference(nodes, beta, test)
         got_lp = np.asarray(method.predict_log_prob(fit.arrays, opts, test))
@@ -486,7 +577,8 @@ class VGramSpec:
                              f"predict_log_prob of the {test.n_strings} strings up to length 3 vs "
                              f"the reference trie (deepest matching context, beta = {beta}; "
                              f"tolerance {PREDICT_TOL:g})", ["max_abs_error", "pass"],
-                             [{"max_abs_error": err, "pass": err <= PREDICT_TOL}]))
+                             [{"max_abs_error": err, "pass": err <= PREDICT_TOL}],
+                             {"statistic": err}))
         return checks
 
 
