@@ -23,7 +23,8 @@ from bayesfa.rundir import read_trace
 from bayesfa.samplers.pfa import _cgs_pfa_kernel as kernel
 from bayesfa.samplers.pfa import _cgs_pfa_multichain_kernel as multi
 from bayesfa.samplers.pfa import cgs_pfa
-from test_checkpoint import FIELDS, _assert_same, _Stop  # _Stop: KeyboardInterrupt after some sweeps
+from chain_resume import Stop  # KeyboardInterrupt after some sweeps
+from test_checkpoint import FIELDS, _assert_same
 
 
 def _corpus(n_strings=60, seed=0, letters=3):
@@ -116,7 +117,7 @@ def test_interrupted_interleaved_chains_resume_bit_identical(tmp_path, monkeypat
     full = cgs_pfa.sample_cgs_pfa(CORPUS, **kw, interleave=1)
     with pytest.raises(KeyboardInterrupt):  # one chain's callback raises: all three stop
         cgs_pfa.sample_cgs_pfa(CORPUS, **kw, interleave=8, checkpoint_dir=tmp_path,
-                               checkpoint_every=0, on_sweeps=_Stop(3 * 120))
+                               checkpoint_every=0, on_sweeps=Stop(3 * 120))
     done = []
     for p in sorted(tmp_path.glob("chain-*.npz")):
         with np.load(p) as npz:
@@ -129,7 +130,7 @@ def test_interrupted_interleaved_chains_resume_bit_identical(tmp_path, monkeypat
     # chains at different points in one lockstep: one finished, one mid-chain, one afresh
     with pytest.raises(KeyboardInterrupt):
         cgs_pfa.sample_cgs_pfa(CORPUS, **kw, interleave=8, checkpoint_dir=tmp_path / "b",
-                               checkpoint_every=0, on_sweeps=_Stop(3 * 80))
+                               checkpoint_every=0, on_sweeps=Stop(3 * 80))
     full_states = {p.name: p.read_bytes() for p in tmp_path.glob("chain-*.npz")}
     (tmp_path / "b" / "chain-0000.npz").write_bytes(full_states["chain-0000.npz"])
     (tmp_path / "b" / "chain-0002.npz").unlink()

@@ -8,57 +8,25 @@ comparison is exact (``assert_array_equal``): same seed, same result, bit for bi
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
-
 import numpy as np
 import pytest
 
-from bayesfa.samplers.chains import free_positions
 from bayesfa.cli import main
-from bayesfa.corpus import Corpus
-from bayesfa.datasets import pautomac_path
 from bayesfa.errors import InputError
-from bayesfa.rundir import read_trace
 from bayesfa.samplers.pfa import cgs_pfa
-from conftest import checkpoint_state, mid_chain_checkpoints
+from chain_resume import Stop, child_code, kill_9_mid_chain, small_corpus, use_small_blocks
+from conftest import checkpoint_state
 
 KW = dict(n_states=3, beta=0.3, iterations=230, burn_in=50, period=6, chains=2, seed=7)
 N_DRAWS = (230 - 50) // 6  # 30
 FIELDS = ("counts", "log_joint", "n_states", "n_edges", "z", "heldout_log_pred")
-
-
-def _corpus(n_strings=60, seed=0):
-    rng = np.random.default_rng(seed)
-    strings = [rng.integers(0, 3, size=rng.integers(0, 7)).tolist() for _ in range(n_strings)]
-    return Corpus.from_strings(strings, alphabet_size=3)
-
-
-CORPUS = _corpus()
+CORPUS = small_corpus()
 
 
 @pytest.fixture()
 def small_blocks(monkeypatch):
     """Blocks of about 5 sweeps (instead of the whole chain on so small a corpus)."""
-    n_free = free_positions(CORPUS.tokens).size
-    monkeypatch.setattr(cgs_pfa, "_BLOCK_UNITS", 5 * KW["n_states"] * n_free)
-
-
-class _Stop:
-    """An ``on_sweeps`` callback that raises KeyboardInterrupt once ``after`` sweeps (over
-    all chains, in order) have been reported."""
-
-    def __init__(self, after: int):
-        self.after, self.seen = after, 0
-
-    def __call__(self, n: int) -> None:
-        self.seen += n
-        if self.seen > self.after:
-            raise KeyboardInterrupt
+    use_small_blocks(monkeypatch, cgs_pfa, CORPUS, KW["n_states"])
 
 
 def _assert_same(a, b) -> None:
@@ -72,7 +40,7 @@ def test_interrupted_chain_resumes_bit_identical(tmp_path, small_blocks, stop_af
     assert full.heldout_log_pred.shape == (2, N_DRAWS) and full.info["holdout_strings"] == 6
     with pytest.raises(KeyboardInterrupt):
         cgs_pfa.sample_cgs_pfa(CORPUS, **KW, holdout=0.1, checkpoint_dir=tmp_path,
-                               checkpoint_every=0, on_sweeps=_Stop(stop_after))
+                               checkpoint_every=0, on_sweeps=Stop(stop_after))
     states = {p.name: checkpoint_state(p) for p in sorted(tmp_path.glob("chain-*.npz"))}
     last = states[sorted(states)[-1]]
     assert 0 < int(last["sweeps_done"]) < 230  # a chain was cut mid-way and saved as such
@@ -91,7 +59,7 @@ def test_resume_in_worker_processes_and_foreign_checkpoints(tmp_path, small_bloc
     full = cgs_pfa.sample_cgs_pfa(CORPUS, **KW, holdout=0.1)
     with pytest.raises(KeyboardInterrupt):
         cgs_pfa.sample_cgs_pfa(CORPUS, **KW, holdout=0.1, checkpoint_dir=tmp_path,
-                               checkpoint_every=0, on_sweeps=_Stop(100))
+                               checkpoint_every=0, on_sweeps=Stop(100))
     assert 0 < int(checkpoint_state(tmp_path / "chain-0000.npz")["draws_done"]) < N_DRAWS
     resumed = cgs_pfa.sample_cgs_pfa(CORPUS, **KW, holdout=0.1, checkpoint_dir=tmp_path, jobs=2)
     assert resumed.info["chains_resumed_mid_chain"] == 1 and resumed.info["jobs"] == 2
@@ -145,15 +113,6 @@ def test_holdout_slice_is_deterministic_and_not_sampled():
 
 # -- the command line, killed for real --------------------------------------------------------
 
-_CHILD = """
-import sys
-from bayesfa.samplers.pfa import cgs_pfa
-cgs_pfa._BLOCK_UNITS = 2_000_000  # blocks of about 20 sweeps: checkpoints come often
-from bayesfa.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
-
-
 def _fit_args(train, out, *extra):
     return ["fit", str(train), "--method", "cgs-pfa", "--states", "4", "--beta", "0.1",
             "--iterations", "1200", "--burn-in", "200", "--period", "5", "--chains", "2",
@@ -161,50 +120,9 @@ def _fit_args(train, out, *extra):
 
 
 def test_kill_9_of_bayesfa_fit_then_resume_is_bit_identical(tmp_path, capsys):
-    lines = pautomac_path(24, "train").read_text().splitlines()
-    train = tmp_path / "small.train"
-    train.write_text("\n".join(["2000 5"] + lines[1:2001]) + "\n")  # 2,000 strings of problem 24
-    ref, run = tmp_path / "ref", tmp_path / "run"
-    assert main(_fit_args(train, ref, "--jobs", "1")) == 0
-
-    every = ("--checkpoint-every", "0.05")  # the same command each time (it never changes results)
-    child = subprocess.Popen([sys.executable, "-c", _CHILD] + _fit_args(train, run, "--jobs", "2", *every),
-                             start_new_session=True, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    try:
-        while not mid_chain_checkpoints(run, (1200 - 200) // 5):
-            assert child.poll() is None, f"fit ended before a mid-chain checkpoint: {child.stderr.read()!r}"
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-    finally:
-        os.killpg(child.pid, signal.SIGKILL)  # the CLI and its workers, as a crash would
-        child.wait()
-    assert child.returncode == -signal.SIGKILL
-    assert not (run / "manifest.json").exists()
-    saved = sorted(run.rglob("chain-*.npz"))
-    assert any(int(checkpoint_state(p)["draws_done"]) < (1200 - 200) // 5 for p in saved)
-
-    # a damaged checkpoint: one line naming it, exit 2
-    victim = saved[0]
-    data = victim.read_bytes()
-    victim.write_bytes(data[: len(data) // 3])
-    capsys.readouterr()
-    assert main(_fit_args(train, run, "--jobs", "2", *every)) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and str(victim) in err and "Traceback" not in err
-    victim.write_bytes(data)
-
-    assert main(_fit_args(train, run, "--jobs", "2", *every)) == 0
-    info = json.loads((run / "manifest.json").read_text())["info"]
-    assert info["chains_resumed_mid_chain"] >= 1
-    with np.load(ref / "arrays.npz") as a, np.load(run / "arrays.npz") as b:
-        assert a.files == b.files
-        for k in a.files:
-            np.testing.assert_array_equal(a[k], b[k])
-    t_ref, t_run = read_trace(ref / "trace.nc"), read_trace(run / "trace.nc")
-    assert set(t_ref) == set(t_run) and "heldout_log_pred" in t_run
-    for k in t_ref:
-        np.testing.assert_array_equal(t_ref[k], t_run[k], err_msg=k)
+    """2,000 strings of problem 24, blocks of about 20 sweeps: checkpoints come often."""
+    kill_9_mid_chain(tmp_path, capsys, child_code("cgs_pfa", 2_000_000), _fit_args,
+                     n_strings=2000, n_draws=(1200 - 200) // 5, every="0.05", poll=0.01)
 
 
 def test_cli_options_are_checked(capsys):

@@ -26,7 +26,7 @@ from bayesfa.online import (LogMeanAccumulator, OnlinePrediction, PREDICTIONS, c
 from bayesfa.pautomac import read_sample, read_solution, write_sample
 from bayesfa.rundir import load_run
 from bayesfa.samplers.pfa import cgs_pfa
-from test_checkpoint import _Stop  # raises KeyboardInterrupt after some sweeps
+from chain_resume import Stop  # raises KeyboardInterrupt after some sweeps
 
 KW = dict(n_states=3, beta=0.3, iterations=230, burn_in=50, period=6, chains=2, seed=7)
 N_DRAWS = (230 - 50) // 6  # 30
@@ -105,7 +105,7 @@ def test_capped_predicting_chain_resumes_bit_identical(tmp_path, monkeypatch):
     full = cgs_pfa.sample_cgs_pfa(TRAIN, **args)
     with pytest.raises(KeyboardInterrupt):
         cgs_pfa.sample_cgs_pfa(TRAIN, **args, checkpoint_dir=tmp_path, checkpoint_every=0,
-                               on_sweeps=_Stop(230 + 150))
+                               on_sweeps=Stop(230 + 150))
     with np.load(tmp_path / "chain-0001.npz") as npz:
         d = int(npz["draws_done"])
         assert 0 < d < N_DRAWS and npz["pred_log_sum"].shape == (TEST.n_strings,)

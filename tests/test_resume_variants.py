@@ -10,38 +10,21 @@ diagnostic is checked against a path-product reference written here from Eq. 6's
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
-
 import numpy as np
 import pytest
 
 from bayesfa.cli import main
 from bayesfa.corpus import Corpus
-from bayesfa.datasets import pautomac_path
 from bayesfa.errors import InputError
-from bayesfa.rundir import read_trace
-from bayesfa.samplers.chains import free_positions
 from bayesfa.samplers.pfa import cgs_hmm, cgs_sg
 from bayesfa.samplers.pfa.cgs_pfa import holdout_split, plugin_xi
-from conftest import checkpoint_state, mid_chain_checkpoints
+from chain_resume import Stop, child_code, kill_9_mid_chain, small_corpus, use_small_blocks
+from conftest import checkpoint_state
 
 ITER, BURN, PERIOD, CHAINS, SEED = 230, 50, 6, 2, 7
 N_DRAWS = (ITER - BURN) // PERIOD  # 30
 N_STATES = 3
-
-
-def _corpus(n_strings=60, seed=0):
-    rng = np.random.default_rng(seed)
-    strings = [rng.integers(0, 3, size=rng.integers(0, 7)).tolist() for _ in range(n_strings)]
-    return Corpus.from_strings(strings, alphabet_size=3)
-
-
-CORPUS = _corpus()
+CORPUS = small_corpus()
 
 
 def _sample(method, corpus=CORPUS, **kw):
@@ -72,25 +55,6 @@ def _assert_same(a, b) -> None:
             np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
-def _small_blocks(monkeypatch, corpus=CORPUS):
-    """Blocks of about 5 sweeps (instead of the whole chain on so small a corpus)."""
-    n_free = free_positions(corpus.tokens).size
-    monkeypatch.setattr(cgs_hmm, "_BLOCK_UNITS", 5 * N_STATES * n_free)
-
-
-class _Stop:
-    """An ``on_sweeps`` callback that raises KeyboardInterrupt once ``after`` sweeps (over
-    all chains, in order) have been reported."""
-
-    def __init__(self, after: int):
-        self.after, self.seen = after, 0
-
-    def __call__(self, n: int) -> None:
-        self.seen += n
-        if self.seen > self.after:
-            raise KeyboardInterrupt
-
-
 METHODS = ("cgs-sg", "cgs-hmm", "cgs-hmm-star")
 
 
@@ -101,9 +65,9 @@ def test_interrupted_chain_resumes_bit_identical(tmp_path, monkeypatch, method, 
     the resumed run equals an uninterrupted one made with the default (whole-chain) blocks."""
     full = _sample(method)
     assert full.info["holdout_strings"] == 6 and full.info["chains_resumed"] == 0
-    _small_blocks(monkeypatch)
+    use_small_blocks(monkeypatch, cgs_hmm, CORPUS, N_STATES)
     with pytest.raises(KeyboardInterrupt):
-        _sample(method, checkpoint_dir=tmp_path, checkpoint_every=0, on_sweeps=_Stop(stop_after))
+        _sample(method, checkpoint_dir=tmp_path, checkpoint_every=0, on_sweeps=Stop(stop_after))
     states = {p.name: checkpoint_state(p) for p in sorted(tmp_path.glob("chain-*.npz"))}
     last = states[sorted(states)[-1]]
     done = int(last["sweeps_done"])
@@ -116,7 +80,7 @@ def test_interrupted_chain_resumes_bit_identical(tmp_path, monkeypatch, method, 
     assert resumed.info["chains_resumed"] == (0 if stop_after < ITER else 1)
     _assert_same(resumed, full)
     # both chains are now saved finished: a third call samples nothing and gives the same
-    again = _sample(method, checkpoint_dir=tmp_path, on_sweeps=_Stop(0))
+    again = _sample(method, checkpoint_dir=tmp_path, on_sweeps=Stop(0))
     assert again.info["chains_resumed"] == CHAINS
     _assert_same(again, full)
 
@@ -127,9 +91,9 @@ def test_resume_in_worker_processes_and_foreign_checkpoints(tmp_path, monkeypatc
     seed, held-out fraction, or (for the held-out plug-in) the other CGS-HMM predictor are
     ignored (and replaced), never mixed in."""
     full = _sample(method)
-    _small_blocks(monkeypatch)
+    use_small_blocks(monkeypatch, cgs_hmm, CORPUS, N_STATES)
     with pytest.raises(KeyboardInterrupt):
-        _sample(method, checkpoint_dir=tmp_path, checkpoint_every=0, on_sweeps=_Stop(100))
+        _sample(method, checkpoint_dir=tmp_path, checkpoint_every=0, on_sweeps=Stop(100))
     assert 0 < int(checkpoint_state(tmp_path / "chain-0000.npz")["draws_done"]) < N_DRAWS
     resumed = _sample(method, checkpoint_dir=tmp_path, jobs=2)
     assert resumed.info["chains_resumed_mid_chain"] == 1 and resumed.info["jobs"] == 2
@@ -235,73 +199,29 @@ def test_holdout_is_not_sampled_and_recorded_per_draw(method):
 
 # -- the command line, killed for real --------------------------------------------------------
 
-_CHILD = """
-import sys
-from bayesfa.samplers.pfa import cgs_hmm
-cgs_hmm._BLOCK_UNITS = 200_000  # blocks of a few sweeps: checkpoints come often
-from bayesfa.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
 CLI_ITER, CLI_BURN, CLI_PERIOD = 1000, 200, 4
-CLI_DRAWS = (CLI_ITER - CLI_BURN) // CLI_PERIOD
 
 
-def _fit_args(method, train, out, *extra):
+def _fit_args(method):
     own = ["--graph-interval", "0"] if method == "cgs-sg" else ["--alpha", "0.2"]
-    return ["fit", str(train), "--method", method, "--states", "4", "--beta", "0.1", *own,
-            "--iterations", str(CLI_ITER), "--burn-in", str(CLI_BURN), "--period", str(CLI_PERIOD),
-            "--chains", "2", "--seed", "3", "--holdout", "0.05", "--out", str(out), "--quiet",
-            *extra]
+
+    def fit_args(train, out, *extra):
+        return ["fit", str(train), "--method", method, "--states", "4", "--beta", "0.1", *own,
+                "--iterations", str(CLI_ITER), "--burn-in", str(CLI_BURN), "--period",
+                str(CLI_PERIOD), "--chains", "2", "--seed", "3", "--holdout", "0.05", "--out",
+                str(out), "--quiet", *extra]
+
+    return fit_args
 
 
 @pytest.mark.parametrize("method", METHODS)
 def test_kill_9_of_bayesfa_fit_then_resume_is_bit_identical(tmp_path, capsys, method):
-    lines = pautomac_path(24, "train").read_text().splitlines()
-    train = tmp_path / "small.train"
-    train.write_text("\n".join(["1000 5"] + lines[1:1001]) + "\n")  # 1,000 strings of problem 24
-    ref, run = tmp_path / "ref", tmp_path / "run"
-    assert main(_fit_args(method, train, ref, "--jobs", "1")) == 0
-
-    every = ("--checkpoint-every", "0.02")  # the same command each time (it never changes results)
-    child = subprocess.Popen([sys.executable, "-c", _CHILD]
-                             + _fit_args(method, train, run, "--jobs", "2", *every),
-                             start_new_session=True, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    try:
-        while not mid_chain_checkpoints(run, CLI_DRAWS):
-            assert child.poll() is None, f"fit ended before a mid-chain checkpoint: {child.stderr.read()!r}"
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-    finally:
-        os.killpg(child.pid, signal.SIGKILL)  # the CLI and its workers, as a crash would
-        child.wait()
-    assert child.returncode == -signal.SIGKILL
-    assert not (run / "manifest.json").exists()
-    saved = sorted(run.rglob("chain-*.npz"))
-    assert any(int(checkpoint_state(p)["draws_done"]) < CLI_DRAWS for p in saved)
-
-    # a damaged checkpoint: one line naming it, exit 2
-    victim = saved[0]
-    data = victim.read_bytes()
-    victim.write_bytes(data[: len(data) // 3])
-    capsys.readouterr()
-    assert main(_fit_args(method, train, run, "--jobs", "2", *every)) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and str(victim) in err and "Traceback" not in err
-    victim.write_bytes(data)
-
-    assert main(_fit_args(method, train, run, "--jobs", "2", *every)) == 0
-    info = json.loads((run / "manifest.json").read_text())["info"]
-    assert info["chains_resumed_mid_chain"] >= 1 and info["holdout_strings"] == 50
-    with np.load(ref / "arrays.npz") as a, np.load(run / "arrays.npz") as b:
-        assert a.files == b.files
-        for k in a.files:
-            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-    t_ref, t_run = read_trace(ref / "trace.nc"), read_trace(run / "trace.nc")
-    assert set(t_ref) == set(t_run) and "heldout_log_pred" in t_run
-    assert np.isfinite(t_run["heldout_log_pred"]).all()
-    for k in t_ref:
-        np.testing.assert_array_equal(t_ref[k], t_run[k], err_msg=k)
+    """1,000 strings of problem 24, blocks of a few sweeps: checkpoints come often."""
+    run = kill_9_mid_chain(tmp_path, capsys, child_code("cgs_hmm", 200_000), _fit_args(method),
+                           n_strings=1000, n_draws=(CLI_ITER - CLI_BURN) // CLI_PERIOD,
+                           every="0.02", poll=0.005)
+    assert run["info"]["holdout_strings"] == 50
+    assert np.isfinite(run["trace"]["heldout_log_pred"]).all()
 
 
 @pytest.mark.parametrize("method", METHODS)

@@ -1,12 +1,15 @@
 """What the sampler fronts share around their chains: the argument checks, the free positions
-of a state path, the process pool that runs chains in parallel, and mid-chain checkpoints
-(the ``--checkpoint-every`` option, a chain state's atomic save and its guarded load).
+of a state path and its uniformly random start, the process pool that runs chains in
+parallel, mid-chain checkpoints (the ``--checkpoint-every`` option, a chain state's atomic
+save and its guarded load), a fit's chain files (:class:`ChainBook`: which chains are done,
+which resume) and the loop of one chain (:class:`ChainLoop`: burn-in, then draws, in blocks,
+with a checkpoint when one is due).
 
 Used by CGS-PFA (:mod:`bayesfa.samplers.pfa.cgs_pfa`), CGS-SG and CGS-HMM
-(:mod:`bayesfa.samplers.pfa.cgs_sg`, :mod:`bayesfa.samplers.pfa.cgs_hmm`), and, for the checks and
-the free positions, the variational fits (:mod:`bayesfa.learners.cvb`); the checkpoints by
-CGS-PFA and the PDFA / PDIA fronts (:mod:`bayesfa.samplers.pdia.pdfa`). Plain Python and numpy:
-importing it compiles nothing.
+(:mod:`bayesfa.samplers.pfa.cgs_sg`, :mod:`bayesfa.samplers.pfa.cgs_hmm`; the three share the
+chain files and the chain loop), and, for the checks and the free positions, the variational
+fits (:mod:`bayesfa.learners.cvb`); the checkpoints by CGS-PFA and the PDFA / PDIA fronts
+(:mod:`bayesfa.samplers.pdia.pdfa`). Plain Python and numpy: importing it compiles nothing.
 
 Positions follow Shibata & Yoshinaka (2013), Algorithm 1: ``z`` has length ``T + 1`` for
 ``T`` tokens, ``z[t]`` is the state before token ``t``, fixed to 0 at ``t = 0`` and after an
@@ -23,6 +26,7 @@ import math
 import multiprocessing
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -76,6 +80,15 @@ def check_chain_arguments(corpus: Corpus, n_states, beta, iterations, burn_in, p
 def free_positions(tokens: np.ndarray) -> np.ndarray:
     """Indices ``t`` of ``z`` (length ``T + 1``) with ``tokens[t-1] != 0``, int64."""
     return (np.flatnonzero(np.asarray(tokens)[:-1] != 0) + 1).astype(np.int64)
+
+
+def random_path(tokens: np.ndarray, n_states: int, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random ``z`` (Algorithm 1, line 1): 0 where fixed, ``1..N`` elsewhere,
+    int32 ``[T + 1]``; draws one integer a free position from ``rng``."""
+    positions = free_positions(tokens)
+    z = np.zeros(tokens.size + 1, dtype=np.int32)
+    z[positions] = rng.integers(1, n_states + 1, size=positions.size, dtype=np.int32)
+    return z
 
 
 def mp_context():
@@ -198,3 +211,100 @@ def check_generator_state(path, text) -> dict:
     except (ValueError, KeyError, TypeError):
         raise corrupt_checkpoint(path, "unreadable random-number-generator state") from None
     return state
+
+
+# -- a fit's chain files and the loop of one chain ------------------------------------------------
+
+class ChainBook:
+    """A fit's chains as its checkpoint folder holds them: each chain's file (``paths[c]``,
+    None without a folder), the state saved there (``saved[c]``, None when there is none or it
+    is another run's) and the chain's output (``outs[c]``, None until the chain is done).
+    Shared by the fronts that keep one file a chain (CGS-PFA, CGS-SG, CGS-HMM)."""
+
+    def __init__(self, paths: list, saved: list, outs: list):
+        self.paths, self.saved, self.outs = paths, saved, outs
+
+    @classmethod
+    def open(cls, checkpoint_dir, prints: list[str], load: Callable,
+             finished: Callable) -> "ChainBook":
+        """The book of ``len(prints)`` chains (``prints``: their fingerprints). With a
+        ``checkpoint_dir`` (made if missing), ``load(path, fingerprint)`` reads each chain's
+        file that exists (None: another run's); ``finished(state)`` is the output of a chain
+        saved finished, else None (the chain resumes from ``state``)."""
+        chains = len(prints)
+        paths: list = [None] * chains
+        saved: list = [None] * chains
+        if checkpoint_dir is not None:
+            Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
+            paths = [chain_path(checkpoint_dir, c) for c in range(chains)]
+            saved = [load(p, f) if p.exists() else None for p, f in zip(paths, prints)]
+        return cls(paths, saved, [None if s is None else finished(s) for s in saved])
+
+    def todo(self) -> list[int]:
+        """The chains not done yet, in order."""
+        return [c for c, out in enumerate(self.outs) if out is None]
+
+    def resumed_mid_chain(self, todo: list[int]) -> int:
+        """How many of ``todo`` continue from a saved state."""
+        return sum(self.saved[c] is not None for c in todo)
+
+
+def block_sweeps(units: int, n_states: int, n_free: int) -> int:
+    """Sweeps in a block of about ``units`` (states x free positions) units of work, at least 1."""
+    return max(1, units // max(1, n_states * n_free))
+
+
+class ChainLoop:
+    """The schedule of one chain and the clock of its checkpoints: ``burn_in`` sweeps, then
+    ``n_draws`` draws ``period`` sweeps apart (:meth:`run`). ``resume`` (a saved state):
+    the sweeps and draws done (``sweeps_done``, ``draws_done``), the seconds spent and
+    ``rng``'s state (``rng_state``, :func:`generator_state`) are taken from it; else the
+    chain starts at sweep 0. ``done`` and ``d`` count the sweeps and the draws made."""
+
+    def __init__(self, rng: np.random.Generator, resume: dict | None = None):
+        if resume is None:
+            self.done, self.d, self._before = 0, 0, 0.0
+        else:
+            rng.bit_generator.state = json.loads(str(resume["rng_state"]))
+            self.done, self.d = int(resume["sweeps_done"]), int(resume["draws_done"])
+            self._before = float(resume["seconds"])
+        self._t0 = time.perf_counter()
+        self._last_save = time.monotonic()
+
+    def seconds(self) -> float:
+        """The chain's seconds so far, those before a resume included."""
+        return self._before + time.perf_counter() - self._t0
+
+    def run(self, sweeps: Callable[[int], None], draws: Callable[[int, int], None], *,
+            burn_in: int, period: int, n_draws: int, block: int, per_block: int,
+            save: Callable[[], None] | None = None, checkpoint_every: float = CHECKPOINT_EVERY,
+            on_sweeps: Callable[[int], None] | None = None) -> float:
+        """The rest of the chain, in blocks: ``sweeps(n)`` runs ``n`` of the burn-in sweeps
+        (``block`` at most), ``draws(d, e)`` makes draws ``d`` to ``e - 1`` (``per_block`` at
+        most, ``period`` sweeps each). After each block, ``save()`` when ``checkpoint_every``
+        seconds or more have passed since the last save (never with ``save`` None), then
+        ``on_sweeps(n)`` with the block's sweeps (first with those done before a resume).
+        The blocks and saves never change what the chain draws. Returns :meth:`seconds`."""
+        self._t0, self._last_save = time.perf_counter(), time.monotonic()
+        if on_sweeps is not None and self.done:
+            on_sweeps(self.done)
+        while self.done < burn_in:
+            step = min(block, burn_in - self.done)
+            sweeps(step)
+            self.done += step
+            self._block_done(step, save, checkpoint_every, on_sweeps)
+        while self.d < n_draws:
+            e = min(n_draws, self.d + per_block)
+            draws(self.d, e)
+            step = (e - self.d) * period
+            self.done += step
+            self.d = e
+            self._block_done(step, save, checkpoint_every, on_sweeps)
+        return self.seconds()
+
+    def _block_done(self, step: int, save, checkpoint_every: float, on_sweeps) -> None:
+        if save is not None and time.monotonic() - self._last_save >= checkpoint_every:
+            save()
+            self._last_save = time.monotonic()
+        if on_sweeps is not None:
+            on_sweeps(step)

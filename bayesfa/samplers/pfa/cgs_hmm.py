@@ -32,7 +32,6 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -41,11 +40,11 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
 from bayesfa.methods import FitResult, add_mcmc_arguments, positive_float
-from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument, chain_path,
-                                     check_chain_arguments, check_checkpoint_every,
-                                     check_generator_state, corrupt_checkpoint, digest,
-                                     free_positions, generator_state, map_chains, read_checkpoint,
-                                     save_checkpoint)
+from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
+                                     add_checkpoint_argument, block_sweeps, check_chain_arguments,
+                                     check_checkpoint_every, check_generator_state,
+                                     corrupt_checkpoint, digest, free_positions, generator_state,
+                                     map_chains, random_path, read_checkpoint, save_checkpoint)
 
 _XI_CHUNK_BYTES = 1 << 26  # xi~ built for at most 64 MiB of samples at a time
 
@@ -67,14 +66,6 @@ class HMMResult(NamedTuple):
 
 
 # -- shared by the samplers of issue 7 (the chain loop's pieces: bayesfa.samplers.chains) -----
-
-def random_path(tokens: np.ndarray, n_states: int, rng: np.random.Generator) -> np.ndarray:
-    """A uniformly random ``z`` (Algorithm 1, line 1): 0 where fixed, ``1..N`` elsewhere."""
-    positions = free_positions(tokens)
-    z = np.zeros(tokens.size + 1, dtype=np.int32)
-    z[positions] = rng.integers(1, n_states + 1, size=positions.size, dtype=np.int32)
-    return z
-
 
 def chunked_log_prob(make_xi: Callable[[slice], np.ndarray], n_samples: int, sample_bytes: int,
                      corpus: Corpus, n_letters: int) -> np.ndarray:
@@ -201,6 +192,7 @@ class _HMMKind(NamedTuple):
     variant: int
     star: bool = False
     plugin: int = 0
+    new_state = staticmethod(new_state)
 
     def kernel(self):
         from bayesfa.samplers.pfa import _cgs_hmm_kernel
@@ -209,9 +201,6 @@ class _HMMKind(NamedTuple):
 
     def params(self) -> tuple:
         return float(self.alpha), float(self.beta), int(self.variant)
-
-    def new_state(self, n_states: int, n_symbols: int) -> tuple:
-        return new_state(n_states, n_symbols)
 
     def init(self, kernel, tokens, z, state) -> None:
         kernel.fill_counts(tokens, z, *state)
@@ -252,60 +241,39 @@ def run_chain(kind, tokens, n_symbols, n_states, burn_in, period, n_draws, seed_
     outs = kind.new_outs(n_draws, n_states, n_symbols)
     heldout = np.full(n_draws, np.nan)
     state = kind.new_state(n_states, n_symbols)
+    loop = ChainLoop(rng, resume)
     if resume is None:
         z = random_path(tokens, n_states, rng)
         kind.init(kernel, tokens, z, state)
-        done, d, seconds_before = 0, 0, 0.0
     else:
         z = np.array(resume["z"], dtype=np.int32)
         for i, a in enumerate(state):
             a[...] = resume[f"state_{i}"]
-        rng.bit_generator.state = json.loads(str(resume["rng_state"]))
-        done, d = int(resume["sweeps_done"]), int(resume["draws_done"])
-        seconds_before = float(resume["seconds"])
         for i, o in enumerate(outs):
-            o[:d] = resume[f"out_{i}"]
-        heldout[:d] = resume["heldout"]
+            o[:loop.d] = resume[f"out_{i}"]
+        heldout[:loop.d] = resume["heldout"]
     args = (positions, tokens, z, *state, rng, *kind.params())
     held_corpus = None if held is None else held.corpus()
-    t0 = time.perf_counter()
-    last_save = time.monotonic()
 
     def save() -> None:
-        nonlocal last_save
+        d = loop.d
         save_checkpoint(checkpoint, fingerprint, {
             "z": z, **{f"state_{i}": a for i, a in enumerate(state)},
             **{f"out_{i}": o[:d] for i, o in enumerate(outs)}, "heldout": heldout[:d],
-            "seconds": seconds_before + time.perf_counter() - t0, "sweeps_done": done,
-            "draws_done": d, "rng_state": generator_state(rng)})
-        last_save = time.monotonic()
+            "seconds": loop.seconds(), "sweeps_done": loop.done, "draws_done": d,
+            "rng_state": generator_state(rng)})
 
-    def block_done(step: int) -> None:
-        if checkpoint is not None and time.monotonic() - last_save >= checkpoint_every:
-            save()
-        if on_sweeps is not None:
-            on_sweeps(step)
-
-    if on_sweeps is not None and done:
-        on_sweeps(done)
-    block = max(1, _BLOCK_UNITS // max(1, n_states * positions.size))
-    while done < burn_in:
-        step = min(block, burn_in - done)
-        kernel.sweeps(step, *args)
-        done += step
-        block_done(step)
-    per_block = max(1, block // period)
-    while d < n_draws:
-        e = min(n_draws, d + per_block)
+    def draws(d, e):
         made = tuple(o[d:e] for o in outs)
         kernel.sample_draws(period, *args, *made)
         if held_corpus is not None:
             heldout[d:e] = kind.heldout(made, held_corpus)
-        step = (e - d) * period
-        done += step
-        d = e
-        block_done(step)
-    seconds = seconds_before + time.perf_counter() - t0
+
+    block = block_sweeps(_BLOCK_UNITS, n_states, positions.size)
+    seconds = loop.run(lambda n: kernel.sweeps(n, *args), draws, burn_in=burn_in, period=period,
+                       n_draws=n_draws, block=block, per_block=max(1, block // period),
+                       save=None if checkpoint is None else save,
+                       checkpoint_every=checkpoint_every, on_sweeps=on_sweeps)
     if checkpoint is not None:
         save()
     return (*outs, heldout, z, seconds)
@@ -370,42 +338,35 @@ def sample_chains(kind, corpus: Corpus, n_states: int, burn_in: int, period: int
 
     Returns ``(stacked, info)``: the chains' ``(*outs, heldout, z, seconds)`` stacked along
     a first ``chain`` axis, and the run's facts (``heldout`` is None without a slice)."""
-    from bayesfa.samplers.pfa.cgs_pfa import _Held, holdout_split
+    from bayesfa.samplers.pfa.cgs_pfa import seed_chains
 
     checkpoint_every = check_checkpoint_every(checkpoint_every)
     jobs = min(jobs, chains)
     if on_sweeps is not None and jobs > 1:
         raise ValueError("on_sweeps is called only when the chains run in this process (jobs=1)")
-    root = np.random.SeedSequence(seed)
-    children = root.spawn(chains)
-    kept, held_idx = holdout_split(corpus.n_strings, float(holdout), root)
-    held = None
-    if held_idx.size:
-        part = corpus.subset(held_idx)
-        held = _Held(part.tokens, part.offsets, part.alphabet_size)
-        corpus = corpus.subset(kept)
+    children, corpus, held, held_idx = seed_chains(corpus, seed, chains, holdout)
     tokens, n_symbols = corpus.tokens, corpus.alphabet_size + 1
     prints = [_chain_fingerprint(kind, tokens, n_symbols, n_states, burn_in, period, n_draws, s, held)
               for s in children]
-    paths: list = [None] * chains
-    saved: list = [None] * chains
-    if checkpoint_dir is not None:
-        Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
-        paths = [chain_path(checkpoint_dir, c) for c in range(chains)]
-        saved = [load_chain(p, f, kind, n_states=n_states, n_symbols=n_symbols, n_draws=n_draws,
-                            z_size=tokens.size + 1, burn_in=burn_in, period=period)
-                 if p.exists() else None for p, f in zip(paths, prints)]
     n_outs = len(kind.new_outs(0, n_states, n_symbols))
-    outs: list = [None] * chains
-    for c, st in enumerate(saved):
-        if st is not None and int(st["draws_done"]) == n_draws:  # a finished chain: kept
-            outs[c] = (*(st[f"out_{i}"] for i in range(n_outs)), st["heldout"],
-                       np.array(st["z"], dtype=np.int32), float(st["seconds"]))
-    todo = [c for c in range(chains) if outs[c] is None]
+
+    def load(path, fingerprint):
+        return load_chain(path, fingerprint, kind, n_states=n_states, n_symbols=n_symbols,
+                          n_draws=n_draws, z_size=tokens.size + 1, burn_in=burn_in, period=period)
+
+    def finished(st):
+        if int(st["draws_done"]) != n_draws:
+            return None
+        return (*(st[f"out_{i}"] for i in range(n_outs)), st["heldout"],
+                np.array(st["z"], dtype=np.int32), float(st["seconds"]))
+
+    book = ChainBook.open(checkpoint_dir, prints, load, finished)
+    todo = book.todo()
     t0 = time.perf_counter()
     done = map_chains(run_chain, [(kind, tokens, n_symbols, n_states, burn_in, period, n_draws,
-                                   children[c], held, paths[c], checkpoint_every, prints[c],
-                                   saved[c], on_sweeps) for c in todo], jobs)
+                                   children[c], held, book.paths[c], checkpoint_every, prints[c],
+                                   book.saved[c], on_sweeps) for c in todo], jobs)
+    outs = book.outs
     for c, out in zip(todo, done):
         outs[c] = out
     stacked = [np.stack(x) for x in zip(*outs)]
@@ -418,7 +379,7 @@ def sample_chains(kind, corpus: Corpus, n_states: int, burn_in: int, period: int
             "ns_per_state_token": float(np.mean(secs) * 1e9 / max(1, sweeps * n_states * n_free)),
             "holdout": float(holdout), "holdout_strings": int(held_idx.size),
             "chains_resumed": int(chains - len(todo)),
-            "chains_resumed_mid_chain": int(sum(saved[c] is not None for c in todo)),
+            "chains_resumed_mid_chain": int(book.resumed_mid_chain(todo)),
             "checkpoint_every": checkpoint_every}
     if held is None:
         stacked[-3] = None
@@ -486,10 +447,39 @@ class DrawMixture:
         return log_mean_exp(logp.reshape(-1, logp.shape[-1]), axis=0)
 
 
-class _CGSHMM(DrawMixture):
-    """The ``cgs-hmm`` (``star=False``) and ``cgs-hmm-star`` entries of the registry."""
+class ChainFront(DrawMixture):
+    """What the registry entries of CGS-HMM and CGS-SG share around :func:`sample_chains`:
+    their options, declared once in this order (the MCMC ones, the method's own in
+    :meth:`add_own_arguments`, ``--holdout``, ``--checkpoint-every``), and ``fit`` with its
+    progress bar and checkpoints around the method's sampler (:meth:`sample`)."""
 
     resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_mcmc_arguments(parser, states=10, beta=0.1, iterations=1000, burn_in=500, period=10)
+        self.add_own_arguments(parser)
+        add_holdout_argument(parser)
+        add_checkpoint_argument(parser)
+
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
+            workdir=None) -> FitResult:
+        """The chains of :meth:`sample`; ``workdir``: their checkpoints (resumable)."""
+        chains, jobs = options["chains"], options.get("jobs", 1)
+        n_draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
+        on_sweeps, close = progress_callback(progress, min(jobs, chains),
+                                             chains * (options["burn_in"] + n_draws * options["period"]),
+                                             self.name)
+        try:
+            return self.sample(corpus, options, seed, jobs, holdout=options.get("holdout", 0.0),
+                               checkpoint_dir=workdir,
+                               checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY),
+                               on_sweeps=on_sweeps)
+        finally:
+            close()
+
+
+class _CGSHMM(ChainFront):
+    """The ``cgs-hmm`` (``star=False``) and ``cgs-hmm-star`` entries of the registry."""
 
     def __init__(self, star: bool, variant: int = 0, name: str | None = None, plugin: int = 0):
         self.star = star
@@ -505,13 +495,10 @@ class _CGSHMM(DrawMixture):
                         "collapsed Gibbs sampling of an HMM, xi~ = eta~ theta~ "
                         "(CGS-HMM, Shibata & Yoshinaka 2013, Sect. 4.4, Eq. 20)")
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_mcmc_arguments(parser, states=10, beta=0.1, iterations=1000, burn_in=500, period=10)
+    def add_own_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--alpha", type=positive_float, default=0.1,
                             help="Dirichlet hyperparameter alpha of the emissions eta (beta is "
                                  "that of the transitions theta); default 0.1 (the paper's)")
-        add_holdout_argument(parser)
-        add_checkpoint_argument(parser)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """Stored ``C_iaj`` (int32) per draw, the chain state (float64 counts, ``z``), and
@@ -520,24 +507,13 @@ class _CGSHMM(DrawMixture):
         state = 8 * (a * (n + 1) + 2 * (n + 1) ** 2 + 2 * (n + 1)) + 24 * (corpus.n_tokens + 1)
         return stored_bytes(corpus, options, 4 * (n + 1) * a * (n + 1), state)
 
-    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
-            workdir=None) -> FitResult:
-        """The chains of :func:`sample_cgs_hmm`; ``workdir``: their checkpoints (resumable)."""
-        chains, jobs = options["chains"], options.get("jobs", 1)
-        n_draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
-        on_sweeps, close = progress_callback(progress, min(jobs, chains),
-                                             chains * (options["burn_in"] + n_draws * options["period"]),
-                                             self.name)
-        try:
-            res = sample_cgs_hmm(corpus, options["states"], options["alpha"], options["beta"],
-                                 options["iterations"], options["burn_in"], options["period"],
-                                 chains, seed, jobs, self.variant,
-                                 holdout=options.get("holdout", 0.0), star=self.star,
-                                 plugin=getattr(self, "plugin", 0), checkpoint_dir=workdir,
-                                 checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY),
-                                 on_sweeps=on_sweeps)
-        finally:
-            close()
+    def sample(self, corpus: Corpus, options: dict[str, Any], seed: int, jobs: int,
+               **chain_options) -> FitResult:
+        """:func:`sample_cgs_hmm` with ``options`` (``chain_options``: :meth:`ChainFront.fit`'s)."""
+        res = sample_cgs_hmm(corpus, options["states"], options["alpha"], options["beta"],
+                             options["iterations"], options["burn_in"], options["period"],
+                             options["chains"], seed, jobs, self.variant, star=self.star,
+                             plugin=getattr(self, "plugin", 0), **chain_options)
         trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges}
         if res.heldout_log_pred is not None:
             trace["heldout_log_pred"] = res.heldout_log_pred

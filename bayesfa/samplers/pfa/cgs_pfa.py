@@ -31,11 +31,12 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
 from bayesfa.methods import FitResult, add_mcmc_arguments, positive_int
-from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
-                                     check_chain_arguments, check_checkpoint_every,
-                                     check_generator_state, corrupt_checkpoint,
-                                     digest as _digest, free_positions, mp_context,
-                                     read_checkpoint, save_checkpoint)
+from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
+                                     add_checkpoint_argument, block_sweeps, check_chain_arguments,
+                                     check_checkpoint_every, check_generator_state,
+                                     corrupt_checkpoint, digest as _digest, free_positions,
+                                     generator_state, mp_context, random_path, read_checkpoint,
+                                     save_checkpoint)
 
 # Sweeps are run in blocks of about this many (N x T) units between progress updates
 # (about 0.05 s at 2 ns per unit); the block size never changes the result.
@@ -202,10 +203,6 @@ def new_counts(n_states: int, n_symbols: int):
             np.zeros(width, dtype=np.float32))
 
 
-def _block(n_states: int, n_free: int) -> int:
-    return max(1, _BLOCK_UNITS // max(1, n_states * n_free))
-
-
 def holdout_split(n_strings: int, fraction: float, seed_seq: np.random.SeedSequence):
     """``(kept, held)``: sorted indices of the strings the chains sample from and of the
     held-out slice, ``floor(fraction * n_strings)`` strings (at most :data:`HOLDOUT_MAX`, and
@@ -232,6 +229,22 @@ class _Held(NamedTuple):
 
     def corpus(self) -> Corpus:
         return Corpus(self.tokens, self.offsets, self.alphabet_size)
+
+
+def seed_chains(corpus: Corpus, seed, chains: int, holdout: float):
+    """The chains' seeds and strings, ``(children, corpus, held, held_idx)``: ``children`` is
+    ``np.random.SeedSequence(seed).spawn(chains)``; ``held_idx`` the held-out slice of
+    :func:`holdout_split` (from that root), ``held`` its strings (a :class:`_Held`, None when
+    empty) and ``corpus`` the strings the chains sample (the others)."""
+    root = np.random.SeedSequence(seed)
+    children = root.spawn(chains)
+    kept, held_idx = holdout_split(corpus.n_strings, float(holdout), root)
+    held = None
+    if held_idx.size:
+        part = corpus.subset(held_idx)
+        held = _Held(part.tokens, part.offsets, part.alphabet_size)
+        corpus = corpus.subset(kept)
+    return children, corpus, held, held_idx
 
 
 def _heldout_log_pred(counts: np.ndarray, beta: float, held: _Held | None) -> np.ndarray:
@@ -285,54 +298,34 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     used = np.zeros(n_draws, dtype=np.int32)
     edges = np.zeros(n_draws, dtype=np.int32)
     heldout = np.full(n_draws, np.nan)
-    if resume is None and init_z is not None:
-        z = np.array(init_z, dtype=np.int32)
-        done, d, seconds_before = 0, 0, 0.0
-    elif resume is None:
-        z = np.zeros(tokens.size + 1, dtype=np.int32)
-        z[positions] = rng.integers(1, n_states + 1, size=positions.size, dtype=np.int32)
-        done, d, seconds_before = 0, 0, 0.0
-    else:
+    loop = ChainLoop(rng, resume)
+    if resume is not None:
         z = np.array(resume["z"], dtype=np.int32)
-        rng.bit_generator.state = json.loads(str(resume["rng_state"]))
-        done, d, seconds_before = int(resume["sweeps_done"]), int(resume["draws_done"]), float(resume["seconds"])
-        n_kept = int(np.searchsorted(kept, d))
-        counts[:n_kept], log_joint[:d], used[:d], edges[:d], heldout[:d] = (
+        d = loop.d
+        counts[:int(np.searchsorted(kept, d))], log_joint[:d], used[:d], edges[:d], heldout[:d] = (
             resume[k] for k in ("counts", "log_joint", "used", "edges", "heldout"))
         acc = LogMeanAccumulator.from_state(resume["pred_log_sum"], d)
+    else:
+        z = random_path(tokens, n_states, rng) if init_z is None else np.array(init_z, dtype=np.int32)
     c, ct, ci, recip = new_counts(n_states, n_symbols)
     kernel.fill_counts(tokens, z, c, ct, ci, recip, float(beta))
     state = (positions, tokens, z, c, ct, ci, recip, rng, float(beta))
-    t0 = time.perf_counter()
-    last_save = time.monotonic()
 
-    def save_if_due():
-        nonlocal last_save
-        if checkpoint is not None and time.monotonic() - last_save >= checkpoint_every:
-            save_checkpoint(checkpoint, fingerprint, {
-                "counts": counts[:np.searchsorted(kept, d)], "log_joint": log_joint[:d],
-                "used": used[:d], "edges": edges[:d], "pred_log_sum": acc.log_sum,
-                "heldout": heldout[:d], "z": z, "seconds": seconds_before + time.perf_counter() - t0,
-                "sweeps_done": done, "draws_done": d,
-                "rng_state": json.dumps(rng.bit_generator.state)})
-            last_save = time.monotonic()
+    def save():
+        d = loop.d
+        save_checkpoint(checkpoint, fingerprint, {
+            "counts": counts[:np.searchsorted(kept, d)], "log_joint": log_joint[:d],
+            "used": used[:d], "edges": edges[:d], "pred_log_sum": acc.log_sum,
+            "heldout": heldout[:d], "z": z, "seconds": loop.seconds(),
+            "sweeps_done": loop.done, "draws_done": d, "rng_state": generator_state(rng)})
 
-    if on_sweeps is not None and done:
-        on_sweeps(done)
-    block = _block(n_states, positions.size)
-    while done < burn_in:
-        step = min(block, burn_in - done)
-        kernel.sweeps(step, *state)
-        done += step
-        save_if_due()
-        if on_sweeps is not None:
-            on_sweeps(step)
-    draws_per_block = max(1, block // period)
+    block = block_sweeps(_BLOCK_UNITS, n_states, positions.size)
+    per_block = max(1, block // period)
     if capped:  # the draws are made in a scratch buffer, and the kept ones copied out
-        draws_per_block = min(draws_per_block, _SCRATCH_DRAWS)
-        scratch = np.zeros((draws_per_block,) + counts.shape[1:], dtype=np.int32)
-    while d < n_draws:
-        e = min(n_draws, d + draws_per_block)
+        per_block = min(per_block, _SCRATCH_DRAWS)
+        scratch = np.zeros((per_block,) + counts.shape[1:], dtype=np.int32)
+
+    def draws(d, e):
         made = scratch[:e - d] if capped else counts[d:e]
         kernel.sample_draws(period, *state, made, log_joint[d:e], used[d:e], edges[d:e])
         heldout[d:e] = _heldout_log_pred(made, beta, held)
@@ -341,13 +334,11 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         if capped:
             lo, hi = np.searchsorted(kept, (d, e))
             counts[lo:hi] = made[kept[lo:hi] - d]
-        step = (e - d) * period
-        done += step
-        d = e
-        save_if_due()
-        if on_sweeps is not None:
-            on_sweeps(step)
-    seconds = seconds_before + time.perf_counter() - t0
+
+    seconds = loop.run(lambda n: kernel.sweeps(n, *state), draws, burn_in=burn_in, period=period,
+                       n_draws=n_draws, block=block, per_block=per_block,
+                       save=None if checkpoint is None else save,
+                       checkpoint_every=checkpoint_every, on_sweeps=on_sweeps)
     return counts, log_joint, used, edges, heldout, z, seconds, acc.log_sum
 
 
@@ -655,9 +646,9 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
         raise ValueError("on_sweeps is called only when the chains run in this process (jobs=1)")
     context = mp_context() if jobs > 1 else None  # before the bar starts its monitor thread
     bar = _progress_bar(progress, chains * setup.sweeps_per_chain)
-    book = _Book.open(setup, checkpoint_dir, chains)
-    todo = [c for c in range(chains) if book.outs[c] is None]
-    resumed_mid = sum(book.saved[c] is not None for c in todo)
+    book = _Book.of(setup, checkpoint_dir)
+    todo = book.todo()
+    resumed_mid = book.resumed_mid_chain(todo)
     if bar is not None:
         bar.update((chains - len(todo)) * setup.sweeps_per_chain)
     group = interleave_size(interleave, kernel, n_states)
@@ -727,14 +718,7 @@ def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdo
         test = predict.with_alphabet(corpus.alphabet_size)
         predict = _Held(test.tokens, test.offsets, test.alphabet_size)
     checkpoint_every = check_checkpoint_every(checkpoint_every)
-    root = np.random.SeedSequence(seed)
-    children = root.spawn(chains)
-    kept, held_idx = holdout_split(corpus.n_strings, float(holdout), root)
-    held = None
-    if held_idx.size:
-        part = corpus.subset(held_idx)
-        held = _Held(part.tokens, part.offsets, part.alphabet_size)
-        corpus = corpus.subset(kept)
+    children, corpus, held, held_idx = seed_chains(corpus, seed, chains, holdout)
     tokens, n_symbols = corpus.tokens, corpus.alphabet_size + 1
     prints = [_chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, s,
                                  held, predict, max_draws, kernel) for s in children]
@@ -751,29 +735,26 @@ def _progress_bar(progress: bool, total: int):
                 file=sys.stderr)
 
 
-class _Book:
-    """Each chain's checkpoint path, saved state and finished output (``outs[c]``, None until
-    the chain is done); :meth:`finish` records a chain and saves its final checkpoint."""
-
-    def __init__(self, setup: _Setup, paths: list, saved: list, outs: list):
-        self.setup, self.paths, self.saved, self.outs = setup, paths, saved, outs
+class _Book(ChainBook):
+    """The chain files of one :func:`sample_cgs_pfa` call
+    (:class:`bayesfa.samplers.chains.ChainBook`); :meth:`finish` records a chain and saves its
+    final checkpoint."""
 
     @classmethod
-    def open(cls, setup: _Setup, checkpoint_dir, chains: int) -> "_Book":
-        paths: list = [None] * chains
-        saved: list = [None] * chains
-        if checkpoint_dir is not None:
-            Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
-            paths = [Path(checkpoint_dir) / f"chain-{c:04d}.npz" for c in range(chains)]
-            saved = [_load_chain(p, f, n_draws=setup.n_draws, z_size=setup.tokens.size + 1,
-                                 burn_in=setup.burn_in, period=setup.period,
-                                 max_draws=setup.max_draws, n_test=setup.n_test)
-                     if p.exists() else None for p, f in zip(paths, setup.prints)]
-        outs: list = [None] * chains
-        for c, state in enumerate(saved):
-            if state is not None and int(state["draws_done"]) == setup.n_draws:
-                outs[c] = tuple(state[k] if k != "seconds" else float(state[k]) for k in _CHAIN_FIELDS)
-        return cls(setup, paths, saved, outs)
+    def of(cls, setup: _Setup, checkpoint_dir) -> "_Book":
+        def load(path, fingerprint):
+            return _load_chain(path, fingerprint, n_draws=setup.n_draws, z_size=setup.tokens.size + 1,
+                               burn_in=setup.burn_in, period=setup.period,
+                               max_draws=setup.max_draws, n_test=setup.n_test)
+
+        def finished(state):
+            if int(state["draws_done"]) != setup.n_draws:
+                return None
+            return tuple(state[k] if k != "seconds" else float(state[k]) for k in _CHAIN_FIELDS)
+
+        book = cls.open(checkpoint_dir, setup.prints, load, finished)
+        book.setup = setup
+        return book
 
     def finish(self, c: int, out) -> None:
         self.outs[c] = out

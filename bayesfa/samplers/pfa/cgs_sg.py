@@ -34,10 +34,9 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.methods import FitResult, add_mcmc_arguments, nonnegative_int
-from bayesfa.samplers.chains import CHECKPOINT_EVERY, add_checkpoint_argument, check_chain_arguments
-from bayesfa.samplers.pfa.cgs_hmm import (DrawMixture, add_holdout_argument, chunked_log_prob,
-                                          progress_callback, sample_chains, stored_bytes)
+from bayesfa.methods import FitResult, nonnegative_int
+from bayesfa.samplers.chains import CHECKPOINT_EVERY, check_chain_arguments
+from bayesfa.samplers.pfa.cgs_hmm import ChainFront, chunked_log_prob, sample_chains, stored_bytes
 
 
 class SGResult(NamedTuple):
@@ -92,6 +91,7 @@ class _SGKind(NamedTuple):
     beta: float
     interval: int
     variant: int
+    new_state = staticmethod(new_state)
 
     def kernel(self):
         from bayesfa.samplers.pfa import _cgs_sg_kernel
@@ -100,9 +100,6 @@ class _SGKind(NamedTuple):
 
     def params(self) -> tuple:
         return float(self.beta), int(self.interval), int(self.variant)
-
-    def new_state(self, n_states: int, n_symbols: int) -> tuple:
-        return new_state(n_states, n_symbols)
 
     def init(self, kernel, tokens, z, state) -> None:
         """Counts of ``z`` and the full graph (every chain starts from it)."""
@@ -157,11 +154,10 @@ def sample_cgs_sg(corpus: Corpus, n_states: int, beta: float, iterations: int, b
     return SGResult(counts, graph, trace, z, info)
 
 
-class _CGSSG(DrawMixture):
+class _CGSSG(ChainFront):
     """The ``cgs-sg`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
     summary = "collapsed Gibbs sampling of a sparse PFA and its graph (Shibata & Yoshinaka 2013, Alg. 2)"
-    resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
 
     def __init__(self, variant: int = 0, name: str = "cgs-sg"):
         self.variant = variant
@@ -169,13 +165,10 @@ class _CGSSG(DrawMixture):
         if variant == 0:
             self.validation = "bayesfa.validation.pfa.variants:CGS_SG"
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_mcmc_arguments(parser, states=10, beta=0.1, iterations=1000, burn_in=500, period=10)
+    def add_own_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--graph-interval", type=nonnegative_int, default=0,
                             help="positions of z between two updates of the graph G; default 0 "
                                  "= N A (Sect. 3)")
-        add_holdout_argument(parser)
-        add_checkpoint_argument(parser)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """Stored ``C_iaj`` (int32) and ``G`` (uint8) per draw, the chain state, and Eq. 6."""
@@ -184,23 +177,12 @@ class _CGSSG(DrawMixture):
         state = 10 * cells + 24 * (corpus.n_tokens + 1)
         return stored_bytes(corpus, options, 5 * cells + 16, state) + 2 * cells * 8
 
-    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
-            workdir=None) -> FitResult:
-        """The chains of :func:`sample_cgs_sg`; ``workdir``: their checkpoints (resumable)."""
-        chains, jobs = options["chains"], options.get("jobs", 1)
-        n_draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
-        on_sweeps, close = progress_callback(progress, min(jobs, chains),
-                                             chains * (options["burn_in"] + n_draws * options["period"]),
-                                             self.name)
-        try:
-            res = sample_cgs_sg(corpus, options["states"], options["beta"], options["iterations"],
-                                options["burn_in"], options["period"], chains, seed, jobs,
-                                options.get("graph_interval", 0), self.variant,
-                                holdout=options.get("holdout", 0.0), checkpoint_dir=workdir,
-                                checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY),
-                                on_sweeps=on_sweeps)
-        finally:
-            close()
+    def sample(self, corpus: Corpus, options: dict[str, Any], seed: int, jobs: int,
+               **chain_options) -> FitResult:
+        """:func:`sample_cgs_sg` with ``options`` (``chain_options``: :meth:`ChainFront.fit`'s)."""
+        res = sample_cgs_sg(corpus, options["states"], options["beta"], options["iterations"],
+                            options["burn_in"], options["period"], options["chains"], seed, jobs,
+                            options.get("graph_interval", 0), self.variant, **chain_options)
         return FitResult({"counts": res.counts, "graph": res.graph}, res.trace, res.info)
 
     def per_sample_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
