@@ -41,7 +41,7 @@ from cgs_pfa_speed import DEFAULT_DATA, synthetic  # noqa: E402
 
 from bayesfa.forward import log_mean_exp  # noqa: E402
 from bayesfa.pautomac import read_sample, read_solution  # noqa: E402
-from bayesfa.rundir import write_json  # noqa: E402
+from guarded_out import check_out, write_out, write_out_json  # noqa: E402
 from bayesfa.samplers.pfa import _cgs_pfa_kernel as gibbs  # noqa: E402
 from bayesfa.samplers.pfa.cgs_pfa import plugin_log_prob  # noqa: E402
 from bayesfa.samplers.chains import free_positions  # noqa: E402
@@ -179,6 +179,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=HERE / "results" / "cgs_pfa_score_time.json")
     add_kernel_arguments(p)
     args = p.parse_args(argv)
+    check_out(args.out, args.out.with_suffix(".png"))  # before any work: refuse a foreign file
     select_kernels(args)
     bench(synthetic(200), 3, args.beta, 1, 1, multichain=2)  # compile (or load from cache) first
     results = []
@@ -193,11 +194,10 @@ def main(argv=None) -> int:
                   f"gibbs' final at {k['wall_seconds_to_gibbs_final']} s (cpu "
                   f"{k['cpu_seconds_to_gibbs_final']} s)", flush=True)
         print(f"  load average {res['load_average']}", flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    write_json(args.out, {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    write_out_json(args.out, {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                           "command": " ".join(["python benchmarks/cgs_pfa_score_time.py", *(argv or sys.argv[1:])]),
                           "results": results})
-    plot(results, args.out.with_suffix(".png"))
+    write_out(args.out.with_suffix(".png"), lambda tmp: plot(results, tmp))
     print(f"wrote {args.out} and {args.out.with_suffix('.png')}")
     return 0
 

@@ -28,7 +28,7 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.methods import get_method
 from bayesfa.pautomac import read_sample, read_solution
-from bayesfa.rundir import write_json
+from guarded_out import check_out, write_out_json
 from bayesfa.scoring import score_all
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,6 +95,7 @@ def main(argv=None) -> int:
     p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "pautomac")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "greedy_speed.json")
     args = p.parse_args(argv)
+    check_out(args.out)  # before reading it: refuse a file bayesfa did not write
     if args.problems == "table3":
         problems = list(TABLE3_PROBLEMS)
     elif args.problems == "all":
@@ -121,7 +122,7 @@ def main(argv=None) -> int:
             key = f"{k}:{name}"
             if key not in rows:
                 rows[key] = run_one(name, k, args.data, options)
-                write_json(args.out, results)
+                write_out_json(args.out, results)
             r = rows[key]
             paper = PAPER_TABLE3.get(k, {}).get(name)
             ps, pscore, pn = (f"{paper[0]:g}", f"{paper[1]:.4f}", f"{paper[2]}") if paper else ("", "", "")

@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
+from guarded_out import check_out, write_out_text  # noqa: E402
 
 #: summary keys read as a check's statistic, first found wins
 STAT_KEYS = ("max_abs_z", "max_z", "z", "abs_z", "statistic", "chi2", "p_value", "p")
@@ -123,6 +124,7 @@ def main(argv=None) -> int:
     methods = args.methods.split(",") if args.methods else method_names()
     seeds = _seeds(args.seeds)
     out = Path(args.out)
+    check_out(out, out.with_suffix(".md"))  # before any work: refuse a foreign file
     cells_dir = out.with_suffix(".cells")
     cells_dir.mkdir(parents=True, exist_ok=True)
     cells = _cells(methods, seeds, not args.no_mutants)
@@ -151,9 +153,9 @@ def main(argv=None) -> int:
     record = {"commit": git_commit(), "command": "python " + " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seeds": seeds,
               "toy": args.toy, "rows": rows}
-    out.write_text(json.dumps(record, indent=1))
-    out.with_suffix(".md").write_text(f"Commit {record['commit']}, {record['date']}: "
-                                      f"`{record['command']}`\n\n{table}\n")
+    write_out_text(out, json.dumps(record, indent=1))
+    write_out_text(out.with_suffix(".md"), f"Commit {record['commit']}, {record['date']}: "
+                   f"`{record['command']}`\n\n{table}\n")
     print(table)
     return 0
 

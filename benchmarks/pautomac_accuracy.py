@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from bayesfa.pautomac import read_sample, read_solution
-from bayesfa.rundir import write_json
+from guarded_out import check_out, write_out_json
 from bayesfa.samplers.pfa.cgs_pfa import predict_log_prob, sample_cgs_pfa
 from bayesfa.scoring import score_all
 
@@ -68,6 +68,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pautomac_accuracy.json"))
     args = p.parse_args(argv)
     data, out = Path(args.data), Path(args.out)
+    check_out(out)  # before reading it: refuse a file bayesfa did not write
     settings = {k: getattr(args, k) for k in ("states", "beta", "iterations", "burn_in", "period",
                                                "chains", "seed")}
     done = json.loads(out.read_text()) if out.exists() else {"settings": settings, "rows": {}}
@@ -78,7 +79,7 @@ def main(argv=None) -> int:
     for k in (int(v) for v in args.problems.split(",")):
         if str(k) not in done["rows"]:
             done["rows"][str(k)] = run_problem(k, data, args)
-            write_json(out, done)
+            write_out_json(out, done)
         r = done["rows"][str(k)]
         paper = "" if r["paper_cgs10k_excess"] is None else f"{r['paper_cgs10k_excess']:.4f}"
         print(f"{k:>4} {r['n_letters']:>8} {r['fit_seconds']:>8.1f} {r['score']:>10.4f} "

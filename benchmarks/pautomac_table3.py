@@ -94,9 +94,8 @@ def table(rows: dict, problems: list[int], seeds: list[int]) -> str:
 
 
 def main(argv=None) -> int:
-    from bayesfa.rundir import write_json
-
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from guarded_out import write_out_json
     from machine import git_commit
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -121,6 +120,10 @@ def main(argv=None) -> int:
     settings = {"iterations": args.iterations, "burn_in": burn_in, "period": args.period,
                 "beta": args.beta, "chains": 1, "max_draws": 1}
     out = Path(args.out)
+    if not args.table:
+        from guarded_out import check_out
+
+        check_out(out)  # before reading it: refuse a file bayesfa did not write
     done = json.loads(out.read_text()) if out.exists() else {"settings": settings, "rows": {}}
     if done["settings"] != settings:
         sys.exit(f"{out} holds results for other settings {done['settings']}; choose another --out")
@@ -138,7 +141,7 @@ def main(argv=None) -> int:
                 row["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                 row["commit"] = commit  # the code the unit ran (``+dirty``: uncommitted changes)
                 done["rows"][f"{row['problem']}/{row['seed']}"] = row
-                write_json(out, done)
+                write_out_json(out, done)
                 print(f"problem {row['problem']} seed {row['seed']}: {row['chain_seconds']:.0f} s, "
                       f"score - min {row['excess']:.4f}", flush=True)
     print(table(done["rows"], problems, seeds))

@@ -61,7 +61,7 @@ from pathlib import Path
 import numpy as np
 
 from bayesfa.methods import method_names
-from bayesfa.rundir import write_json
+from guarded_out import check_out, write_out_json
 
 ROOT = Path(__file__).resolve().parents[1]
 BAYESFA = [sys.executable, "-m", "bayesfa.cli"]
@@ -323,6 +323,9 @@ def main(argv=None) -> int:
                     help="also write the PDIA runs' traces to pdia_table1_traces.json beside --out")
     args = ap.parse_args(argv)
     out, runs = Path(args.out), Path(args.runs)
+    check_out(out)  # before reading it: refuse a file bayesfa did not write
+    if args.traces:
+        check_out(out.parent / "pdia_table1_traces.json", option="--traces")
     doc = json.loads(out.read_text()) if out.is_file() else {}
     entries = doc.setdefault("entries", {})
     doc["budget"] = args.budget
@@ -336,7 +339,7 @@ def main(argv=None) -> int:
                     e = entries[job["key"]]
                     if job.get("letters") and "perplexity_letters_only" not in e:
                         e["perplexity_letters_only"] = letters_only(job, split, runs)
-                        write_json(out, doc)
+                        write_out_json(out, doc)
                     continue
                 print(f"[{time.strftime('%H:%M:%S')}] {job['key']}", flush=True)
                 try:
@@ -350,10 +353,10 @@ def main(argv=None) -> int:
                 print(f"  perplexity {e['perplexity']:.4f}  states {e['n_states']}  "
                       f"fit {e['fit_seconds']} s", flush=True)
                 doc["table"] = table(entries)
-                write_json(out, doc)
+                write_out_json(out, doc)
     if entries:
         doc["table"] = table(entries)
-        write_json(out, doc)
+        write_out_json(out, doc)
     merged = load_entries(out.parent)
     if args.traces:
         collect_traces(merged, out.parent / "pdia_table1_traces.json")
@@ -379,7 +382,7 @@ def collect_traces(entries: dict, out: Path) -> dict:
             "period": e["options"]["period"], "burn_in": e["options"]["burn_in"],
             "seconds": info.get("seconds"), "seconds_per_sweep": info.get("seconds_per_sweep"),
             "acceptance": info.get("acceptance")}
-    write_json(out, traces)
+    write_out_json(out, traces, "--traces")
     return traces
 
 

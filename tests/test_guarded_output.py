@@ -405,3 +405,40 @@ def test_manifest_fingerprint_binds_every_file(data, pfa_run, tmp_path):
     (out / "predictions.npz").write_bytes((out / "predictions.npz").read_bytes() + b"\0")
     with pytest.raises(rundir.InputError, match="SHA-256 differs"):
         rundir.load_run(out).verify("predictions.npz")
+
+
+def test_benchmark_out_never_replaces_a_foreign_file(tmp_path):
+    """A benchmark script's ``--out`` (and the file written beside it) goes through the guarded
+    writer (benchmarks/guarded_out.py): a file bayesfa did not write is refused before any
+    work, in one line with exit 2, and left as it was; a file the writer wrote is replaced,
+    until someone changes it."""
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    user = tmp_path / "mine.json"
+    user.write_text("my own results\n")
+    beside = tmp_path / "ok.md"  # kill_matrix.py writes OUT.md beside OUT
+    beside.write_text("my notes\n")
+    cases = [("pautomac_table3.py", user, user), ("kill_matrix.py", user, user),
+             ("kill_matrix.py", tmp_path / "ok.json", beside)]
+    for script, out, foreign in cases:
+        before = digest(foreign)
+        proc = subprocess.run([sys.executable, str(bench / script), "--out", str(out)],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, (script, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert str(foreign) in proc.stderr and "not written by bayesfa" in proc.stderr
+        assert digest(foreign) == before
+    assert not any(p.suffix == ".cells" for p in tmp_path.iterdir()) and not (tmp_path / "ok.json").exists()
+    # the writer the scripts share: its own file is replaced, a changed one is not
+    sys.path.insert(0, str(bench))
+    try:
+        import guarded_out
+    finally:
+        sys.path.remove(str(bench))
+    fresh = tmp_path / "new" / "results.json"
+    guarded_out.write_out_json(fresh, {"rows": 1})
+    guarded_out.write_out_json(fresh, {"rows": 2})
+    assert json.loads(fresh.read_text()) == {"rows": 2}
+    fresh.write_text("edited by hand\n")
+    with pytest.raises(SystemExit) as exc:
+        guarded_out.write_out_json(fresh, {"rows": 3})
+    assert exc.value.code == 2 and fresh.read_text() == "edited by hand\n"

@@ -23,13 +23,24 @@ All three fit a mean-field ``q(z) = prod_t q_t(z_t)`` to the collapsed posterior
 ``D0`` is reported with its constants, ``D0 = -sum log Gamma(E_q[C] + prior)/Gamma(prior) +
 sum_i log Gamma(E_q[C_i] + N A beta)/Gamma(N A beta) + E_q[log q]``, so that at a point mass
 ``q`` it equals ``-log Pr(alpha, z)`` of Eq. 4.
+
+All three are resumable at the iteration level (``--checkpoint-every``, the shared
+machinery of :mod:`bayesfa.samplers.chains`): the variational parameters (CVB0 / CVB2: ``q``
+and the sums the sweeps maintain; GCVB0: L-BFGS-B's whole state, ``x`` and its last
+correction pairs, :class:`_LBFGSB`), the iteration count and the trace so far are saved
+atomically after an iteration, and a rerun of the same fit continues from there bit for bit.
+``--holdout`` (default 0) leaves a slice of the strings out of the fit (the slice CGS-PFA
+holds out for the seed) and records their log predictive under Eq. 10's plug-in after every
+iteration (``heldout_log_pred``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -37,8 +48,11 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import FitResult, positive_float, positive_int
-from bayesfa.samplers.pfa.cgs_pfa import plugin_log_prob, prior_matrix
-from bayesfa.samplers.chains import check_numbers, free_positions
+from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument, chain_path,
+                                     check_checkpoint_every, check_numbers, corrupt_checkpoint,
+                                     digest, free_positions, read_checkpoint, save_checkpoint)
+from bayesfa.samplers.pfa.cgs_pfa import (HOLDOUT_MAX, _fraction, holdout_split, plugin_log_prob,
+                                          prior_matrix)
 
 _REFRESH = 16  # recompute the maintained sums from q every this many iterations
 LOWER_BOUND = 1e-7  # Sect. 4.2, footnote 8
@@ -213,9 +227,11 @@ class _Recorder:
     The bar counts iterations; :meth:`advance` moves it by a fraction of one within an
     iteration (chunked sweeps), :meth:`record` completes the iteration."""
 
-    def __init__(self, corpus, beta, positions, progress, name, total, on_iteration):
-        self.corpus, self.beta, self.positions = corpus, beta, positions
+    def __init__(self, corpus, beta, positions, progress, name, total, on_iteration, held=None):
+        self.corpus, self.beta, self.positions, self.held = corpus, beta, positions, held
         self.rows: dict[str, list] = {"d0": [], "log_lik": [], "n_edges": [], "neg_entropy": []}
+        if held is not None:
+            self.rows["heldout_log_pred"] = []
         self.on_iteration = on_iteration
         self.name, self.total = name, total
         self.bar = None
@@ -254,6 +270,8 @@ class _Recorder:
         self.rows["neg_entropy"].append(neg_entropy)
         self.rows["log_lik"].append(float(predict_log_prob(ec, self.beta, self.corpus).sum()))
         self.rows["n_edges"].append(int(np.count_nonzero(ec > 1.0)))
+        if self.held is not None:
+            self.rows["heldout_log_pred"].append(float(predict_log_prob(ec, self.beta, self.held).sum()))
         for key, value in extra.items():
             self.rows.setdefault(key, []).append(value)
         if self.bar is not None:
@@ -263,6 +281,14 @@ class _Recorder:
             self.bar.set_postfix(d0=f"{d0:.6g}")
         if self.on_iteration is not None:
             self.on_iteration(len(self.rows["d0"]), ec, q)
+
+    def restore(self, rows: dict[str, np.ndarray]) -> None:
+        """The trace of the iterations a resumed fit already ran (``on_iteration`` is not
+        called again for them); the bar starts after them."""
+        self.rows = {k: np.asarray(v, dtype=np.float64).tolist() for k, v in rows.items()}
+        if self.bar is not None:
+            self.bar.n = min(len(self.rows["d0"]), self.total)
+            self.bar.refresh()
 
     def close(self):
         if self.bar is not None:
@@ -302,15 +328,95 @@ def _chunked_sweep(sweep, positions: np.ndarray, rec: _Recorder, state: dict, fi
 OnIteration = Callable[[int, np.ndarray, np.ndarray], None]
 
 
+def _split(corpus: Corpus, holdout: float, root: np.random.SeedSequence):
+    """``(fitted, held)``: the strings the fit sees and the held-out slice (None without one),
+    the slice CGS-PFA holds out for the same seed
+    (:func:`bayesfa.samplers.pfa.cgs_pfa.holdout_split`; ``holdout`` = 0 keeps every string)."""
+    kept, held_idx = holdout_split(corpus.n_strings, float(holdout), root)
+    if not held_idx.size:
+        return corpus, None
+    return corpus.subset(kept), corpus.subset(held_idx)
+
+
+# -- iteration-level checkpoints ---------------------------------------------------------------
+
+#: The version of a variational fit's checkpoint layout (part of its fingerprint).
+_CHECKPOINT_FORMAT = "bayesfa-cvb-fit/1"
+_COUNTERS = ("iterations_done", "converged", "seconds", "sweep_seconds")
+
+
+def _fingerprint(kind: str, variant: int, tokens: np.ndarray, n_symbols: int, held,
+                 n_states: int, beta: float, iterations: int, tol: float,
+                 root: np.random.SeedSequence, q0) -> str:
+    """What determines a variational fit's result, as a string (the data by SHA-256): the
+    method and variant, the fitted tokens, the held-out slice, ``N``, ``beta``, the largest
+    number of iterations, ``tol`` and the seed (or the given start ``q0``); not the checkpoint
+    interval."""
+    return json.dumps({"format": _CHECKPOINT_FORMAT, "method": kind, "variant": int(variant),
+                       "tokens": digest(tokens), "n_symbols": int(n_symbols),
+                       "heldout": None if held is None else [digest(held.tokens), digest(held.offsets)],
+                       "n_states": int(n_states), "beta": float(beta), "iterations": int(iterations),
+                       "tol": float(tol), "entropy": str(root.entropy),
+                       "spawn_key": list(root.spawn_key),
+                       "q0": None if q0 is None else digest(np.asarray(q0, dtype=np.float64))},
+                      sort_keys=True)
+
+
+class _Checkpoint:
+    """The state file of one variational fit (``chain-0000.npz`` in the fit's workdir, written
+    by :func:`bayesfa.samplers.chains.save_checkpoint`): saved after the first iteration that
+    ends ``every`` seconds or more after the last save, and when the fit ends."""
+
+    def __init__(self, workdir, fingerprint: str, every: float):
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+        self.path = chain_path(workdir, 0)
+        self.fingerprint, self.every = fingerprint, every
+        self.last = time.monotonic()
+
+    def load(self, arrays: dict[str, tuple], rows: tuple[str, ...], iterations: int) -> dict | None:
+        """The state saved for this fit, or None (no file, or another fit's: ignored, and
+        replaced at the next save). ``arrays``: name -> ``(shape, dtype)`` of the state
+        arrays; ``rows``: the trace's names. A file whose arrays disagree with these or with
+        its own iteration count is an :class:`InputError` naming it."""
+        if not self.path.exists():
+            return None
+        saved = read_checkpoint(self.path, self.fingerprint,
+                                tuple(arrays) + tuple(f"trace_{k}" for k in rows) + _COUNTERS)
+        if saved is None:
+            return None
+        n = saved["iterations_done"]
+        ok = (n.shape == () and n.dtype.kind == "i" and 1 <= int(n) <= iterations
+              and all(saved[k].shape == () for k in _COUNTERS)
+              and all(saved[k].shape == tuple(shape) and saved[k].dtype == dtype
+                      for k, (shape, dtype) in arrays.items())
+              and all(saved[f"trace_{k}"].shape == (int(n),) for k in rows))
+        if not ok:
+            raise corrupt_checkpoint(self.path, "its arrays do not match its settings")
+        return saved
+
+    def due(self) -> bool:
+        return time.monotonic() - self.last >= self.every
+
+    def save(self, arrays: dict[str, np.ndarray], rows: dict[str, list], **counters) -> None:
+        save_checkpoint(self.path, self.fingerprint,
+                        {**arrays, **{f"trace_{k}": np.asarray(v, dtype=np.float64)
+                                      for k, v in rows.items()}, **counters})
+        self.last = time.monotonic()
+
+
 # -- CVB0 and CVB2 -----------------------------------------------------------------------------
 def _coordinate_fit(kind: str, corpus: Corpus, n_states: int, beta: float, iterations: int,
                     tol: float, seed: int | None, progress: bool,
                     on_iteration: OnIteration | None, q0: np.ndarray | None,
-                    variant: int = 0) -> VBResult:
+                    variant: int = 0, holdout: float = 0.0, checkpoint_dir=None,
+                    checkpoint_every: float = CHECKPOINT_EVERY) -> VBResult:
     from bayesfa.learners import _cvb_kernel as kernel
 
     tol = CVB_TOL if tol is None else tol
     check_arguments(corpus, n_states, beta, iterations, tol)
+    checkpoint_every = check_checkpoint_every(checkpoint_every)
+    root = np.random.SeedSequence(seed)
+    corpus, held = _split(corpus, holdout, root)
     tokens = corpus.tokens
     n_symbols = corpus.alphabet_size + 1
     positions = free_positions(tokens)
@@ -324,21 +430,45 @@ def _coordinate_fit(kind: str, corpus: Corpus, n_states: int, beta: float, itera
         d1 = np.zeros((n1, n_symbols))
         qq = np.zeros(n1)
         sums = (ec, e2, f2, d1, eci, qq)
-    rec = _Recorder(corpus, beta, positions, progress, kind, iterations, on_iteration)
+    book = None
+    if checkpoint_dir is not None:
+        book = _Checkpoint(checkpoint_dir, _fingerprint(kind, variant, tokens, n_symbols, held,
+                                                        n_states, beta, iterations, tol, root, q0),
+                           checkpoint_every)
+    rec = _Recorder(corpus, beta, positions, progress, kind, iterations, on_iteration, held)
+    rows = tuple(rec.rows) + ("change",)
     try:
-        _announce(kind, tokens, n_states, iterations, sums, rec)
-        rec.stage("random start")
-        rng = np.random.default_rng(np.random.SeedSequence(seed))
-        q = initial_q(tokens, n_states, rng) if q0 is None else np.array(q0, dtype=np.float64)
+        saved = None if book is None else book.load(
+            {"q": ((tokens.size + 1, n1), np.float64),
+             **{f"sum_{i}": (a.shape, a.dtype) for i, a in enumerate(sums)}}, rows, iterations)
+        if saved is None:
+            _announce(kind, tokens, n_states, iterations, sums, rec)
+            rec.stage("random start")
+            rng = np.random.default_rng(root)
+            q = initial_q(tokens, n_states, rng) if q0 is None else np.array(q0, dtype=np.float64)
+        else:  # the state after the saved iteration: q and the sums the sweeps maintain
+            q = np.array(saved["q"])
+            for i, a in enumerate(sums):
+                a[...] = saved[f"sum_{i}"]
+            rec.restore({k: saved[f"trace_{k}"] for k in rows})
+            rec.say(f"{kind}: resuming after iteration {len(rec.rows['d0'])} of {iterations}")
     except BaseException:
         rec.close()
         raise
-    converged = False
-    chunking = {"chunk": 16, "estimated": False}
+    start = 0 if saved is None else int(saved["iterations_done"])
+    converged = False if saved is None else bool(saved["converged"])
+    seconds_before = 0.0 if saved is None else float(saved["seconds"])
+    sweep_seconds = 0.0 if saved is None else float(saved["sweep_seconds"])
+    chunking = {"chunk": 16, "estimated": start > 0}
     t0 = time.perf_counter()
-    sweep_seconds = 0.0
+
+    def save() -> None:
+        book.save({"q": q, **{f"sum_{i}": a for i, a in enumerate(sums)}}, rec.rows,
+                  iterations_done=len(rec.rows["d0"]), converged=converged,
+                  seconds=seconds_before + time.perf_counter() - t0, sweep_seconds=sweep_seconds)
+
     try:
-        for it in range(iterations):
+        for it in range(start, iterations if not converged else start):
             s0 = time.perf_counter()
             if it % _REFRESH == 0:
                 rec.stage("recomputing the sums")
@@ -375,23 +505,35 @@ def _coordinate_fit(kind: str, corpus: Corpus, n_states: int, beta: float, itera
             if change < tol:
                 converged = True
                 break
+            if book is not None and book.due():
+                save()
+        if book is not None:
+            save()  # the fit's end: a rerun of the same fit reuses it
     finally:
         rec.close()
     kernel.expected_counts(tokens, q, ec, eci)
-    seconds = time.perf_counter() - t0
+    seconds = seconds_before + time.perf_counter() - t0
     n_it = len(rec.rows["d0"])
     info = {"method": kind, "iterations_run": n_it, "converged": converged, "tol": float(tol),
             "n_free_positions": int(positions.size), "n_tokens": int(tokens.size),
             "seconds": seconds, "sweep_seconds": sweep_seconds,
             "ns_per_unit": sweep_seconds * 1e9 / max(1, n_it * n_states ** 2 * tokens.size),
-            "unit": "N^2 T", "final_d0": rec.rows["d0"][-1]}
+            "unit": "N^2 T", "final_d0": float(rec.rows["d0"][-1]),
+            "iterations_resumed": start, **_holdout_info(holdout, held)}
+    if book is not None:
+        info["checkpoint_every"] = checkpoint_every
     return VBResult(ec, q, rec.trace(), info)
+
+
+def _holdout_info(holdout: float, held: Corpus | None) -> dict[str, Any]:
+    return {"holdout": float(holdout), "holdout_strings": 0 if held is None else int(held.n_strings)}
 
 
 def fit_cvb0(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
              tol: float | None = None, seed: int | None = None, progress: bool = False,
              on_iteration: OnIteration | None = None, q0: np.ndarray | None = None,
-             variant: int = 0) -> VBResult:
+             variant: int = 0, *, holdout: float = 0.0, checkpoint_dir=None,
+             checkpoint_every: float = CHECKPOINT_EVERY) -> VBResult:
     """CVB0 (Sect. 2.4, Eq. 12 with Eq. 14-16) from a random ``q`` (``seed``) or ``q0``.
 
     Runs up to ``iterations`` sweeps over the free positions in order; stops early once the
@@ -399,18 +541,26 @@ def fit_cvb0(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
     ``on_iteration(i, E_q[C], q)`` is called after every iteration (arrays are live: copy).
     ``variant`` != 0: a deliberately wrong update (validation only,
     :data:`bayesfa.learners._cvb_kernel.MUTATIONS`).
+
+    ``holdout``: the fraction of the strings left out of the fit (module docstring; the trace
+    gains ``heldout_log_pred``). ``checkpoint_dir``: the fit's state is saved there
+    (``chain-0000.npz``, atomically) after the first iteration ending ``checkpoint_every``
+    seconds or more after the last save and at the end; a later call with the same data,
+    settings and seed continues from it, bit-identical to an uninterrupted fit (a file of
+    another fit is ignored, a damaged one an :class:`InputError` naming it).
     """
     return _coordinate_fit("cvb0", corpus, n_states, beta, iterations, tol, seed, progress,
-                           on_iteration, q0, variant)
+                           on_iteration, q0, variant, holdout, checkpoint_dir, checkpoint_every)
 
 
 def fit_cvb2(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
              tol: float | None = None, seed: int | None = None, progress: bool = False,
              on_iteration: OnIteration | None = None, q0: np.ndarray | None = None,
-             variant: int = 0) -> VBResult:
+             variant: int = 0, *, holdout: float = 0.0, checkpoint_dir=None,
+             checkpoint_every: float = CHECKPOINT_EVERY) -> VBResult:
     """CVB2 (appendix): as :func:`fit_cvb0` with the second-order update."""
     return _coordinate_fit("cvb2", corpus, n_states, beta, iterations, tol, seed, progress,
-                           on_iteration, q0, variant)
+                           on_iteration, q0, variant, holdout, checkpoint_dir, checkpoint_every)
 
 
 # -- GCVB0 -------------------------------------------------------------------------------------
@@ -466,39 +616,169 @@ class D0Objective:
         return d0 + penalty, grad.ravel()
 
 
+class _LBFGSB:
+    """L-BFGS-B as ``scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B")`` runs it
+    with lower bounds only: the loop of scipy's ``_minimize_lbfgsb`` around its kernel
+    ``setulb`` (scipy >= 1.15), the same kernel calls with the same arguments in the same
+    order, so the same iterates bit for bit, and the cache of the last evaluation that
+    scipy's ``ScalarFunction`` keeps. Unlike ``minimize``, the whole optimiser state (the
+    kernel's work arrays, holding the last ``m`` correction pairs, ``x``, ``f``, ``g`` and the
+    counters) is in :attr:`state`, so that a fit saved after an iteration continues bit for
+    bit (Byrd, Lu, Nocedal & Zhu 1995; the factr / pgtol stopping tests of the kernel)."""
+
+    ARRAYS = ("x", "g", "wa", "iwa", "task", "ln_task", "lsave", "isave", "dsave", "cache_x",
+              "cache_g")
+    NUMBERS = ("f", "cache_f", "n_iterations", "nfev", "finished")
+    MAXLS = 20  # scipy's default line-search steps
+
+    @staticmethod
+    def kernel():
+        """scipy's ``setulb`` of the C port of L-BFGS-B (scipy >= 1.15), or None."""
+        import scipy
+
+        try:
+            version = tuple(int(v) for v in scipy.__version__.split(".")[:2])
+            from scipy.optimize import _lbfgsb
+        except (ImportError, ValueError):
+            return None
+        return getattr(_lbfgsb, "setulb", None) if version >= (1, 15) else None
+
+    def __init__(self, setulb, fg, n: int, lower: float, m: int, ftol: float):
+        """The optimiser of ``fg`` (``x -> (f, g)``) over ``n`` variables ``>= lower``, with
+        ``m`` correction pairs and scipy's ``ftol``; :meth:`start` or :meth:`restore` next."""
+        self.setulb, self.fg, self.m = setulb, fg, m
+        self.factr = ftol / np.finfo(float).eps
+        self.low, self.up = np.full(n, lower), np.zeros(n)
+        self.nbd = np.ones(n, dtype=np.int32)  # a lower bound only
+        self.state = {"x": np.zeros(n), "g": np.zeros(n), "wa": np.zeros(2 * m * n + 5 * n + 11 * m * m + 8 * m),
+                      "iwa": np.zeros(3 * n, dtype=np.int32), "task": np.zeros(2, dtype=np.int32),
+                      "ln_task": np.zeros(2, dtype=np.int32), "lsave": np.zeros(4, dtype=np.int32),
+                      "isave": np.zeros(44, dtype=np.int32), "dsave": np.zeros(29), "f": 0.0,
+                      "n_iterations": 0, "nfev": 0, "finished": False,
+                      "cache_x": np.full(n, np.nan), "cache_f": np.nan, "cache_g": np.zeros(n)}
+
+    def start(self, x0: np.ndarray) -> None:
+        self.state["x"] = np.array(x0, dtype=np.float64)
+        self._evaluate(self.state["x"])  # scipy's ScalarFunction evaluates at x0 when made
+
+    def _evaluate(self, x: np.ndarray):
+        s = self.state
+        if not np.array_equal(x, s["cache_x"]):
+            s["cache_x"] = x.copy()
+            f, g = self.fg(x.copy())
+            s["cache_f"], s["cache_g"] = float(f), np.atleast_1d(np.asarray(g, dtype=np.float64))
+            s["nfev"] += 1
+        return s["cache_f"], s["cache_g"]
+
+    def restore(self, saved: dict) -> None:
+        """The state saved from :attr:`state` (every name of :data:`ARRAYS` and :data:`NUMBERS`)."""
+        self.state = {k: np.array(saved[k]) for k in self.ARRAYS}
+        self.state.update(f=float(saved["f"]), cache_f=float(saved["cache_f"]),
+                          n_iterations=int(saved["n_iterations"]), nfev=int(saved["nfev"]),
+                          finished=bool(saved["finished"]))
+
+    def run(self, maxiter: int, maxfun: int, callback, after_iteration) -> None:
+        """Until the kernel stops; ``callback(x, f)`` at every new iterate (scipy's
+        ``callback``), then ``after_iteration()`` (the state is complete there)."""
+        s = self.state
+        while not s["finished"]:
+            g = s["g"].astype(np.float64)
+            self.setulb(self.m, s["x"], self.low, self.up, self.nbd, s["f"], g, self.factr, 0.0,
+                        s["wa"], s["iwa"], s["task"], s["lsave"], s["isave"], s["dsave"],
+                        self.MAXLS, s["ln_task"])
+            s["g"] = g
+            task = s["task"]
+            if task[0] == 3:  # FG: f and g at x
+                s["f"], s["g"] = self._evaluate(s["x"])
+            elif task[0] == 1:  # NEW_X
+                s["n_iterations"] += 1
+                callback(s["x"], s["f"])
+                if s["n_iterations"] >= maxiter:
+                    task[0], task[1] = 5, 504
+                elif s["nfev"] > maxfun:
+                    task[0], task[1] = 5, 502
+                after_iteration()
+            else:
+                s["finished"] = True
+
+    def result(self) -> tuple[np.ndarray, int, bool, str]:
+        """``(x, iterations, success, message)`` as ``minimize`` reports them."""
+        from scipy.optimize import _lbfgsb_py
+
+        s = self.state
+        task = s["task"]
+        message = (f"{_lbfgsb_py.status_messages.get(int(task[0]), task[0])}: "
+                   f"{_lbfgsb_py.task_messages.get(int(task[1]), task[1])}")
+        return s["x"], int(s["n_iterations"]), int(task[0]) == 4, message
+
+
 def fit_gcvb0(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
               tol: float | None = None, seed: int | None = None, progress: bool = False,
               on_iteration: OnIteration | None = None, q0: np.ndarray | None = None,
-              variant: int = 0) -> VBResult:
+              variant: int = 0, *, holdout: float = 0.0, checkpoint_dir=None,
+              checkpoint_every: float = CHECKPOINT_EVERY) -> VBResult:
     """GCVB0 (Sect. 2.5, 4.2): L-BFGS-B (scipy) on ``D0 + penalty`` over ``x`` from a random
     ``q`` (``seed``) or ``q0``; at most ``iterations`` L-BFGS-B iterations, converged when
     scipy's ``ftol`` test (``tol``, default ``factr = 1e7`` times machine epsilon) holds.
 
     The trace records, per L-BFGS-B iteration (accepted point), ``d0`` (never increases),
-    ``objective`` (``D0 + penalty``), ``n_evaluations`` (cumulative, the paper's iteration)."""
-    from scipy.optimize import Bounds, minimize
-
+    ``objective`` (``D0 + penalty``), ``n_evaluations`` (cumulative, the paper's iteration).
+    ``holdout``, ``checkpoint_dir``, ``checkpoint_every``: as :func:`fit_cvb0`; the state
+    saved is L-BFGS-B's whole state (:class:`_LBFGSB`: ``x``, the last correction pairs,
+    the counters) with the trace. Checkpoints need scipy >= 1.15 (its C L-BFGS-B keeps its
+    state in arrays); with an older scipy the fit runs through ``scipy.optimize.minimize``,
+    the same iterates, and saves none (``info["checkpoints"]`` says so)."""
     tol = GCVB0_TOL if tol is None else tol
     check_arguments(corpus, n_states, beta, iterations, tol)
+    checkpoint_every = check_checkpoint_every(checkpoint_every)
+    root = np.random.SeedSequence(seed)
+    corpus, held = _split(corpus, holdout, root)
     fun = D0Objective(corpus, n_states, beta, variant)
+    setulb = _LBFGSB.kernel()
+    book = None
+    if checkpoint_dir is not None and setulb is not None:
+        book = _Checkpoint(checkpoint_dir,
+                           _fingerprint("gcvb0", variant, corpus.tokens, fun.n_symbols, held,
+                                        n_states, beta, iterations, tol, root, q0),
+                           checkpoint_every)
     # the bar counts the starting point too (recorded as iteration 0)
-    rec = _Recorder(corpus, beta, fun.positions, progress, "gcvb0", iterations + 1, on_iteration)
+    rec = _Recorder(corpus, beta, fun.positions, progress, "gcvb0", iterations + 1, on_iteration,
+                    held)
+    rows = tuple(rec.rows) + ("objective", "n_evaluations")
+    n_vars = fun.positions.size * n_states
+    saved = None
     try:
-        _announce("gcvb0", corpus.tokens, n_states, iterations, (fun.ec, fun.eci), rec)
-        rec.stage("random start")
-        rng = np.random.default_rng(np.random.SeedSequence(seed))
-        q_init = initial_q(corpus.tokens, n_states, rng) if q0 is None else np.asarray(q0, dtype=np.float64)
-        x0 = np.maximum(fun.x_from_q(q_init), LOWER_BOUND)
+        if book is not None and n_vars:
+            m = LBFGS_HISTORY
+            saved = book.load(
+                {"x": ((n_vars,), np.float64), "g": ((n_vars,), np.float64),
+                 "wa": ((2 * m * n_vars + 5 * n_vars + 11 * m * m + 8 * m,), np.float64),
+                 "iwa": ((3 * n_vars,), np.int32), "task": ((2,), np.int32),
+                 "ln_task": ((2,), np.int32), "lsave": ((4,), np.int32), "isave": ((44,), np.int32),
+                 "dsave": ((29,), np.float64), "cache_x": ((n_vars,), np.float64),
+                 "cache_g": ((n_vars,), np.float64), "fun_x": ((n_vars,), np.float64),
+                 "f": ((), np.float64), "cache_f": ((), np.float64), "n_iterations": ((), np.int64),
+                 "nfev": ((), np.int64), "finished": ((), np.bool_), "n_evaluations": ((), np.int64)},
+                rows, iterations + 1)
+        if saved is None:
+            _announce("gcvb0", corpus.tokens, n_states, iterations, (fun.ec, fun.eci), rec)
+            rec.stage("random start")
+            rng = np.random.default_rng(root)
+            q_init = initial_q(corpus.tokens, n_states, rng) if q0 is None else np.asarray(q0, dtype=np.float64)
+            x0 = np.maximum(fun.x_from_q(q_init), LOWER_BOUND)
+        else:
+            x0 = None
+            rec.restore({k: saved[f"trace_{k}"] for k in rows})
+            rec.say(f"gcvb0: resuming after iteration {len(rec.rows['d0']) - 1} of {iterations}")
         rec.stage("L-BFGS-B")
     except BaseException:
         rec.close()
         raise
 
-    def callback(intermediate_result):
-        x = intermediate_result.x
+    def record(x, f):
         if fun.last_x is None or not np.array_equal(x, fun.last_x):
             fun(x)  # rarely needed: the accepted point is normally the last one evaluated
-        rec.record(fun.ec, fun.eci, fun.q, d0=fun.last_d0, objective=float(intermediate_result.fun),
+        rec.record(fun.ec, fun.eci, fun.q, d0=fun.last_d0, objective=float(f),
                    n_evaluations=fun.n_evaluations)
 
     shown = [0.0]
@@ -513,36 +793,69 @@ def fit_gcvb0(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
         return out
 
     t0 = time.perf_counter()
+    seconds_before = 0.0 if saved is None else float(saved["seconds"])
+    options = {"maxiter": iterations, "maxfun": 20 * iterations + 20}
     try:
-        # Record the starting point as iteration 0.
-        fun(x0)
-        rec.record(fun.ec, fun.eci, fun.q, d0=fun.last_d0, objective=fun.last_d0 + fun.last_penalty,
-                   n_evaluations=fun.n_evaluations)
-        # An L-BFGS-B iteration costs about one evaluation (more on line-search retries).
-        rec.say(estimate_message("gcvb0", time.perf_counter() - t0, iterations,
-                                 "the first evaluation"))
-        if x0.size:
+        if saved is None:
+            # Record the starting point as iteration 0.
+            fun(x0)
+            rec.record(fun.ec, fun.eci, fun.q, d0=fun.last_d0,
+                       objective=fun.last_d0 + fun.last_penalty, n_evaluations=fun.n_evaluations)
+            # An L-BFGS-B iteration costs about one evaluation (more on line-search retries).
+            rec.say(estimate_message("gcvb0", time.perf_counter() - t0, iterations,
+                                     "the first evaluation"))
+        if not n_vars:  # only empty strings: q is fixed
+            x, nit, success, message = x0, 0, True, "no free position"
+        elif setulb is None:
+            from scipy.optimize import Bounds, minimize
+
             res = minimize(evaluate, x0, jac=True, method="L-BFGS-B",
                            bounds=Bounds(np.full(x0.size, LOWER_BOUND), np.full(x0.size, np.inf)),
-                           callback=callback,
-                           options={"maxiter": iterations, "maxfun": 20 * iterations + 20,
-                                    "ftol": tol, "gtol": 0.0, "maxcor": LBFGS_HISTORY})
-        else:  # only empty strings: q is fixed
-            from scipy.optimize import OptimizeResult
+                           callback=lambda r: record(r.x, r.fun),
+                           options={**options, "ftol": tol, "gtol": 0.0, "maxcor": LBFGS_HISTORY})
+            x, nit, success, message = res.x, int(res.nit), bool(res.success), str(res.message)
+        else:
+            opt = _LBFGSB(setulb, evaluate, n_vars, LOWER_BOUND, LBFGS_HISTORY, tol)
+            if saved is None:
+                opt.start(x0)
+            else:  # L-BFGS-B's state, and the objective's arrays at its last evaluation
+                opt.restore(saved)
+                fun(np.array(saved["fun_x"]))
+                fun.n_evaluations = int(saved["n_evaluations"])
 
-            res = OptimizeResult(x=x0, success=True, nit=0, message="no free position")
+            def save() -> None:
+                book.save({**{k: opt.state[k] for k in _LBFGSB.ARRAYS}, "fun_x": fun.last_x},
+                          rec.rows, **{k: opt.state[k] for k in _LBFGSB.NUMBERS},
+                          n_evaluations=fun.n_evaluations, iterations_done=len(rec.rows["d0"]),
+                          converged=False, sweep_seconds=0.0,
+                          seconds=seconds_before + time.perf_counter() - t0)
+
+            def after_iteration() -> None:
+                if book is not None and book.due():
+                    save()
+
+            opt.run(options["maxiter"], options["maxfun"], record, after_iteration)
+            if book is not None:
+                save()  # the fit's end: a rerun of the same fit reuses it
+            x, nit, success, message = opt.result()
     finally:
         rec.close()
-    if fun.last_x is None or not np.array_equal(res.x, fun.last_x):
-        fun(res.x)
-    seconds = time.perf_counter() - t0
-    converged = bool(res.success) and "ITERATIONS" not in str(res.message).upper()
-    info = {"method": "gcvb0", "iterations_run": int(res.nit), "n_evaluations": int(fun.n_evaluations),
-            "converged": converged, "message": str(res.message), "tol": float(tol),
+    if fun.last_x is None or not np.array_equal(x, fun.last_x):
+        fun(x)
+    seconds = seconds_before + time.perf_counter() - t0
+    converged = bool(success) and "ITERATIONS" not in str(message).upper()
+    info = {"method": "gcvb0", "iterations_run": nit, "n_evaluations": int(fun.n_evaluations),
+            "converged": converged, "message": message, "tol": float(tol),
             "n_free_positions": int(fun.positions.size), "n_tokens": int(corpus.tokens.size),
             "seconds": seconds,
             "ns_per_unit": seconds * 1e9 / max(1, fun.n_evaluations * n_states ** 2 * corpus.tokens.size),
-            "unit": "N^2 T (per evaluation, recording included)", "final_d0": float(fun.last_d0)}
+            "unit": "N^2 T (per evaluation, recording included)", "final_d0": float(fun.last_d0),
+            "iterations_resumed": 0 if saved is None else len(saved["trace_d0"]) - 1,
+            **_holdout_info(holdout, held)}
+    if checkpoint_dir is not None:
+        info["checkpoint_every"] = checkpoint_every
+        if setulb is None:
+            info["checkpoints"] = "none: they need scipy >= 1.15"
     return VBResult(fun.ec.copy(), fun.q.copy(), rec.trace(), info)
 
 
@@ -578,6 +891,8 @@ class _VBMethod:
         self._fit, self._default_tol, self._tol_help, self._gcvb0 = fit, default_tol, tol_help, gcvb0
         self.validation = f"bayesfa.validation.learners.cvb:{name.upper()}"
 
+    resumable = True  # fit(..., workdir=) keeps the fit's state there after iterations
+
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--states", type=positive_int, default=10,
                             help="number of states N (besides the initial state 0); default 10")
@@ -587,6 +902,11 @@ class _VBMethod:
                             help="largest number of iterations; default 200")
         parser.add_argument("--tol", type=positive_float, default=self._default_tol,
                             help=self._tol_help)
+        parser.add_argument("--holdout", type=_fraction, default=0.0, metavar="FRACTION",
+                            help=f"fraction of the training strings (at most {HOLDOUT_MAX}) left "
+                                 f"out of the fit, chosen from the seed; each iteration records "
+                                 f"their log predictive (heldout_log_pred) for diagnose; default 0")
+        add_checkpoint_argument(parser)
 
     @staticmethod
     def _check_options(options: dict[str, Any]) -> None:
@@ -597,12 +917,16 @@ class _VBMethod:
             if key in options and not (np.isfinite(options[key]) and options[key] > 0):
                 raise InputError(f"--{key} must be a positive number, got {options[key]}")
 
-    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
+            workdir=None) -> FitResult:
+        """The fit; ``workdir``: its iteration-level checkpoints (resumable)."""
         self._check_options(options)
+        extra = {"variant": self.variant} if self.variant else {}
         res = self._fit(corpus, n_states=options["states"], beta=options["beta"],
                         iterations=options["iterations"], tol=options.get("tol", self._default_tol),
-                        seed=seed, progress=progress,
-                        **({"variant": self.variant} if self.variant else {}))
+                        seed=seed, progress=progress, holdout=options.get("holdout", 0.0),
+                        checkpoint_dir=workdir,
+                        checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY), **extra)
         trace = {k: v[None, :] for k, v in res.trace.items()}  # one "chain"
         return FitResult({"expected_counts": res.expected_counts}, trace, res.info)
 

@@ -19,6 +19,11 @@ Chain state (``U`` nodes, ``S`` symbols; every array C-contiguous and mutated in
 - (Gibbs only) ``sizes`` int32 ``[P]``: the table sizes of slot ``(u, w)`` are
   ``sizes[off[u, w] : off[u, w] + t[u, w]]``; ``off`` int64 ``[U, S]`` is fixed by the front
   with room for every customer the slot can ever hold.
+- (HPYP) ``disc``, ``conc`` float64 ``[K]``: the per-depth ``d_m``, ``theta_m``.
+
+Between two sweeps these arrays and the Generator are the whole state of an HPYP chain (the
+per-node ``nd``, ``nth`` follow from ``disc``, ``conc``): :func:`run_sweeps` continues from
+them, which is what a checkpoint of :mod:`bayesfa.samplers.ngram.hpyp` saves.
 
 Invariants: ``c[u, w] = #data tokens whose deepest context is u with symbol w + sum over the
 children v of t[v, w]``; ``1 <= t[u, w] <= c[u, w]`` whenever ``c[u, w] > 0``, else both 0;
@@ -333,13 +338,9 @@ def log_joint(parent, nd, nth, t, ts, sizes, off, base):
 
 
 @njit(cache=True)
-def run_chain(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc, conc,
-              fixed_d, fixed_th, prior, base, iterations, burn_in, period, variant,
-              out_t, out_disc, out_conc, out_lj, slot_node, slot_sym):
-    """Seat the data once (incrementally), then ``iterations`` sweeps, each followed by a
-    hyperparameter update; after ``burn_in``, every ``period``-th sweep records ``t`` at the
-    slots ``(slot_node, slot_sym)`` into ``out_t[draw]``, the hyperparameters and the log
-    joint."""
+def seat_data(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc, conc, base,
+              variant):
+    """The chain's start: every data customer seated once, incrementally, in data order."""
     nd = np.empty(parent.shape[0])
     nth = np.empty(parent.shape[0])
     set_node_params(depth, disc, conc, nd, nth)
@@ -350,8 +351,23 @@ def run_chain(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, d
     for i in range(tok_node.shape[0]):
         add_customer(rng, tok_node[i], tok_sym[i], parent, nd, nth, c, t, cs, ts, base, path,
                      pp, True, sizes, off, log_nodes, n_log, variant)
-    draw = 0
-    for it in range(iterations):
+
+
+@njit(cache=True)
+def run_sweeps(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc, conc,
+               fixed_d, fixed_th, prior, base, it0, it1, burn_in, period, variant,
+               out_t, out_disc, out_conc, out_lj, slot_node, slot_sym, draw):
+    """Sweeps ``it0 .. it1 - 1`` of a seated chain, each followed by a hyperparameter update;
+    after ``burn_in``, every ``period``-th sweep records ``t`` at the slots ``(slot_node,
+    slot_sym)`` into ``out_t[draw]``, the hyperparameters and the log joint. Returns the next
+    ``draw``. The whole chain state is in the arrays and ``rng``: calls over consecutive
+    ranges draw exactly what one call over their union draws."""
+    nd = np.empty(parent.shape[0])
+    nth = np.empty(parent.shape[0])
+    set_node_params(depth, disc, conc, nd, nth)
+    path = np.empty(node_levels(parent).max() + 2, dtype=np.int64)
+    pp = np.empty(path.shape[0])
+    for it in range(it0, it1):
         sweep(rng, tok_node, tok_sym, parent, nd, nth, c, t, cs, ts, base, path, pp, sizes,
               off, variant)
         sample_hyper(rng, depth, c, t, cs, ts, sizes, off, disc, conc, fixed_d, fixed_th, prior,
@@ -364,6 +380,19 @@ def run_chain(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, d
             out_conc[draw, :] = conc
             out_lj[draw] = log_joint(parent, nd, nth, t, ts, sizes, off, base)
             draw += 1
+    return draw
+
+
+@njit(cache=True)
+def run_chain(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc, conc,
+              fixed_d, fixed_th, prior, base, iterations, burn_in, period, variant,
+              out_t, out_disc, out_conc, out_lj, slot_node, slot_sym):
+    """A whole chain: :func:`seat_data`, then :func:`run_sweeps` over ``iterations`` sweeps."""
+    seat_data(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc, conc, base,
+              variant)
+    run_sweeps(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc, conc,
+               fixed_d, fixed_th, prior, base, 0, iterations, burn_in, period, variant,
+               out_t, out_disc, out_conc, out_lj, slot_node, slot_sym, 0)
 
 
 # -- prediction and the incremental (single-particle) pass -----------------------------------

@@ -29,9 +29,10 @@ sequential conditionals, as the PDIA does).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -39,8 +40,13 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import log_mean_exp
 from bayesfa.methods import FitResult, nonnegative_int, positive_float, positive_int
+from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
+                                     add_checkpoint_argument, check_checkpoint_every,
+                                     check_generator_state, corrupt_checkpoint, digest,
+                                     generator_state, read_checkpoint, save_checkpoint)
 from bayesfa.samplers.pdia.pdfa import as_symbols
 from bayesfa.samplers.pdia.pdia import _unit_interval
+from bayesfa.samplers.pfa.cgs_pfa import HOLDOUT_MAX, _fraction, holdout_split
 
 #: Beta(a, b) prior of the discounts, Gamma(shape, rate) of the concentrations (Teh 2006)
 PRIOR = np.array([1.0, 1.0, 1.0, 1.0])
@@ -184,61 +190,161 @@ def _slots(parent, tok_node, tok_sym, n_nodes, n_sym):
 
 #: With ``progress``, an estimate of the whole fit is printed when it exceeds this many seconds.
 ESTIMATE_SECONDS = 10.0
+#: The version of an HPYP chain checkpoint's layout (part of its fingerprint).
+_CHAIN_FORMAT = "bayesfa-hpyp-chain/1"
+_STATE = ("c", "t", "cs", "ts", "sizes", "disc", "conc")
+_OUTS = ("out_t", "out_disc", "out_conc", "out_lj")
+_COUNTERS = ("sweeps_done", "draws_done", "seconds", "rng_state")
 
 
-def _chain_with_progress(bar, estimate, rng, tok_node, tok_sym, parent, depth, c, t, cs, ts,
-                         sizes, off, disc, conc, fixed_d, fixed_th, prior, base, iterations,
-                         burn_in, period, variant, out_t, out_disc, out_conc, out_lj, slot_node,
-                         slot_sym):
-    """:func:`~bayesfa.samplers.ngram._hpyp_kernel.run_chain` one sweep per kernel call, so
-    that ``bar`` moves after each sweep: the seating is ``run_chain`` with no sweep, then the
-    same kernel calls in the same order on the same generator (bit-identical draws; the test
-    suite compares). ``estimate(seconds_seating, seconds_per_sweep)`` is called once, after
-    the first sweep."""
+class _Chain(NamedTuple):
+    """One HPYP chain's arrays: its state (:data:`_STATE`, the kernel's chain state) and its
+    draws (:data:`_OUTS`, views into the fit's ``[chain, draw, ...]`` outputs)."""
+
+    c: np.ndarray
+    t: np.ndarray
+    cs: np.ndarray
+    ts: np.ndarray
+    sizes: np.ndarray
+    disc: np.ndarray
+    conc: np.ndarray
+    out_t: np.ndarray
+    out_disc: np.ndarray
+    out_conc: np.ndarray
+    out_lj: np.ndarray
+
+
+def _chain_fingerprint(F: np.ndarray, n_sym: int, settings: dict, seed_seq) -> str:
+    """What determines an HPYP chain's draws, as a string (the data by SHA-256): the symbols,
+    the settings (order, shape, schedule, fixed ``d`` / ``theta``, variant) and the chain's
+    seed; not the checkpoint interval."""
+    return json.dumps({"format": _CHAIN_FORMAT, "symbols": digest(F), "n_symbols": int(n_sym),
+                       "settings": settings, "entropy": str(seed_seq.entropy),
+                       "spawn_key": list(seed_seq.spawn_key)}, sort_keys=True)
+
+
+def _load_chain(path, fingerprint: str, arrays: _Chain, burn_in: int, period: int) -> dict | None:
+    """The chain state saved at ``path`` (finished or not) when it is this chain's, else None;
+    an :class:`InputError` naming the file when its arrays disagree with ``arrays`` (a chain's
+    templates) or with its own counters."""
+    saved = read_checkpoint(path, fingerprint, _STATE + _OUTS + _COUNTERS)
+    if saved is None:
+        return None
+    n_draws = arrays.out_t.shape[0]
+    ok = all(saved[k].shape == () for k in _COUNTERS) and all(
+        saved[k].dtype.kind == "i" for k in ("sweeps_done", "draws_done"))
+    if ok:
+        done, d = int(saved["sweeps_done"]), int(saved["draws_done"])
+        ok = (0 <= d <= n_draws and 0 <= done
+              and done == (min(done, burn_in) if d == 0 else burn_in + d * period)
+              and all(saved[k].shape == getattr(arrays, k).shape
+                      and saved[k].dtype == getattr(arrays, k).dtype for k in _STATE)
+              and all(saved[k].shape == (d,) + getattr(arrays, k).shape[1:]
+                      and saved[k].dtype == getattr(arrays, k).dtype for k in _OUTS))
+    if not ok:
+        raise corrupt_checkpoint(path, "its arrays do not match its settings")
+    check_generator_state(path, saved["rng_state"])
+    return saved
+
+
+def _run_chain(tree: tuple, arrays: _Chain, rng, fixed: tuple, base: float, burn_in: int,
+               period: int, variant: int, *, resume=None, checkpoint=None, fingerprint=None,
+               checkpoint_every: float = CHECKPOINT_EVERY, bar=None, estimate=None) -> float:
+    """One chain of :func:`~bayesfa.samplers.ngram._hpyp_kernel.run_chain`, as
+    :func:`~bayesfa.samplers.ngram._hpyp_kernel.seat_data` then
+    :func:`~bayesfa.samplers.ngram._hpyp_kernel.run_sweeps` in the blocks of the shared
+    :class:`bayesfa.samplers.chains.ChainLoop` (``burn_in`` sweeps, then the draws, ``period``
+    sweeps apart; the sweeps of ``--iterations`` after the last draw change no output and are
+    not run): two calls when nothing is watched, else one sweep (burn-in) or one draw per
+    call (the same kernel calls in the same order on the same Generator: bit-identical
+    draws; the test suite compares), so that ``bar`` moves after each and the chain's state
+    (:class:`_Chain`, the Generator's state, the sweeps and draws done) is saved to
+    ``checkpoint`` after the first block ending ``checkpoint_every`` seconds or more after the
+    last save, and at the end. ``resume`` (:func:`_load_chain`) continues a saved chain.
+    ``estimate(seconds_seating, seconds_per_sweep)`` is called once, after the first block of
+    a fresh chain. Returns the chain's seconds (before a resume included)."""
     from bayesfa.samplers.ngram import _hpyp_kernel as k
 
-    t0 = time.perf_counter()
-    k.run_chain(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc, conc,
-                fixed_d, fixed_th, prior, base, 0, burn_in, period, variant,
-                out_t, out_disc, out_conc, out_lj, slot_node, slot_sym)
-    seated = time.perf_counter() - t0
-    nd = np.empty(parent.shape[0])
-    nth = np.empty(parent.shape[0])
-    k.set_node_params(depth, disc, conc, nd, nth)
-    path = np.empty(k.node_levels(parent).max() + 2, dtype=np.int64)
-    pp = np.empty(path.shape[0])
-    draw = 0
-    for it in range(iterations):
+    tok_node, tok_sym, parent, depth, off, slot_node, slot_sym = tree
+    a = arrays
+    state = (a.c, a.t, a.cs, a.ts, a.sizes, off, a.disc, a.conc)
+    outs = (a.out_t, a.out_disc, a.out_conc, a.out_lj)
+    loop = ChainLoop(rng, resume)
+    seated = 0.0
+    if resume is None:
+        t0 = time.perf_counter()
+        k.seat_data(rng, tok_node, tok_sym, parent, depth, *state, base, variant)
+        seated = time.perf_counter() - t0
+    else:
+        for name in _STATE:
+            getattr(a, name)[...] = resume[name]
+        for name in _OUTS:
+            getattr(a, name)[:loop.d] = resume[name]
+    first = [resume is None and estimate is not None]
+
+    def run(stop: int, draw: int) -> None:
         s0 = time.perf_counter()
-        k.sweep(rng, tok_node, tok_sym, parent, nd, nth, c, t, cs, ts, base, path, pp, sizes,
-                off, variant)
-        k.sample_hyper(rng, depth, c, t, cs, ts, sizes, off, disc, conc, fixed_d, fixed_th,
-                       prior, variant)
-        k.set_node_params(depth, disc, conc, nd, nth)
-        if it >= burn_in and (it - burn_in + 1) % period == 0 and draw < out_t.shape[0]:
-            out_t[draw] = t[slot_node, slot_sym]
-            out_disc[draw, :] = disc
-            out_conc[draw, :] = conc
-            out_lj[draw] = k.log_joint(parent, nd, nth, t, ts, sizes, off, base)
-            draw += 1
-        if it == 0:
-            estimate(seated, time.perf_counter() - s0)
-        bar.update(1)
+        start = loop.done
+        k.run_sweeps(rng, tok_node, tok_sym, parent, depth, *state, *fixed, PRIOR, base, start,
+                     stop, burn_in, period, variant, *outs, slot_node, slot_sym, draw)
+        if first[0]:
+            first[0] = False
+            estimate(seated, (time.perf_counter() - s0) / max(1, stop - start))
+
+    def save() -> None:
+        save_checkpoint(checkpoint, fingerprint, {
+            **{name: getattr(a, name) for name in _STATE},
+            **{name: getattr(a, name)[:loop.d] for name in _OUTS},
+            "sweeps_done": loop.done, "draws_done": loop.d, "rng_state": generator_state(rng),
+            "seconds": loop.seconds()})
+
+    n_draws = a.out_t.shape[0]
+    watched = bar is not None or checkpoint is not None
+    seconds = loop.run(lambda n: run(loop.done + n, 0),
+                       lambda d, e: run(burn_in + e * period, d),
+                       burn_in=burn_in, period=period, n_draws=n_draws,
+                       block=1 if watched else max(1, burn_in), per_block=1 if watched else n_draws,
+                       save=None if checkpoint is None else save,
+                       checkpoint_every=checkpoint_every,
+                       on_sweeps=None if bar is None else bar.update)
+    if checkpoint is not None:
+        save()
+    return seconds + seated
 
 
 def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: int = 100,
                 period: int = 1, chains: int = 1, seed: int = 0, sequence: bool = False,
                 discount: float | None = None, concentration: float | None = None,
-                variant: int = 0, progress: bool = False) -> FitResult:
+                variant: int = 0, progress: bool = False, holdout: float = 0.0,
+                checkpoint_dir=None, checkpoint_every: float = CHECKPOINT_EVERY) -> FitResult:
     """Run the HPYP Gibbs sampler (module docstring); the arrays :func:`predict_log_prob`
     needs, the trace (log joint, per-depth ``d``, ``theta``) and timings.
 
-    ``progress``: a tqdm bar on standard error moving after every sweep, and, after the
-    first sweep, ``"hpyp: estimated N s for M sweeps"`` when that exceeds
-    :data:`ESTIMATE_SECONDS` (the draws are the same)."""
+    ``progress``: a tqdm bar on standard error moving after every burn-in sweep and every
+    draw, and, after the first sweep, ``"hpyp: estimated N s for M sweeps"`` when that
+    exceeds :data:`ESTIMATE_SECONDS` (the draws are the same). The sweeps of
+    ``iterations`` after the last draw change no output and are not run.
+
+    ``holdout`` (sentences only): the fraction of the strings left out of sampling (the slice
+    CGS-PFA holds out for the seed, :func:`bayesfa.samplers.pfa.cgs_pfa.holdout_split`); the
+    trace gains ``heldout_log_pred``, each draw's log predictive of those strings (Eq. 10,
+    each string given the training data, as :func:`per_sample_log_prob` scores).
+    ``checkpoint_dir``: each chain keeps its state in ``chain-CCCC.npz`` there (atomically,
+    every ``checkpoint_every`` seconds and at its end), and a later call with the same data,
+    settings and seed reuses finished chains and resumes the others bit-identically; a file
+    of another run is ignored (and replaced), a damaged one an :class:`InputError` naming it."""
+    checkpoint_every = check_checkpoint_every(checkpoint_every)
+    root = np.random.SeedSequence(seed)
+    kept, held_idx = holdout_split(corpus.n_strings, float(holdout), root)
+    held = None
+    if held_idx.size:
+        if sequence:
+            raise InputError("--holdout needs sentences: with --sequence the strings are one "
+                             "sequence (use --holdout 0)")
+        held = corpus.subset(held_idx)
+        corpus = corpus.subset(kept)
     options = {"order": order, "sequence": sequence}
     F, n_sym, first, parent, depth, tok_node = _train_tree(corpus, options)
-    from bayesfa.samplers.ngram._hpyp_kernel import run_chain
 
     tok_sym = F[first:].astype(np.int64)
     n_nodes = parent.size
@@ -253,12 +359,35 @@ def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: 
     if n_draws < 1:
         raise InputError(f"--iterations {iterations} with --burn-in {burn_in} and --period "
                          f"{period} keeps no sample")
-    children = np.random.SeedSequence(seed).spawn(chains + 1)
+    children = root.spawn(chains + 1)
     tables = np.zeros((chains, n_draws, slot_node.size), dtype=np.int32)
     disc_out = np.zeros((chains, n_draws, order))
     conc_out = np.zeros((chains, n_draws, order))
     lj = np.zeros((chains, n_draws))
-    secs = []
+    tree = (tok_node, tok_sym, parent, depth, off, slot_node, slot_sym)
+    settings = {"order": int(order), "sequence": bool(sequence), "iterations": int(iterations),
+                "burn_in": int(burn_in), "period": int(period), "variant": int(variant),
+                "discount": None if discount is None else float(discount),
+                "concentration": None if concentration is None else float(concentration)}
+
+    def chain_arrays(ch: int) -> _Chain:
+        disc, _ = _per_depth(discount, order, START_DISCOUNT)
+        conc, _ = _per_depth(concentration, order, START_CONCENTRATION)
+        z = np.zeros((n_nodes, n_sym), dtype=np.int32)
+        return _Chain(z, z.copy(), np.zeros(n_nodes, dtype=np.int32),
+                      np.zeros(n_nodes, dtype=np.int32),
+                      np.zeros(int(cap.sum()) + 1, dtype=np.int32), disc, conc,
+                      tables[ch], disc_out[ch], conc_out[ch], lj[ch])
+
+    fixed = (_per_depth(discount, order, START_DISCOUNT)[1],
+             _per_depth(concentration, order, START_CONCENTRATION)[1])
+    prints = [_chain_fingerprint(F, n_sym, settings, children[ch]) for ch in range(chains)]
+    template = chain_arrays(0)  # shapes and types only
+    sweeps = burn_in + n_draws * period  # the sweeps a chain runs (ChainLoop)
+    book = ChainBook.open(checkpoint_dir, prints,
+                          lambda path, fp: _load_chain(path, fp, template, burn_in, period),
+                          lambda st: st if int(st["draws_done"]) == n_draws else None)
+    secs = [0.0] * chains
     bar = None
     if progress:
         from tqdm import tqdm
@@ -267,40 +396,33 @@ def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: 
                    dynamic_ncols=True, file=sys.stderr, mininterval=0.5)
 
     def estimate(seated: float, per_sweep: float) -> None:
-        total = chains * (seated + iterations * per_sweep)
-        if ch == 0 and total > ESTIMATE_SECONDS:
-            bar.write(f"hpyp: estimated {total:.0f} s for {chains} chain"
-                      f"{'s' if chains != 1 else ''} of {iterations} sweeps (seating "
+        total = len(todo) * (seated + sweeps * per_sweep)
+        if bar is not None and total > ESTIMATE_SECONDS:
+            bar.write(f"hpyp: estimated {total:.0f} s for {len(todo)} chain"
+                      f"{'s' if len(todo) != 1 else ''} of {iterations} sweeps (seating "
                       f"{seated:.3g} s, first sweep {per_sweep:.3g} s)", file=sys.stderr)
 
-    for ch in range(chains):
-        rng = np.random.default_rng(children[ch])
-        c = np.zeros((n_nodes, n_sym), dtype=np.int32)
-        t = np.zeros((n_nodes, n_sym), dtype=np.int32)
-        cs = np.zeros(n_nodes, dtype=np.int32)
-        ts = np.zeros(n_nodes, dtype=np.int32)
-        sizes = np.zeros(int(cap.sum()) + 1, dtype=np.int32)
-        disc, fixed_d = _per_depth(discount, order, START_DISCOUNT)
-        conc, fixed_th = _per_depth(concentration, order, START_CONCENTRATION)
-        t0 = time.perf_counter()
-        if bar is None:
-            run_chain(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc,
-                      conc, fixed_d, fixed_th, PRIOR, 1.0 / n_sym, iterations, burn_in, period,
-                      variant, tables[ch], disc_out[ch], conc_out[ch], lj[ch], slot_node,
-                      slot_sym)
-        else:
-            try:
-                _chain_with_progress(bar, estimate, rng, tok_node, tok_sym, parent, depth, c, t,
-                                     cs, ts, sizes, off, disc, conc, fixed_d, fixed_th, PRIOR,
-                                     1.0 / n_sym, iterations, burn_in, period, variant,
-                                     tables[ch], disc_out[ch], conc_out[ch], lj[ch], slot_node,
-                                     slot_sym)
-            except BaseException:
-                bar.close()
-                raise
-        secs.append(time.perf_counter() - t0)
-    if bar is not None:
-        bar.close()
+    for ch, st in enumerate(book.outs):
+        if st is not None:  # saved finished: its draws are kept
+            arrays_ch = chain_arrays(ch)
+            for name in _OUTS:
+                getattr(arrays_ch, name)[...] = st[name]
+            secs[ch] = float(st["seconds"])
+            if bar is not None:
+                bar.update(iterations)
+    todo = book.todo()
+    try:
+        for ch in todo:
+            secs[ch] = _run_chain(tree, chain_arrays(ch), np.random.default_rng(children[ch]),
+                                  fixed, 1.0 / n_sym, burn_in, period, variant,
+                                  resume=book.saved[ch], checkpoint=book.paths[ch],
+                                  fingerprint=prints[ch], checkpoint_every=checkpoint_every,
+                                  bar=bar, estimate=estimate if ch == todo[0] else None)
+            if bar is not None:
+                bar.update(iterations - sweeps)  # sweeps after the last draw: not run
+    finally:
+        if bar is not None:
+            bar.close()
     arrays = {"tokens": F, "n_symbols": np.array(n_sym), "tables": tables, "slot_tok": rep_tok, "slot_up": rep_up,
               "slot_sym": slot_sym.astype(np.int32), "disc": disc_out, "conc": conc_out,
               "log_joint": lj,
@@ -309,10 +431,17 @@ def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: 
     for k in range(order):
         trace[f"d_{k}"] = disc_out[:, :, k]
         trace[f"theta_{k}"] = conc_out[:, :, k]
+    if held is not None:
+        trace["heldout_log_pred"] = per_sample_log_prob(arrays, options, held).sum(axis=2)
     info = {"n_draws_per_chain": int(n_draws), "n_nodes": int(n_nodes),
             "n_states": int(n_nodes),  # contexts (restaurants), Table 1's "states"
             "n_slots": int(slot_node.size), "n_symbols": int(n_sym),
-            "seconds_per_chain": secs, "seconds_per_sweep": float(np.mean(secs)) / iterations}
+            "seconds_per_chain": secs, "seconds_per_sweep": float(np.mean(secs)) / sweeps,
+            "holdout": float(holdout), "holdout_strings": int(held_idx.size),
+            "chains_resumed": int(chains - len(todo)),
+            "chains_resumed_mid_chain": int(book.resumed_mid_chain(todo))}
+    if checkpoint_dir is not None:
+        info["checkpoint_every"] = checkpoint_every
     return FitResult(arrays, trace, info)
 
 
@@ -434,6 +563,7 @@ class _HPYP:
                "seatings and per-depth d, theta (Teh 2006)")
     validation = "bayesfa.validation.ngram.hpyp:HPYP"
     variant = 0
+    resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--order", type=_order, default=3,
@@ -457,15 +587,25 @@ class _HPYP:
                             help="one concentration theta for every depth, fixed; default: "
                                  "sampled per depth under Gamma(1, 1) from 1.0")
         add_sequence_argument(parser)
+        parser.add_argument("--holdout", type=_fraction, default=0.0, metavar="FRACTION",
+                            help=f"fraction of the training strings (at most {HOLDOUT_MAX}) left "
+                                 f"out of sampling, chosen from the seed (sentences only); each "
+                                 f"draw records their log predictive (heldout_log_pred) for "
+                                 f"diagnose; default 0")
+        add_checkpoint_argument(parser)
 
-    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
+    def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
+            workdir=None) -> FitResult:
+        """The chains of :func:`sample_hpyp`; ``workdir``: their checkpoints (resumable)."""
         return sample_hpyp(corpus, int(options["order"]), iterations=int(options["iterations"]),
                            burn_in=int(options["burn_in"]), period=int(options["period"]),
                            chains=int(options["chains"]), seed=seed,
                            sequence=bool(options.get("sequence", False)),
                            discount=options.get("discount"),
                            concentration=options.get("concentration"),
-                           variant=self.variant, progress=progress)
+                           variant=self.variant, progress=progress,
+                           holdout=float(options.get("holdout", 0.0)), checkpoint_dir=workdir,
+                           checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY))
 
     def predict_log_prob(self, arrays, options, corpus) -> np.ndarray:
         return predict_log_prob(arrays, options, corpus, self.variant)
