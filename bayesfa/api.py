@@ -199,7 +199,7 @@ def fit_resolved(data, method: str, options: dict[str, Any], *, seed: int = 0,
     ``bayesfa.fit`` and ``bayesfa fit`` (whose parser checks the options with the same
     declaration). ``say(message)`` receives the notes the command line prints (nothing to do,
     resuming, where the finished pieces of an interrupted fit are kept)."""
-    from bayesfa.online import supports_online
+    from bayesfa.online import ONLINE_METHODS, supports_online
 
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed= must be a non-negative integer, got {seed!r}")
@@ -211,7 +211,7 @@ def fit_resolved(data, method: str, options: dict[str, Any], *, seed: int = 0,
     if max_draws is not None:
         if not supports_online(entry):
             raise InputError(f"--max-draws: method {method} keeps no draws to cap (only methods "
-                             f"that predict online do: cgs-pfa)")
+                             f"that predict online do: {', '.join(ONLINE_METHODS)})")
         opts["max_draws"] = max_draws
     test = test_record = None
     if predict is not None:  # read with the training data's format and alphabet

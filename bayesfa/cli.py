@@ -25,6 +25,7 @@ import numpy as np
 from bayesfa import __version__
 from bayesfa.errors import InputError
 from bayesfa.methods import get_method, method_names, positive_float, positive_int, seed_int
+from bayesfa.online import ONLINE_METHODS
 
 FORMATS = ("pautomac", "lines", "text", "fasta")
 # argparse destinations that are not the method's own options.
@@ -107,11 +108,12 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--predict", metavar="TEST",
                    help="also predict TEST's strings (Eq. 6) into the run directory: draw by draw "
-                        "during the chains for methods that can (cgs-pfa), at the end of the fit "
-                        "for the others; `bayesfa predict RUN_DIR TEST` then reuses them")
+                        f"during the chains for methods that can ({', '.join(ONLINE_METHODS)}), at "
+                        "the end of the fit for the others; `bayesfa predict RUN_DIR TEST` then reuses them")
     p.add_argument("--max-draws", type=positive_int, default=None, metavar="K",
                    help="keep the counts of only K draws per chain, evenly thinned (methods that "
-                        "predict online: cgs-pfa); the trace and --predict still use every draw")
+                        f"predict online: {', '.join(ONLINE_METHODS)}); the trace and --predict still use "
+                        "every draw")
     _add_format(p)
     if method is not None and method in method_names():
         get_method(method).add_arguments(p.add_argument_group(f"options of {method}"))

@@ -9,7 +9,7 @@ all fits, each fit weighted by its number of draws.
 
 :func:`fit_and_predict` is the one entry point for "fit a method and predict a test set":
 
-- methods that predict online (``online_predict = True`` on the registry object: cgs-pfa)
+- methods that predict online (``online_predict = True`` on the registry object: cgs-pfa, ipfa)
   fold each draw into the accumulator inside their chain loop, without keeping its counts;
 - every other method is fitted, then its ``predict_log_prob`` is called on the test set once
   at the end of the fit (the fallback; :attr:`OnlinePrediction.info` says ``"online": False``).
@@ -107,6 +107,11 @@ def combine_log_means(log_means, n_draws) -> np.ndarray:
     if (n <= 0).any():
         raise ValueError("every prediction must average at least one draw")
     return logsumexp(log_means + np.log(n)[:, None], axis=0) - np.log(n.sum())
+
+
+#: the methods whose registry object has ``online_predict`` (named in help texts; a test
+#: checks it against the registry)
+ONLINE_METHODS = ("cgs-pfa", "ipfa")
 
 
 def supports_online(method: Any) -> bool:

@@ -243,3 +243,12 @@ def test_peak_memory_of_a_capped_unit_does_not_grow_with_the_draws():
     estimate = get_method("cgs-pfa").estimate_memory(
         train, {**options, "iterations": 1500, "predict_sha256": "0" * 64})
     assert peaks[1500] <= estimate < 0.1 * 1500 * one_draw, (estimate, peaks)
+
+
+def test_online_methods_named_in_help_are_the_registry_s():
+    """The help texts name ``online.ONLINE_METHODS``: exactly the registered methods whose
+    registry object predicts online (``supports_online``)."""
+    from bayesfa.methods import get_method, method_names
+    from bayesfa.online import ONLINE_METHODS, supports_online
+
+    assert set(ONLINE_METHODS) == {m for m in method_names() if supports_online(get_method(m))}

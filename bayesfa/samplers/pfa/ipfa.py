@@ -22,6 +22,14 @@ into the one new state is exact, and every string has a positive probability. Wi
 ``--truncate L`` (the weak-limit model): ``beta~_k = (gamma / L + m_.k) / (gamma + m..)`` and no
 new state.
 
+Online (``fit(..., predict=TEST)``, ``bayesfa fit --predict TEST``, the units of ``bayesfa
+pautomac run``): each draw's ``log Pr(b | xi~(s))`` for the test strings is folded into a
+:class:`bayesfa.online.LogMeanAccumulator` as the draw is made, and ``max_draws = K`` keeps the
+counts of only K draws per chain (:func:`bayesfa.samplers.pfa.cgs_pfa.kept_draw_indices`), so a
+long chain's memory does not grow with its draws (each draw's counts grow with its states in
+use). The plug-in of each draw is the one above, new state included; the result equals Eq. 6
+over the stored draws (:func:`predict_log_prob`) up to the order of the floating-point sums.
+
 References: C. Shibata and R. Yoshinaka, Machine Learning (2013), Sect. 2.1-2.3 (Eq. 2, 4, 6,
 9) and 5; Y. W. Teh, M. I. Jordan, M. J. Beal and D. M. Blei, "Hierarchical Dirichlet
 processes", JASA 101 (2006), Sect. 5.3, 7 and App. A; M. D. Escobar and M. West, JASA 90
@@ -48,6 +56,7 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
                                      check_generator_state, corrupt_checkpoint, chain_path,
                                      digest, free_positions, generator_state, map_chains,
                                      read_checkpoint, save_checkpoint)
+from bayesfa.samplers.pfa.cgs_pfa import KEPT_DRAWS_RULE, kept_draw_indices
 
 _MAX_TOKENS = 1 << 24  # float32 counts are exact below this (see _cgs_pfa_kernel)
 _BLOCK_SWEEPS = 64  # burn-in sweeps per kernel call (never changes the result)
@@ -83,13 +92,14 @@ def _prior_arg(text: str) -> str:
 
 
 class IPFAResult(NamedTuple):
-    """Samples of the iPFA (``K`` = the most states any draw used).
+    """Samples of the iPFA (``K`` = the most states any kept draw used).
 
-    counts : int32 ``[chain, draw, K+1, A, K+1]``, ``C_iaj`` of each draw (labels ``1..K_s``
-        in use, zeros past them).
-    beta_bar : float64 ``[chain, draw, K+1]``, ``E[beta_k | m]`` at ``k = 1..K``, and at 0
+    counts : int32 ``[chain, kept, K+1, A, K+1]``, ``C_iaj`` of each kept draw (labels
+        ``1..K_s`` in use, zeros past them); every draw without ``max_draws``, else the draws
+        :func:`~bayesfa.samplers.pfa.cgs_pfa.kept_draw_indices` names (``kept``).
+    beta_bar : float64 ``[chain, kept, K+1]``, ``E[beta_k | m]`` at ``k = 1..K``, and at 0
         the new-state mass ``beta~_u`` (module docstring).
-    alpha, gamma : float64 ``[chain, draw]``, the draw's hyperparameters.
+    alpha, gamma : float64 ``[chain, draw]``, every draw's hyperparameters.
     log_joint : float64 ``[chain, draw]``, ``log Pr(data, z | beta, alpha)`` (Eq. 4 with the
         prior ``alpha H``; :func:`bayesfa.samplers.pfa._ipfa_kernel.log_joint`).
     n_states : int32 ``[chain, draw]``, states in use (besides 0).
@@ -105,6 +115,13 @@ class IPFAResult(NamedTuple):
     n_states: np.ndarray
     z: np.ndarray
     info: dict[str, Any]
+    kept: np.ndarray | None = None
+    predict_log_mean: np.ndarray | None = None
+
+    @property
+    def kept_alpha(self) -> np.ndarray:
+        """``alpha`` ``[chain, kept]`` of the kept draws (what the plug-in of ``counts`` needs)."""
+        return self.alpha if self.kept is None else self.alpha[:, self.kept]
 
 
 def plugin_xi(counts: np.ndarray, beta_bar: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -279,36 +296,41 @@ class _Chain:
         return counts, beta_bar, lj, int(self.meta[0])
 
 
-_CHAIN_FORMAT = "bayesfa-ipfa-chain/1"
-_DRAW_FIELDS = ("counts", "beta_bar", "log_joint", "n_states", "alpha", "gamma")
+_CHAIN_FORMAT = "bayesfa-ipfa-chain/2"
+_TRACE_FIELDS = ("log_joint", "n_states", "alpha", "gamma")  # every draw
+_KEPT_FIELDS = ("counts", "beta_bar")  # the kept draws only
+_DRAW_FIELDS = _KEPT_FIELDS + _TRACE_FIELDS
 _STATE_FIELDS = _DRAW_FIELDS + ("sizes", "z", "beta", "hyper", "seconds", "sweeps_done",
-                                "draws_done", "rng_state")
+                                "draws_done", "rng_state", "pred_log_sum")
 
 
 def _chain_fingerprint(tokens, settings: dict, seed_seq: np.random.SeedSequence) -> str:
-    """What determines a chain's output (the data by SHA-256, the settings, the chain's seed;
-    not ``jobs`` nor the checkpoint interval), as a string."""
+    """What determines a chain's output (the data by SHA-256, the settings with the test
+    strings predicted online and the cap on kept draws, the chain's seed; not ``jobs`` nor the
+    checkpoint interval), as a string."""
     return json.dumps({"format": _CHAIN_FORMAT, "tokens": digest(tokens), **settings,
                        "entropy": str(seed_seq.entropy), "spawn_key": list(seed_seq.spawn_key)},
                       sort_keys=True)
 
 
-def _pack(out: dict, d: int) -> dict:
-    """The first ``d`` draws of ``out`` as arrays (counts and beta_bar padded to the largest)."""
-    sizes = np.array([c.shape[0] for c in out["counts"][:d]], dtype=np.int64)
-    k1 = int(sizes.max()) if d else 1
-    a = out["counts"][0].shape[1] if d else 1
-    counts = np.zeros((d, k1, a, k1), dtype=np.int32)
-    beta_bar = np.zeros((d, k1))
-    for i in range(d):
+def _pack(out: dict) -> dict:
+    """The draws of ``out`` as arrays (the kept counts and beta_bar padded to the largest)."""
+    kept = len(out["counts"])
+    sizes = np.array([c.shape[0] for c in out["counts"]], dtype=np.int64)
+    k1 = int(sizes.max()) if kept else 1
+    a = out["counts"][0].shape[1] if kept else 1
+    counts = np.zeros((kept, k1, a, k1), dtype=np.int32)
+    beta_bar = np.zeros((kept, k1))
+    for i in range(kept):
         counts[i, :sizes[i], :, :sizes[i]] = out["counts"][i]
         beta_bar[i, :sizes[i]] = out["beta_bar"][i]
-    packed = {k: np.asarray(out[k][:d]) for k in ("log_joint", "n_states", "alpha", "gamma")}
+    packed = {k: np.asarray(out[k], dtype=np.int64 if k == "n_states" else np.float64)
+              for k in _TRACE_FIELDS}
     return {"counts": counts, "beta_bar": beta_bar, "sizes": sizes, **packed}
 
 
 def _unpack(state: dict) -> dict:
-    out = {k: [x for x in np.asarray(state[k])] for k in ("log_joint", "n_states", "alpha", "gamma")}
+    out = {k: [x for x in np.asarray(state[k])] for k in _TRACE_FIELDS}
     sizes = np.asarray(state["sizes"])
     out["counts"] = [state["counts"][i, :n, :, :n] for i, n in enumerate(sizes)]
     out["beta_bar"] = [state["beta_bar"][i, :n] for i, n in enumerate(sizes)]
@@ -316,15 +338,18 @@ def _unpack(state: dict) -> dict:
 
 
 def _load_chain(path, fingerprint: str, *, n_draws: int, z_size: int, burn_in: int,
-                period: int) -> dict | None:
+                period: int, max_draws: int | None = None, n_test: int = 0) -> dict | None:
     """A chain state saved at ``path`` (finished or not), None if saved for another run, an
     :class:`InputError` naming the file if it is inconsistent."""
     state = read_checkpoint(path, fingerprint, _STATE_FIELDS)
     if state is None:
         return None
     d, done = int(state["draws_done"]), int(state["sweeps_done"])
+    n_kept = int(np.searchsorted(kept_draw_indices(n_draws, max_draws), d)) if d <= n_draws else -1
     ok = (0 <= d <= n_draws and state["z"].shape == (z_size,) and state["hyper"].shape == (2,)
-          and all(state[k].shape[:1] == (d,) for k in _DRAW_FIELDS + ("sizes",))
+          and all(state[k].shape[:1] == (d,) for k in _TRACE_FIELDS)
+          and all(state[k].shape[:1] == (n_kept,) for k in _KEPT_FIELDS + ("sizes",))
+          and state["pred_log_sum"].shape == (n_test,)
           and done == (min(done, burn_in) if d == 0 else burn_in + d * period))
     if not ok:
         raise corrupt_checkpoint(path, "its arrays do not match its settings")
@@ -335,21 +360,32 @@ def _load_chain(path, fingerprint: str, *, n_draws: int, z_size: int, burn_in: i
 
 def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, period, n_draws,
                seed_seq, mutation=None, capacity=None, checkpoint=None,
-               checkpoint_every=CHECKPOINT_EVERY, fingerprint=None, resume=None):
+               checkpoint_every=CHECKPOINT_EVERY, fingerprint=None, resume=None, predict=None,
+               max_draws=None):
     """One chain: random initial ``z`` over ``k0`` states (or the ``truncate`` states), burn-in,
-    then ``n_draws`` draws ``period`` sweeps apart. Returns a dict of per-draw lists.
+    then ``n_draws`` draws ``period`` sweeps apart. Returns a dict of per-draw lists
+    (``counts`` and ``beta_bar`` of the kept draws only) and ``pred_log_sum``.
     ``capacity``: the kernel's initial room for states (tests; never changes the result).
+
+    ``predict`` (a :class:`Corpus` with the training alphabet): each draw's plug-in ``log Pr(b
+    | xi~(s))`` (Eq. 6's terms, the new state included) is folded into a
+    :class:`bayesfa.online.LogMeanAccumulator` as the draw is made (``pred_log_sum``, float64
+    ``[n_test]``). ``max_draws``: only the draws ``kept_draw_indices(n_draws, max_draws)``
+    keep their counts; the trace keeps every draw. Neither changes the chain.
 
     ``checkpoint`` (a path): the chain state (``z``, ``beta``, ``(alpha, gamma)``, the
     Generator's state, the draws so far) is saved there atomically, at a sweep boundary, at
     most every ``checkpoint_every`` seconds; ``resume`` (a state of :func:`_load_chain`)
     continues it, bit-identical to an uninterrupted chain.
     """
+    from bayesfa.online import LogMeanAccumulator
     from bayesfa.samplers.pfa._ipfa_kernel import build_sweeps
 
     sweeps = build_sweeps(mutation)
     rng = np.random.default_rng(seed_seq)
     priors = np.asarray(priors, dtype=np.float64)
+    kept = kept_draw_indices(n_draws, max_draws)
+    acc = LogMeanAccumulator(0 if predict is None else predict.n_strings)
     out = {k: [] for k in _DRAW_FIELDS}
     if resume is None:
         chain = _Chain(tokens, n_symbols, k0, rng, alpha, gamma, truncate, capacity)
@@ -359,6 +395,7 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
         chain = _Chain.restore(tokens, n_symbols, resume["z"], np.asarray(resume["beta"]),
                                resume["hyper"], truncate)
         out = _unpack(resume)
+        acc = LogMeanAccumulator.from_state(resume["pred_log_sum"], int(resume["draws_done"]))
         done, seconds_before = int(resume["sweeps_done"]), float(resume["seconds"])
     t0 = time.perf_counter()
     last_save = time.monotonic()
@@ -369,10 +406,10 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
             return
         k = int(chain.meta[1])
         save_checkpoint(checkpoint, fingerprint, {
-            **_pack(out, len(out["log_joint"])), "z": chain.z, "beta": chain.beta[:k + 1],
+            **_pack(out), "z": chain.z, "beta": chain.beta[:k + 1],
             "hyper": chain.hyper, "seconds": seconds_before + time.perf_counter() - t0,
             "sweeps_done": done, "draws_done": len(out["log_joint"]),
-            "rng_state": generator_state(rng)})
+            "rng_state": generator_state(rng), "pred_log_sum": acc.log_sum})
         last_save = time.monotonic()
 
     while done < burn_in:
@@ -384,8 +421,12 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
         chain.run(period, rng, priors, sweeps)
         done += period
         counts, beta_bar, lj, k = chain.draw()
-        out["counts"].append(counts)
-        out["beta_bar"].append(beta_bar)
+        if predict is not None:  # Eq. 6's term of this draw, folded in now
+            acc.add(plugin_log_prob(counts[None], beta_bar[None], chain.hyper[:1], predict))
+        d = len(out["log_joint"])
+        if d == kept[np.searchsorted(kept, d)]:  # kept ends at the last draw: in range
+            out["counts"].append(counts)
+            out["beta_bar"].append(beta_bar)
         out["log_joint"].append(lj)
         out["n_states"].append(k)
         out["alpha"].append(chain.hyper[0])
@@ -395,6 +436,7 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
     out["z"] = chain.z.copy()
     out["seconds"] = seconds_before + time.perf_counter() - t0
     out["capacity"] = chain.capacity
+    out["pred_log_sum"] = acc.log_sum
     return out
 
 
@@ -403,7 +445,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
                 gamma: float = 1.0, alpha_prior: str = ALPHA_PRIOR, gamma_prior: str = GAMMA_PRIOR,
                 truncate: int = 0, jobs: int = 1, mutation: str | None = None,
                 checkpoint_dir: str | os.PathLike | None = None,
-                checkpoint_every: float = CHECKPOINT_EVERY) -> IPFAResult:
+                checkpoint_every: float = CHECKPOINT_EVERY, predict: Corpus | None = None,
+                max_draws: int | None = None) -> IPFAResult:
     """Run ``chains`` chains of the iPFA sampler on ``corpus``.
 
     states : states of the random initial ``z`` (the sampler adds and removes states).
@@ -414,6 +457,10 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     mutation : a deliberately wrong kernel (validation only; ``_ipfa_kernel.MUTATIONS``).
     checkpoint_dir : where each chain keeps its state (``chain-CCCC.npz``); a chain found
         there finished is reused, one found unfinished resumes (bit-identical).
+    predict : test strings whose Eq. 6 is accumulated online, draw by draw (the result's
+        ``predict_log_mean``, over every draw of every chain).
+    max_draws : keep the counts of only this many draws per chain (``kept_draw_indices``;
+        the result's ``kept``); never changes the chains nor ``predict_log_mean``.
     """
     n_draws = check_chain_arguments(corpus, states, 1.0, iterations, burn_in, period, chains, jobs,
                                     max_tokens=_MAX_TOKENS,
@@ -426,6 +473,17 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     g_prior = parse_gamma_prior(gamma_prior)
     if truncate and g_prior is not None:
         raise InputError("--truncate keeps gamma fixed: give --gamma-prior fixed with it")
+    if max_draws is not None and (isinstance(max_draws, bool)
+                                  or not isinstance(max_draws, (int, np.integer)) or max_draws < 1):
+        raise InputError(f"max_draws must be an integer >= 1, got {max_draws!r}")
+    if predict is not None:
+        if not isinstance(predict, Corpus):
+            raise TypeError("predict must be a bayesfa.Corpus")
+        if predict.alphabet_size > corpus.alphabet_size:
+            raise InputError(f"the strings to predict use {predict.alphabet_size} letters, the "
+                             f"training strings {corpus.alphabet_size}")
+        predict = predict.with_alphabet(corpus.alphabet_size)
+    kept = kept_draw_indices(n_draws, max_draws)
     priors = [*(a_prior or (0.0, 0.0)), *(g_prior or (0.0, 0.0))]
     tokens = np.ascontiguousarray(corpus.tokens, dtype=np.int32)
     n_symbols = corpus.alphabet_size + 1
@@ -434,7 +492,10 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     settings = {"n_symbols": n_symbols, "states": int(states), "alpha": float(alpha),
                 "gamma": float(gamma), "priors": [float(x) for x in priors],
                 "truncate": int(truncate), "burn_in": int(burn_in), "period": int(period),
-                "n_draws": int(n_draws), "mutation": mutation}
+                "n_draws": int(n_draws), "mutation": mutation,
+                "predict": None if predict is None else [digest(predict.tokens),
+                                                         digest(predict.offsets)],
+                "max_draws": None if max_draws is None else int(max_draws)}
     prints = [_chain_fingerprint(tokens, settings, s) for s in children]
     paths: list = [None] * chains
     saved: list = [None] * chains
@@ -442,23 +503,26 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
         paths = [chain_path(checkpoint_dir, c) for c in range(chains)]
         saved = [_load_chain(p, f, n_draws=n_draws, z_size=tokens.size + 1, burn_in=burn_in,
-                             period=period) if p.exists() else None for p, f in zip(paths, prints)]
+                             period=period, max_draws=max_draws,
+                             n_test=0 if predict is None else predict.n_strings)
+                 if p.exists() else None for p, f in zip(paths, prints)]
     outs: list = [None] * chains
     for c, state in enumerate(saved):
         if state is not None and int(state["draws_done"]) == n_draws:
             outs[c] = {**_unpack(state), "z": np.asarray(state["z"]),
-                       "seconds": float(state["seconds"]), "capacity": 0}
+                       "seconds": float(state["seconds"]), "capacity": 0,
+                       "pred_log_sum": np.asarray(state["pred_log_sum"], dtype=np.float64)}
     todo = [c for c in range(chains) if outs[c] is None]
     args = [(tokens, n_symbols, int(states), float(alpha), float(gamma), priors, int(truncate),
              int(burn_in), int(period), int(n_draws), children[c], mutation, None, paths[c],
-             checkpoint_every, prints[c], saved[c]) for c in todo]
+             checkpoint_every, prints[c], saved[c], predict, max_draws) for c in todo]
     t0 = time.perf_counter()
     for c, out in zip(todo, map_chains(_run_chain, args, min(jobs, max(1, len(todo))))):
         outs[c] = out
     seconds = time.perf_counter() - t0
     k_max = max(max(c.shape[0] for c in o["counts"]) for o in outs) - 1
-    counts = np.zeros((chains, n_draws, k_max + 1, n_symbols, k_max + 1), dtype=np.int32)
-    beta_bar = np.zeros((chains, n_draws, k_max + 1))
+    counts = np.zeros((chains, kept.size, k_max + 1, n_symbols, k_max + 1), dtype=np.int32)
+    beta_bar = np.zeros((chains, kept.size, k_max + 1))
     for ch, o in enumerate(outs):
         for d, (c, b) in enumerate(zip(o["counts"], o["beta_bar"])):
             counts[ch, d, :c.shape[0], :, :c.shape[0]] = c
@@ -477,9 +541,20 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         "mutation": mutation,
         "chains_resumed": int(chains - len(todo)),
         "chains_resumed_mid_chain": int(sum(saved[c] is not None for c in todo)),
+        "max_draws": None if max_draws is None else int(max_draws),
+        "kept_draws_per_chain": int(kept.size),
+        "kept_draws_rule": KEPT_DRAWS_RULE,
+        "predict_strings": None if predict is None else int(predict.n_strings),
     }
+    predict_log_mean = None
+    if predict is not None:  # Eq. 6 over every draw of every chain (same count per chain)
+        from bayesfa.online import combine_log_means
+
+        predict_log_mean = combine_log_means(
+            np.stack([o["pred_log_sum"] for o in outs]) - np.log(n_draws), np.full(chains, n_draws))
     return IPFAResult(counts, beta_bar, stack["alpha"], stack["gamma"], stack["log_joint"],
-                      stack["n_states"].astype(np.int32), np.stack([o["z"] for o in outs]), info)
+                      stack["n_states"].astype(np.int32), np.stack([o["z"] for o in outs]), info,
+                      None if kept.size == n_draws else kept, predict_log_mean)
 
 
 class _IPFA:
@@ -487,6 +562,7 @@ class _IPFA:
 
     name = "ipfa"
     resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
+    online_predict = True  # fit(..., predict=TEST) accumulates Eq. 6 draw by draw (bayesfa.online)
     summary = ("infinite PFA: HDP prior on a fully connected PFA, the number of states sampled "
                "(collapsed direct-assignment Gibbs)")
     validation = "bayesfa.validation.pfa.ipfa:SPEC"
@@ -525,40 +601,56 @@ class _IPFA:
                     gamma=options.get("gamma", 1.0),
                     alpha_prior=options.get("alpha_prior", ALPHA_PRIOR),
                     gamma_prior=options.get("gamma_prior", GAMMA_PRIOR),
-                    truncate=options.get("truncate", 0), jobs=options.get("jobs", 1))
+                    truncate=options.get("truncate", 0), jobs=options.get("jobs", 1),
+                    max_draws=options.get("max_draws"))
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """Peak bytes of ``fit`` and ``predict_log_prob``, for ``K = max(4 x --states, 100)``
-        states in use (or the truncation), which are not known before the fit: every draw's
-        counts ``[K+1, A, K+1]`` twice (per chain, then padded and stacked), each chain's
-        kernel state (``c``, ``ct`` at twice ``K``, ``z`` and positions), and for Eq. 6 a chunk
-        of plug-in ``xi~`` (two float64 copies) with its forward pass."""
+        states in use (or the truncation), which are not known before the fit: every kept
+        draw's counts ``[K+1, A, K+1]`` twice (per chain, then padded and stacked), each
+        chain's kernel state (``c``, ``ct`` at twice ``K``, ``z`` and positions), and for Eq. 6
+        a chunk of plug-in ``xi~`` (two float64 copies) with its forward pass.
+
+        ``options["max_draws"] = K``: K draws' counts kept per chain.
+        ``options["predict_sha256"]`` (set by ``bayesfa fit --predict``): each draw's online
+        Eq. 6 during the fit (one ``xi~`` and its forward pass), for a test set taken to be
+        the size of ``corpus`` (as for ``predict_log_prob``)."""
         from bayesfa.memory import forward_bytes
         from bayesfa.samplers.pfa._ipfa_kernel import padded_width
 
         k = options.get("truncate") or max(MEMORY_STATES_FACTOR * options["states"], MEMORY_STATES_MIN)
         a, chains = corpus.alphabet_size + 1, options["chains"]
         draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
+        kept = len(kept_draw_indices(draws, options.get("max_draws")))
         size = (k + 1) * a * (k + 1)
-        stored = 2 * chains * draws * (size * 4 + (k + 1) * 8 + 40)
+        stored = 2 * chains * (kept * (size * 4 + (k + 1) * 8) + draws * 40)
         cap = padded_width(2 * k)
         state = 2 * (cap + 1) * a * cap * 4 + corpus.n_tokens * 16
+        if options.get("predict_sha256"):  # one draw's xi~ (two copies) and forward pass
+            state += (2 * (k + 2) ** 2 * a * 8 + forward_bytes(1, k + 2, corpus)
+                      + corpus.n_strings * 8)
         jobs = min(options.get("jobs", 1), chains)
         fit = stored + jobs * state
-        samples = chains * draws
+        samples = chains * kept
         chunk = max(1, min(samples, _XI_CHUNK_BYTES // (8 * (k + 2) ** 2 * a)))
         work = 2 * chunk * (k + 2) ** 2 * a * 8 + forward_bytes(chunk, k + 2, corpus)
         predict = stored // 2 + work + 2 * samples * corpus.n_strings * 8
         return int(max(fit, predict))
 
     def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
-            workdir: str | os.PathLike | None = None) -> FitResult:
+            workdir: str | os.PathLike | None = None, predict: Corpus | None = None) -> FitResult:
+        """The chains of :func:`sample_ipfa`; with ``predict`` (test strings), the arrays also
+        hold ``predict_log_mean`` (Eq. 6 accumulated online over every draw) and
+        ``predict_n_draws``, which :func:`bayesfa.online.fit_and_predict` takes out."""
         res = sample_ipfa(corpus, seed=seed, mutation=self.mutation, checkpoint_dir=workdir,
                           checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY),
-                          **self._options(options))
+                          predict=predict, **self._options(options))
         trace = {"log_joint": res.log_joint, "n_states": res.n_states, "alpha": res.alpha,
                  "gamma": res.gamma}
-        arrays = {"counts": res.counts, "beta_bar": res.beta_bar, "alpha": res.alpha}
+        arrays = {"counts": res.counts, "beta_bar": res.beta_bar, "alpha": res.kept_alpha}
+        if predict is not None:
+            arrays["predict_log_mean"] = res.predict_log_mean
+            arrays["predict_n_draws"] = np.int64(res.log_joint.size)
         return FitResult(arrays, trace, res.info)
 
     def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
