@@ -455,7 +455,8 @@ class Run:
         "data_shape", "incremental", "mixture", "quantity", "estimator", "mc_se", ...}``.
         pdfa / pdia / pdia-smoothed: by default ``log p(test | train)`` of the joint posterior
         mixture with its Monte Carlo standard error ``mc_se`` (nats; particles doubled until
-        it is at most ``mc_tolerance`` per symbol, default 0.002, or ``max_particles``;
+        it and the change on doubling are at most ``mc_tolerance`` per symbol, default 0.002,
+        or ``max_particles``;
         ``mc_converged`` says which); ``draw_sets=K`` the fixed estimators
         (:func:`bayesfa.samplers.pdia.pdfa.perplexity_log_prob`); ``per_symbol`` the authors'
         estimator, which converges to ``sum_t log E[p(x_t | x_<t)]``, not to

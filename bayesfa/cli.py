@@ -167,8 +167,10 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                         "own; --per-symbol: K equal-weight readings), each with its own draws "
                         "of the transitions the sample has not instantiated; no standard error; "
                         "K = 1 reads once per sample (far too low a log probability on Alice). "
-                        "Default: the joint mixture's particle filter, particles doubled until "
-                        "its Monte Carlo standard error is at most --mc-tolerance")
+                        "Default: per-sample particle filters with the adapted proposal (an "
+                        "unvisited transition's destination drawn with the next symbol's "
+                        "predictive), particles doubled until the standard error and the change "
+                        "on doubling are at most --mc-tolerance")
     p.add_argument("--mc-tolerance", type=positive_float, default=None, metavar="NATS",
                    help="pdfa, pdia, pdia-smoothed, default estimator: the Monte Carlo standard "
                         "error (and change on doubling the particles) per symbol to reach, in "

@@ -8,8 +8,9 @@ a lone sample whose test pass draws many transitions. ``bayesfa perplexity RUN T
 mixture), or with ``--per-symbol`` averages each symbol's predictive over ``K`` independent
 readings with equal weights (the authors' estimator applied to the draws). This script prints
 both for each ``K`` with the CPU time each took, to show where they settle. ``--default``:
-also the default of ``bayesfa perplexity`` (no ``--draw-sets``: the mixture particle filter,
-particles doubled until its Monte Carlo standard error is at most 0.002 nats per symbol),
+also the default of ``bayesfa perplexity`` (no ``--draw-sets``: per-sample particle filters
+with the adapted proposal, particles doubled until the Monte Carlo standard error and the
+change on doubling are at most 0.002 nats per symbol),
 its particles and standard error; ``--joint``: all samples (the joint posterior mixture)
 instead of the MAP sample.
 

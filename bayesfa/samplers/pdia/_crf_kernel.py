@@ -404,3 +404,84 @@ def rebuild(model, nf, delta, seat, tdish, n_tab, nj, v, tabs, col_tabs, col_T, 
         meta[M_FREE_ST] = n_free
         meta[M_DISHES] = n_dish
     meta[M_HI] = n_rows
+
+
+# -- prediction ---------------------------------------------------------------------------------
+
+@njit(cache=True)
+def sample_seat_adapted(model, rng, j, e, e_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                        variant):
+    """A seat for a new customer of column ``j`` drawn from its predictive *times* a weight of
+    its destination state: ``e[k]`` for state ``k``, ``e_new`` for a fresh state (the fully
+    adapted proposal of the prediction's particle filters, ``_pdfa_kernel.predict_weights``:
+    ``e`` is the predictive of the next test symbol at each state). Returns ``(seat, log Z)``
+    with ``Z = sum_seat p(seat) e[dish(seat)]``, the predictive of :func:`sample_seat` (the
+    rules of :func:`add`, i.e. Eq. crf:low/crf:high, or Eq. delta:pred for model 0) averaged
+    against ``e``. The seat is not yet seated (call :func:`add`); a fresh state is taken off
+    the free stack (as :func:`sample_dish` does) and its new table handed out. Seat -1 (and
+    nothing changed) when no state is free (model 1; checked before drawing, so the capacity
+    test does not depend on the draw)."""
+    alpha = hyp[H_ALPHA]
+    n = nj[j]
+    n_cap = v.shape[0]
+    if model == 0:
+        tot = 0.0
+        for k in range(n_cap):
+            tot += (alpha * mu[k] + v[k, j]) * e[k]
+        u = rng.random() * tot
+        acc = 0.0
+        for k in range(n_cap):
+            acc += (alpha * mu[k] + v[k, j]) * e[k]
+            if u < acc:
+                return k, math.log(tot) - math.log(alpha + n)
+        return n_cap - 1, math.log(tot) - math.log(alpha + n)
+    if meta[M_FREE_ST] == 0:
+        return -1, 0.0
+    d = _disc(hyp, H_D, variant)
+    d0 = _disc(hyp, H_D0, variant)
+    a0 = hyp[H_ALPHA0]
+    big_m = meta[M_TABLES]
+    top = min(n_cap, meta[M_HI])
+    # the weights, all over (alpha + n): existing tables (n_t - d) e[dish]; a new table
+    # (alpha + d T_j) [or 1 if n = 0], shared as (m_k - d0) e[k] / (alpha0 + M) over the
+    # dishes and (alpha0 + d0 K) e_new / (alpha0 + M) [or e_new if M = 0] for a fresh state
+    w_tab = 0.0
+    for p in range(col_T[j]):
+        t = col_tabs[j, p]
+        w_tab += (tabs[T_N, t] - d) * e[tabs[T_DISH, t]]
+    f_new = (alpha + d * col_T[j]) if n > 0 else 1.0
+    w_dish = 0.0
+    if big_m > 0:
+        for k in range(1, top):
+            if sts[S_M, k] > 0:
+                w_dish += (sts[S_M, k] - d0) * e[k]
+        w_fresh = (a0 + d0 * meta[M_DISHES]) * e_new
+        top_norm = a0 + big_m
+    else:
+        w_fresh = e_new
+        top_norm = 1.0
+    tot = w_tab + f_new * (w_dish + w_fresh) / top_norm
+    low_norm = (alpha + n) if n > 0 else 1.0
+    log_z = math.log(tot) - math.log(low_norm)
+    u = rng.random() * tot
+    acc = 0.0
+    if u < w_tab:
+        for p in range(col_T[j]):
+            t = col_tabs[j, p]
+            acc += (tabs[T_N, t] - d) * e[tabs[T_DISH, t]]
+            if u < acc:
+                return t, log_z
+    acc = w_tab
+    if u < w_tab + f_new * w_dish / top_norm:
+        for k in range(1, top):
+            if sts[S_M, k] > 0:
+                acc += f_new * (sts[S_M, k] - d0) * e[k] / top_norm
+                if u < acc:
+                    return _new_table(k, tabs, meta), log_z
+    # a fresh state (also where the running sums fell short of u by rounding)
+    meta[M_FREE_ST] -= 1
+    k = sts[S_FREE, meta[M_FREE_ST]]
+    sts[S_FLAG, k] = IN_USE
+    if k + 1 > meta[M_HI]:
+        meta[M_HI] = k + 1
+    return _new_table(k, tabs, meta), log_z

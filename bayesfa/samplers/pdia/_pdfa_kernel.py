@@ -30,8 +30,8 @@ Chain state (``Kc`` state capacity; seating arrays in :mod:`bayesfa.samplers.pdi
   :mod:`bayesfa.samplers.pdia._smoothed_emission_kernel`): row ``s < S`` holds ``lgamma(a_s + n) -
   lgamma(a_s)``, ``a_s = beta pi0_s``, row ``S`` holds ``lgamma(beta) - lgamma(beta + n)``,
   and the last column the pseudo-counts ``a_s`` (row ``S``: ``beta``). Only
-  :func:`row_loglik` and :func:`predict_strings` read it, through :func:`_lg_symbol`,
-  :func:`_lg_total` and :func:`_log_emission_pred`.
+  :func:`row_loglik`, :func:`predict_strings` and :func:`predict_weights` read it, through
+  :func:`_lg_symbol`, :func:`_lg_total` and :func:`_log_emission_pred`.
 
 Workspace (:func:`new_workspace`, a tuple ``ws`` allocated once per chain; ``T`` tokens,
 ``TC = Kc * S``): the *path index*, rebuilt from ``sym`` and ``delta`` at the start of every
@@ -103,8 +103,8 @@ from numba.extending import overload
 from bayesfa.samplers.pdia._crf_kernel import (H_ALPHA, H_ALPHA0, H_BETA, H_D, H_D0, H_GAMMA, M_HI, M_TABLES,
                                           M_STAMP, S_M, T_COL, T_DISH, T_N, add, end_move,
                                           log_prior_crf, log_prior_finite, rem, sample_dish,
-                                          sample_seat, seat_dish, _new_table as _new_table_id,
-                                          _top_add, _top_rem)
+                                          sample_seat, sample_seat_adapted, seat_dish,
+                                          _new_table as _new_table_id, _top_add, _top_rem)
 
 # stats layout: accepted / proposed per move kind
 ST_ENTRY, ST_TABLE, ST_MU = 0, 2, 4
@@ -1167,3 +1167,76 @@ def predict_strings(model, variant, sym, offsets, nf, start, delta, seat, cnt, c
                 break
         out[s_i] = acc - math.log(done)
     return q
+
+
+@njit(cache=True)
+def predict_weights(model, variant, sym, lo, hi_, counted, nf, start, prepaid, adapted, delta,
+                    seat, cnt, ctot, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, lg, rng,
+                    newq, news, out):
+    """One particle of the prediction's particle filters reads ``sym[lo:hi_]`` from state
+    ``start``, folding each symbol into the counts (as :func:`predict_strings` with
+    ``n_rep = 0``: nothing undone, a sentence's end symbol back to ``q0``), and writes into
+    ``out[t - lo]`` the log of its incremental weight for symbol ``t``. Returns ``(state,
+    prepaid)``.
+
+    ``adapted = False``: an unvisited entry is drawn from its prior predictive (Eq.
+    crf:low/crf:high, Eq. delta:pred for the finite model) and the weight of symbol ``t`` is
+    its emission predictive (Eq. x:end one symbol at a time; the blind draw, the same draws as
+    :func:`predict_strings`). ``adapted = True`` (the fully adapted proposal): when reading
+    ``x_t`` draws the unvisited entry ``(q, x_t)`` and the next symbol ``x_{t+1}`` is counted,
+    the destination ``q'`` is drawn from ``p(q' | seating) p(x_{t+1} | q')``
+    (:func:`bayesfa.samplers.pdia._crf_kernel.sample_seat_adapted`; ``p(x_{t+1} | q')`` the
+    emission predictive at ``q'``'s counts, a fresh state's with no counts), the weight of
+    symbol ``t`` gains ``log sum_q' p(q' | seating) p(x_{t+1} | q')``, and symbol ``t + 1``'s
+    emission is then *prepaid*: its weight omits it (the returned flag carries this across
+    calls). The product of a particle's weights is then still unbiased for ``p(test |
+    sample)``: ``E_proposal[Z f(q')] = sum_q' p(q') p(x_{t+1} | q') f(q')`` for whatever
+    ``f`` the rest of the reading makes of ``q'``, so each draw's expectation is the blind
+    draw's with the emission of ``x_{t+1}`` at ``q'`` in it; and a particle filter resampling
+    on these weights targets the twisted sequence ``p(x_{1:t}, draws) p(x_{t+1} | q_t)^[t
+    drew]``, whose last member is ``p(test, draws)``, so its estimate of the normaliser stays
+    unbiased (Del Moral 2004). ``counted`` (bool ``[len(sym)]``): a symbol not counted adds
+    no emission to the weights (it is still read and folded in); nothing is prepaid for it."""
+    n_sym = cnt.shape[1]
+    n_cap = cnt.shape[0]
+    e = np.empty(n_cap)
+    q = start
+    for t in range(lo, hi_):
+        s = sym[t]
+        w = 0.0
+        if counted[t] and not prepaid:
+            w = _log_emission_pred(lg, hyp, n_sym, s, cnt[q, s], ctot[q])
+        prepaid = False
+        cnt[q, s] += 1
+        ctot[q] += 1
+        if s < nf:
+            q = 0
+            out[t - lo] = w
+            continue
+        nq = delta[q, s]
+        if nq < 0:
+            if adapted and t + 1 < sym.shape[0] and counted[t + 1]:
+                y = sym[t + 1]
+                top = n_cap if model == 0 else min(n_cap, meta[M_HI])
+                for k in range(top):
+                    e[k] = math.exp(_log_emission_pred(lg, hyp, n_sym, y, cnt[k, y], ctot[k]))
+                e_new = math.exp(_log_emission_pred(lg, hyp, n_sym, y, 0, 0))
+                st, log_z = sample_seat_adapted(model, rng, s, e, e_new, nj, v, mu, tabs,
+                                                col_tabs, col_T, sts, meta, hyp, variant)
+                if st < 0:
+                    raise ValueError("prediction ran out of state capacity")
+                add(model, s, st, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
+                delta[q, s] = seat_dish(model, st, tabs)
+                seat[q, s] = st
+                w += log_z
+                prepaid = True
+            else:
+                _, ok = _instantiate(model, variant, q, s, 0, delta, seat, newq, news, nj, v,
+                                     mu, tabs, col_tabs, col_T, sts, meta, hyp, rng)
+                if not ok:
+                    raise ValueError("prediction ran out of state capacity")
+            nq = delta[q, s]
+        q = nq
+        out[t - lo] = w
+    end_move(tabs, sts, meta)
+    return q, prepaid

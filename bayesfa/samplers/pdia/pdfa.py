@@ -784,7 +784,7 @@ def _particle_filter(model, variant, data: Data, state, start: int, hyp, lg, ent
 
 
 #: the default of :func:`perplexity_log_prob` (no ``draw_sets``): independent replicates of
-#: the mixture filter at each number of particles, the target Monte Carlo standard error of
+#: the estimate at each number of particles, the target Monte Carlo standard error of
 #: the per-symbol log loss (nats), the first number of particles, and the cap on particles
 #: (also capped so that one filter's particles fit in :data:`MIXTURE_MEMORY` bytes)
 MIXTURE_REPLICATES = 4
@@ -792,10 +792,20 @@ MIXTURE_TOLERANCE = 0.002
 MIXTURE_FIRST = 32
 MIXTURE_MAX_PARTICLES = 4096
 MIXTURE_MEMORY = 1 << 30
+#: the default's pilot: each sample's filter of :data:`MIXTURE_PILOT` particles; a sample
+#: whose pilot estimate is more than :data:`MIXTURE_MARGIN` nats below the best sample's
+#: gets filters of :data:`MIXTURE_LOW` particles instead of the doubling ones (its share of
+#: the mixture is then below ``exp(-MIXTURE_MARGIN)`` of the best's, up to the pilot's error)
+MIXTURE_PILOT = 16
+MIXTURE_MARGIN = 30.0
+MIXTURE_LOW = 1
+#: the default's ``details["estimator"]``
+ESTIMATOR = "per-sample particle filters, adapted proposal"
 
 
 def _mixture_filter(model, variant, data: Data, arrays, pairs, emission, entropy,
-                    n_particles: int, key: tuple, counted: np.ndarray, cap: int) -> float:
+                    n_particles: int, key: tuple, counted: np.ndarray, cap: int,
+                    adapted: bool = True) -> float:
     """``log`` of one unbiased estimate of ``(1/S) sum_s p(test | sample s)`` (the counted
     symbols' probabilities; every symbol is read and folded in): a particle filter over the
     pairs (sample, just-in-time draws of its unvisited transitions). The particles start on
@@ -805,10 +815,14 @@ def _mixture_filter(model, variant, data: Data, arrays, pairs, emission, entropy
     effective number falls below half, so the particles move to the samples *and* draws that
     predict the test read so far (the posterior mixture's sequential weights). Unbiased
     (Del Moral 2004) like :func:`_particle_filter`, which it extends across samples; ``key``
-    names the independent generators (``SeedSequence(entropy, spawn_key=(2,) + key)``)."""
+    names the independent generators (``SeedSequence(entropy, spawn_key=(2,) + key)``).
+    ``adapted`` (the default): an unvisited transition's destination is drawn from its prior
+    predictive times the predictive of the next test symbol there, the fully adapted proposal
+    of ``_pdfa_kernel.predict_weights`` (still unbiased; far less variable than the blind
+    draw from the prior, ``adapted=False``)."""
     from scipy.special import logsumexp
 
-    from bayesfa.samplers.pdia._pdfa_kernel import predict_strings
+    from bayesfa.samplers.pdia._pdfa_kernel import predict_weights
 
     n, s = data.sym.size, int(arrays["delta"].shape[-1])
     kids = np.random.SeedSequence(entropy, spawn_key=(2,) + tuple(key)).spawn(n_particles + 1)
@@ -829,6 +843,7 @@ def _mixture_filter(model, variant, data: Data, arrays, pairs, emission, entropy
         else:
             states.append([a.copy() for a in states[first[w]]])
     qs = [int(arrays["end_state"][pairs[int(w)]]) for w in which]
+    prepaid = [False] * n_particles  # the next symbol's emission is in the weight already
     scratch = (np.zeros(cap * s, dtype=np.int32), np.zeros(cap * s, dtype=np.int32))
     bounds = np.unique(np.concatenate([np.arange(0, n, RESAMPLE_EVERY), [n]]))
     logw = np.full(n_particles, -np.log(n_particles))
@@ -836,13 +851,13 @@ def _mixture_filter(model, variant, data: Data, arrays, pairs, emission, entropy
     total = 0.0
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         m = hi - lo
-        offs = np.arange(m + 1, dtype=np.int64)
         for k in range(n_particles):
             w = int(which[k])
-            qs[k] = predict_strings(model, variant, data.sym[lo:hi], offs, data.nf, qs[k],
-                                    *states[k], hyps[w], lgs[w], 0, rngs[k], *scratch,
-                                    lp[k, :m])
-        new = logw + np.where(counted[lo:hi], lp[:, :m], 0.0).sum(axis=1)
+            qs[k], prepaid[k] = predict_weights(model, variant, data.sym, lo, hi, counted,
+                                                data.nf, qs[k], prepaid[k], adapted,
+                                                *states[k], hyps[w], lgs[w], rngs[k],
+                                                *scratch, lp[k, :m])
+        new = logw + lp[:, :m].sum(axis=1)
         norm = float(logsumexp(new))  # the weights before it summed to 1
         total += norm
         logw = new - norm
@@ -852,6 +867,7 @@ def _mixture_filter(model, variant, data: Data, arrays, pairs, emission, entropy
             anc = np.minimum(np.searchsorted(np.cumsum(w_), u), n_particles - 1)
             states = _resample(states, anc)
             qs = [qs[a] for a in anc]
+            prepaid = [prepaid[a] for a in anc]
             which = which[anc]
             logw = np.full(n_particles, -np.log(n_particles))
     return total
@@ -867,15 +883,27 @@ def mixture_log_prob(model: int, arrays, options, corpus: Corpus, *, draws=None,
 
     If no sample's reading of the test draws an unvisited transition, nothing is random: the
     value is the exact ``log mean_s p(test | sample s)`` (the single reading's, bit for bit).
-    Otherwise :data:`MIXTURE_REPLICATES` independent mixture filters (:func:`_mixture_filter`)
-    with ``N`` particles each, ``N`` doubling from :data:`MIXTURE_FIRST`; the value at ``N``
-    is the log of the replicates' mean (itself unbiased for the mixture), its standard error
-    the replicates' sd of ``log`` over ``sqrt(R)`` (delta method). It stops when both that
-    standard error is at most ``mc_tolerance`` nats per counted symbol and the change from
-    ``N / 2`` to ``N`` is too (or within 3 standard errors of the two estimates' difference:
-    no trend left), or at the cap (``max_particles``, and :data:`MIXTURE_MEMORY` bytes of
-    particles) with ``details["converged"] = False``. Each estimate's log is biased low
-    (Jensen): an unconverged value is, in expectation, a perplexity too high, and
+    Otherwise ``p(test | train) = mean_s p(test | sample s)`` is estimated term by term,
+    stratified by sample: a sample whose reading draws nothing enters exactly; every other
+    sample gets its own particle filter (:func:`_mixture_filter` on that sample alone) with
+    the fully adapted proposal (``_pdfa_kernel.predict_weights``: an unvisited transition's
+    destination drawn from its prior predictive times the predictive of the next test symbol
+    there), which estimates ``p(test | sample s)`` without bias. The samples differ by
+    hundreds of nats on a long test, so the mixture is a few samples' affair: a pilot filter
+    of :data:`MIXTURE_PILOT` particles per sample (its own generators) picks the samples
+    within :data:`MIXTURE_MARGIN` nats of the best, which get ``N`` particles, ``N`` doubling
+    from :data:`MIXTURE_FIRST` (a sample that falls more than the margin below the best at a
+    level is dropped from the doubling); the others get :data:`MIXTURE_LOW` (fresh filters,
+    so the choice biases nothing: given the choice, every term is still unbiased).
+    :data:`MIXTURE_REPLICATES` independent replicates at each ``N``; the value is the log of
+    the replicates' mean (itself unbiased for the mixture), its standard error the
+    replicates' sd of ``log`` over ``sqrt(R)`` (delta method). It stops when both that
+    standard error and the change from ``N / 2`` to ``N`` are at most ``mc_tolerance`` nats
+    per counted symbol (the change is needed: the filter's log is biased low by more than
+    its spread at small ``N``, measured on Alice), or at the cap (``max_particles``, and
+    :data:`MIXTURE_MEMORY` bytes of one filter's particles) with ``details["converged"] =
+    False``. Each estimate's log is biased low (Jensen): an unconverged value is, in
+    expectation, a perplexity too high, and
     ``P(value > log p + a) <= exp(-a)`` for any ``a`` (Markov's inequality)."""
     sequence = bool(options.get("sequence", False))
     keep = (np.asarray(corpus.tokens) != 0 if letters_only and not sequence else slice(None))
@@ -906,34 +934,64 @@ def mixture_log_prob(model: int, arrays, options, corpus: Corpus, *, draws=None,
     one = sum(a.nbytes for a in _sample_state(model, data.nf, arrays, c0, d0, small))
     limit = int(min(max_particles, max(1, MIXTURE_MEMORY // one)))
     entropy = [int(x) for x in np.asarray(arrays.get("predict_entropy", [0]))]
-    n_p, prev, reps = min(MIXTURE_FIRST, limit), None, MIXTURE_REPLICATES
-    while True:
-        vals = []
+    n_s, reps = len(pairs), MIXTURE_REPLICATES
+    totals = lp.sum(axis=1)  # exact for a sample whose reading drew nothing
+
+    def one_filter(i: int, n_p: int, key: tuple) -> float:
+        """``log`` of sample ``i``'s filter of ``n_p`` particles (generators ``key``)."""
+        for cap in sorted({small, n_cap}):
+            try:
+                return _mixture_filter(model, variant, data, arrays, [pairs[i]], emission,
+                                       entropy, n_p, key + (i,), counted, cap)
+            except ValueError as err:  # a particle ran out of room: the whole test's
+                if "state capacity" not in str(err) or cap == n_cap:
+                    raise
+        raise AssertionError("unreachable")
+
+    drawn = [i for i in range(n_s) if drew[i]]
+    # the pilot (its own generators): which samples can matter to the mixture
+    pilot = {i: one_filter(i, min(MIXTURE_PILOT, limit), (0, 0)) for i in drawn}
+    exact_best = max([totals[i] for i in range(n_s) if not drew[i]], default=-np.inf)
+    best = max([exact_best] + list(pilot.values()))
+    live = [i for i in drawn if pilot[i] >= best - MIXTURE_MARGIN]
+    # replicate r: every sample once, exact, or a fresh filter: (N, r) for a followed sample,
+    # (0, r + 1) (generators used once per sample) for one dropped, by the pilot or at a
+    # level, for lying more than MIXTURE_MARGIN below the best (the choice depends on other
+    # generators only, so every term stays unbiased given it)
+    fixed = [[totals[i] for i in range(n_s) if not drew[i]] for _ in range(reps)]
+
+    def drop(gone: list) -> None:
         for r in range(reps):
-            for cap in sorted({small, n_cap}):
-                try:
-                    vals.append(_mixture_filter(model, variant, data, arrays, pairs, emission,
-                                                entropy, n_p, (n_p, r), counted, cap))
-                    break
-                except ValueError as err:  # a particle ran out of room: the whole test's
-                    if "state capacity" not in str(err) or cap == n_cap:
-                        raise
-        vals = np.array(vals)
+            fixed[r] += [one_filter(i, min(MIXTURE_LOW, limit), (0, r + 1)) for i in gone]
+
+    drop([i for i in drawn if i not in live])
+    n_p, prev = min(MIXTURE_FIRST, limit), None
+    while True:
+        runs = np.array([[one_filter(i, n_p, (n_p, r)) for i in live]
+                         for r in range(reps)]).reshape(reps, len(live))
+        vals = np.array([float(log_mean_exp(np.concatenate([fixed[r], runs[r]]), axis=0))
+                         for r in range(reps)])
         value = float(log_mean_exp(vals, axis=0))
         se = float(np.std(vals, ddof=1) / np.sqrt(reps))
-        change = abs(value - prev[0]) if prev is not None else np.inf
-        details["levels"].append({"particles": n_p, "log_prob": value, "se": se})
-        # no trend left: the change from N / 2 within the tolerance or within 3 s.e. of the
-        # difference of the two (independent) estimates
-        done = se / per <= mc_tolerance and (
-            change / per <= mc_tolerance
-            or (prev is not None and change <= 3 * np.hypot(se, prev[1])))
+        change = abs(value - prev) if prev is not None else np.inf
+        details["levels"].append({"particles": n_p, "log_prob": value, "se": se,
+                                  "samples_followed": len(live)})
+        # the change from N / 2 at most the tolerance too: the replicates' spread alone
+        # misses the filter's bias (its log is biased low, by more than its sd at small N)
+        done = se / per <= mc_tolerance and change / per <= mc_tolerance
         if done or n_p >= limit:
             break
-        prev, n_p = (value, se), min(2 * n_p, limit)
-    details.update(estimator="mixture particle filter", particles=n_p, replicates=reps, se=se,
+        if len(live) > 1:  # follow on only the samples within the margin of the best
+            mean = log_mean_exp(runs, axis=0)
+            keep = mean >= max(mean.max(), exact_best) - MIXTURE_MARGIN
+            drop([i for i, k in zip(live, keep) if not k])
+            live = [i for i, k in zip(live, keep) if k]
+        prev, n_p = value, min(2 * n_p, limit)
+    details.update(estimator=ESTIMATOR, particles=n_p, replicates=reps, se=se,
                    se_per_symbol=se / per, change_per_symbol=float(change / per),
-                   converged=bool(done), cap=limit)
+                   converged=bool(done), cap=limit, samples_exact=n_s - len(drawn),
+                   samples_followed=len(live), pilot_particles=min(MIXTURE_PILOT, limit),
+                   margin=MIXTURE_MARGIN)
     return value, details
 
 
@@ -973,10 +1031,10 @@ def perplexity_log_prob(model: int, arrays, options, corpus: Corpus, *, continua
     **Default** (no ``per_symbol``, no ``draw_sets``): ``log p(test | train)`` of the joint
     (Bayesian) posterior mixture, ``log mean_s p(test | sample s)``, i.e. the product of the
     mixture's sequential conditionals with the samples reweighted by the test read so far,
-    the unvisited transitions integrated out by the mixture particle filter of
-    :func:`mixture_log_prob` with particles doubled until its Monte Carlo standard error and
-    its change are at most ``mc_tolerance`` nats per symbol (or the cap ``max_particles`` is
-    reached). ``details`` (a dict): filled with what was estimated and how (``quantity``,
+    the unvisited transitions integrated out by per-sample particle filters with the fully
+    adapted proposal (:func:`mixture_log_prob`) with particles doubled until its Monte Carlo
+    standard error and its change are at most ``mc_tolerance`` nats per symbol (or the cap
+    ``max_particles`` is reached). ``details`` (a dict): filled with what was estimated and how (``quantity``,
     ``estimator``, ``particles``, ``replicates``, ``se`` in nats, ``se_per_symbol``,
     ``converged``, ...). ``map``: the sample of highest log joint alone (PDIA-MAP), the same
     estimator.
