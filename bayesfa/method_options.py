@@ -114,8 +114,11 @@ def resolve(method: str, given: dict[str, Any] | None = None) -> dict[str, Any]:
     given value checked as the CLI checks it. Unknown names are an :class:`InputError` that
     lists the method's options.
 
-    >>> resolve("cvb0", {"states": 4})
-    {'states': 4, 'beta': 0.1, 'iterations': 200, 'tol': 1e-06}
+    >>> opts = resolve("cvb0", {"states": 4})
+    >>> opts["states"], opts["beta"], opts["iterations"], opts["tol"]
+    (4, 0.1, 200, 1e-06)
+    >>> sorted(opts)
+    ['beta', 'checkpoint_every', 'holdout', 'iterations', 'states', 'tol']
     >>> resolve("cvb0", {"states": 0})
     Traceback (most recent call last):
     ...
