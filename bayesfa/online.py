@@ -166,13 +166,25 @@ def fit_and_predict(method_name: str, corpus: Corpus, options: dict[str, Any], s
     return (prediction, fit) if return_fit else prediction
 
 
-def _check_test(corpus: Corpus, test_corpus: Corpus) -> Corpus:
+def _check_test(corpus: Corpus, test_corpus: Corpus, name: str = "test_corpus",
+                what: str = "the test strings") -> Corpus:
+    """``test_corpus`` in ``corpus``'s alphabet; a TypeError if it is no Corpus (``name``: the
+    argument), an InputError if it uses more letters."""
     if not isinstance(test_corpus, Corpus):
-        raise TypeError("test_corpus must be a bayesfa.Corpus")
+        raise TypeError(f"{name} must be a bayesfa.Corpus")
     if test_corpus.alphabet_size > corpus.alphabet_size:
-        raise InputError(f"the test strings use {test_corpus.alphabet_size} letters, the training "
+        raise InputError(f"{what} use {test_corpus.alphabet_size} letters, the training "
                          f"strings {corpus.alphabet_size}")
     return test_corpus.with_alphabet(corpus.alphabet_size)
+
+
+def check_online_arguments(corpus: Corpus, predict: Corpus | None, max_draws) -> Corpus | None:
+    """The checks a front that predicts online makes of its ``predict=`` and ``max_draws=``:
+    ``predict`` in the training alphabet (None without one)."""
+    if max_draws is not None and (isinstance(max_draws, bool)
+                                  or not isinstance(max_draws, (int, np.integer)) or max_draws < 1):
+        raise InputError(f"max_draws must be an integer >= 1, got {max_draws!r}")
+    return None if predict is None else _check_test(corpus, predict, "predict", "the strings to predict")
 
 
 def save_predictions(path: str | os.PathLike, prediction: OnlinePrediction, test_sha256: str) -> None:

@@ -706,16 +706,10 @@ def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdo
     (``SeedSequence(seed).spawn(chains)``) and fingerprint them."""
     if kernel not in KERNELS:
         raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
-    if max_draws is not None and (isinstance(max_draws, bool) or not isinstance(max_draws, (int, np.integer))
-                                  or max_draws < 1):
-        raise InputError(f"max_draws must be an integer >= 1, got {max_draws!r}")
-    if predict is not None:
-        if not isinstance(predict, Corpus):
-            raise TypeError("predict must be a bayesfa.Corpus")
-        if predict.alphabet_size > corpus.alphabet_size:
-            raise InputError(f"the strings to predict use {predict.alphabet_size} letters, the "
-                             f"training strings {corpus.alphabet_size}")
-        test = predict.with_alphabet(corpus.alphabet_size)
+    from bayesfa.online import check_online_arguments
+
+    test = check_online_arguments(corpus, predict, max_draws)
+    if test is not None:
         predict = _Held(test.tokens, test.offsets, test.alphabet_size)
     checkpoint_every = check_checkpoint_every(checkpoint_every)
     children, corpus, held, held_idx = seed_chains(corpus, seed, chains, holdout)

@@ -473,16 +473,9 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     g_prior = parse_gamma_prior(gamma_prior)
     if truncate and g_prior is not None:
         raise InputError("--truncate keeps gamma fixed: give --gamma-prior fixed with it")
-    if max_draws is not None and (isinstance(max_draws, bool)
-                                  or not isinstance(max_draws, (int, np.integer)) or max_draws < 1):
-        raise InputError(f"max_draws must be an integer >= 1, got {max_draws!r}")
-    if predict is not None:
-        if not isinstance(predict, Corpus):
-            raise TypeError("predict must be a bayesfa.Corpus")
-        if predict.alphabet_size > corpus.alphabet_size:
-            raise InputError(f"the strings to predict use {predict.alphabet_size} letters, the "
-                             f"training strings {corpus.alphabet_size}")
-        predict = predict.with_alphabet(corpus.alphabet_size)
+    from bayesfa.online import check_online_arguments
+
+    predict = check_online_arguments(corpus, predict, max_draws)
     kept = kept_draw_indices(n_draws, max_draws)
     priors = [*(a_prior or (0.0, 0.0)), *(g_prior or (0.0, 0.0))]
     tokens = np.ascontiguousarray(corpus.tokens, dtype=np.int32)

@@ -242,12 +242,10 @@ def _defaults(method) -> dict[str, Any]:
     return vars(parser.parse_args([]))
 
 
-class GreedySpec:
-    """The validation spec of ``estatemerge`` and ``alergia`` (module docstring). Mutants
-    (the methods' ``MUTATIONS``, compile-time switches of their kernels):
-    ``estatemerge:mutant-no-folded-factor`` (the gain of a fold forgets to remove the folded
-    states' factors of Eq. 21), ``alergia:mutant-merged-counts-test`` (the Hoeffding test
-    reads the merged counts instead of the prefix tree's)."""
+class _MutantsOfModule:
+    """What the greedy learners' specs share: the method of ``bayesfa.learners.greedy.NAME``
+    with its kernel's ``variant`` (0: the method itself), and its mutants, the module's
+    ``MUTATIONS``."""
 
     def __init__(self, name: str, variant: int = 0):
         self.name, self.variant = name, variant
@@ -263,13 +261,21 @@ class GreedySpec:
     def mutant(self, variant: str):
         from bayesfa.validation.harness import carry_spec
 
-        spec = GreedySpec(self.name, self._module().MUTATIONS[variant])
+        spec = type(self)(self.name, self._module().MUTATIONS[variant])
         return carry_spec(spec._method(), spec, f"{self.name}:mutant-{variant}")
 
     def _method(self):
         method = copy.copy(self._module().METHOD)
         method.variant = self.variant
         return method
+
+
+class GreedySpec(_MutantsOfModule):
+    """The validation spec of ``estatemerge`` and ``alergia`` (module docstring). Mutants
+    (the methods' ``MUTATIONS``, compile-time switches of their kernels):
+    ``estatemerge:mutant-no-folded-factor`` (the gain of a fold forgets to remove the folded
+    states' factors of Eq. 21), ``alergia:mutant-merged-counts-test`` (the Hoeffding test
+    reads the merged counts instead of the prefix tree's)."""
 
     def check_names(self) -> list[str]:
         return ["merges", "evidence", "predictive"] if self.name == "estatemerge" else \
@@ -496,7 +502,7 @@ def criterion_rows(steps: list[dict], got: np.ndarray, child: np.ndarray) -> tup
     return rows, worst
 
 
-class VGramSpec:
+class VGramSpec(_MutantsOfModule):
     """The validation spec of ``evgram`` and ``cvgram`` (module docstring of this section).
     Mutants (the fronts' ``MUTATIONS``, variant switches of the kernel's criterion, each one
     term changed): ``evgram:mutant-end-outside-alphabet`` (the Dirichlet of Eq. 21 over the
@@ -509,28 +515,6 @@ class VGramSpec:
     string's). Checks: ``growth`` (the trie), ``criterion`` (the criterion of every leaf
     examined, in order, against the reference's: a mutant whose decisions happen to agree
     on the toy still reports other values) and ``predictive``."""
-
-    def __init__(self, name: str, variant: int = 0):
-        self.name, self.variant = name, variant
-
-    def _module(self):
-        import importlib
-
-        return importlib.import_module(f"bayesfa.learners.greedy.{self.name}")
-
-    def mutant_names(self) -> list[str]:
-        return list(self._module().MUTATIONS)
-
-    def mutant(self, variant: str):
-        from bayesfa.validation.harness import carry_spec
-
-        spec = VGramSpec(self.name, self._module().MUTATIONS[variant])
-        return carry_spec(spec._method(), spec, f"{self.name}:mutant-{variant}")
-
-    def _method(self):
-        method = copy.copy(self._module().METHOD)
-        method.variant = self.variant
-        return method
 
     def check_names(self) -> list[str]:
         return ["growth", "criterion", "predictive"]
