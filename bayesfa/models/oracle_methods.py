@@ -206,6 +206,9 @@ class OracleHMM:
 
 class OraclePDFA:
     name = "oracle-pdfa"
+    validation = "bayesfa.validation.pdia.oracle:ORACLE_PDFA"
+    #: a mutant of the model's potential (bayesfa.models.pdfa.MODEL_VARIANTS); "" is the model
+    variant = ""
     summary = ("finite PDFA prior (Pfau et al. 2010) with an end symbol back to q0: exact "
                "enumeration of the transition tables, or DiscreteHMCGibbs")
 
@@ -269,7 +272,8 @@ class OraclePDFA:
             return FitResult(arrays, {}, info)
         hyper = options.get("hyperpriors", False)
         samples, extra = pdfa.run_gibbs(corpus, n, a, b, g, seed, progress=progress,
-                                        hyperpriors=hyper, **_schedule(options))
+                                        hyperpriors=hyper, variant=self.variant,
+                                        **_schedule(options))
         delta = samples["delta"]
         rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
         xi = pdfa.posterior_xi(delta, corpus, samples["beta"] if hyper else b, rng)

@@ -397,8 +397,16 @@ def _jax_path_counts(delta, letters, lengths, weights, n_q: int, n_letters: int)
         * jax.nn.one_hot(0, n_letters + 1)[None, :]
 
 
+#: Mutants of :func:`pdfa_model`'s potential (``variant``), each one wrong term, caught by the
+#: exact Gibbs-sweep check of :mod:`bayesfa.validation.pdia.oracle`: ``"no-mu"`` integrates
+#: ``phi_j ~ Dir(alpha / |Q|)`` instead of ``Dir(alpha mu)`` (gen:phi without the shared ``mu``);
+#: ``"end-mass"`` spreads ``beta`` over the ``L`` letters only, ``Dir(beta / L)`` (the end symbol
+#: forgotten in ``|Sigma'|``, gen:pi).
+MODEL_VARIANTS = ("no-mu", "end-mass")
+
+
 def pdfa_model(letters, lengths, n_states: int, n_letters: int, alpha: float, beta: float,
-               gamma: float, weights=None, hyperpriors: bool = False):
+               gamma: float, weights=None, hyperpriors: bool = False, variant: str = ""):
     """Finite PDFA prior with ``phi`` and ``pi`` integrated out; ``mu`` and ``delta`` sampled.
 
     ``hyperpriors=True``: ``alpha``, ``beta``, ``gamma`` are sampled from the paper's
@@ -407,7 +415,8 @@ def pdfa_model(letters, lengths, n_states: int, n_letters: int, alpha: float, be
     ``delta`` ``[Q, L]`` is drawn uniform and reweighted by the Polya-urn factor of
     Eq. delta:end (``phi`` integrated out given ``mu``); the data enter through the
     Dirichlet-multinomial of the emission counts (Eq. x:end). letters ``[n, max_len]``
-    (0-based, -1 padded), lengths ``[n]``, weights ``[n]`` multiplicities.
+    (0-based, -1 padded), lengths ``[n]``, weights ``[n]`` multiplicities. ``variant``: ``""``,
+    or a mutant of :data:`MODEL_VARIANTS` (validation only).
     """
     n_q = n_states + 1
     if weights is None:
@@ -420,12 +429,12 @@ def pdfa_model(letters, lengths, n_states: int, n_letters: int, alpha: float, be
     with numpyro.plate("source", n_q, dim=-2), numpyro.plate("letter", n_letters, dim=-1):
         delta = numpyro.sample("delta", dist.Categorical(logits=jnp.zeros(n_q)))
     v = (delta[None, :, :] == jnp.arange(n_q)[:, None, None]).sum(1)          # [Q, L]
-    am = alpha * mu[:, None]
+    am = alpha * mu[:, None] if variant != "no-mu" else jnp.full((n_q, 1), alpha / n_q)
     log_polya = (n_letters * (jgammaln(alpha) - jgammaln(alpha + n_q))
                  + (jgammaln(am + v) - jgammaln(am)).sum())
     numpyro.factor("delta_prior", log_polya + n_q * n_letters * np.log(n_q))
     counts = _jax_path_counts(delta, letters, lengths, weights, n_q, n_letters)
-    conc = beta / (n_letters + 1)
+    conc = beta / (n_letters + 1) if variant != "end-mass" else beta / n_letters
     log_lik = (jgammaln(beta) - jgammaln(beta + counts.sum(-1))
                + (jgammaln(counts + conc) - jgammaln(conc)).sum(-1)).sum()
     numpyro.factor("log_lik", log_lik)
@@ -438,17 +447,18 @@ GIBBS_EXTRA_FIELDS = ("block_states.0.potential_energy", "block_states.1.divergi
 def run_gibbs(corpus: Corpus, n_states: int, alpha: float, beta: float, gamma: float, seed: int, *,
               num_warmup: int = 1000, num_samples: int = 1000, num_chains: int = 2,
               thinning: int = 1, progress: bool = False,
-              hyperpriors: bool = False) -> tuple[dict, dict]:
+              hyperpriors: bool = False, variant: str = "") -> tuple[dict, dict]:
     """``DiscreteHMCGibbs(NUTS(pdfa_model))``: each step a (Metropolised) Gibbs sweep over the
     entries of ``delta``, then NUTS on ``mu`` (and on ``alpha``, ``beta``, ``gamma`` with
     ``hyperpriors=True``, which ignores the values given). Returns ``(samples, extra)`` as
-    :func:`bayesfa.models.pfa.run_mcmc`; ``samples["delta"]`` ``[chain, draw, Q, L]``."""
+    :func:`bayesfa.models.pfa.run_mcmc`; ``samples["delta"]`` ``[chain, draw, Q, L]``.
+    ``variant``: a mutant of the model's potential (:data:`MODEL_VARIANTS`), validation only."""
     letters, lengths, weights = unique_padded(corpus)
     return run_mcmc(pdfa_model, seed, kernel="discrete-hmc-gibbs",
                     data=dict(letters=letters, lengths=lengths, weights=weights),
                     static=dict(n_states=n_states, n_letters=corpus.alphabet_size,
                                 alpha=float(alpha), beta=float(beta), gamma=float(gamma),
-                                hyperpriors=bool(hyperpriors)),
+                                hyperpriors=bool(hyperpriors), variant=str(variant)),
                     num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                     thinning=thinning, progress=progress, extra_fields=GIBBS_EXTRA_FIELDS)
 

@@ -347,7 +347,8 @@ def exact_reference(name: str, toy: Toy, test: Corpus,
     import importlib
     import inspect
 
-    module = {"oracle-hmm": "bayesfa.models.hmm", "oracle-pdfa": "bayesfa.models.pdfa"}.get(name)
+    module = {"oracle-hmm": "bayesfa.models.hmm",  # a mutant's reference: its method's
+              "oracle-pdfa": "bayesfa.models.pdfa"}.get(name.partition(MUTANT_INFIX)[0])
     fn = None
     if module is not None:
         try:

@@ -1,0 +1,158 @@
+"""The exact check of oracle-pdfa's Gibbs part (bayesfa.validation.pdia.oracle).
+
+The reference (exact law of one DiscreteHMCGibbs sweep of ``delta`` given ``mu``) is checked
+against brute force first; then the production kernel's discrete block against it, correct and
+with the model mutants of ``bayesfa.models.pdfa.MODEL_VARIANTS``.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from bayesfa.validation.pdia import oracle
+
+STRINGS = [list(s) for s in oracle.SMALL_TOY[0]]
+
+
+def _log_pi(mu, n_q=2, n_letters=2):
+    tables = oracle._tables(n_q, n_letters)
+    return tables, np.array([oracle.log_target(d, mu, STRINGS, n_letters, 1.0, 1.0)
+                             for d in tables])
+
+
+def test_target_matches_the_generative_model_by_brute_force():
+    """``log_target`` (phi, pi integrated out) against a direct Dirichlet-moment computation
+    with ``phi`` integrated per column and ``pi`` per state: exact up to rounding."""
+    from scipy.special import gammaln
+
+    mu = np.array([0.3, 0.7])
+    tables, lp = _log_pi(mu)
+
+    def dir_moment(a, n):      # E[prod p^n] under Dir(a)
+        return (gammaln(a.sum()) - gammaln(a.sum() + n.sum())
+                + (gammaln(a + n) - gammaln(a)).sum())
+
+    ref = []
+    for d in tables:
+        prior = sum(dir_moment(1.0 * mu, np.bincount(d[:, j], minlength=2)) for j in range(2))
+        c = np.zeros((2, 3))
+        for s in STRINGS:
+            q = 0
+            for a in s:
+                c[q, a + 1] += 1
+                q = d[q, a]
+            c[q, 0] += 1
+        ref.append(prior + sum(dir_moment(np.full(3, 1.0 / 3), c[q]) for q in range(2)))
+    ref = np.array(ref)
+    assert np.allclose(lp - lp[0], ref - ref[0], atol=1e-10)
+
+
+def test_sweep_law_is_a_random_order_product_and_leaves_the_target_invariant():
+    """The subset recursion equals the average over all 4! orders of the entry kernels; each
+    entry kernel is reversible w.r.t. the target; the sweep leaves the target invariant."""
+    mu = np.array([0.2, 0.8])
+    tables, lp = _log_pi(mu)
+    pi = np.exp(lp - lp.max())
+    pi /= pi.sum()
+    kernels = oracle.entry_kernels(lp, 2, 4)
+    for k in kernels:
+        assert np.allclose(k.sum(1), 1.0) and (k >= 0).all()
+        flow = pi[:, None] * k
+        assert np.allclose(flow, flow.T, atol=1e-15)
+    full = np.zeros((len(tables), len(tables)))
+    for order in itertools.permutations(range(4)):
+        m = np.eye(len(tables))
+        for e in order:
+            m = m @ kernels[e]
+        full += m / 24
+    for start in (0, 5, 15):
+        assert np.allclose(oracle.sweep_law(start, kernels), full[start], atol=1e-13)
+    assert np.allclose(pi @ full, pi, atol=1e-13)
+
+
+def test_two_state_posterior_matches_the_models_enumeration():
+    """The quadrature over ``mu`` of the gibbs-chain reference against the model module's own
+    enumeration (rising-factorial moments): two independent computations of one posterior."""
+    from bayesfa.corpus import Corpus
+    from bayesfa.models.pdfa import enumerate_posterior
+
+    for a, b, g in ((1.0, 1.0, 1.0), (0.7, 2.0, 0.5)):
+        p = oracle.posterior_two_states(STRINGS, 2, a, b, g)
+        post = enumerate_posterior(Corpus.from_strings(STRINGS, 2), 1, a, b, g)
+        q = np.zeros(16)
+        q[oracle._index(post["delta"], 2)] = np.exp(post["log_weight"])
+        assert np.abs(p - q).max() < 1e-12
+
+
+def test_chi_square_pools_small_cells_until_their_expected_count_is_five():
+    stat, df = oracle.chi_square(np.array([1, 0, 50, 49]), np.array([0.01, 0.02, 49.97, 50.0]))
+    assert df == 1 and stat == pytest.approx((51 - 50) ** 2 / 50 + (49 - 50) ** 2 / 50)
+    stat, df = oracle.chi_square(np.array([3, 47, 50]), np.array([6.0, 44.0, 50.0]))
+    assert df == 2 and stat == pytest.approx(9 / 6 + 9 / 44)
+
+
+def test_index_inverts_tables():
+    tables = oracle._tables(3, 2)
+    assert (oracle._index(tables, 3) == np.arange(len(tables))).all()
+
+
+# Fast variant: the small toy only (16 tables), 16 starts x 2000 one-sweep draws. False
+# failure rate of the correct-kernel assertion: at most 1e-3 (chi-square, fixed seed 0).
+FAST = dict(n_draws=2_000, starts_small=16)
+
+
+def test_gibbs_sweep_fast_passes_for_the_oracle():
+    check = oracle.gibbs_sweep_check(None, seed=0, **FAST)
+    assert check.passed, check.to_table()
+
+
+@pytest.mark.parametrize("variant", ["no-mu", "end-mass"])
+def test_gibbs_sweep_fast_catches_model_mutants(variant):
+    check = oracle.gibbs_sweep_check(None, seed=0, variant=variant, **FAST)
+    assert not check.passed, check.to_table()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(5))
+def test_gibbs_chain_on_five_seeds(seed):
+    """1000 independent oracle chains (50 steps each) on the 2-state toy against the exact
+    posterior: correct passes (false failure <= 1e-3 per seed), each mutant fails."""
+    assert oracle.gibbs_chain_check(seed=seed).passed
+    for variant in ("no-mu", "end-mass"):
+        assert not oracle.gibbs_chain_check(seed=seed, variant=variant).passed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(5))
+def test_gibbs_sweep_full_on_five_seeds(seed):
+    """The validate default (small toy + the harness toy 'tiny', 729 tables, 20000 draws per
+    start): correct passes (false failure <= 1e-3 per seed), each mutant fails."""
+    from bayesfa.validation.toys import get_toy
+
+    toy = get_toy("tiny")
+    assert oracle.gibbs_sweep_check(toy, seed=seed).passed
+    for variant in ("no-mu", "end-mass"):
+        assert not oracle.gibbs_sweep_check(toy, seed=seed, variant=variant).passed
+
+
+def test_validate_lists_the_check_and_the_mutants():
+    from bayesfa.validation.harness import method_listing
+
+    entry = method_listing("oracle-pdfa")
+    assert {"predictive", "gibbs-sweep", "gibbs-chain"} <= set(entry["checks"])
+    assert set(entry["mutants"]) == {"oracle-pdfa:mutant-no-mu", "oracle-pdfa:mutant-end-mass"}
+
+
+def test_a_mutant_gets_the_mcmc_budget_not_the_enumeration():
+    """Without the spec's budget a mutant would be fitted by enumeration (which ignores the
+    variant), since the harness's BUDGETS entry is keyed by the name ``oracle-pdfa``."""
+    from bayesfa.validation.harness import budget_options, resolve_method
+    from bayesfa.validation.toys import get_toy
+
+    name = "oracle-pdfa:mutant-no-mu"
+    method = resolve_method(name)
+    assert method.variant == "no-mu"
+    assert budget_options(name, get_toy("tiny"), method)["pdfa_inference"] == "mcmc"
