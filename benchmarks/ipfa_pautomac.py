@@ -13,7 +13,10 @@ made: memory stays at one chain's state whatever I). Its CPU seconds are the pro
 two ways:
 
 - ``--sweeps I``: I sweeps per chain (burn-in ``--burn-in-fraction`` of them);
-- ``--budget SECONDS``: CPU seconds per problem (all chains). Two pilot fits of one chain,
+- ``--budget SECONDS``: CPU seconds per problem (all chains); or ``--budget-auto F``: F times
+  the CPU seconds that CGS-PFA ``--auto`` took on the same problem in the committed all-47
+  run (benchmarks/results/pautomac47-auto, the whole procedure: N and beta chosen, then its
+  chains), so each problem gets its own budget. Two pilot fits of one chain,
   of ``P = --pilot`` and ``2P`` sweeps (each its own process, the same options), measure the
   CPU seconds of a sweep (Eq. 6 of its draws included) as the difference of their CPU over
   ``P``, and the fixed cost of a process (imports, reading, loading the compiled kernels) as
@@ -47,11 +50,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from guarded_out import check_out, write_out_text  # noqa: E402
 from machine import cpu_name, git_commit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXED = ROOT / "benchmarks/results/pautomac48/summary.csv"
 AUTO = ROOT / "benchmarks/results/pautomac47-auto/summary.csv"
+TABLE3 = ROOT / "benchmarks/results/pautomac_table3.json"
 
 
 def _bayesfa() -> str:
@@ -78,10 +83,21 @@ def _run(cmd: list[str]) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _budget(problem: str, args) -> float:
+    """CPU seconds for ``problem``: ``--budget``, or ``--budget-auto`` times --auto's CPU."""
+    if args.budget is not None:
+        return args.budget
+    auto = _reference(AUTO).get(problem)
+    if auto is None:
+        raise SystemExit(f"--budget-auto: problem {problem} is not in {AUTO.relative_to(ROOT)}")
+    return args.budget_auto * auto["seconds"]
+
+
 def _sweeps(problem: str, args) -> tuple[int, dict | None]:
-    """Sweeps per chain: ``--sweeps``, or from ``--budget`` by a pilot fit (module docstring)."""
+    """Sweeps per chain: ``--sweeps``, or from the budget by a pilot fit (module docstring)."""
     if args.sweeps is not None:
         return args.sweeps, None
+    budget = _budget(problem, args)
     cmds = [_fit_command(problem, args, Path(args.runs) / f"p{problem}-pilot{n}", n, 1)
             for n in (args.pilot, 2 * args.pilot)]
     cpu = [_run(c) for c in cmds]
@@ -91,8 +107,8 @@ def _sweeps(problem: str, args) -> tuple[int, dict | None]:
                          f"give a longer --pilot")
     per_sweep = (cpu[1] - cpu[0]) / args.pilot
     fixed = max(0.0, cpu[0] - args.pilot * per_sweep)
-    sweeps = max(args.pilot, int((args.budget - fixed) / args.chains / per_sweep))
-    return sweeps, {"commands": [shlex.join(c) for c in cmds], "cpu_process": cpu,
+    sweeps = max(args.pilot, int((budget - fixed) / args.chains / per_sweep))
+    return sweeps, {"budget": budget, "commands": [shlex.join(c) for c in cmds], "cpu_process": cpu,
                     "seconds_per_sweep": per_sweep, "fixed_seconds": fixed,
                     "sweeps": [args.pilot, 2 * args.pilot]}
 
@@ -154,17 +170,35 @@ def record(problem: str, args, out: Path, cmd: list[str], cpu_process: float) ->
 
 def _reference(path: Path) -> dict[str, dict]:
     """``problem -> {"ratio_minus_one", "seconds", "states"}`` of a CGS-PFA summary.csv
-    (pautomac48: ``ratio``, ``seconds``; pautomac_auto: ``ratio_minus_one``, ``cpu_process``)."""
+    (pautomac48: ``ratio``, ``seconds``; pautomac47-auto: ``ratio``, ``cpu_seconds``;
+    pautomac_auto: ``ratio_minus_one``, ``cpu_process``)."""
     if not path.exists():
         return {}
     out = {}
     for r in csv.DictReader(path.open()):
         ratio = (float(r["ratio_minus_one"]) if r.get("ratio_minus_one") not in (None, "")
                  else float(r["ratio"]) - 1)
-        seconds = next((float(r[c]) for c in ("cpu_process", "cpu_fit", "seconds")
+        seconds = next((float(r[c]) for c in ("cpu_process", "cpu_fit", "cpu_seconds", "seconds")
                         if r.get(c) not in (None, "")), None)
         out[str(r["problem"])] = {"ratio_minus_one": ratio, "seconds": seconds,
                                   "states": r.get("states")}
+    return out
+
+
+def _table3() -> dict[str, dict]:
+    """``problem -> {"ratio_minus_one", "cpu_seconds"}``: the median seed of CGS-PFA at the
+    paper's N, one chain of 10,000 sweeps (benchmarks/pautomac_table3.py), by score."""
+    if not TABLE3.exists():
+        return {}
+    by_problem: dict[str, list] = {}
+    for r in json.loads(TABLE3.read_text())["rows"].values():
+        by_problem.setdefault(str(r["problem"]), []).append(r)
+    out = {}
+    for k, rows in by_problem.items():
+        rows = sorted(rows, key=lambda r: r["excess"])
+        mid = rows[len(rows) // 2]
+        out[k] = {"ratio_minus_one": mid["excess"] / mid["min_score"],
+                  "cpu_seconds": mid["cpu_seconds"], "states": mid["states"]}
     return out
 
 
@@ -179,6 +213,8 @@ def main() -> int:
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--sweeps", type=int, help="sweeps per chain")
     how.add_argument("--budget", type=float, help="CPU seconds per problem (all chains)")
+    how.add_argument("--budget-auto", type=float, metavar="F",
+                     help="F x the CPU seconds of CGS-PFA --auto on each problem (all chains)")
     p.add_argument("--pilot", type=int, default=200,
                    help="sweeps of the shorter --budget pilot fit (the other has twice as many)")
     p.add_argument("--burn-in-fraction", type=float, default=0.5)
@@ -193,20 +229,23 @@ def main() -> int:
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/ipfa-pautomac"))
     args = p.parse_args()
     args.ipfa_options = shlex.split(args.ipfa_options)
+    out = Path(args.out)
+    check_out(out / "summary.json", out / "summary.md")
     problems = [s.strip() for s in args.problems.split(",") if s.strip()]
     with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
         rows = list(pool.map(lambda q: run_one(q, args), problems))
-    fixed, auto = _reference(FIXED), _reference(AUTO)
+    fixed, auto, table3 = _reference(FIXED), _reference(AUTO), _table3()
     for r in rows:
         f, a = fixed.get(r["problem"], {}), auto.get(r["problem"], {})
+        t = table3.get(r["problem"], {})
+        r["table3_ratio_minus_one"], r["table3_cpu_seconds"] = t.get("ratio_minus_one"), t.get("cpu_seconds")
+        r["table3_states"] = t.get("states")
         r["cgs30_ratio_minus_one"], r["cgs30_seconds"] = f.get("ratio_minus_one"), f.get("seconds")
         r["auto_ratio_minus_one"], r["auto_seconds"] = a.get("ratio_minus_one"), a.get("seconds")
         r["auto_states"] = a.get("states")
     command = shlex.join([sys.executable, *sys.argv])
     commit = git_commit()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(
+    write_out_text(out / "summary.json", json.dumps(
         {"commit": commit, "command": command, "cpu": cpu_name(), "rows": rows,
          "references": {"cgs30": str(FIXED.relative_to(ROOT)),
                         "auto": str(AUTO.relative_to(ROOT)) if AUTO.exists() else None}},
@@ -214,8 +253,9 @@ def main() -> int:
     lines = ["# iPFA on PAutomaC (issue 23)", "", f"Commit: {commit}; CPU: {cpu_name()}", "",
              "Command:", "", "```", command, "```", "",
              "| problem | ratio - 1 | CPU s | sweeps x chains | states mean (max) | true states | "
-             "alpha | gamma | CGS N=30 ratio - 1 | CGS N=30 s | auto ratio - 1 | auto s | auto N |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "alpha | gamma | CGS N=30 ratio - 1 | CGS N=30 s | auto ratio - 1 | auto s | auto N | "
+             "Table 3 ratio - 1 | Table 3 s | Table 3 N |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(
             f"| {r['problem']} | {r['ratio_minus_one']:.5f} | {r['cpu_process']:.1f} | "
@@ -223,13 +263,16 @@ def main() -> int:
             f"{_fmt(r['true_states'], 'd')} | {r['alpha_mean']:.3g} | {r['gamma_mean']:.3g} | "
             f"{_fmt(r['cgs30_ratio_minus_one'], '.5f')} | {_fmt(r['cgs30_seconds'], '.1f')} | "
             f"{_fmt(r['auto_ratio_minus_one'], '.5f')} | {_fmt(r['auto_seconds'], '.1f')} | "
-            f"{r['auto_states'] or '-'} |")
-    lines += ["", "CPU s: the fit process's user + system seconds (the --budget pilots excluded, "
+            f"{r['auto_states'] or '-'} | {_fmt(r['table3_ratio_minus_one'], '.5f')} | "
+            f"{_fmt(r['table3_cpu_seconds'], '.1f')} | {_fmt(r['table3_states'], 'd')} |")
+    lines += ["", "CPU s: the fit process's user + system seconds (the budget's pilots excluded, "
                   "listed below). CGS N=30: " + str(FIXED.relative_to(ROOT)) + " (2 chains x "
                   "3000 sweeps, N = 30, beta = 0.05; its seconds are its units' compute time as "
                   "`pautomac run` measures it, perf_counter in the worker: wall, not CPU); auto: "
               + (str(AUTO.relative_to(ROOT)) + " (its CPU seconds column)" if AUTO.exists()
-                 else "not available yet") + ".",
+                 else "not available yet") + "; Table 3: " + str(TABLE3.relative_to(ROOT))
+              + " (CGS-PFA at the paper's N and beta = 0.05, one chain of 10,000 sweeps: the "
+                "median of its three seeds by score, with that seed's CPU seconds).",
               "", "Each problem's fit:", ""]
     for r in rows:
         lines.append(f"- {r['problem']}: `{r['command']}`"
@@ -240,7 +283,7 @@ def main() -> int:
     bad = [r["problem"] for r in rows if not r["positive"]]
     if bad:
         lines += ["", f"Test strings without a positive probability on problems {bad}."]
-    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    write_out_text(out / "summary.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 
