@@ -4,6 +4,14 @@
         [--seeds 0,1,2] [--iterations 10000] [--burn-in 5000] [--period 100] [--beta 0.05]
         [--workers 1] [--data ../shared/data/pautomac]
         [--out benchmarks/results/pautomac_table3.json]
+    nice -n 10 python benchmarks/pautomac_table3.py --auto F [--chains 2] [--seeds 0,1,2]
+        --out benchmarks/results/pautomac_table3_auto.json
+
+``--auto F`` (issue 22, item 5): each unit is CGS-PFA ``--auto`` instead, N and beta chosen from
+held-out training strings within a budget of F times the paper's CGS(10k) seconds for that
+problem (F <= 0.1: at most a tenth of the paper's CPU), ``--chains`` chains of the winner mixed
+by Eq. 6 with what is left; the table then shows the N chosen, beside the paper's CGS(10k) and
+CGS(20k) scores.
 
 Protocol (the paper's, Sect. 4.1 and 4.6): one chain per run, N from Table 3, L = 10,000
 sweeps, burn-in L/2 (Sect. 4.6.1: "the burn-in period was set at L/2"), one draw every 100
@@ -36,6 +44,24 @@ ROOT = Path(__file__).resolve().parents[1]
 PAPER_TABLE3 = {43: (30, 540, 0.1105), 5: (10, 350, 0.1792), 15: (40, 1800, 0.0371),
                 11: (80, 5300, 0.0670), 32: (90, 10000, 0.0098), 41: (40, 5100, 0.0112),
                 47: (90, 18000, 0.0006), 36: (50, 9900, 0.0273), 18: (50, 13000, 0.0037)}
+#: the same table's CGS(20k) column: problem -> (seconds, score - min), N as for CGS(10k)
+PAPER_TABLE3_20K = {43: (1100, 0.1062), 5: (680, 0.0019), 15: (3500, 0.0375), 11: (11000, 0.0670),
+                    32: (20000, 0.0079), 41: (10000, 0.0089), 47: (36000, 0.0006),
+                    36: (20000, 0.0228), 18: (25000, 0.0030)}
+
+
+def _unit_options(problem: int, settings: dict) -> dict:
+    """The cgs-pfa options of one unit: the paper's N and L, or --auto within its budget."""
+    from bayesfa.method_options import resolve
+
+    if settings.get("auto_fraction") is not None:
+        budget = settings["auto_fraction"] * PAPER_TABLE3[problem][1]
+        return {**resolve("cgs-pfa", {"auto": True, "budget": budget, "chains": settings["chains"]}),
+                "max_draws": 1}
+    return {"states": PAPER_TABLE3[problem][0], "beta": settings["beta"],
+            "iterations": settings["iterations"], "burn_in": settings["burn_in"],
+            "period": settings["period"], "chains": 1, "jobs": 1, "holdout": 0.0,
+            "max_draws": 1, "checkpoint_every": settings["checkpoint_every"]}
 
 
 def run_unit(problem: int, seed: int, data: str, settings: dict, workdir: str) -> dict:
@@ -50,46 +76,61 @@ def run_unit(problem: int, seed: int, data: str, settings: dict, workdir: str) -
     train = read_sample(data / f"{problem}.pautomac.train")
     test = read_sample(data / f"{problem}.pautomac.test")
     solution = read_solution(data / f"{problem}.pautomac_solution.txt", log=True)
-    options = {"states": PAPER_TABLE3[problem][0], "beta": settings["beta"],
-               "iterations": settings["iterations"], "burn_in": settings["burn_in"],
-               "period": settings["period"], "chains": 1, "jobs": 1, "holdout": 0.0,
-               "max_draws": 1, "checkpoint_every": settings["checkpoint_every"]}
+    options = _unit_options(problem, settings)
     wall, cpu = time.perf_counter(), time.process_time()
     pred = fit_and_predict("cgs-pfa", train, options, seed, test, workdir=workdir)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     s = score_all_log(pred.log_mean, solution)
     fit = pred.info["fit"]
-    return {"problem": problem, "seed": seed, "states": options["states"],
+    auto = fit.get("auto")
+    return {"problem": problem, "seed": seed,
+            "states": auto["winner"]["states"] if auto else options["states"],
+            **({"beta": auto["winner"]["beta"], "budget": options["budget"]} if auto else {}),
             "n_tokens": int(train.n_tokens), "n_draws": pred.n_draws,
             "wall_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2),
             "chain_seconds": round(float(np.sum(fit["chain_seconds"])), 2),
-            "resumed": bool(fit["chains_resumed"] or fit["chains_resumed_mid_chain"]),
-            "ns_per_state_token": fit["ns_per_state_token"],
+            "resumed": bool(fit.get("chains_resumed") or fit.get("chains_resumed_mid_chain")),
+            "ns_per_state_token": fit.get("ns_per_state_token"),
             "score": s.score, "min_score": s.min_score, "excess": s.score - s.min_score}
 
 
-def table(rows: dict, problems: list[int], seeds: list[int]) -> str:
-    head = (f"| problem | N | paper s | paper score-min | " + " | ".join(
-        f"seed {s} cpu s (wall) | seed {s} score-min" for s in seeds)
-        + " | median cpu s | median score-min | time / paper | better |")
+def table(rows: dict, problems: list[int], seeds: list[int], auto: bool = False) -> str:
+    """The markdown table of ``rows``: each seed's CPU and score - min, their medians against
+    the paper's CGS(10k) (and, for ``--auto`` rows, CGS(20k) and the N and beta chosen)."""
+    head = ("| problem | N | paper s | paper score-min | "
+            + ("paper 20k s | paper 20k score-min | budget cpu s | " if auto else "")
+            + " | ".join(f"seed {s} cpu s (wall) | seed {s} score-min"
+                         + (f" | seed {s} N, beta" if auto else "") for s in seeds)
+            + " | median cpu s | median score-min | time / paper | better"
+            + (" | better than 20k |" if auto else " |"))
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for p in problems:
         n, paper_s, paper_x = PAPER_TABLE3[p]
+        paper20_s, paper20_x = PAPER_TABLE3_20K[p]
         got = [rows.get(f"{p}/{s}") for s in seeds]
         cells = []
         for r in got:
-            cells += ["-", "-"] if r is None else [f"{r['cpu_seconds']:.0f} ({r['wall_seconds']:.0f})",
-                                                  f"{r['excess']:.4f}"]
+            if r is None:
+                cells += ["-"] * (3 if auto else 2)
+                continue
+            cells += [f"{r['cpu_seconds']:.0f} ({r['wall_seconds']:.0f})", f"{r['excess']:.4f}"]
+            if auto:
+                cells.append(f"{r['states']}, {r['beta']:g}")
         done = [r for r in got if r is not None]
         if done:
             med_s = statistics.median(r["cpu_seconds"] for r in done)
             med_x = statistics.median(r["excess"] for r in done)
+            partial = "" if len(done) == len(seeds) else f" ({len(done)}/{len(seeds)} seeds)"
             tail = [f"{med_s:.0f}", f"{med_x:.4f}", f"{med_s / paper_s:.3f}",
-                    ("yes" if med_x < paper_x else "no") + ("" if len(done) == len(seeds) else
-                                                          f" ({len(done)}/{len(seeds)} seeds)")]
+                    ("yes" if med_x < paper_x else "no") + partial]
+            if auto:
+                tail.append(("yes" if med_x < paper20_x else "no") + partial)
         else:
-            tail = ["-"] * 4
-        lines.append(f"| {p} | {n} | {paper_s} | {paper_x} | " + " | ".join(cells + tail) + " |")
+            tail = ["-"] * (5 if auto else 4)
+        left = [str(p), "chosen" if auto else str(n), str(paper_s), str(paper_x)]
+        if auto:
+            left += [str(paper20_s), str(paper20_x), f"{(done or [{}])[0].get('budget', 0):.0f}"]
+        lines.append("| " + " | ".join(left + cells + tail) + " |")
     return "\n".join(lines)
 
 
@@ -110,6 +151,9 @@ def main(argv=None) -> int:
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pautomac"))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pautomac_table3.json"))
     p.add_argument("--table", action="store_true", help="only print the table of --out")
+    p.add_argument("--auto", type=float, default=None, metavar="F",
+                   help="CGS-PFA --auto within F x the paper's CGS(10k) seconds per unit (F <= 0.1)")
+    p.add_argument("--chains", type=int, default=2, help="--auto: chains of the winner (default 2)")
     args = p.parse_args(argv)
     problems = [int(v) for v in args.problems.split(",")]
     unknown = [k for k in problems if k not in PAPER_TABLE3]
@@ -117,8 +161,13 @@ def main(argv=None) -> int:
         sys.exit(f"not a Table 3 problem with a training file: {unknown}")
     seeds = [int(v) for v in args.seeds.split(",")]
     burn_in = args.iterations // 2 if args.burn_in is None else args.burn_in
-    settings = {"iterations": args.iterations, "burn_in": burn_in, "period": args.period,
-                "beta": args.beta, "chains": 1, "max_draws": 1}
+    if args.auto is not None and not 0 < args.auto <= 0.1:
+        sys.exit(f"--auto must be in (0, 0.1] (at most a tenth of the paper's CPU), got {args.auto}")
+    if args.auto is not None:
+        settings = {"auto_fraction": args.auto, "chains": args.chains, "max_draws": 1}
+    else:
+        settings = {"iterations": args.iterations, "burn_in": burn_in, "period": args.period,
+                    "beta": args.beta, "chains": 1, "max_draws": 1}
     out = Path(args.out)
     if not args.table:
         from guarded_out import check_out
@@ -144,7 +193,7 @@ def main(argv=None) -> int:
                 write_out_json(out, done)
                 print(f"problem {row['problem']} seed {row['seed']}: {row['chain_seconds']:.0f} s, "
                       f"score - min {row['excess']:.4f}", flush=True)
-    print(table(done["rows"], problems, seeds))
+    print(table(done["rows"], problems, seeds, auto=args.auto is not None))
     return 0
 
 
