@@ -126,7 +126,12 @@ def run_one(problem: str, args) -> dict:
     """Fit (unless ``RUNS/pP.result.json`` exists) and return the problem's row."""
     done = Path(args.runs) / f"p{problem}.result.json"
     if done.exists():
-        return json.loads(done.read_text())
+        row = json.loads(done.read_text())
+        out = Path(args.runs) / f"p{problem}"
+        if "states_draws" not in row and (out / "manifest.json").exists():
+            # a row of an earlier version of this script: the per-draw states read again
+            row["states_draws"] = _states_draws(out)
+        return row
     Path(args.runs).mkdir(parents=True, exist_ok=True)
     sweeps, pilot = _sweeps(problem, args)
     out = Path(args.runs) / f"p{problem}"
@@ -136,6 +141,14 @@ def run_one(problem: str, args) -> dict:
     row["pilot"] = pilot
     done.write_text(json.dumps(row, indent=1) + "\n")
     return row
+
+
+def _states_draws(out: Path) -> list[list[int]]:
+    """The states in use at each draw (after burn-in), chain by chain: the posterior of K."""
+    import bayesfa
+
+    k = bayesfa.load(out).trace.sample_stats["n_states"].values
+    return [[int(x) for x in chain] for chain in k]
 
 
 def record(problem: str, args, out: Path, cmd: list[str], cpu_process: float) -> dict:
@@ -160,6 +173,7 @@ def record(problem: str, args, out: Path, cmd: list[str], cpu_process: float) ->
             "sweeps": opts["iterations"], "burn_in": opts["burn_in"], "period": opts["period"],
             "chains": opts["chains"], "draws": n_draws,
             "states_mean": float(k.mean()), "states_last": [int(x) for x in k[:, -1]],
+            "states_draws": _states_draws(out),
             "states_max": int(info["max_states_in_use"]),
             "true_states": _true_states(problem, args),
             "alpha_mean": float(np.mean(stats["alpha"].values)),
