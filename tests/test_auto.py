@@ -11,6 +11,7 @@ CPU seconds, so the ladder is short; nothing here is statistical (no false-alarm
 from __future__ import annotations
 
 import json
+import math
 from importlib import resources
 from pathlib import Path
 
@@ -186,3 +187,21 @@ def test_library_refusals_are_one_line_input_errors(corpus, options, message):
     with pytest.raises(InputError, match=message) as exc:
         METHOD.fit(corpus, {**_options(), "auto": False, **options}, 1, False)
     assert "\n" not in str(exc.value)
+
+
+def test_calibration_timing_survives_a_coarse_cpu_clock(monkeypatch):
+    """A CPU clock that ticks every 10 ms (as ``process_time`` did under ``ulimit -t``) must not
+    time a 1 ms call as free or as 10 ms: each timing repeats the call over a window. The
+    call advances a simulated CPU clock by exactly 1 ms (so the machine's load cannot matter)."""
+    now = [0.0]
+
+    def coarse():
+        return math.floor(now[0] / 0.01 + 1e-9) * 0.01
+
+    def one_ms():
+        now[0] += 0.001
+
+    monkeypatch.setattr(auto.time, "thread_time", coarse)
+    monkeypatch.setattr(auto.time, "process_time", coarse)
+    seconds = auto._min_time(one_ms)
+    assert 0.0008 < seconds < 0.0012, seconds

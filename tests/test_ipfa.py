@@ -449,3 +449,33 @@ def test_hyperpriors_predictive_matches_enumeration():
     ref = np.exp(plugin_predictive_with_priors(train, test, (2.0, 0.5), (2.0, 1.0)))
     worst, crit = _z_test(probs, ref)
     assert worst <= crit, (worst, crit)
+
+
+_CACHE_PROBE = """
+from bayesfa.samplers.pfa import _ipfa_kernel as kern
+from bayesfa.samplers.pfa.ipfa import sample_ipfa
+from bayesfa.validation.toys import get_toy
+
+sample_ipfa(get_toy("small").train, states=3, iterations=4, burn_in=2, period=1, chains=1, seed=0)
+stats = kern.sweeps.stats
+print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
+"""
+
+
+def test_the_sweep_loads_from_numba_cache_in_a_new_process(tmp_path):
+    """The compiled sweep is found in numba's cache by the next process: a closure over another
+    compiled function missed it at every start (its pickle differs in each process), so each
+    ``bayesfa fit --method ipfa`` recompiled for seconds and added a cache file."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+
+    def probe():
+        out = subprocess.run([sys.executable, "-c", _CACHE_PROBE], env=env, check=True,
+                             capture_output=True, text=True).stdout.split()
+        return int(out[0]), int(out[1])
+
+    assert probe() == (0, 1)  # a fresh cache: compiled once
+    assert probe() == (1, 0)  # the next process: loaded, not compiled

@@ -66,6 +66,7 @@ Mutants (:data:`MUTATIONS`) are compile-time switches of this one source
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 from numba import njit
@@ -393,7 +394,6 @@ def build_sweeps(mutation: str | None = None):
                     meta[1] = h
         return positions.shape[0]
 
-    @njit(cache=True)
     def sweeps(n_sweeps, start, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta,
                mcol, mrow, hyper, priors, rng, truncated):
         """Up to ``n_sweeps`` sweeps, the first from ``positions[start]``: each resamples every
@@ -408,7 +408,9 @@ def build_sweeps(mutation: str | None = None):
                 if not truncated and meta[0] >= c.shape[0] - 1:
                     return s, 0  # no room: grow before this sweep draws anything
                 uniforms[:] = rng.random(positions.shape[0])
-            m = sweep_positions(start, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta,
+            if no_new or no_merge or not delta_term:  # the variant, in the cache key (below)
+                pass
+            m = _positions(start, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta,
                                 meta, rng, hyper[0], hyper[1], truncated)
             if m < positions.shape[0]:
                 return s, m
@@ -448,8 +450,17 @@ def build_sweeps(mutation: str | None = None):
             refresh_weights(ci, recip, bk, beta, meta, alpha, n_symbols, truncated)
         return n_sweeps, 0
 
-    _BUILT[mutation] = sweeps
-    return sweeps
+    # ``sweeps`` finds this variant's ``sweep_positions`` as the global ``_positions`` of its
+    # own globals, not as a closure cell: numba's cache keys a function by its closure cells'
+    # pickles, and a compiled function's pickle differs in every process (a fresh uuid), so a
+    # closure over one missed the cache at every start (a recompile of seconds, and one more
+    # cache file each time). The flags it closes over (bools) keep the variants' keys apart.
+    compiled = types.FunctionType(sweeps.__code__, {**globals(), "_positions": sweep_positions},
+                                  sweeps.__name__, sweeps.__defaults__, sweeps.__closure__)
+    compiled.__qualname__, compiled.__doc__ = sweeps.__qualname__, sweeps.__doc__
+    compiled.__module__ = sweeps.__module__
+    _BUILT[mutation] = njit(cache=True)(compiled)
+    return _BUILT[mutation]
 
 
 _BUILT: dict = {}

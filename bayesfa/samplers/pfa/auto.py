@@ -151,18 +151,34 @@ def cpu_seconds() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+#: seconds of CPU over which one calibration timing repeats its call (a clock that ticks every
+#: 10 ms then errs by at most a fifth)
+TIMING_WINDOW = 0.05
+
+
 def _round_up(x: float) -> float:
     """``x`` rounded up to a power of 2**(1/4) (relative step 19%)."""
     return float(2.0 ** (math.ceil(4 * math.log2(max(x, 1e-15))) / 4))
 
 
 def _min_time(fn, repeats: int = 3) -> float:
-    """The least CPU seconds of ``repeats`` calls of ``fn`` (the least is the steadiest)."""
+    """The least CPU seconds of a call of ``fn`` over ``repeats`` timings (the least is the
+    steadiest), each timing calls ``fn`` until :data:`TIMING_WINDOW` seconds have passed.
+
+    The clock is this thread's CPU time (the kernels run in the calling thread), and a call is
+    timed over a window, not alone: a process's CPU clock can tick coarsely (measured: under
+    a CPU-time limit, ``ulimit -t``, ``process_time`` read 4 microseconds for a 1 ms sweep),
+    and a sweep timed as free made ``--auto`` plan far past its budget."""
     best = math.inf
     for _ in range(repeats):
-        t0 = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t0)
+        calls, t0 = 0, time.thread_time()
+        while True:
+            fn()
+            calls += 1
+            elapsed = time.thread_time() - t0
+            if elapsed >= TIMING_WINDOW:
+                break
+        best = min(best, elapsed / calls)
     return best
 
 
