@@ -38,7 +38,8 @@ def _positive_list(cast):
         try:
             values = [cast(v) for v in text.split(",") if v.strip()]
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected a comma-separated list, got {text!r}") from None
         if not values or any(v <= 0 for v in values):
             raise argparse.ArgumentTypeError(f"expected positive values, got {text!r}")
         return values
@@ -84,10 +85,12 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_prob)
 
     p = sub.add_parser("score", help="PAutomaC score of a prediction against a solution",
-                       description="Score (Eq. 19 of Shibata & Yoshinaka 2013), minimal score and ratio.")
+                       description="Score (Eq. 19 of Shibata & Yoshinaka 2013), minimal score "
+                                   "and ratio.")
     p.add_argument("pred", metavar="PRED")
     p.add_argument("solution", metavar="SOLUTION")
-    p.add_argument("--json", action="store_true", help='print {"score": ..., "min_score": ..., "ratio": ...}')
+    p.add_argument("--json", action="store_true",
+                   help='print {"score": ..., "min_score": ..., "ratio": ...}')
     p.set_defaults(func=cmd_score)
 
     methods_help = "; ".join(method_names())
@@ -109,11 +112,12 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--predict", metavar="TEST",
                    help="also predict TEST's strings (Eq. 6) into the run directory: draw by draw "
                         f"during the chains for methods that can ({', '.join(ONLINE_METHODS)}), at "
-                        "the end of the fit for the others; `bayesfa predict RUN_DIR TEST` then reuses them")
+                        "the end of the fit for the others; `bayesfa predict RUN_DIR TEST` then "
+                        "reuses them")
     p.add_argument("--max-draws", type=positive_int, default=None, metavar="K",
                    help="keep the counts of only K draws per chain, evenly thinned (methods that "
-                        f"predict online: {', '.join(ONLINE_METHODS)}); the trace and --predict still use "
-                        "every draw")
+                        f"predict online: {', '.join(ONLINE_METHODS)}); the trace and --predict "
+                        "still use every draw")
     _add_format(p)
     if method is not None and method in method_names():
         get_method(method).add_arguments(p.add_argument_group(f"options of {method}"))
@@ -195,14 +199,16 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_diagnose)
 
     p = sub.add_parser("select", help="choose states and beta by K-fold cross-validation",
-                       description="Sect. 4.1 of Shibata & Yoshinaka (2013): N over a grid at beta=0.5, "
-                                   "then beta over a grid at that N, by held-out log-likelihood.",
+                       description="Sect. 4.1 of Shibata & Yoshinaka (2013): N over a grid at "
+                                   "beta=0.5, then beta over a grid at that N, by held-out "
+                                   "log-likelihood.",
                        conflict_handler="resolve")
     p.add_argument("train", metavar="TRAIN")
     _add_method_choice(p)
     if method is not None and method in method_names():
         get_method(method).add_arguments(p.add_argument_group(f"options of {method}"))
-    p.add_argument("--states", type=_positive_list(int), default=[10, 20, 30, 40, 50, 60, 70, 80, 90],
+    p.add_argument("--states", type=_positive_list(int),
+                   default=[10, 20, 30, 40, 50, 60, 70, 80, 90],
                    help="grid of N, comma-separated; default 10,20,...,90")
     p.add_argument("--beta", type=_positive_list(float), default=[0.01, 0.02, 0.05, 0.1, 0.2, 0.5],
                    help="grid of beta; default 0.01,0.02,0.05,0.1,0.2,0.5")
@@ -222,10 +228,10 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_select)
 
     p = sub.add_parser("validate", help="check a sampler against exact enumeration and its oracle",
-                       description="Run METHOD on a toy automaton and compare its posterior predictive "
-                                   "with the exact one, within Monte Carlo error; deterministic "
-                                   "methods get exact checks. --list: every method with its "
-                                   "checks and mutants.")
+                       description="Run METHOD on a toy automaton and compare its posterior "
+                                   "predictive with the exact one, within Monte Carlo error; "
+                                   "deterministic methods get exact checks. --list: every "
+                                   "method with its checks and mutants.")
     p.add_argument("method", metavar="METHOD", nargs="?")
     p.add_argument("--list", action="store_true",
                    help="list every method with its checks and mutant names (no run)")
@@ -233,17 +239,21 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=seed_int, default=0, help="random seed, 0 or more; default 0")
     p.add_argument("--json", action="store_true")
     p.add_argument("--kernel", choices=("gibbs", "alias-mh", "bucket-mh"), default=None,
-                   help="cgs-pfa only: validate this sweep kernel (default: the method's own choice)")
+                   help="cgs-pfa only: validate this sweep kernel (default: the method's own "
+                        "choice)")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("export", help="write a run's learned automaton (PAutomaC model file or dot)",
+    p = sub.add_parser("export",
+                       help="write a run's learned automaton (PAutomaC model file or dot)",
                        description="Write the one automaton a run learned (estatemerge, evgram, "
-                                   "cvgram, alergia) as a PAutomaC model file, which `bayesfa prob` "
-                                   "reads back to the run's own probabilities, or as Graphviz dot.")
+                                   "cvgram, alergia) as a PAutomaC model file, which `bayesfa "
+                                   "prob` reads back to the run's own probabilities, or as "
+                                   "Graphviz dot.")
     p.add_argument("run", metavar="RUN_DIR")
     p.add_argument("--format", choices=("pautomac", "dot"), required=True,
                    help="pautomac (model file) or dot (Graphviz picture)")
-    p.add_argument("--out", required=True, metavar="FILE", help="output file; - for standard output")
+    p.add_argument("--out", required=True, metavar="FILE",
+                   help="output file; - for standard output")
     p.add_argument("--max-edges", type=positive_int, default=200,
                    help="dot: draw only the N most probable transitions (default 200)")
     p.set_defaults(func=cmd_export)
@@ -257,7 +267,8 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("run", metavar="RUN_DIR")
     p.add_argument("n", type=positive_int, metavar="N", help="number of strings")
     p.add_argument("--seed", type=seed_int, default=0, help="random seed; default 0")
-    p.add_argument("--out", required=True, metavar="FILE", help="output file; - for standard output")
+    p.add_argument("--out", required=True, metavar="FILE",
+                   help="output file; - for standard output")
     p.set_defaults(func=cmd_sample)
 
     p = sub.add_parser("decode", help="most probable state path of each test string (Viterbi)",
@@ -268,10 +279,12 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("run", metavar="RUN_DIR")
     p.add_argument("test", metavar="TEST")
     _add_format(p)
-    p.add_argument("--out", required=True, metavar="FILE", help="output file; - for standard output")
+    p.add_argument("--out", required=True, metavar="FILE",
+                   help="output file; - for standard output")
     p.set_defaults(func=cmd_decode)
 
-    p = sub.add_parser("pautomac", help="production runs over PAutomaC problems on Dask (pautomac run)",
+    p = sub.add_parser("pautomac",
+                       help="production runs over PAutomaC problems on Dask (pautomac run)",
                        description="Production runs over PAutomaC problems: `bayesfa pautomac run "
                                    "--help` (bayesfa.production).")
     from bayesfa.production import add_cli
@@ -286,7 +299,8 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                                    "each, A C G T = 0-3, the first 150,000 bases for training).")
     p.add_argument("name", choices=("alice", "dna"), metavar="NAME", help="alice or dna")
     p.add_argument("--out", required=True, metavar="DIR",
-                   help="folder for NAME.train and NAME.test (never over files bayesfa did not write)")
+                   help="folder for NAME.train and NAME.test (never over files bayesfa did not "
+                        "write)")
     p.add_argument("--resplit", action="store_true",
                    help="alice: a fresh random 100/50 split of the whole book (see --seed)")
     p.add_argument("--seed", type=seed_int, default=None,
@@ -371,8 +385,8 @@ def cmd_score(args) -> int:
     # in log space, so that probabilities written below float64's range (log p < -745) count
     pred, solution = read_solution(args.pred, log=True), read_solution(args.solution, log=True)
     if pred.size != solution.size:
-        raise InputError(f"{pred.size} probabilities, but SOLUTION {args.solution} has {solution.size}",
-                         args.pred)
+        raise InputError(f"{pred.size} probabilities, but SOLUTION {args.solution} has "
+                         f"{solution.size}", args.pred)
     for path, logp in ((args.pred, pred), (args.solution, solution)):
         if not np.isfinite(logp).any():
             raise InputError("every probability is 0 (or the file has none): nothing to "
@@ -382,7 +396,8 @@ def cmd_score(args) -> int:
         zero = "the prediction gives probability 0 to a string the solution gives mass"
         _print_json(result.as_dict(), {"score": zero, "ratio": zero})
     else:
-        print(f"score      {result.score:.6f}\nmin_score  {result.min_score:.6f}\nratio      {result.ratio:.6f}")
+        print(f"score      {result.score:.6f}\nmin_score  {result.min_score:.6f}\n"
+              f"ratio      {result.ratio:.6f}")
     return 0
 
 
@@ -435,7 +450,8 @@ def cmd_perplexity(args) -> int:
     if args.json:
         zero = ("the test data have probability 0 under the run"
                 if out["zero_probability_strings"] is None else
-                f"{out['zero_probability_strings']} test string(s) have probability 0 under the run")
+                f"{out['zero_probability_strings']} test string(s) have probability 0 under "
+                "the run")
         _print_json(out, {"perplexity": zero, "log_prob": zero})
     else:
         print(f"perplexity {out['perplexity']:.6f} per symbol ({out['n_symbols']} symbols, log "
@@ -529,7 +545,8 @@ def cmd_validate(args) -> int:
         return 0
     if args.method is None:
         raise InputError("validate needs a METHOD (or --list)")
-    text, passed = validate_main(args.method, args.toy, args.json, seed=args.seed, kernel=args.kernel)
+    text, passed = validate_main(args.method, args.toy, args.json, seed=args.seed,
+                                 kernel=args.kernel)
     print(text)
     return 0 if passed else 1
 

@@ -160,7 +160,7 @@ def plot(results: list[dict], path: Path) -> None:
                          f"load {res['load_average'][0]:.0f}-{res['load_average'][1]:.0f}", fontsize=9)
             ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, format="png")  # the guarded writer's temporary name has no suffix
 
 
 def main(argv=None) -> int:

@@ -660,7 +660,7 @@ def command_lines(draw, ws: Path):
     out_file, out_dir = ["new.txt", "ours.txt", "-"], ["newdir", "run", "."]
 
     command = draw(st.sampled_from(["prob", "score", "fit", "predict", "perplexity", "diagnose",
-                                    "select", "export", "data"]))
+                                    "select", "export", "data", "sample", "decode"]))
     if command == "prob":
         return ["prob", path(good=["model.txt"]), path(good=test), "--out", path(good=out_file)]
     if command == "score":
@@ -671,6 +671,12 @@ def command_lines(draw, ws: Path):
         if command == "predict":
             argv += ["--out", path(good=out_file)]
         return argv + (["--map"] if draw(st.booleans()) else []) + opt("--format", ["pautomac", "lines"])
+    if command == "sample":
+        return (["sample", path(RUNS, RUNS[:3]), val(INTS, ["3"]), "--out", path(good=out_file)]
+                + opt("--seed", SEEDS))
+    if command == "decode":
+        return (["decode", path(RUNS, RUNS[:3]), path(good=test), "--out", path(good=out_file)]
+                + opt("--format", ["pautomac", "lines"]))
     if command == "diagnose":
         return (["diagnose", path(RUNS, RUNS[:2])] + (["--json"] if draw(st.booleans()) else [])
                 + (["--plot", path(good=["newdir", "mine", "."])] if draw(st.booleans()) else []))
@@ -689,19 +695,85 @@ def command_lines(draw, ws: Path):
                  "--folds", val(["2", "1", "-2"], ["2"]),
                  "--iterations", val(["3", "2", "0"], ["3"]), "--burn-in", "1",
                  "--period", "1", "--out", path(good=["newdir", "mine", "run"])] + opt("--seed", SEEDS))
-    method = draw(st.sampled_from(["cgs-pfa", "cvb0", "estatemerge"]))
-    argv = (["fit", path(good=sample), "--method", method, "--out", path(good=out_dir), "--quiet"]
-            + opt("--seed", SEEDS))
-    if method == "cgs-pfa":
-        argv += ["--states", val(["0", "-1"], ["2"]), "--chains", "1",
-                 "--iterations", val(INTS, ["3", "6"]), "--burn-in", val(INTS, ["2"]),
-                 "--period", "1"] + opt("--max-draws", INTS)
-    elif method == "cvb0":
-        argv += ["--states", "2", "--iterations", val(INTS, ["3"])]
+    return draw(fit_lines(ws, draw(st.sampled_from(FIT_METHODS))))
+
+
+#: What ``fit_lines`` draws for ``--method`` (``cgs-pfa --auto``: cgs-pfa with ``--auto --budget``).
+FIT_METHODS = ("cgs-pfa", "cgs-pfa --auto", "cgs-sg", "cgs-hmm", "cvb0", "gcvb0", "cvb2", "hpyp",
+               "ipfa", "estatemerge")
+FRACTIONS = ["0", "0.1", "0.5", "1", "1.5", "-0.1", "nan", "x"]  # --holdout: [0, 1)
+SECONDS = ["0", "0.01", "5", "-1", "inf", "nan", "x"]  # --checkpoint-every: finite, >= 0
+REALS = ["0.5", "1", "2", "0", "-1", "inf", "x"]
+PRIORS = ["1,1", "2,0.5", "fixed", "0,1", "1", "x"]  # ipfa's --alpha-prior / --gamma-prior
+
+
+@st.composite
+def fit_lines(draw, ws: Path, method: str):
+    """A ``fit`` command line of ``method`` with its options and the execution options every
+    fit shares (``--seed``, ``--force``, ``--predict``, ``--max-draws``, and ``--holdout`` /
+    ``--checkpoint-every`` where the method has them, and where it has not: refused), drawn
+    from values a user might type, good and bad. Sizes stay tiny (at most 6 sweeps, 2
+    states, one chain, ``--auto --budget`` of at most 1 CPU second): every fit is quick.
+    Half the lines are careful (every value a good one, so that the fit runs and writes);
+    in the others each value is anything, a bad one a third of the time."""
+    careful = draw(st.booleans())
+
+    def good_one() -> bool:
+        return careful or draw(st.integers(0, 2)) > 0
+
+    def path(good):
+        p = draw(st.sampled_from(good if good_one() else PATHS))
+        return p if p in ("-", "") else str(ws / p)
+
+    def val(values, good):
+        return draw(st.sampled_from(good if good_one() else values))
+
+    def opt(name, values, good=None, has=True):
+        """``name`` and a value half the time; an option the method refuses (``has`` False)
+        never in a careful line."""
+        if (careful and not has) or not draw(st.booleans()):
+            return []
+        return [name, val(values, good or values)]
+
+    def flag(name):
+        return [name] if draw(st.booleans()) else []
+
+    name = method.split()[0]
+    out = path(["newdir", "run"])
+    argv = (["fit", path(["train.txt"]), "--method", name, "--out", out, "--quiet"]
+            + opt("--seed", SEEDS, ["0", "7"])
+            + (["--force"] if careful and out.endswith("run") else flag("--force"))
+            + (["--predict", path(["test.txt"])] if not draw(st.integers(0, 2)) else [])
+            + opt("--max-draws", INTS, ["1", "2"], has=name in ("cgs-pfa", "ipfa"))
+            + opt("--holdout", FRACTIONS, ["0", "0.1"], has=name not in ("ipfa", "estatemerge"))
+            + opt("--checkpoint-every", SECONDS, ["0", "0.01"], has=name != "estatemerge"))
+    sweeps = ["--iterations", val(INTS, ["3", "6"]), "--burn-in", val(INTS, ["2"]), "--period", "1"]
+    if method == "cgs-pfa --auto":
+        auto = ["--auto"] if careful or draw(st.integers(0, 3)) else ["--states", "2", *sweeps]
+        budget = ["--budget", "1"] if careful else opt("--budget", ["0.2", "0", "-1", "inf", "x"], ["1"])
+        argv += ["--chains", "1", *auto, *budget]  # at most 1 CPU second
+    elif name in ("cgs-pfa", "cgs-sg", "cgs-hmm", "ipfa"):
+        argv += ["--states", val(["0", "-1", "x"], ["2"]), "--chains", "1", *sweeps]
+        if name == "cgs-sg":
+            argv += opt("--graph-interval", INTS, ["1", "2"])
+        elif name == "cgs-hmm":
+            argv += opt("--alpha", REALS, ["0.5"])
+        elif name == "ipfa":  # --truncate L > 0 wants --gamma-prior fixed
+            argv += (opt("--alpha", REALS, ["0.5", "2"]) + opt("--gamma", REALS, ["0.5", "2"])
+                     + opt("--alpha-prior", PRIORS, ["1,1", "fixed"])
+                     + opt("--gamma-prior", PRIORS, ["1,1", "fixed"])
+                     + opt("--truncate", ["0", "3", "-1", "x"], ["0"]))
+    elif name in ("cvb0", "gcvb0", "cvb2"):
+        argv += (["--states", val(["0", "x"], ["2"]), "--iterations", val(INTS, ["3"])]
+                 + opt("--tol", ["1e-3", "0", "-1", "nan", "x"], ["1e-3"]) + opt("--beta", REALS, ["0.1"]))
+    elif name == "hpyp":
+        argv += (["--order", val(["0", "1", "-1", "9", "x"], ["2", "3"]), *sweeps]
+                 + opt("--discount", ["0.5", "0", "1", "-0.1", "x"], ["0.5"])
+                 + opt("--concentration", REALS, ["1"]) + opt("--chains", ["1", "2", "0"], ["1", "2"])
+                 + flag("--sequence"))
     else:
-        argv += opt("--states", INTS)  # estatemerge has no --states: refused, pointing to its help
-    return (argv + (["--force"] if draw(st.booleans()) else [])
-            + (["--predict", path(good=test)] if not draw(st.integers(0, 3)) else []))
+        argv += opt("--states", INTS, has=False)  # estatemerge has no --states: refused, pointing to its help
+    return argv
 
 
 def _last(argv: list[str], option: str) -> str | None:
@@ -709,17 +781,32 @@ def _last(argv: list[str], option: str) -> str | None:
     return values[-1] if values else None
 
 
-@COMMAND_FUZZ
-@given(data=st.data())
-def test_fuzz_every_command_leaves_user_files_alone(capsys, workspace, data):
-    """Any command line of any command: exit 0, or one line and exit 2 (never a traceback);
-    a negative or out-of-range --seed always exit 2; the user's files never change; a file
-    changes only where the command writes (its --out, --plot, and the ledger of the folder
-    it writes into); every file or folder it creates follows the umask."""
+def _fraction_ok(text: str) -> bool:
+    try:
+        return 0 <= float(text) < 1
+    except ValueError:
+        return False
+
+
+def _seconds_ok(text: str) -> bool:
+    try:
+        return 0 <= float(text) < math.inf
+    except ValueError:
+        return False
+
+
+def _check_command(capsys, workspace: Path, lines) -> None:
+    """Run the command line ``lines(ws)`` draws in a copy ``ws`` of the workspace and check:
+    exit 0, or one line and exit 2 (never a traceback); a negative or out-of-range --seed,
+    a --holdout outside [0, 1) and a --checkpoint-every that is not a finite number of
+    seconds always exit 2; the user's files never change; a file changes only where the
+    command writes (its --out, --plot, and the ledger of the folder it writes into); every
+    file or folder it creates follows the umask; a fit that exits 0 leaves a whole run
+    (its manifest records every file, --predict's predictions too)."""
     ws = Path(tempfile.mkdtemp(prefix="bayesfa-ws-"))
     try:
         shutil.copytree(workspace, ws, dirs_exist_ok=True)
-        argv = data.draw(command_lines(ws))
+        argv = lines(ws)
         argv = [a.replace(str(workspace), str(ws)) for a in argv]
         before = _tree(ws)
         capsys.readouterr()
@@ -736,12 +823,16 @@ def test_fuzz_every_command_leaves_user_files_alone(capsys, workspace, data):
         out, err = capsys.readouterr()
         assert "Traceback" not in err + out
         assert rc in (0, 2), (rc, err)
-        event(f"{argv[0]} exit {rc}")
+        event(f"{argv[0]} {_last(argv, '--method') or ''} exit {rc}")
         if rc == 2:
             assert err.count("\n") == 1 and " error: " in err.splitlines()[0], err
         seed = _last(argv, "--seed")
         if seed is not None and not (seed.isdigit() and int(seed) < 2**63):
             assert rc == 2, err  # refused at parse time (this or another bad option)
+        for option, ok in (("--holdout", _fraction_ok), ("--checkpoint-every", _seconds_ok)):
+            value = _last(argv, option)
+            if value is not None and not ok(value):
+                assert rc == 2, f"{argv}: exit 0 with {option} {value}"
         after = _tree(ws)
         for name in USER_FILES:
             assert after.get(name) == before[name], f"{argv}: changed the user's {name}"
@@ -759,5 +850,31 @@ def test_fuzz_every_command_leaves_user_files_alone(capsys, workspace, data):
                 kind, mode = after[rel]
                 expected = (0o777 if kind == "dir" else 0o666) & ~UMASK
                 assert mode == expected, f"{argv}: {rel} created with mode {oct(mode)}, umask {oct(UMASK)}"
+        if argv[0] == "fit" and rc == 0:
+            manifest = json.loads((targets[0] / "manifest.json").read_text())
+            assert _bound(manifest, "arrays.npz", (targets[0] / "arrays.npz").read_bytes())
+            assert ("predictions.npz" in manifest["files"]) == ("--predict" in argv), argv
     finally:
         shutil.rmtree(ws, ignore_errors=True)
+
+
+@COMMAND_FUZZ
+@given(data=st.data())
+def test_fuzz_every_command_leaves_user_files_alone(capsys, workspace, data):
+    """Any command line of any command (fit of any method): see :func:`_check_command`."""
+    _check_command(capsys, workspace, lambda ws: data.draw(command_lines(ws)))
+
+
+#: Examples per method of the fit fuzz in CI (a fit of each method, tiny: about 0.1 s each
+#: once compiled).
+FIT_FUZZ = settings(FUZZ, max_examples=max(1, MAX_EXAMPLES // 8))
+
+
+@pytest.mark.parametrize("method", FIT_METHODS)
+@FIT_FUZZ
+@given(data=st.data())
+def test_fuzz_fit_of_every_method_leaves_user_files_alone(capsys, workspace, method, data):
+    """``fit --method METHOD`` with its options and the shared ones (``--holdout``,
+    ``--checkpoint-every``, ``--max-draws``, ``--predict``, ``--auto --budget``): each method
+    drawn as often, whatever the command fuzz happens to draw. See :func:`_check_command`."""
+    _check_command(capsys, workspace, lambda ws: data.draw(fit_lines(ws, method)))

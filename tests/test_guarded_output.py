@@ -7,6 +7,77 @@ stuck after a refused fit, negative seeds, a broken pipe, a manifest copied over
 run, and the small things (permissions, error messages that name temporary or internal
 paths, ``--out -``, a help pointer, ``diagnose`` of an optimiser, a summary that hides
 non-convergence, a silent resume). Before the change every one of them failed.
+
+The whole trial, every case of the issue and where it is checked (``F::t`` is
+``tests/F.py::test_t``; the cases not in this file are in the files named)::
+
+    nice -n 19 .venv/bin/python -m pytest -q tests/test_guarded_output.py tests/test_run_safety.py \
+        tests/test_fuzz_cli.py tests/test_resume_cvb_hpyp.py tests/test_resume_variants.py \
+        tests/test_checkpoint.py tests/test_pdia_resume.py tests/test_progress.py  # -m "" for the slow
+
+Files silently replaced
+  diagnose --plot DIR/trace.png    test_guarded_output::diagnose_plot_never_replaces_the_users_trace_png
+  data alice --out DIR             test_guarded_output::data_never_replaces_the_users_alice_train
+  select --out (foreign folder)    test_guarded_output::select_refuses_a_folder_that_is_not_a_selection
+A run stuck after a refused fit
+  burn-in >= iterations            test_guarded_output::a_refused_fit_leaves_the_folder_as_it_was
+  an empty corpus                  test_guarded_output::an_empty_corpus_is_refused_naming_the_file
+  a crash                          test_guarded_output::a_crashed_fit_leaves_no_unfinished_run
+Tracebacks on a negative --seed    test_guarded_output::a_bad_seed_is_refused_at_parse_time (fit cgs-pfa,
+                                   pdia, hmm-em; select; validate hpyp; data alice --resplit; pautomac
+                                   run), seed_int_accepts_exactly_zero_to_the_maximum
+Broken pipe (score | head -1)      test_guarded_output::score_into_a_closed_pipe_is_quiet
+A manifest copied over a run       test_guarded_output::a_manifest_copied_over_another_run_is_refused,
+                                   manifest_fingerprint_binds_every_file; test_run_safety (damaged files)
+Long silence
+  cvb0 --states 5000 (progress)    test_progress::cvb_progress_and_estimate_leave_results_unchanged,
+                                   cvb_chunked_sweep_moves_the_bar_within_an_iteration (the bar moves
+                                   within one long iteration), estimate_message_threshold
+  the oracles on big data          test_progress::oracle_refuses_pautomac_training_set_in_one_line,
+                                   oracle_allow_large_is_declared_and_passes_the_check
+  hpyp                             test_progress::hpyp_progress_and_estimate_leave_draws_unchanged
+Resume only for some samplers (mid-chain, bit for bit, kill -9, --holdout)
+  cgs-pfa                          test_checkpoint::kill_9_of_bayesfa_fit_then_resume_is_bit_identical
+  cgs-sg, cgs-hmm, cgs-hmm-star    test_resume_variants::interrupted_chain_resumes_bit_identical,
+                                   kill_9_of_bayesfa_fit_then_resume_is_bit_identical,
+                                   holdout_is_not_sampled_and_recorded_per_draw
+  cvb0, gcvb0, cvb2, hpyp          test_resume_cvb_hpyp::interrupted_vb_fit_resumes_bit_identical,
+                                   interrupted_hpyp_chain_resumes_bit_identical,
+                                   kill_9_of_bayesfa_fit_then_resume_is_bit_identical,
+                                   vb_holdout_is_not_fitted_and_recorded_per_iteration,
+                                   hpyp_holdout_is_not_sampled_and_scored_per_draw
+  gcvb0 on scipy < 1.15            test_resume_cvb_hpyp::gcvb0_without_setulb_falls_back_to_minimize_and_saves_nothing
+  pdia                             test_pdia_resume::kill_9_of_bayesfa_fit_then_resume_is_bit_identical
+  ipfa (no --holdout; slow)        test_resume_variants::kill_9_of_bayesfa_fit_ipfa_then_resume_is_bit_identical
+Small things
+  outputs follow the umask         test_guarded_output::every_output_follows_the_umask (fit, predict,
+                                   export, select, diagnose --plot, pautomac run); data_never_...;
+                                   test_fuzz_cli::fuzz_every_command_leaves_user_files_alone
+  export --out EXISTING_DIR        test_guarded_output::export_to_an_existing_folder_names_the_folder
+  select --out FILE                test_guarded_output::select_out_a_file_names_that_file
+  prob --out - (and predict, export) test_guarded_output::prob_and_predict_out_dash_is_standard_output,
+                                   export_to_an_existing_folder_names_the_folder
+  "no string" names the file       test_guarded_output::an_empty_corpus_is_refused_naming_the_file
+  estatemerge --states: its help   test_guarded_output::estatemerge_states_points_to_the_methods_help
+  diagnose of an optimiser         test_guarded_output::diagnose_of_an_optimiser_speaks_of_convergence
+  cvb0 summary: not converged      test_guarded_output::diagnose_of_an_optimiser_speaks_of_convergence
+  resume after Ctrl-C says so      test_guarded_output::a_resume_after_ctrl_c_says_it_resumes
+Deliver 1 (one guarded writer)     test_guarded_output::guarded_writer_refuses_in_one_line,
+                                   predict_replaces_its_own_file_but_never_the_users,
+                                   benchmark_out_never_replaces_a_foreign_file; test_run_safety (fit)
+Deliver 2 (fingerprints)           test_guarded_output::manifest_fingerprint_binds_every_file;
+                                   test_run_safety::damaged_run_file_is_one_line_naming_it,
+                                   arrays_that_do_not_fit_the_manifest
+Deliver 3 (options at parse time)  test_guarded_output::a_bad_seed_is_refused_at_parse_time;
+                                   test_resume_*::cli_options_are_checked; the command fuzz
+Deliver 6 (diagnose per method)    test_guarded_output::diagnose_of_an_optimiser_speaks_of_convergence,
+                                   single_chain_runs_get_no_rank_plot
+Deliver 7 (the fuzz)               test_fuzz_cli::fuzz_every_command_leaves_user_files_alone (prob,
+                                   score, fit, predict, perplexity, diagnose, select, export, data,
+                                   sample, decode) and fuzz_fit_of_every_method_leaves_user_files_alone
+                                   (cgs-pfa, with --auto --budget, cgs-sg, cgs-hmm, cvb0, gcvb0, cvb2,
+                                   hpyp, ipfa, estatemerge; --holdout, --checkpoint-every,
+                                   --max-draws, --predict, --seed, --force and each method's own)
 """
 
 from __future__ import annotations
@@ -277,9 +348,16 @@ def test_every_output_follows_the_umask(data, pfa_run, tmp_path, capsys, umask):
                 "--beta", "0.1", "--folds", "2", "--iterations", "3", "--burn-in", "1",
                 "--period", "1", "--chains", "1", "--quiet", "--out", str(out / "sel")]) == 0
     assert run(["diagnose", str(out / "run"), "--plot", str(out / "plots")]) == 0
+    problems = tmp_path / "problems"  # pautomac run: one tiny problem on a local cluster
+    problems.mkdir()
+    for kind in ("train", "test"):
+        (problems / f"x.pautomac.{kind}").write_bytes((data / kind).read_bytes())
+    assert run(["pautomac", "run", "--data", str(problems), "--problems", "x", "--method", "cgs-pfa",
+                "--states", "2", "--beta", "0.1", "--iterations", "6", "--burn-in", "2", "--period",
+                "1", "--chains", "1", "--seed", "1", "--scheduler", "local", "--workers", "1",
+                "--out", str(out / "results"), "--quiet"]) == 0
     capsys.readouterr()
-    # pautomac run writes its results through rundir.atomic_write / write_json
-    rundir.write_json(out / "results" / "summary.json", {"a": 1})
+    assert (out / "results" / "answers" / "x.pautomac.predict").is_file()
     assert_umask(out)
 
 

@@ -205,3 +205,161 @@ def test_hpyp_method_passes_progress(monkeypatch, capsys):
     method = get_method("hpyp")
     method.fit(_corpus(20), _options(method, ["--iterations", "4", "--burn-in", "1"]), 0, True)
     assert "hpyp: estimated" in capsys.readouterr().err
+
+
+# -- every other method: a bar update per unit of work, results bit-identical -----------------
+
+class _Bar:
+    """Stands in for ``tqdm.tqdm``: records every update and every line written above it."""
+
+    made: list = []
+
+    def __init__(self, *args, total=None, **kwargs):
+        self.total, self.n, self.steps, self.lines, self.closed = total, 0, [], [], False
+        _Bar.made.append(self)
+
+    def update(self, n=1):
+        self.steps.append(n)
+        self.n += n
+
+    def write(self, text, file=None):
+        self.lines.append(text)
+
+    def set_postfix(self, *args, **kwargs):
+        pass
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def bars(monkeypatch):
+    """``tqdm.tqdm`` replaced by :class:`_Bar` (the methods import it when a fit starts);
+    the bars made, in order."""
+    import tqdm
+
+    _Bar.made = []
+    monkeypatch.setattr(tqdm, "tqdm", _Bar)
+    return _Bar.made
+
+
+def _assert_same_fit(a, b) -> None:
+    assert a.arrays.keys() == b.arrays.keys() and a.trace.keys() == b.trace.keys()
+    for key in a.arrays:
+        np.testing.assert_array_equal(np.asarray(a.arrays[key]), np.asarray(b.arrays[key]), err_msg=key)
+    for key in a.trace:
+        np.testing.assert_array_equal(a.trace[key], b.trace[key], err_msg=key)
+
+
+CHAIN_METHODS = ("cgs-sg", "cgs-hmm", "cgs-hmm-star", "ipfa", "pdfa", "pdia", "pdia-smoothed")
+
+
+@pytest.mark.parametrize("name", CHAIN_METHODS)
+def test_chain_sampler_reports_every_sweep_and_estimates(name, bars, monkeypatch):
+    """Blocks of one sweep (``_BLOCK_UNITS`` = 1; PDFA / PDIA report every sweep anyway) and
+    ``--period 3``: the bar moves by 1 once per sweep of every chain, a draw's sweeps
+    included (none is more than a block apart), the estimate is written once (thresholds 0),
+    and every array and trace is bit-identical to the fit without progress (default blocks)."""
+    from bayesfa.methods import get_method
+    from bayesfa.samplers.pfa import cgs_hmm, ipfa
+
+    method = get_method(name)
+    argv = ["--iterations", "11", "--burn-in", "5", "--period", "3", "--chains", "2"]
+    if "states" in _options(method, []):
+        argv += ["--states", "2"]
+    options = _options(method, argv)
+    corpus = _corpus(30)
+    quiet = method.fit(corpus, options, 4, False)
+    assert bars == []
+    monkeypatch.setattr(cgs_hmm, "_BLOCK_UNITS", 1)
+    monkeypatch.setattr(ipfa, "_BLOCK_UNITS", 1)
+    monkeypatch.setattr(cgs_hmm, "ESTIMATE_SECONDS", 0.0)
+    monkeypatch.setattr(cgs_hmm, "_RESUMED_SECONDS", 0.0)
+    loud = method.fit(corpus, options, 4, True)
+    (bar,) = bars
+    sweeps = 2 * (5 + 2 * 3)                       # chains x (burn-in + draws x period)
+    assert bar.total == sweeps and bar.closed
+    assert bar.steps == [1] * sweeps, bar.steps
+    assert len(bar.lines) == 1 and bar.lines[0].startswith(f"{name}: estimated roughly "), bar.lines
+    _assert_same_fit(loud, quiet)
+
+
+def test_cgs_sg_draws_in_blocks_are_the_draws_of_one_call(monkeypatch):
+    """A draw of more sweeps than a block is made in blocks (progress and Ctrl-C between
+    them): the chain is bit-identical to ``sample_draws(period)`` in one call."""
+    from bayesfa.samplers.pfa import cgs_hmm
+    from bayesfa.samplers.pfa.cgs_sg import sample_cgs_sg
+
+    corpus = _corpus(30)
+    args = (corpus, 3, 0.1, 25, 4, 7, 1, 2)
+    whole = sample_cgs_sg(*args)
+    seen = []
+    monkeypatch.setattr(cgs_hmm, "_BLOCK_UNITS", 1)
+    split = sample_cgs_sg(*args, on_sweeps=seen.append)
+    assert seen == [1] * 25
+    for field in ("counts", "graph", "z"):
+        np.testing.assert_array_equal(getattr(split, field), getattr(whole, field), err_msg=field)
+    assert split.trace.keys() == whole.trace.keys()
+    for key in whole.trace:
+        np.testing.assert_array_equal(split.trace[key], whole.trace[key], err_msg=key)
+
+
+def test_hmm_em_reports_every_em_iteration(bars, monkeypatch):
+    """One update per EM iteration of every restart (hmmlearn's monitor), the rest of a
+    restart's share when ``--tol`` stops it early; the estimate of
+    :func:`bayesfa.learners.cvb.estimate_message` once (threshold 0); same model."""
+    from bayesfa.learners import cvb
+    from bayesfa.methods import get_method
+
+    method = get_method("hmm-em")
+    options = _options(method, ["--states", "2", "--restarts", "3", "--n-iter", "6"])
+    corpus = _corpus(30)
+    quiet = method.fit(corpus, options, 2, False)
+    monkeypatch.setattr(cvb, "ESTIMATE_SECONDS", 0.0)
+    loud = method.fit(corpus, options, 2, True)
+    (bar,) = bars
+    iterations = [r["iterations"] for r in loud.info["restarts"]]
+    assert bar.total == 18 and bar.n == 18 and bar.closed
+    assert bar.steps.count(1) >= sum(iterations) and len(bar.steps) == sum(iterations) + 3
+    assert len(bar.lines) == 1 and bar.lines[0].startswith("hmm-em: estimated roughly "), bar.lines
+    assert "for 18 iterations" in bar.lines[0]
+    _assert_same_fit(loud, quiet)
+    assert [r["log_likelihood"] for r in loud.info["restarts"]] == \
+        [r["log_likelihood"] for r in quiet.info["restarts"]]
+
+
+@pytest.mark.parametrize("first_fit", [False, True])
+def test_estatemerge_reports_every_blue_state(first_fit, bars, monkeypatch):
+    """With ``PROGRESS_SECONDS`` tiny the merger runs one blue state per call: the bar moves
+    by 1 per blue state decided (at least one per red state but the root) and the machine is
+    the one of the single call."""
+    from bayesfa.learners.greedy import estatemerge as em
+
+    corpus = _corpus(40)
+    quiet = em.estatemerge(corpus, 0.5, first_fit)
+    monkeypatch.setattr(em, "PROGRESS_SECONDS", 1e-12)
+    loud = em.estatemerge(corpus, 0.5, first_fit, progress=True)
+    (bar,) = bars
+    assert bar.closed and set(bar.steps) == {1}
+    assert len(bar.steps) >= quiet["counts"].shape[0] - 1
+    for key in quiet:
+        np.testing.assert_array_equal(loud[key], quiet[key], err_msg=key)
+
+
+def test_memoizer_reports_every_symbol_and_keeps_the_total(bars, monkeypatch):
+    """With ``PROGRESS_SECONDS`` tiny the training data are seated one symbol per call: the
+    bar moves by 1 per symbol, and the arrays and the training log probability (summed in
+    the kernel's order) are bit-identical to the single call."""
+    from bayesfa.methods import get_method
+    from bayesfa.samplers.ngram import memoizer
+
+    method = get_method("memoizer")
+    options = _options(method, [])
+    corpus = _corpus(40)
+    quiet = method.fit(corpus, options, 6, False)
+    monkeypatch.setattr(memoizer, "PROGRESS_SECONDS", 1e-12)
+    loud = method.fit(corpus, options, 6, True)
+    (bar,) = bars
+    assert bar.total == corpus.n_tokens and bar.steps == [1] * corpus.n_tokens and bar.closed
+    _assert_same_fit(loud, quiet)
+    assert loud.info["train_log_prob"] == quiet.info["train_log_prob"]

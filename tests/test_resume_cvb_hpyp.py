@@ -117,6 +117,38 @@ def test_gcvb0_loop_is_scipys_minimize_bit_for_bit(seed):
         np.testing.assert_array_equal(ours.q, fun.q)
 
 
+@pytest.mark.parametrize("old_callback", [False, True], ids=["scipy-1.11-1.14", "scipy-before-1.11"])
+def test_gcvb0_without_setulb_falls_back_to_minimize_and_saves_nothing(tmp_path, monkeypatch,
+                                                                      old_callback):
+    """With a scipy that has no usable ``_lbfgsb.setulb`` (``_LBFGSB.kernel()`` None: scipy
+    < 1.15), fit_gcvb0 promises the same iterates through ``scipy.optimize.minimize``, no
+    checkpoint (``info["checkpoints"]`` says why), and so resumes only as a whole fit.
+    ``old_callback``: minimize's callback gets only ``x`` (scipy < 1.11), not the result.
+    Before: the fallback's callback read ``r.x`` of the array scipy passes, AttributeError."""
+    import scipy.optimize
+
+    full = _vb("gcvb0")  # through setulb
+    monkeypatch.setattr(cvb._LBFGSB, "kernel", staticmethod(lambda: None))
+    if old_callback:
+        real = scipy.optimize.minimize
+
+        def minimize_passing_x(*args, callback=None, **kw):
+            return real(*args, callback=lambda xk: callback(xk), **kw)
+
+        monkeypatch.setattr(scipy.optimize, "minimize", minimize_passing_x)
+    # with a checkpoint folder: nothing saved, said so; an interrupted fit reruns whole,
+    # with the same iterates as through setulb
+    with pytest.raises(KeyboardInterrupt):
+        _vb("gcvb0", checkpoint_dir=tmp_path, checkpoint_every=0, on_iteration=_stop_at(10))
+    assert list(tmp_path.iterdir()) == []
+    again = _vb("gcvb0", checkpoint_dir=tmp_path, checkpoint_every=0)
+    assert again.info["checkpoints"] == "none: they need scipy >= 1.15"
+    assert again.info["iterations_resumed"] == 0 and list(tmp_path.iterdir()) == []
+    _assert_same_vb(again, full)
+    for k in ("iterations_run", "n_evaluations", "message", "converged"):
+        assert again.info[k] == full.info[k], k
+
+
 def test_converged_vb_fit_is_kept_as_converged(tmp_path):
     full = _vb("cvb0", tol=0.03)
     assert full.info["converged"] and full.info["iterations_run"] < VB_ITER

@@ -809,9 +809,21 @@ def fit_gcvb0(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
         elif setulb is None:
             from scipy.optimize import Bounds, minimize
 
+            def on_iterate(intermediate_result):
+                """scipy >= 1.11 passes the result to a parameter of this name; older
+                versions pass only ``x``: then ``f`` is the objective's value at ``x``
+                (the same expression ``fun`` returned to scipy, so the same float)."""
+                x = np.asarray(getattr(intermediate_result, "x", intermediate_result))
+                f = getattr(intermediate_result, "fun", None)
+                if f is None:
+                    if fun.last_x is None or not np.array_equal(x.ravel(), fun.last_x):
+                        fun(x)
+                    f = fun.last_d0 + fun.last_penalty
+                record(x, f)
+
             res = minimize(evaluate, x0, jac=True, method="L-BFGS-B",
                            bounds=Bounds(np.full(x0.size, LOWER_BOUND), np.full(x0.size, np.inf)),
-                           callback=lambda r: record(r.x, r.fun),
+                           callback=on_iterate,
                            options={**options, "ftol": tol, "gtol": 0.0, "maxcor": LBFGS_HISTORY})
             x, nit, success, message = res.x, int(res.nit), bool(res.success), str(res.message)
         else:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import time
 from typing import Any
 
@@ -103,37 +104,99 @@ class _quiet_hmmlearn:
         self.logger.setLevel(self.level)
 
 
-def fit_restarts(corpus: Corpus, options: dict[str, Any], seed: int | None, variant: int = 0):
+def _progress_bar(progress: bool, total: int):
+    """A tqdm bar of ``total`` EM iterations on standard error, or None without ``progress``."""
+    if not progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="it", desc="hmm-em", leave=False, dynamic_ncols=True,
+                file=sys.stderr)
+
+
+def _report_to(model, bar, estimate=None) -> None:
+    """Move ``bar`` by one after each EM iteration of ``model`` (hmmlearn reports every
+    iteration's bound to its ``monitor_``; the wrapper only counts, the fit is unchanged);
+    ``estimate(seconds)``: called once, after the first iteration, with its seconds (the
+    start of ``fit`` included)."""
+    report = model.monitor_.report
+    t0 = time.perf_counter()
+
+    def counted(log_prob):
+        nonlocal estimate
+        report(log_prob)
+        bar.update(1)
+        if estimate is not None:
+            estimate(time.perf_counter() - t0)
+            estimate = None
+
+    model.monitor_.report = counted
+
+
+def _estimate(bar, iterations: int):
+    """``estimate(seconds)`` of :func:`_report_to`: the line of
+    :func:`bayesfa.learners.cvb.estimate_message` for ``iterations`` EM iterations (when
+    long), written above ``bar``."""
+    def estimate(seconds: float) -> None:
+        from bayesfa.learners.cvb import estimate_message
+
+        text = estimate_message("hmm-em", seconds, iterations, "the first EM iteration")
+        if text is not None:
+            bar.write(text, file=sys.stderr)
+    return estimate
+
+
+def fit_restarts(corpus: Corpus, options: dict[str, Any], seed: int | None, variant: int = 0,
+                 progress: bool = False):
     """``(best model, per-restart summaries)``: ``--restarts`` EM runs from random starts
     (hmmlearn's ``random_state`` from ``SeedSequence(seed).spawn``), the one of highest
-    training log-likelihood kept. ``variant``: a validation mutant (:data:`MUTATIONS`)."""
+    training log-likelihood kept. ``variant``: a validation mutant (:data:`MUTATIONS`).
+    ``progress``: a tqdm bar of the EM iterations (``--restarts`` x ``--n-iter`` at most; a
+    restart stopped by ``--tol`` skips the rest of its share) on standard error."""
     sequence = bool(options.get("sequence", False))
     x, lengths, n_features = symbols(corpus, sequence)
     if x.shape[0] < 1:
         raise InputError("the training data have no symbol")
     n_states = int(options["states"])
     best, summaries = None, []
-    for child in np.random.SeedSequence(seed).spawn(int(options.get("restarts", 5))):
-        model = new_model(n_states, n_features, options, int(child.generate_state(1)[0]),
-                          variant)
-        t0 = time.perf_counter()
-        with _quiet_hmmlearn():
-            model.fit(x, lengths)
-        history = np.asarray(model.monitor_.history, dtype=float)
-        if variant == MUTATIONS["likelihood-from-trace"]:
-            ll = float(history[-1])
-        else:
-            ll = float(model.score(x, lengths))
-        # hmmlearn calls a run that used up --n-iter "converged" too: say whether --tol stopped it
-        stopped = history.size > 1 and history[-1] - history[-2] < model.tol
-        summaries.append({"log_likelihood": ll, "iterations": int(history.size),
-                          "converged": bool(stopped),
-                          "seconds": round(time.perf_counter() - t0, 3),
-                          "largest_decrease": float(max(0.0, -np.diff(history).min()))
-                          if history.size > 1 else 0.0})
-        if best is None or ll > best[1]:
-            best = (model, ll)
+    restarts = int(options.get("restarts", 5))
+    bar = _progress_bar(progress, restarts * int(options.get("n_iter", 100)))
+    try:
+        for r, child in enumerate(np.random.SeedSequence(seed).spawn(restarts)):
+            model = new_model(n_states, n_features, options, int(child.generate_state(1)[0]),
+                              variant)
+            if bar is not None:
+                _report_to(model, bar, _estimate(bar, restarts * model.n_iter) if r == 0 else None)
+            t0 = time.perf_counter()
+            with _quiet_hmmlearn():
+                model.fit(x, lengths)
+            if bar is not None:
+                bar.update((r + 1) * model.n_iter - bar.n)  # converged early: its share done
+            best, summaries = _summarise(model, x, lengths, variant, t0, best, summaries)
+    finally:
+        if bar is not None:
+            bar.close()
     return best[0], summaries
+
+
+def _summarise(model, x, lengths, variant, t0, best, summaries):
+    """One restart's summary appended to ``summaries``; ``(best, summaries)`` with ``best``
+    the ``(model, log-likelihood)`` of the highest training likelihood so far."""
+    history = np.asarray(model.monitor_.history, dtype=float)
+    if variant == MUTATIONS["likelihood-from-trace"]:
+        ll = float(history[-1])
+    else:
+        ll = float(model.score(x, lengths))
+    # hmmlearn calls a run that used up --n-iter "converged" too: say whether --tol stopped it
+    stopped = history.size > 1 and history[-1] - history[-2] < model.tol
+    summaries.append({"log_likelihood": ll, "iterations": int(history.size),
+                      "converged": bool(stopped),
+                      "seconds": round(time.perf_counter() - t0, 3),
+                      "largest_decrease": float(max(0.0, -np.diff(history).min()))
+                      if history.size > 1 else 0.0})
+    if best is None or ll > best[1]:
+        best = (model, ll)
+    return best, summaries
 
 
 def to_pfa(startprob: np.ndarray, transmat: np.ndarray, emissionprob: np.ndarray,
@@ -193,7 +256,7 @@ class _HMMEM:
                                  "symbol); a test set continues it from the state reached at the end")
 
     def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
-        model, summaries = fit_restarts(corpus, options, seed, self.variant)
+        model, summaries = fit_restarts(corpus, options, seed, self.variant, progress)
         arrays = {"startprob": model.startprob_, "transmat": model.transmat_,
                   "emissionprob": model.emissionprob_}
         if options.get("sequence", False):

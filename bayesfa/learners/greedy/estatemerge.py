@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -127,18 +129,31 @@ def _trial_gain(red, blue, child, count, order, n_keys, beta, stack, log_a, log_
 
 
 @njit(cache=True)
-def estatemerge_kernel(child, count, order, n_keys, sym, parent, beta, first_fit, variant=0):
-    """Greedy evidence-based red-blue merging (module docstring); mutates the tables and
-    returns ``(delta, counts)`` of the red states in prefix order."""
+def estatemerge_start(child, order, n_keys):
+    """The merger's state at its start (:func:`bayesfa.learners.greedy._prefix_tree.red_blue_start`
+    and the scratch arrays of :func:`_trial_gain`), a tuple for :func:`estatemerge_steps`."""
     is_red, dead, red_list, n_red, heap, heap_size, stack = pt.red_blue_start(child, order, n_keys)
-    mark = np.zeros(child.shape[0], dtype=np.bool_)
-    log_a = np.empty(256, dtype=np.int64)
-    log_c = np.empty(256, dtype=np.int64)
-    log_x = np.empty(256, dtype=np.int64)
-    touched = np.empty(64, dtype=np.int64)
-    while True:
+    return (is_red, dead, red_list, n_red, heap, heap_size, stack,
+            np.zeros(child.shape[0], dtype=np.bool_), np.empty(256, dtype=np.int64),
+            np.empty(256, dtype=np.int64), np.empty(256, dtype=np.int64),
+            np.empty(64, dtype=np.int64))
+
+
+@njit(cache=True)
+def estatemerge_steps(state, child, count, order, n_keys, sym, parent, beta, first_fit,
+                      max_steps, variant=0):
+    """Greedy evidence-based red-blue merging (module docstring) for at most ``max_steps``
+    blue states, from ``state`` (:func:`estatemerge_start`, or this function's last return);
+    mutates the tables. Returns ``(state, steps, done)``: the state to continue from, the
+    blue states decided (merged or made red) and whether no blue state is left. Calls of any
+    ``max_steps`` make the same merges as one call (the state carries everything)."""
+    is_red, dead, red_list, n_red, heap, heap_size, stack, mark, log_a, log_c, log_x, touched = state
+    steps = 0
+    done = False
+    while steps < max_steps:
         b, heap_size = pt.pop_blue(heap, heap_size, child, sym, parent, is_red, dead)
         if b < 0:
+            done = True
             break
         best = -1
         best_gain = 0.0
@@ -158,7 +173,43 @@ def estatemerge_kernel(child, count, order, n_keys, sym, parent, beta, first_fit
         n_red, heap, heap_size, stack = pt.merge_or_promote(
             b, best, red_list, n_red, is_red, dead, child, count, order, n_keys, sym, parent,
             heap, heap_size, stack)
-    return pt.red_machine(red_list, n_red, child, count)
+        steps += 1
+    return ((is_red, dead, red_list, n_red, heap, heap_size, stack, mark, log_a, log_c, log_x,
+             touched), steps, done)
+
+
+@njit(cache=True)
+def estatemerge_kernel(child, count, order, n_keys, sym, parent, beta, first_fit, variant=0):
+    """Greedy evidence-based red-blue merging (module docstring) in one call; mutates the
+    tables and returns ``(delta, counts)`` of the red states in prefix order."""
+    state = estatemerge_start(child, order, n_keys)
+    state, _, _ = estatemerge_steps(state, child, count, order, n_keys, sym, parent, beta,
+                                    first_fit, 1 << 62, variant)
+    return pt.red_machine(state[2], state[3], child, count)
+
+
+#: With ``progress``, the merger runs in calls lasting about this many seconds each (the
+#: number of blue states per call adapted as it goes), the bar moving after each; the merges
+#: are those of one call.
+PROGRESS_SECONDS = 1.0
+
+
+def _stepped(child, count, order, n_keys, sym, parent, beta, first_fit, variant, bar):
+    """:func:`estatemerge_kernel` in calls of :func:`estatemerge_steps` of about
+    :data:`PROGRESS_SECONDS`, ``bar.update(steps)`` after each."""
+    state = estatemerge_start(child, order, n_keys)
+    chunk = 1
+    done = False
+    while not done:
+        t0 = time.perf_counter()
+        state, steps, done = estatemerge_steps(state, child, count, order, n_keys, sym, parent,
+                                               beta, first_fit, chunk, variant)
+        took = time.perf_counter() - t0
+        if steps:
+            bar.update(steps)
+            bar.set_postfix(red=int(state[3]), refresh=False)
+        chunk = max(1, min(2 * chunk, int(chunk * PROGRESS_SECONDS / max(took, 1e-9))))
+    return pt.red_machine(state[2], state[3], child, count)
 
 
 #: deliberately wrong merge criteria for :mod:`bayesfa.validation.learners.greedy`
@@ -166,13 +217,26 @@ MUTATIONS = {"no-folded-factor": 1}
 
 
 def estatemerge(corpus: Corpus, beta: float, first_fit: bool = False,
-                variant: int = 0) -> dict[str, np.ndarray]:
+                variant: int = 0, progress: bool = False) -> dict[str, np.ndarray]:
     """Learn a PDFA with EStateMerge at Dirichlet hyperparameter ``beta``.
 
     Returns ``delta`` int32 ``[Q, A+1]``, ``counts`` int64 ``[Q, A+1]`` and ``unigram``
-    int64 ``[A+1]`` (:mod:`bayesfa.learners.greedy._prefix_tree`).
+    int64 ``[A+1]`` (:mod:`bayesfa.learners.greedy._prefix_tree`). ``progress``: a tqdm
+    count of the blue states decided on standard error, moving about every
+    :data:`PROGRESS_SECONDS` (the same machine as without).
     """
     child, count, order, n_keys, sym, parent = pt.prefix_tree(corpus)
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(unit="state", desc="estatemerge (blue states)", leave=False, dynamic_ncols=True,
+                   file=sys.stderr)
+        try:
+            delta, counts = _stepped(child, count, order, n_keys, sym, parent, float(beta),
+                                     bool(first_fit), int(variant), bar)
+        finally:
+            bar.close()
+        return {"delta": delta, "counts": counts, "unigram": pt.unigram_counts(corpus)}
     extra = (variant,) if variant else ()
     delta, counts = estatemerge_kernel(child, count, order, n_keys, sym, parent, float(beta),
                                        bool(first_fit), *extra)
@@ -207,6 +271,7 @@ class _EStateMerge(_PDFAMethod):
 
     def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool) -> FitResult:
         arrays = estatemerge(corpus, options["beta"], options.get("first_fit", False),
+                             progress=progress,
                              **({"variant": self.variant} if self.variant else {}))
         return FitResult(arrays, {}, {"n_states": int(arrays["counts"].shape[0]),
                                       "log_evidence": log_evidence(arrays["counts"], options["beta"])})

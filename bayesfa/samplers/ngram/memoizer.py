@@ -29,6 +29,7 @@ training data, a sequence continuing).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any, NamedTuple
 
@@ -83,12 +84,19 @@ def build(F: np.ndarray, first: int, sentences: bool, discounts, d_inf: float,
                 F[first:].astype(np.int64), int(node_levels(parent).max()) + 2)
 
 
+#: With ``progress``, the training symbols are seated in calls lasting about this many
+#: seconds each (the number of symbols per call adapted as it goes), the bar moving after each.
+PROGRESS_SECONDS = 1.0
+
+
 def seat(tree: Tree, n_sym: int, n_train: int, offsets: np.ndarray, reset: bool,
-         rng: np.random.Generator, variant: int = 0) -> tuple[float, np.ndarray]:
+         rng: np.random.Generator, variant: int = 0, bar=None) -> tuple[float, np.ndarray]:
     """Seat the first ``n_train`` symbols (their total log probability), then score the rest
     as strings at ``offsets`` (``reset``: each given the first ``n_train`` only).
     ``variant`` != 0: a deliberately wrong seating (validation mutants,
-    :mod:`bayesfa.validation.ngram.hpyp`)."""
+    :mod:`bayesfa.validation.ngram.hpyp`). ``bar`` (a tqdm bar of ``n_train`` symbols): the
+    training symbols are seated in calls of about :data:`PROGRESS_SECONDS`, ``bar.update``
+    after each; the seatings, the draws and the total are bit-identical to one call."""
     from bayesfa.samplers.ngram._hpyp_kernel import score_tokens
 
     n_nodes = tree.parent.size
@@ -99,13 +107,43 @@ def seat(tree: Tree, n_sym: int, n_train: int, offsets: np.ndarray, reset: bool,
     ts = np.zeros(n_nodes, dtype=np.int32)
     train_lp = np.zeros(1)
     extra = (variant,) if variant else ()
-    score_tokens(rng, tree.tok_node, tree.tok_sym, 0, np.array([0, n_train], dtype=np.int64),
-                 False, tree.parent, tree.nd, nth, c, t, cs, ts, 1.0 / n_sym, tree.path_len,
-                 train_lp, *extra)
+    if bar is None:
+        score_tokens(rng, tree.tok_node, tree.tok_sym, 0, np.array([0, n_train], dtype=np.int64),
+                     False, tree.parent, tree.nd, nth, c, t, cs, ts, 1.0 / n_sym, tree.path_len,
+                     train_lp, *extra)
+    else:
+        train_lp[0] = _seat_in_chunks(tree, n_sym, n_train, rng, (nth, c, t, cs, ts), extra, bar)
     out = np.zeros(offsets.size - 1)
     score_tokens(rng, tree.tok_node, tree.tok_sym, n_train, offsets, reset, tree.parent,
                  tree.nd, nth, c, t, cs, ts, 1.0 / n_sym, tree.path_len, out, *extra)
     return float(train_lp[0]), out
+
+
+def _seat_in_chunks(tree: Tree, n_sym: int, n_train: int, rng, state: tuple, extra: tuple,
+                    bar) -> float:
+    """The training seating of :func:`seat` in calls of about :data:`PROGRESS_SECONDS`.
+    Each call scores its symbols as one-symbol strings that continue one another (``reset``
+    off: the same seatings and draws as one string), so each ``out`` entry is one symbol's
+    ``log p`` exactly; they are added in order from 0 as the one call adds them (a
+    sequential ``cumsum``), so the total is bit-identical too."""
+    from bayesfa.samplers.ngram._hpyp_kernel import score_tokens
+
+    nth, c, t, cs, ts = state
+    total = 0.0
+    start, chunk = 0, 1
+    while start < n_train:
+        k = min(chunk, n_train - start)
+        out = np.zeros(k)
+        t0 = time.perf_counter()
+        score_tokens(rng, tree.tok_node, tree.tok_sym, start, np.arange(k + 1, dtype=np.int64),
+                     False, tree.parent, tree.nd, nth, c, t, cs, ts, 1.0 / n_sym, tree.path_len,
+                     out, *extra)
+        took = time.perf_counter() - t0
+        total = float(np.cumsum(np.concatenate(([total], out)))[-1])
+        start += k
+        bar.update(k)
+        chunk = max(1, min(2 * chunk, int(k * PROGRESS_SECONDS / max(took, 1e-9))))
+    return total
 
 
 def _discount_list(text: str) -> tuple[float, ...]:
@@ -145,8 +183,18 @@ class _Memoizer:
         t0 = time.perf_counter()
         tree = build(F, first, not sequence, self._discounts(options),
                      float(options.get("d_inf", D_INF)))
-        lp, _ = seat(tree, n_sym, F.size - first, np.zeros(1, dtype=np.int64), False,
-                     np.random.default_rng(entropy), self.variant)
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=F.size - first, unit="symbol", desc="memoizer", leave=False,
+                       dynamic_ncols=True, file=sys.stderr)
+        try:
+            lp, _ = seat(tree, n_sym, F.size - first, np.zeros(1, dtype=np.int64), False,
+                         np.random.default_rng(entropy), self.variant, bar)
+        finally:
+            if bar is not None:
+                bar.close()
         secs = time.perf_counter() - t0
         arrays = {"tokens": F, "n_symbols": np.array(n_sym), "entropy": entropy}
         info = {"n_states": int(tree.parent.size),  # restaurants of the compressed tree

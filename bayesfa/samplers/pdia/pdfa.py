@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -166,7 +165,9 @@ def _init_chain(state: ChainState, hyp: np.ndarray, rng: np.random.Generator, va
 
 
 def _sweeps(state: ChainState, hyp, fixed, n: int, rng, stats, options, variant: int,
-            moves=(-1, -1), emission=None) -> None:
+            moves=(-1, -1), emission=None, each=None) -> None:
+    """``n`` sweeps, one kernel call each; ``each(1)`` after every sweep (progress: a PDIA
+    sweep on a large corpus can take seconds)."""
     from bayesfa.samplers.pdia import _pdfa_kernel as K
 
     st = state
@@ -179,6 +180,8 @@ def _sweeps(state: ChainState, hyp, fixed, n: int, rng, stats, options, variant:
                 st.workspace())
         if emission is not None:
             emission.sweep(st, hyp, rng, stats)
+        if each is not None:
+            each(1)
 
 
 def _record(state: ChainState, hyp, emission=None) -> dict[str, Any]:
@@ -235,6 +238,8 @@ def run_chain(model: int, data: Data, n_cap: int, options: dict[str, Any], seed_
     starting one: the emission plug-in's ``prepare`` re-creates its attributes, the saved
     arrays overwrite every array, and the Generator's state is restored, so the chain ends bit
     for bit as an uninterrupted one. Neither the interval nor the blocks change the result.
+    ``on_sweeps(n)``: after every sweep with ``n`` = 1 (first with the sweeps done before a
+    resume).
     """
     rng = np.random.default_rng(seed_seq)
     n_draws = check_schedule(options)
@@ -273,21 +278,19 @@ def run_chain(model: int, data: Data, n_cap: int, options: dict[str, Any], seed_
 
     while done < burn:
         step = min(50, burn - done)
-        _sweeps(st, hyp, fixed, step, rng, stats, options, variant, emission=emission)
+        _sweeps(st, hyp, fixed, step, rng, stats, options, variant, emission=emission,
+                each=on_sweeps or None)
         done += step
         save_if_due()
-        if on_sweeps:
-            on_sweeps(step)
     if moves[0] < 0:
         # PDIA: the number of random-scan moves per sweep, frozen at the end of burn-in
         moves = (max(1, int(st.nj[data.nf:].sum())), max(1, int(st.meta[2])))
     while len(draws) < n_draws:
-        _sweeps(st, hyp, fixed, period, rng, stats, options, variant, moves, emission)
+        _sweeps(st, hyp, fixed, period, rng, stats, options, variant, moves, emission,
+                on_sweeps or None)
         draws.append(_record(st, hyp, emission))
         done += period
         save_if_due()
-        if on_sweeps:
-            on_sweeps(period)
     if checkpoint is not None:
         save()  # the finished chain: a rerun reuses it
     seconds = seconds_before + time.perf_counter() - t0
@@ -498,7 +501,8 @@ def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | N
     stopped: the result is bit-identical to an uninterrupted fit. A file saved for other
     data, settings or seed (:func:`chain_fingerprint`) is ignored and overwritten; an
     unreadable or inconsistent one is an :class:`InputError` naming it, raised before any
-    sweep. ``on_sweeps(n)`` is called after every block of ``n`` sweeps."""
+    sweep. ``on_sweeps(n)`` is called after every sweep with ``n`` = 1 (and once with the
+    sweeps a resumed chain had done); the bar with ``progress`` moves with it."""
     if not isinstance(corpus, Corpus):
         raise TypeError("corpus must be a bayesfa.Corpus")
     if corpus.n_strings < 1:
@@ -530,14 +534,12 @@ def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | N
     todo = [c for c in range(chains) if outs[c] is None]
     resumed_mid = sum(saved[c] is not None for c in todo)
     _check_resumable(model, data, n_cap, options, emission, saved, paths)
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    from bayesfa.samplers.pfa.cgs_hmm import progress_callback
 
-        bar = tqdm(total=chains * sweeps_per_chain, unit="sweep", desc=name, leave=False,
-                   dynamic_ncols=True, file=sys.stderr)
-        bar.update((chains - len(todo)) * sweeps_per_chain)
-    callbacks = [f for f in (None if bar is None else bar.update, on_sweeps) if f is not None]
+    bar, close = progress_callback(progress, 1, chains * sweeps_per_chain, name)  # and estimate
+    if bar is not None and len(todo) < chains:  # finished chains: done
+        bar((chains - len(todo)) * sweeps_per_chain)
+    callbacks = [f for f in (bar, on_sweeps) if f is not None]
 
     def report(n: int) -> None:
         for f in callbacks:
@@ -552,8 +554,7 @@ def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | N
                                 resume=saved[c])
             saved[c] = None
     finally:
-        if bar is not None:
-            bar.close()
+        close()
     seconds = time.perf_counter() - t0
     arrays = _stack(outs, model, data.n_symbols)
     arrays["predict_entropy"] = np.array(children[-1].generate_state(4), dtype=np.uint32)

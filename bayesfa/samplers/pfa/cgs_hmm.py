@@ -232,7 +232,9 @@ def run_chain(kind, tokens, n_symbols, n_states, burn_in, period, n_draws, seed_
     arrays, the Generator's state, the draws so far) is saved there atomically after the first
     block ending ``checkpoint_every`` seconds or more after the last save, and when the chain
     ends. ``resume`` (read by :func:`load_chain`) continues such a chain: it ends bit for bit
-    as an uninterrupted one. ``on_sweeps(n)``: called after each block of ``n`` sweeps.
+    as an uninterrupted one. ``on_sweeps(n)``: called after each block of ``n`` sweeps (a draw
+    of more than a block's sweeps is made in blocks too, so that progress and Ctrl-C are never
+    ``period`` sweeps apart).
 
     Returns ``(*outs, heldout, z, seconds)`` (``outs``: ``kind.new_outs``)."""
     kernel = kind.kernel()
@@ -263,17 +265,40 @@ def run_chain(kind, tokens, n_symbols, n_states, burn_in, period, n_draws, seed_
             "seconds": loop.seconds(), "sweeps_done": loop.done, "draws_done": d,
             "rng_state": generator_state(rng)})
 
+    block = block_sweeps(_BLOCK_UNITS, n_states, positions.size)
+    early = [0]  # sweeps of the current draw block already reported (period > block)
+
     def draws(d, e):
         made = tuple(o[d:e] for o in outs)
-        kernel.sample_draws(period, *args, *made)
+        if period > block:
+            # one draw is more than a block: its first period - 1 sweeps in blocks (progress
+            # and Ctrl-C land between kernel calls), then its last sweep and the record; the
+            # same sweeps in the same order as sample_draws(period)
+            for k in range(d, e):
+                left = period - 1
+                while left > 0:
+                    step = min(block, left)
+                    kernel.sweeps(step, *args)
+                    left -= step
+                    if on_sweeps is not None:
+                        on_sweeps(step)
+                        early[0] += step
+                kernel.sample_draws(1, *args, *(o[k:k + 1] for o in outs))
+        else:
+            kernel.sample_draws(period, *args, *made)
         if held_corpus is not None:
             heldout[d:e] = kind.heldout(made, held_corpus)
 
-    block = block_sweeps(_BLOCK_UNITS, n_states, positions.size)
+    def reported(n):  # ChainLoop's count of a block, less what draws() reported already
+        n, early[0] = n - early[0], 0
+        if n:
+            on_sweeps(n)
+
     seconds = loop.run(lambda n: kernel.sweeps(n, *args), draws, burn_in=burn_in, period=period,
                        n_draws=n_draws, block=block, per_block=max(1, block // period),
                        save=None if checkpoint is None else save,
-                       checkpoint_every=checkpoint_every, on_sweeps=on_sweeps)
+                       checkpoint_every=checkpoint_every,
+                       on_sweeps=None if on_sweeps is None else reported)
     if checkpoint is not None:
         save()
     return (*outs, heldout, z, seconds)
@@ -397,15 +422,47 @@ def add_holdout_argument(parser: argparse.ArgumentParser) -> None:
                              f"{HOLDOUT}")
 
 
+#: With ``progress``, an estimate of the whole fit is printed when it exceeds this many seconds
+#: (:func:`progress_callback`).
+ESTIMATE_SECONDS = 10.0
+#: ... timed on the sweeps reported from this many seconds after the bar starts (earlier
+#: reports are sweeps done before: finished or resumed chains).
+_RESUMED_SECONDS = 0.05
+
+
 def progress_callback(progress: bool, jobs: int, total: int, desc: str):
     """``(on_sweeps, close)``: a tqdm bar of ``total`` sweeps on standard error when
-    ``progress`` and the chains run in this process; else ``(None, no-op)``."""
+    ``progress`` and the chains run in this process; else ``(None, no-op)``.
+
+    ``on_sweeps(n)`` moves the bar by ``n``; at the first report that comes after sweeps were
+    run (a short timed start: one block), ``"DESC: estimated N s for M sweeps"`` is printed
+    when the rest of the fit at that pace exceeds :data:`ESTIMATE_SECONDS`. Only reports
+    are timed: the chains draw the same whatever the bar does."""
     if not progress or jobs > 1:
         return None, lambda: None
     from tqdm import tqdm
 
     bar = tqdm(total=total, unit="sweep", desc=desc, leave=False, dynamic_ncols=True, file=sys.stderr)
-    return bar.update, bar.close
+    t0 = time.perf_counter()
+    before = [0, False]  # sweeps reported as done before the run; estimated yet
+
+    def on_sweeps(n: int) -> None:
+        bar.update(n)
+        took = time.perf_counter() - t0
+        if before[1]:
+            return
+        if took < _RESUMED_SECONDS:
+            before[0] += n
+            return
+        before[1] = True
+        timed = bar.n - before[0]
+        left = (total - bar.n) * took / max(1, timed)
+        if left > ESTIMATE_SECONDS:
+            bar.write(f"{desc}: estimated roughly {left:.0f} s for the {total - bar.n} sweeps "
+                      f"left ({took / max(1, timed):.3g} s a sweep, timed on the first "
+                      f"{timed})", file=sys.stderr)
+
+    return on_sweeps, bar.close
 
 
 def sample_cgs_hmm(corpus: Corpus, n_states: int, alpha: float, beta: float, iterations: int,

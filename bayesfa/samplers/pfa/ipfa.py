@@ -52,14 +52,17 @@ from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
 from bayesfa.methods import FitResult, add_mcmc_arguments, nonnegative_int, positive_float
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
-                                     check_chain_arguments, check_checkpoint_every,
+                                     block_sweeps, check_chain_arguments, check_checkpoint_every,
                                      check_generator_state, corrupt_checkpoint, chain_path,
                                      digest, free_positions, generator_state, map_chains,
                                      read_checkpoint, save_checkpoint)
 from bayesfa.samplers.pfa.cgs_pfa import KEPT_DRAWS_RULE, kept_draw_indices
 
 _MAX_TOKENS = 1 << 24  # float32 counts are exact below this (see _cgs_pfa_kernel)
-_BLOCK_SWEEPS = 64  # burn-in sweeps per kernel call (never changes the result)
+_BLOCK_SWEEPS = 64  # burn-in sweeps per kernel call at most (never changes the result)
+#: ... and about this many (state capacity x free positions) units of work per call, so that
+#: a checkpoint check and a progress report come every second or so on large data.
+_BLOCK_UNITS = 25_000_000
 _XI_CHUNK_BYTES = 1 << 26
 #: Default Gamma (shape, rate) hyperpriors of alpha and gamma (mean 10, sd 10).
 ALPHA_PRIOR = "1,0.1"
@@ -361,7 +364,7 @@ def _load_chain(path, fingerprint: str, *, n_draws: int, z_size: int, burn_in: i
 def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, period, n_draws,
                seed_seq, mutation=None, capacity=None, checkpoint=None,
                checkpoint_every=CHECKPOINT_EVERY, fingerprint=None, resume=None, predict=None,
-               max_draws=None):
+               max_draws=None, on_sweeps=None):
     """One chain: random initial ``z`` over ``k0`` states (or the ``truncate`` states), burn-in,
     then ``n_draws`` draws ``period`` sweeps apart. Returns a dict of per-draw lists
     (``counts`` and ``beta_bar`` of the kept draws only) and ``pred_log_sum``.
@@ -377,6 +380,11 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
     Generator's state, the draws so far) is saved there atomically, at a sweep boundary, at
     most every ``checkpoint_every`` seconds; ``resume`` (a state of :func:`_load_chain`)
     continues it, bit-identical to an uninterrupted chain.
+
+    ``on_sweeps(n)``: called after each kernel call with its ``n`` sweeps (first with the
+    sweeps done before a resume); the sweeps run in blocks of at most :data:`_BLOCK_SWEEPS`
+    and about :data:`_BLOCK_UNITS` units (a draw's ``period`` sweeps too), which never
+    change the chain.
     """
     from bayesfa.online import LogMeanAccumulator
     from bayesfa.samplers.pfa._ipfa_kernel import build_sweeps
@@ -412,13 +420,27 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
             "rng_state": generator_state(rng), "pred_log_sum": acc.log_sum})
         last_save = time.monotonic()
 
+    if on_sweeps is not None and done:
+        on_sweeps(done)
+
+    def block() -> int:
+        return min(_BLOCK_SWEEPS, block_sweeps(_BLOCK_UNITS, chain.capacity, chain.positions.size))
+
     while done < burn_in:
-        step = min(_BLOCK_SWEEPS, burn_in - done)
+        step = min(block(), burn_in - done)
         chain.run(step, rng, priors, sweeps)
         done += step
         save()
+        if on_sweeps is not None:
+            on_sweeps(step)
     while len(out["log_joint"]) < n_draws:
-        chain.run(period, rng, priors, sweeps)
+        left = period
+        while left > 0:  # a draw's sweeps in blocks too (progress and Ctrl-C between calls)
+            step = min(block(), left)
+            chain.run(step, rng, priors, sweeps)
+            left -= step
+            if on_sweeps is not None:
+                on_sweeps(step)
         done += period
         counts, beta_bar, lj, k = chain.draw()
         if predict is not None:  # Eq. 6's term of this draw, folded in now
@@ -446,7 +468,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
                 truncate: int = 0, jobs: int = 1, mutation: str | None = None,
                 checkpoint_dir: str | os.PathLike | None = None,
                 checkpoint_every: float = CHECKPOINT_EVERY, predict: Corpus | None = None,
-                max_draws: int | None = None) -> IPFAResult:
+                max_draws: int | None = None, progress: bool = False) -> IPFAResult:
     """Run ``chains`` chains of the iPFA sampler on ``corpus``.
 
     states : states of the random initial ``z`` (the sampler adds and removes states).
@@ -461,6 +483,9 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         ``predict_log_mean``, over every draw of every chain).
     max_draws : keep the counts of only this many draws per chain (``kept_draw_indices``;
         the result's ``kept``); never changes the chains nor ``predict_log_mean``.
+    progress : a tqdm bar of sweeps on standard error, moving after every kernel call, when
+        the chains run in this process (``jobs`` 1; :func:`bayesfa.samplers.pfa.cgs_hmm.progress_callback`);
+        never changes the result.
     """
     n_draws = check_chain_arguments(corpus, states, 1.0, iterations, burn_in, period, chains, jobs,
                                     max_tokens=_MAX_TOKENS,
@@ -506,12 +531,22 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
                        "seconds": float(state["seconds"]), "capacity": 0,
                        "pred_log_sum": np.asarray(state["pred_log_sum"], dtype=np.float64)}
     todo = [c for c in range(chains) if outs[c] is None]
+    workers = min(jobs, max(1, len(todo)))
+    from bayesfa.samplers.pfa.cgs_hmm import progress_callback
+
+    sweeps_per_chain = burn_in + n_draws * period
+    on_sweeps, close = progress_callback(progress, workers, chains * sweeps_per_chain, "ipfa")
+    if on_sweeps is not None and len(todo) < chains:  # finished chains: done
+        on_sweeps((chains - len(todo)) * sweeps_per_chain)
     args = [(tokens, n_symbols, int(states), float(alpha), float(gamma), priors, int(truncate),
              int(burn_in), int(period), int(n_draws), children[c], mutation, None, paths[c],
-             checkpoint_every, prints[c], saved[c], predict, max_draws) for c in todo]
+             checkpoint_every, prints[c], saved[c], predict, max_draws, on_sweeps) for c in todo]
     t0 = time.perf_counter()
-    for c, out in zip(todo, map_chains(_run_chain, args, min(jobs, max(1, len(todo))))):
-        outs[c] = out
+    try:
+        for c, out in zip(todo, map_chains(_run_chain, args, workers)):
+            outs[c] = out
+    finally:
+        close()
     seconds = time.perf_counter() - t0
     k_max = max(max(c.shape[0] for c in o["counts"]) for o in outs) - 1
     counts = np.zeros((chains, kept.size, k_max + 1, n_symbols, k_max + 1), dtype=np.int32)
@@ -637,7 +672,7 @@ class _IPFA:
         ``predict_n_draws``, which :func:`bayesfa.online.fit_and_predict` takes out."""
         res = sample_ipfa(corpus, seed=seed, mutation=self.mutation, checkpoint_dir=workdir,
                           checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY),
-                          predict=predict, **self._options(options))
+                          predict=predict, progress=progress, **self._options(options))
         trace = {"log_joint": res.log_joint, "n_states": res.n_states, "alpha": res.alpha,
                  "gamma": res.gamma}
         arrays = {"counts": res.counts, "beta_bar": res.beta_bar, "alpha": res.kept_alpha}
