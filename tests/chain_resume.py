@@ -61,15 +61,18 @@ def child_code(front: str, block_units: int) -> str:
 
 
 def kill_9_then_resume(tmp_path: Path, capsys, child: str, fit_args, *, n_strings: int,
-                       again: tuple, ready, poll: float, cut=None) -> dict:
+                       again: tuple, ready, poll: float, cut=None,
+                       files: tuple = ("arrays.npz",), heldout: bool = True,
+                       seconds: float = 120) -> dict:
     """Fit ``n_strings`` strings of PAutomaC problem 24 with ``fit_args(train, out)`` (the
     reference), then with ``fit_args(train, run, *again)`` in ``child`` (a ``python -c``
     program, e.g. :func:`child_code`), killed with its workers by SIGKILL once ``ready(run)``
     (looked at every ``poll`` seconds) says a checkpoint worth resuming is on disk; at least one
     chain file is left, and one for which ``cut(path)`` holds when given. A truncated
     checkpoint is then one line naming it and exit 2; restored, the same command resumes and
-    its arrays and trace equal the reference's bit for bit. Returns the resumed run's ``info``
-    and ``trace``."""
+    its ``files`` (arrays, predictions) and trace (with ``heldout_log_pred`` when ``heldout``)
+    equal the reference's bit for bit; the child has ``seconds`` to checkpoint. Returns the
+    resumed run's ``info`` and ``trace``."""
     lines = pautomac_path(24, "train").read_text().splitlines()
     train = tmp_path / "small.train"
     train.write_text("\n".join([f"{n_strings} 5"] + lines[1:n_strings + 1]) + "\n")
@@ -79,7 +82,7 @@ def kill_9_then_resume(tmp_path: Path, capsys, child: str, fit_args, *, n_string
     command = fit_args(train, run, *again)  # the same command each time
     process = subprocess.Popen([sys.executable, "-c", child] + command, start_new_session=True,
                                stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + seconds
     try:
         while not ready(run):
             assert process.poll() is None, \
@@ -106,12 +109,13 @@ def kill_9_then_resume(tmp_path: Path, capsys, child: str, fit_args, *, n_string
 
     assert main(command) == 0
     info = json.loads((run / "manifest.json").read_text())["info"]
-    with np.load(ref / "arrays.npz") as a, np.load(run / "arrays.npz") as b:
-        assert a.files == b.files
-        for k in a.files:
-            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    for name in files:
+        with np.load(ref / name) as a, np.load(run / name) as b:
+            assert a.files == b.files
+            for k in a.files:
+                np.testing.assert_array_equal(a[k], b[k], err_msg=f"{name}: {k}")
     t_ref, t_run = read_trace(ref / "trace.nc"), read_trace(run / "trace.nc")
-    assert set(t_ref) == set(t_run) and "heldout_log_pred" in t_run
+    assert set(t_ref) == set(t_run) and ("heldout_log_pred" in t_run) == heldout
     for k in t_ref:
         np.testing.assert_array_equal(t_ref[k], t_run[k], err_msg=k)
     return {"info": info, "trace": t_run}

@@ -18,8 +18,9 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.samplers.pfa import cgs_hmm, cgs_sg
 from bayesfa.samplers.pfa.cgs_pfa import holdout_split, plugin_xi
-from chain_resume import Stop, child_code, kill_9_mid_chain, small_corpus, use_small_blocks
-from conftest import checkpoint_state
+from chain_resume import (Stop, child_code, kill_9_mid_chain, kill_9_then_resume, small_corpus,
+                          use_small_blocks)
+from conftest import checkpoint_state, mid_chain_checkpoints
 
 ITER, BURN, PERIOD, CHAINS, SEED = 230, 50, 6, 2, 7
 N_DRAWS = (ITER - BURN) // PERIOD  # 30
@@ -249,70 +250,22 @@ IPFA_ITER, IPFA_BURN, IPFA_PERIOD = 400, 100, 4
 IPFA_DRAWS = (IPFA_ITER - IPFA_BURN) // IPFA_PERIOD  # 75
 
 
-@pytest.mark.slow  # ipfa's kernel is compiled again in the child (about 10 s)
+@pytest.mark.slow  # a child process, 150 draws slowed to 10 ms each
 def test_kill_9_of_bayesfa_fit_ipfa_then_resume_is_bit_identical(tmp_path, capsys):
     """``bayesfa fit --method ipfa`` (two chains, a checkpoint every 0.02 s) killed with
     SIGKILL once a chain has saved a mid-chain checkpoint: a truncated checkpoint is one line
-    naming it and exit 2; restored, the same command resumes mid-chain and its arrays and
-    trace equal an uninterrupted fit's bit for bit (tests/chain_resume.py's trial, which
-    needs --holdout, without it)."""
-    import json
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from bayesfa.datasets import pautomac_path
-    from bayesfa.rundir import read_trace
-    from conftest import mid_chain_checkpoints
-
-    lines = pautomac_path(24, "train").read_text().splitlines()
-    train = tmp_path / "small.train"
-    train.write_text("\n".join(["200 5"] + lines[1:201]) + "\n")
-
-    def fit_args(out, *extra):
+    naming it and exit 2; restored, the same command resumes mid-chain and its arrays,
+    predictions and trace equal an uninterrupted fit's bit for bit (tests/chain_resume.py's
+    trial, without --holdout, which ipfa does not have)."""
+    def fit_args(train, out, *extra):
         return ["fit", str(train), "--method", "ipfa", "--states", "3", "--iterations",
                 str(IPFA_ITER), "--burn-in", str(IPFA_BURN), "--period", str(IPFA_PERIOD),
                 "--chains", "2", "--seed", "3", "--predict", str(train), "--max-draws", "5",
                 "--out", str(out), "--quiet", *extra]
 
-    ref, run = tmp_path / "ref", tmp_path / "run"
-    assert main(fit_args(ref)) == 0
-    command = fit_args(run, "--checkpoint-every", "0.02")  # the same command each time
-    child = subprocess.Popen([sys.executable, "-c", _IPFA_CHILD] + command,
-                             start_new_session=True, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 180
-    try:
-        while not mid_chain_checkpoints(run, IPFA_DRAWS):
-            assert child.poll() is None, f"fit ended before a mid-chain checkpoint: {child.stderr.read()!r}"
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-    finally:
-        os.killpg(child.pid, signal.SIGKILL)  # as a crash would
-        child.wait()
-    assert child.returncode == -signal.SIGKILL and not (run / "manifest.json").exists()
-    saved = sorted(run.rglob("chain-*.npz"))
-    assert any(0 < int(checkpoint_state(p)["draws_done"]) < IPFA_DRAWS for p in saved)
-
-    victim = saved[0]  # a damaged checkpoint: one line naming it, exit 2
-    data = victim.read_bytes()
-    victim.write_bytes(data[: len(data) // 3])
-    capsys.readouterr()
-    assert main(command) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and str(victim) in err and "Traceback" not in err
-    victim.write_bytes(data)
-
-    assert main(command) == 0
-    info = json.loads((run / "manifest.json").read_text())["info"]
-    assert info["chains_resumed_mid_chain"] >= 1
-    for name in ("arrays.npz", "predictions.npz"):
-        with np.load(ref / name) as a, np.load(run / name) as b:
-            assert a.files == b.files
-            for k in a.files:
-                np.testing.assert_array_equal(a[k], b[k], err_msg=f"{name}: {k}")
-    t_ref, t_run = read_trace(ref / "trace.nc"), read_trace(run / "trace.nc")
-    assert set(t_ref) == set(t_run)
-    for k in t_ref:
-        np.testing.assert_array_equal(t_ref[k], t_run[k], err_msg=k)
+    out = kill_9_then_resume(
+        tmp_path, capsys, _IPFA_CHILD, fit_args, n_strings=200,
+        again=("--checkpoint-every", "0.02"), ready=lambda run: mid_chain_checkpoints(run, IPFA_DRAWS),
+        poll=0.005, cut=lambda path: 0 < int(checkpoint_state(path)["draws_done"]) < IPFA_DRAWS,
+        files=("arrays.npz", "predictions.npz"), heldout=False, seconds=180)
+    assert out["info"]["chains_resumed_mid_chain"] >= 1
