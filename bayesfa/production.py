@@ -35,6 +35,9 @@ RESULTS layout::
 
     run.json                                what this run is: method, options, seed, chains, grids
     summary.csv, summary.md, summary.json   one row per finished problem; failures in .md/.json
+                                            (states: N, the --auto winner's, or for a method
+                                            that infers it, ipfa, the mean states in use
+                                            over the final chains' draws)
     ratios.png                              score ratio - 1 per problem (log scale)
     answers/NAME.pautomac.predict           Eq. 6 over all final chains, solution layout
     problems/NAME/problem.json              the problem's training and test files' SHA-256
@@ -494,9 +497,16 @@ def _problem_row(method: str, name: str, options: dict, units: list[dict], cv_se
     from bayesfa.online import combine_log_means
     from bayesfa.scoring import score_all_log
 
+    from bayesfa.methods import get_method
+
     log_pred = np.minimum(combine_log_means([u["log_mean"] for u in units],
                                             [u["n_draws"] for u in units]), 0.0)
-    row = {"problem": name, "method": method, "states": options.get("states"),
+    states = options.get("states")
+    in_use = [np.asarray(u["trace"]["n_states"]).ravel() for u in units if "n_states" in u.get("trace", {})]
+    if getattr(get_method(method), "infers_states", False) and in_use:
+        # --states only started the chains: the mean states in use over the final draws
+        states = int(round(float(np.mean(np.concatenate(in_use)))))
+    row = {"problem": name, "method": method, "states": states,
            "beta": options.get("beta"), "score": None, "min_score": None, "ratio": None,
            "seconds": cv_seconds + sum(u["seconds"] for u in units)}
     if log_solution is not None:

@@ -432,3 +432,23 @@ def test_auto_options_refused_in_one_line(data_dir, tmp_path, args, message):
     rc, err = _run(["--data", str(data_dir), "--problems", "a", "--method", "cgs-pfa", "--chains", "1",
                     "--seed", "1", "--scheduler", "local", "--out", str(tmp_path / "r"), *args])
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_ipfa_summary_reports_the_states_in_use_not_its_start(data_dir, tmp_path):
+    """ipfa infers N: the summary's ``states`` is the mean number of states in use over the
+    final chains' draws (read here from the unit files' traces), not ``--states``."""
+    import csv
+
+    out = tmp_path / "results"
+    rc, err = _run(["--data", str(data_dir), "--problems", "a", "--method", "ipfa", "--states", "7",
+                    "--iterations", "40", "--burn-in", "20", "--period", "2", "--chains", "2",
+                    "--seed", "3", "--scheduler", "local", "--workers", "1", "--out", str(out),
+                    "--quiet"])
+    assert rc == 0, err
+    k = []
+    for path in sorted((out / "problems" / "a" / "final").glob("chain-*.npz")):
+        with np.load(path) as npz:
+            k.append(npz["trace_n_states"].ravel())
+    assert len(k) == 2
+    (row,) = list(csv.DictReader((out / "summary.csv").open()))
+    assert int(row["states"]) == int(round(float(np.mean(np.concatenate(k)))))

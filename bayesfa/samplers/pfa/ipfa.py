@@ -591,6 +591,7 @@ class _IPFA:
     name = "ipfa"
     resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
     online_predict = True  # fit(..., predict=TEST) accumulates Eq. 6 draw by draw (bayesfa.online)
+    infers_states = True  # --states only starts the chains: summaries report the states in use
     summary = ("infinite PFA: HDP prior on a fully connected PFA, the number of states sampled "
                "(collapsed direct-assignment Gibbs)")
     validation = "bayesfa.validation.pfa.ipfa:SPEC"
