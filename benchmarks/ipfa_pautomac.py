@@ -131,6 +131,8 @@ def run_one(problem: str, args) -> dict:
         if "states_draws" not in row and (out / "manifest.json").exists():
             # a row of an earlier version of this script: the per-draw states read again
             row["states_draws"] = _states_draws(out)
+        if row.get("states_draws"):  # the max over every draw (rows before this read the kept ones)
+            row["states_max"] = max(max(chain) for chain in row["states_draws"])
         return row
     Path(args.runs).mkdir(parents=True, exist_ok=True)
     sweeps, pilot = _sweeps(problem, args)
@@ -174,7 +176,7 @@ def record(problem: str, args, out: Path, cmd: list[str], cpu_process: float) ->
             "chains": opts["chains"], "draws": n_draws,
             "states_mean": float(k.mean()), "states_last": [int(x) for x in k[:, -1]],
             "states_draws": _states_draws(out),
-            "states_max": int(info["max_states_in_use"]),
+            "states_max": int(k.max()),
             "true_states": _true_states(problem, args),
             "alpha_mean": float(np.mean(stats["alpha"].values)),
             "gamma_mean": float(np.mean(stats["gamma"].values)),

@@ -562,7 +562,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         "n_free_positions": int(positions),
         "n_tokens": int(tokens.size),
         "truncate": int(truncate),
-        "max_states_in_use": int(k_max),
+        "max_states_in_use": int(stack["n_states"].max()),  # over every draw, not only the kept
         "seconds": seconds,
         "chain_seconds": [float(o["seconds"]) for o in outs],
         "capacity": [int(o["capacity"]) for o in outs],
