@@ -363,3 +363,22 @@ def test_memoizer_reports_every_symbol_and_keeps_the_total(bars, monkeypatch):
     assert bar.total == corpus.n_tokens and bar.steps == [1] * corpus.n_tokens and bar.closed
     _assert_same_fit(loud, quiet)
     assert loud.info["train_log_prob"] == quiet.info["train_log_prob"]
+
+
+def test_estatemerge_prints_an_upper_bound_after_a_timed_start(bars, monkeypatch):
+    """After its timed start (thresholds set to zero here) EStateMerge prints one line: an
+    upper bound of the time left (each prefix-tree state decided at most once at the pace so
+    far); the machine is the same."""
+    from bayesfa.learners.greedy import estatemerge as em
+
+    corpus = _corpus(40)
+    quiet = em.estatemerge(corpus, 0.5)
+    monkeypatch.setattr(em, "PROGRESS_SECONDS", 1e-12)
+    monkeypatch.setattr(em, "ESTIMATE_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(em, "ESTIMATE_SECONDS", -1.0)
+    loud = em.estatemerge(corpus, 0.5, progress=True)
+    (bar,) = bars
+    (line,) = bar.lines
+    assert line.startswith("estatemerge: at most roughly ") and "prefix-tree states" in line
+    for key in quiet:
+        np.testing.assert_array_equal(loud[key], quiet[key], err_msg=key)

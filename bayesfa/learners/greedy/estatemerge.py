@@ -192,6 +192,10 @@ def estatemerge_kernel(child, count, order, n_keys, sym, parent, beta, first_fit
 #: number of blue states per call adapted as it goes), the bar moving after each; the merges
 #: are those of one call.
 PROGRESS_SECONDS = 1.0
+#: With ``progress``, after this many seconds an upper bound of the time left is printed when
+#: it exceeds :data:`ESTIMATE_SECONDS` (every prefix-tree state decided once at the pace so far)
+ESTIMATE_AFTER_SECONDS = 2.0
+ESTIMATE_SECONDS = 10.0
 
 
 def _stepped(child, count, order, n_keys, sym, parent, beta, first_fit, variant, bar):
@@ -200,6 +204,7 @@ def _stepped(child, count, order, n_keys, sym, parent, beta, first_fit, variant,
     state = estatemerge_start(child, order, n_keys)
     chunk = 1
     done = False
+    start, estimated = time.perf_counter(), False
     while not done:
         t0 = time.perf_counter()
         state, steps, done = estatemerge_steps(state, child, count, order, n_keys, sym, parent,
@@ -208,6 +213,15 @@ def _stepped(child, count, order, n_keys, sym, parent, beta, first_fit, variant,
         if steps:
             bar.update(steps)
             bar.set_postfix(red=int(state[3]), refresh=False)
+        if not estimated and not done and time.perf_counter() - start >= ESTIMATE_AFTER_SECONDS:
+            estimated = True  # a short timed start: an upper bound of the rest
+            per = (time.perf_counter() - start) / max(1, bar.n)
+            bound = per * (child.shape[0] - bar.n)
+            if bound > ESTIMATE_SECONDS:
+                bar.write(f"estatemerge: at most roughly {bound:.0f} s more ({child.shape[0]} "
+                          f"prefix-tree states, each decided at most once, at {per:.3g} s a "
+                          f"blue state timed on the first {bar.n}); usually far fewer are "
+                          f"decided", file=sys.stderr)
         chunk = max(1, min(2 * chunk, int(chunk * PROGRESS_SECONDS / max(took, 1e-9))))
     return pt.red_machine(state[2], state[3], child, count)
 
