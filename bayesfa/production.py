@@ -403,7 +403,7 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
         bar.update(sum(u is not None for u in units))
     todo = [c for c in range(len(units)) if units[c] is None]
     if todo:
-        from dask.distributed import as_completed
+        from bayesfa.selection import results_resubmitting
 
         # on every worker: data scattered to one worker die with it (scattered data cannot be
         # recomputed), and the units that need them fail instead of moving elsewhere
@@ -413,36 +413,16 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
             return client.submit(_final_unit, spec.method, corpus_f, test_f, options,
                                  metas[c]["seed"], pure=False)
 
-        futures = {submit(c): c for c in todo}
-        lost = {c: 0 for c in todo}
-        try:
-            done = as_completed(list(futures))
-            for fut in done:
-                c = futures.pop(fut)
-                try:
-                    res = fut.result()
-                except concurrent.futures.CancelledError:
-                    # the scheduler dropped the task when a worker died under it (seen as
-                    # "already forgotten"): a unit is a pure function of its inputs and seed,
-                    # so it is submitted again, a few times at most
-                    lost[c] += 1
-                    if lost[c] > UNIT_RESUBMITS or client.status != "running":
-                        raise
-                    again = submit(c)
-                    futures[again] = c
-                    done.add(again)
-                    continue
-                if res["log_mean"].shape != (n_test,):
-                    raise ValueError(f"chain {c}: {res['log_mean'].size} log probabilities for "
-                                     f"{n_test} test strings")
-                if spec.auto:  # before the unit: a finished unit always has its decisions
-                    write_json(pdir / AUTO_JSON, res["auto"])
-                _write_unit(pdir / "final" / f"chain-{c:04d}.npz", metas[c], res)
-                units[c] = res
-                bar.update(1)
-        except BaseException:
-            client.cancel(list(futures))
-            raise
+        # a unit whose worker died is submitted again (selection.results_resubmitting)
+        for c, res in results_resubmitting(client, {submit(c): c for c in todo}, submit):
+            if res["log_mean"].shape != (n_test,):
+                raise ValueError(f"chain {c}: {res['log_mean'].size} log probabilities for "
+                                 f"{n_test} test strings")
+            if spec.auto:  # before the unit: a finished unit always has its decisions
+                write_json(pdir / AUTO_JSON, res["auto"])
+            _write_unit(pdir / "final" / f"chain-{c:04d}.npz", metas[c], res)
+            units[c] = res
+            bar.update(1)
     log_pred, row = _problem_row(spec.method, problem.name, options, units, seconds, solution)
     if spec.auto:
         row.update(_auto_columns(pdir))
@@ -452,8 +432,6 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
 
 
 AUTO_JSON = "auto.json"
-#: how many times a unit whose task the scheduler dropped (a worker lost) is submitted again
-UNIT_RESUBMITS = 3
 
 
 def _auto_columns(pdir: Path) -> dict[str, Any]:

@@ -306,23 +306,53 @@ def cross_validate(method_name, corpus: Corpus, base_options: dict[str, Any],
     return rows
 
 
-def _run_on_dask(client, method, corpus, splits, pending, finish, bar) -> None:
+#: how many times a task the scheduler dropped (its worker lost) is submitted again
+TASK_RESUBMITS = 3
+
+
+def results_resubmitting(client, futures: dict, submit):
+    """``(futures[f], f.result())`` for each Dask future as it finishes. A task the scheduler
+    cancelled because a worker died under it (seen as "already forgotten") is submitted again
+    with ``submit(key)``, at most :data:`TASK_RESUBMITS` times each: a task is a pure function
+    of its inputs and seed. On any error the futures left are cancelled."""
+    import concurrent.futures
+
     from dask.distributed import as_completed
 
-    # hash=False: a fresh key per call, so a release from an earlier stage cannot race it
-    [corpus_f] = client.scatter([corpus], broadcast=True, hash=False)
-    futures = {}
-    for t in pending:
-        payload = {"options": t.options, "train": splits[t.fold][0], "held": splits[t.fold][1],
-                   "seed": t.seed}
-        futures[client.submit(_run_task, method, corpus_f, payload, pure=False)] = t
+    lost: dict = {}
+    done = as_completed(list(futures))
     try:
-        for fut in as_completed(list(futures)):
-            finish(futures[fut], fut.result())
-            bar.update(1)
+        for fut in done:
+            key = futures.pop(fut)
+            try:
+                res = fut.result()
+            except concurrent.futures.CancelledError:
+                lost[key] = lost.get(key, 0) + 1
+                if lost[key] > TASK_RESUBMITS or client.status != "running":
+                    raise
+                again = submit(key)
+                futures[again] = key
+                done.add(again)
+                continue
+            yield key, res
     except BaseException:
         client.cancel(list(futures))
         raise
+
+
+def _run_on_dask(client, method, corpus, splits, pending, finish, bar) -> None:
+    # hash=False: a fresh key per call, so a release from an earlier stage cannot race it
+    [corpus_f] = client.scatter([corpus], broadcast=True, hash=False)
+
+    def submit(i):
+        t = pending[i]
+        payload = {"options": t.options, "train": splits[t.fold][0], "held": splits[t.fold][1],
+                   "seed": t.seed}
+        return client.submit(_run_task, method, corpus_f, payload, pure=False)
+
+    for i, res in results_resubmitting(client, {submit(i): i for i in range(len(pending))}, submit):
+        finish(pending[i], res)
+        bar.update(1)
 
 
 def _cache_key(t: _Task) -> str:

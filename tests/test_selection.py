@@ -283,3 +283,52 @@ def test_format_table():
     assert lines[0].split()[:6] == ["candidate", "mean/string", "se", "diff", "se(diff)", "p=0"]
     assert lines[2].startswith("*") and "states=30" in lines[2]
     assert len(lines) == 3
+
+
+def test_a_task_dropped_with_its_worker_is_submitted_again(monkeypatch):
+    """A Dask task the scheduler cancelled because its worker died (CV folds and final units
+    alike) is submitted again, at most TASK_RESUBMITS times; past that the error propagates
+    and the futures left are cancelled. Fakes stand in for the client and its futures."""
+    import concurrent.futures
+
+    import dask.distributed
+
+    from bayesfa import selection
+
+    class Fut:
+        def __init__(self, key, lose):
+            self.key, self.lose = key, lose
+
+        def result(self):
+            if self.lose:
+                raise concurrent.futures.CancelledError("already forgotten")
+            return self.key * 10
+
+    class Done(list):
+        def __iter__(self):
+            while self:
+                yield self.pop(0)
+
+        def add(self, fut):
+            self.append(fut)
+
+    class Client:
+        status = "running"
+        cancelled: list = []
+
+        def cancel(self, futs):
+            Client.cancelled += futs
+
+    monkeypatch.setattr(dask.distributed, "as_completed", lambda futs: Done(futs))
+    losses = {0: 2, 1: 0}  # task 0 lost twice, then runs
+
+    def submit(key):
+        losses[key] -= 1
+        return Fut(key, losses[key] >= 0)
+
+    submitted = {submit(k): k for k in (0, 1)}
+    assert dict(selection.results_resubmitting(Client(), submitted, submit)) == {0: 0, 1: 10}
+
+    losses = {0: selection.TASK_RESUBMITS + 1}  # lost once more than allowed
+    with pytest.raises(concurrent.futures.CancelledError):
+        list(selection.results_resubmitting(Client(), {submit(0): 0}, submit))
