@@ -261,6 +261,7 @@ def test_chain_sampler_reports_every_sweep_and_estimates(name, bars, monkeypatch
     included (none is more than a block apart), the estimate is written once (thresholds 0),
     and every array and trace is bit-identical to the fit without progress (default blocks)."""
     from bayesfa.methods import get_method
+    from bayesfa.samplers import chains
     from bayesfa.samplers.pfa import cgs_hmm, ipfa
 
     method = get_method(name)
@@ -273,8 +274,8 @@ def test_chain_sampler_reports_every_sweep_and_estimates(name, bars, monkeypatch
     assert bars == []
     monkeypatch.setattr(cgs_hmm, "_BLOCK_UNITS", 1)
     monkeypatch.setattr(ipfa, "_BLOCK_UNITS", 1)
-    monkeypatch.setattr(cgs_hmm, "ESTIMATE_SECONDS", 0.0)
-    monkeypatch.setattr(cgs_hmm, "_RESUMED_SECONDS", 0.0)
+    monkeypatch.setattr(chains, "ESTIMATE_SECONDS", 0.0)
+    monkeypatch.setattr(chains, "_RESUMED_SECONDS", 0.0)
     loud = method.fit(corpus, options, 4, True)
     (bar,) = bars
     sweeps = 2 * (5 + 2 * 3)                       # chains x (burn-in + draws x period)

@@ -534,7 +534,7 @@ def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | N
     todo = [c for c in range(chains) if outs[c] is None]
     resumed_mid = sum(saved[c] is not None for c in todo)
     _check_resumable(model, data, n_cap, options, emission, saved, paths)
-    from bayesfa.samplers.pfa.cgs_hmm import progress_callback
+    from bayesfa.samplers.chains import progress_callback
 
     bar, close = progress_callback(progress, 1, chains * sweeps_per_chain, name)  # and estimate
     if bar is not None and len(todo) < chains:  # finished chains: done

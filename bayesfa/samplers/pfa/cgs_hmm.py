@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from typing import Any, Callable, NamedTuple
 
@@ -44,7 +43,8 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
                                      add_checkpoint_argument, block_sweeps, check_chain_arguments,
                                      check_checkpoint_every, check_generator_state,
                                      corrupt_checkpoint, digest, free_positions, generator_state,
-                                     map_chains, random_path, read_checkpoint, save_checkpoint)
+                                     map_chains, progress_callback, random_path, read_checkpoint,
+                                     save_checkpoint)
 
 _XI_CHUNK_BYTES = 1 << 26  # xi~ built for at most 64 MiB of samples at a time
 
@@ -420,49 +420,6 @@ def add_holdout_argument(parser: argparse.ArgumentParser) -> None:
                              f"of sampling, chosen from the seed; each draw records their log "
                              f"predictive (heldout_log_pred) for diagnose; 0 disables; default "
                              f"{HOLDOUT}")
-
-
-#: With ``progress``, an estimate of the whole fit is printed when it exceeds this many seconds
-#: (:func:`progress_callback`).
-ESTIMATE_SECONDS = 10.0
-#: ... timed on the sweeps reported from this many seconds after the bar starts (earlier
-#: reports are sweeps done before: finished or resumed chains).
-_RESUMED_SECONDS = 0.05
-
-
-def progress_callback(progress: bool, jobs: int, total: int, desc: str):
-    """``(on_sweeps, close)``: a tqdm bar of ``total`` sweeps on standard error when
-    ``progress`` and the chains run in this process; else ``(None, no-op)``.
-
-    ``on_sweeps(n)`` moves the bar by ``n``; at the first report that comes after sweeps were
-    run (a short timed start: one block), ``"DESC: estimated N s for M sweeps"`` is printed
-    when the rest of the fit at that pace exceeds :data:`ESTIMATE_SECONDS`. Only reports
-    are timed: the chains draw the same whatever the bar does."""
-    if not progress or jobs > 1:
-        return None, lambda: None
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, unit="sweep", desc=desc, leave=False, dynamic_ncols=True, file=sys.stderr)
-    t0 = time.perf_counter()
-    before = [0, False]  # sweeps reported as done before the run; estimated yet
-
-    def on_sweeps(n: int) -> None:
-        bar.update(n)
-        took = time.perf_counter() - t0
-        if before[1]:
-            return
-        if took < _RESUMED_SECONDS:
-            before[0] += n
-            return
-        before[1] = True
-        timed = bar.n - before[0]
-        left = (total - bar.n) * took / max(1, timed)
-        if left > ESTIMATE_SECONDS:
-            bar.write(f"{desc}: estimated roughly {left:.0f} s for the {total - bar.n} sweeps "
-                      f"left ({took / max(1, timed):.3g} s a sweep, timed on the first "
-                      f"{timed})", file=sys.stderr)
-
-    return on_sweeps, bar.close
 
 
 def sample_cgs_hmm(corpus: Corpus, n_states: int, alpha: float, beta: float, iterations: int,

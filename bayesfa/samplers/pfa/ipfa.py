@@ -484,7 +484,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     max_draws : keep the counts of only this many draws per chain (``kept_draw_indices``;
         the result's ``kept``); never changes the chains nor ``predict_log_mean``.
     progress : a tqdm bar of sweeps on standard error, moving after every kernel call, when
-        the chains run in this process (``jobs`` 1; :func:`bayesfa.samplers.pfa.cgs_hmm.progress_callback`);
+        the chains run in this process (``jobs`` 1; :func:`bayesfa.samplers.chains.progress_callback`);
         never changes the result.
     """
     n_draws = check_chain_arguments(corpus, states, 1.0, iterations, burn_in, period, chains, jobs,
@@ -532,7 +532,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
                        "pred_log_sum": np.asarray(state["pred_log_sum"], dtype=np.float64)}
     todo = [c for c in range(chains) if outs[c] is None]
     workers = min(jobs, max(1, len(todo)))
-    from bayesfa.samplers.pfa.cgs_hmm import progress_callback
+    from bayesfa.samplers.chains import progress_callback
 
     sweeps_per_chain = burn_in + n_draws * period
     on_sweeps, close = progress_callback(progress, workers, chains * sweeps_per_chain, "ipfa")
