@@ -61,6 +61,12 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 
 
+#: With ``progress``, a method prints an estimate of its whole fit (after a short timed start)
+#: when that estimate exceeds this many seconds; every method's progress reporting reads it
+#: (each module binds the name, so a test can force the estimate per module).
+ESTIMATE_SECONDS = 10.0
+
+
 class FitResult(NamedTuple):
     """What a method's ``fit`` returns; :mod:`bayesfa.rundir` saves it.
 

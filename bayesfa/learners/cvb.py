@@ -47,7 +47,7 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.methods import FitResult, positive_float, positive_int
+from bayesfa.methods import ESTIMATE_SECONDS, FitResult, positive_float, positive_int
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument, chain_path,
                                      check_checkpoint_every, check_numbers, corrupt_checkpoint,
                                      digest, free_positions, read_checkpoint, save_checkpoint)
@@ -141,8 +141,6 @@ def predict_log_prob(expected: np.ndarray, beta: float, corpus: Corpus) -> np.nd
 #: many seconds each, so that the bar moves within an iteration (the sweeps visit the same
 #: positions in the same order: the result is bit-identical to one call).
 PROGRESS_SECONDS = 1.0
-#: With ``progress``, an estimate of the whole fit is printed when it exceeds this many seconds.
-ESTIMATE_SECONDS = 10.0
 
 
 def _say(bar, text: str) -> None:

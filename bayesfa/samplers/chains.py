@@ -34,7 +34,7 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.methods import check_schedule
+from bayesfa.methods import ESTIMATE_SECONDS, check_schedule
 from bayesfa.rundir import atomic_write
 
 #: Corpora are checked to have fewer tokens than this by default: int32 counts hold them.
@@ -310,9 +310,6 @@ class ChainLoop:
             on_sweeps(step)
 
 
-#: With ``progress``, an estimate of the whole fit is printed when it exceeds this many seconds
-#: (:func:`progress_callback`).
-ESTIMATE_SECONDS = 10.0
 #: ... timed on the sweeps reported from this many seconds after the bar starts (earlier
 #: reports are sweeps done before: finished or resumed chains).
 _RESUMED_SECONDS = 0.05

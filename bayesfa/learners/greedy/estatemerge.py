@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 
 from bayesfa.corpus import Corpus
-from bayesfa.methods import FitResult
+from bayesfa.methods import ESTIMATE_SECONDS, FitResult
 from bayesfa.learners.greedy import _prefix_tree as pt
 from bayesfa.learners.greedy.alergia import _PDFAMethod, add_beta_argument
 
@@ -195,7 +195,6 @@ PROGRESS_SECONDS = 1.0
 #: With ``progress``, after this many seconds an upper bound of the time left is printed when
 #: it exceeds :data:`ESTIMATE_SECONDS` (every prefix-tree state decided once at the pace so far)
 ESTIMATE_AFTER_SECONDS = 2.0
-ESTIMATE_SECONDS = 10.0
 
 
 def _stepped(child, count, order, n_keys, sym, parent, beta, first_fit, variant, bar):

@@ -39,7 +39,8 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import log_mean_exp
-from bayesfa.methods import FitResult, nonnegative_int, positive_float, positive_int
+from bayesfa.methods import (ESTIMATE_SECONDS, FitResult, nonnegative_int, positive_float,
+                             positive_int)
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
                                      add_checkpoint_argument, check_checkpoint_every,
                                      check_generator_state, corrupt_checkpoint, digest,
@@ -188,8 +189,6 @@ def _slots(parent, tok_node, tok_sym, n_nodes, n_sym):
     return cap
 
 
-#: With ``progress``, an estimate of the whole fit is printed when it exceeds this many seconds.
-ESTIMATE_SECONDS = 10.0
 #: The version of an HPYP chain checkpoint's layout (part of its fingerprint).
 _CHAIN_FORMAT = "bayesfa-hpyp-chain/1"
 _STATE = ("c", "t", "cs", "ts", "sizes", "disc", "conc")
