@@ -6,7 +6,8 @@ modified=True)`` (:func:`bayesfa.models.pdfa.run_gibbs`): each step is one sweep
 updated by Liu's (1996) modified Gibbs move (propose a value ``v != c`` with probability
 ``p_v / (1 - p_c)`` under the entry's full conditional ``p``, accept with
 ``min(1, (1 - p_c) / (1 - p_v))``), given ``mu``; then NUTS on ``mu``. ``alpha``, ``beta``,
-``gamma`` are fixed (the oracle's options; ``--hyperpriors`` is not checked here).
+``gamma`` are fixed (the oracle's options), or with ``--hyperpriors`` drawn from Gamma(1, 1)
+and sampled by NUTS with ``mu`` (checked by ``gibbs-chain-hyper``).
 
 **gibbs-sweep** (:func:`gibbs_sweep_check`). The discrete block of the production kernel
 (the object :func:`bayesfa.models.pfa.run_mcmc` builds) is run for one sweep from given
@@ -34,16 +35,51 @@ chi-square approximation. ``mu`` is drawn uniformly on the simplex for each star
 must be right for every ``mu``), starts uniformly over the tables, both from ``seed``.
 
 **gibbs-chain** (:func:`gibbs_chain_check`). The whole sampler as the oracle runs it
-(:func:`bayesfa.models.pdfa.run_gibbs`: sweeps of ``delta`` and NUTS on ``mu``), on the
-2-state toy: the last table of each of 1000 independent chains against the exact posterior
-``p(delta | data)`` with ``mu`` integrated out (:func:`posterior_two_states`, quadrature written
-here, not :func:`bayesfa.models.pdfa.enumerate_posterior`), chi-square, fails when ``p < alpha``
-(one draw per chain, so the draws are independent; the test assumes 50 steps reach the
-stationary law on 16 tables).
+(:func:`bayesfa.models.pdfa.run_gibbs`: sweeps of ``delta`` and NUTS on ``mu``): the last
+table of each of 1000 independent chains on the 2-state toy (16 tables) and of 2000 on the
+3-state toy :data:`THREE_TOY` (729 tables) against the exact posterior ``p(delta | data)``
+with ``mu`` integrated out, by quadrature written here, not
+:func:`bayesfa.models.pdfa.enumerate_posterior` (:func:`posterior_two_states`: ``mu_0``
+against its Beta density; :func:`posterior_three_states`: ``mu`` on the 2-simplex by
+stick-breaking, once per distinct in-degree count ``v``, :func:`mu_moment_three`),
+chi-square per toy, fails when a toy's ``p < alpha / 2`` (one draw per chain, so the draws
+are independent; the test assumes 50 steps reach the stationary law).
+
+**gibbs-chain-hyper** (:func:`gibbs_chain_hyper_check`). The same with ``--hyperpriors``
+(``run_gibbs(..., hyperpriors=True)``: ``alpha``, ``beta``, ``gamma ~ Gamma(1, 1)`` sampled by
+NUTS with ``mu``), 500 chains of 200 steps on the 2-state toy, against the exact
+``p(delta | data)`` with ``alpha``, ``beta``, ``gamma`` and ``mu`` integrated out
+(:func:`posterior_two_states_hyper`: the prior part ``p(delta | alpha, gamma)`` and the
+likelihood part ``p(data | delta, beta)`` factorise, so ``p(delta, data)`` is the product of a
+double integral over ``(alpha, gamma)`` per ``v``, :func:`hyper_prior_two`, and a single
+integral over ``beta`` per table, :func:`hyper_likelihood`); fails when ``p < alpha``.
+
+Cost at validate's setting (CPU seconds on the shared 2-core machine under ``nice -n 19``,
+the first run in a process, JAX's compilation included: about 7 s of each row, 14 s of the
+hyper one): ``gibbs-chain``'s 3-state row 14-20 s (2000 chains), its 2-state row 8-9 s,
+``gibbs-chain-hyper`` 22-27 s at 1000 chains of 50 steps (3 s of it the reference; 500
+chains of 200 steps sample twice as much). Power, for an ideal
+chain (multinomial draws from the alternative's exact law, chi-square as here, 1000
+repetitions): the 3-state row rejects the posterior
+of ``alpha`` or ``beta`` 1.5 instead of 1 with probability about 0.8, of ``alpha = 2`` or
+``gamma = 2`` with probability 1; ``gibbs-chain-hyper`` rejects the fixed-hyperparameter
+posterior (``alpha = beta = gamma = 1``, hyperpriors ignored) with probability 1.0 at 1000
+chains and 0.98 at 500.
 
 Mutants (:data:`bayesfa.models.pdfa.MODEL_VARIANTS`): one wrong term of the model's potential,
 ``no-mu`` (``phi_j ~ Dir(alpha / |Q|)``: the shared ``mu`` forgotten) and ``end-mass``
 (``pi_q ~ Dir(beta / L)``: the end symbol forgotten), validated as ``oracle-pdfa:mutant-V``.
+Measured on seeds 0-4 at validate's setting, each mutant fails every chain row on every seed:
+``gibbs-chain`` 3-state row z 160-184 (no-mu), 53-65 (end-mass), 2-state row z 100-122,
+27-38; ``gibbs-chain-hyper`` (1000 chains of 50 steps) z 149-169, 30-33, and at the
+setting of ``validate`` (500 of 200) each mutant fails on seeds 0-4 too
+(``tests/test_oracle_gibbs.py::test_gibbs_chain_hyper_on_five_seeds``). The correct oracle
+passes on seeds 0-4: 3-state row z -1.9 to 0.5 (and z 0.4 with 8000 chains, seed 7, so 50
+steps reach the stationary law on 729 tables to that resolution); ``gibbs-chain-hyper`` at
+validate's setting on each of seeds 0-4 (the same test). 50 steps are *not* enough for the
+hyperparameters (``gamma`` near 0 pushes ``mu`` to a vertex, a funnel for NUTS): with 50
+steps the correct oracle gave p = 0.0056 (1000 chains, seed 4), 0.005 (4000, seed 7) and
+0.0026 (4000, seed 8), and with 200 steps p = 0.167 (4000, seed 8); hence 200.
 """
 
 from __future__ import annotations
@@ -291,39 +327,240 @@ def posterior_two_states(strings: list[list[int]], n_letters: int, alpha: float,
     return p / p.sum()
 
 
+def _log_emission_marginal(c: np.ndarray, beta: float) -> float:
+    """``log prod_q int prod_a pi_qa^c_qa Dir(pi_q; beta/|Sigma'|) dpi_q`` (Eq. x:end) of the
+    emission counts ``c`` ``[Q, L+1]`` (``|Sigma'| = L + 1``, end symbol included): the
+    Dirichlet-multinomial, written out."""
+    k = c.shape[1]
+    return float((gammaln(beta) - gammaln(beta + c.sum(1))
+                  + (gammaln(c + beta / k) - gammaln(beta / k)).sum(1)).sum())
+
+
+def _column_patterns(tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(patterns [U, Q, L], inverse [T])``: the distinct in-degree counts
+    ``v[i, j] = #{i': delta[i', j] = i}`` of the tables ``[T, Q, L]`` (the prior of ``delta``
+    depends on ``delta`` only through ``v``, Eq. delta:end) and each table's pattern."""
+    n_t, n_q, n_letters = tables.shape
+    v = (tables[:, None, :, :] == np.arange(n_q)[None, :, None, None]).sum(2)   # [T, Q, L]
+    patterns, inverse = np.unique(v.reshape(n_t, -1), axis=0, return_inverse=True)
+    return patterns.reshape(-1, n_q, n_letters), inverse.ravel()
+
+
+def _rising(v: np.ndarray) -> list[tuple[int, int]]:
+    """The factors ``(i, k)`` of the Polya numerator ``prod_ij prod_{k < v_ij} (alpha mu_i + k)``
+    (Eq. delta:end), one per unit of ``v`` ``[Q, L]``."""
+    return [(i, k) for i in range(v.shape[0]) for j in range(v.shape[1])
+            for k in range(int(v[i, j]))]
+
+
+def mu_moment_three(v: np.ndarray, alpha: float, gamma: float) -> float:
+    """``E_mu[prod_i prod_j prod_{k < v_ij} (alpha mu_i + k)]`` for ``v`` ``[3, L]`` and
+    ``mu ~ Dir(a, a, a)``, ``a = gamma/3`` (gen:mu), by two nested adaptive quadratures on the
+    2-simplex.
+
+    ``mu`` is written by stick-breaking ``mu = (s, (1-s) t, (1-s)(1-t))`` with independent
+    ``s ~ Beta(a, 2a)`` and ``t ~ Beta(a, a)`` (the Dirichlet's aggregation property), so that
+    each integral has an algebraic endpoint weight ``x^(p-1) (1-x)^(q-1)`` (scipy's
+    ``weight="alg"``, QAWS, which integrates the singular Beta densities of ``a < 1``) and a
+    polynomial integrand."""
+    from scipy import integrate
+    from scipy.special import betaln
+
+    a = gamma / 3
+    factors = _rising(v)
+    opts = dict(epsabs=0.0, epsrel=1e-11, limit=200)
+
+    def f(t, s):
+        mu = (s, (1.0 - s) * t, (1.0 - s) * (1.0 - t))
+        out = 1.0
+        for i, k in factors:
+            out *= alpha * mu[i] + k
+        return out
+
+    def inner(s):
+        return integrate.quad(f, 0.0, 1.0, args=(s,), weight="alg", wvar=(a - 1, a - 1),
+                              **opts)[0]
+
+    val = integrate.quad(inner, 0.0, 1.0, weight="alg", wvar=(a - 1, 2 * a - 1), **opts)[0]
+    return float(val * np.exp(-betaln(a, 2 * a) - betaln(a, a)))
+
+
+def posterior_three_states(strings: list[list[int]], n_letters: int, alpha: float, beta: float,
+                           gamma: float) -> np.ndarray:
+    """Exact ``p(delta | data)`` ``[T]`` for ``|Q| = 3`` (tables as :func:`_tables`), ``mu``
+    integrated out by quadrature on the 2-simplex (:func:`mu_moment_three`).
+
+    The prior of ``delta`` given ``mu`` is the Polya urn of Eq. delta:end (``phi_j`` integrated
+    out), ``prod_j [Gamma(alpha)/Gamma(alpha+3)] prod_i prod_{k < v_ij} (alpha mu_i + k)``, whose
+    first factor is a constant here; it depends on ``delta`` only through the in-degree counts
+    ``v``, so ``mu`` is integrated once per distinct ``v`` (100 of 729 tables for ``L = 2``).
+    The likelihood is the Dirichlet-multinomial of the emission counts (Eq. x:end, end symbol
+    included). Nothing of :mod:`bayesfa.models.pdfa` is called."""
+    tables = _tables(3, n_letters)
+    patterns, inverse = _column_patterns(tables)
+    log_prior = np.log([mu_moment_three(v, alpha, gamma) for v in patterns])
+    log_lik = np.array([_log_emission_marginal(_emissions(d, strings, n_letters), beta)
+                        for d in tables])
+    log_p = log_prior[inverse] + log_lik
+    p = np.exp(log_p - log_p.max())
+    return p / p.sum()
+
+
+#: Relative tolerance of each adaptive quadrature of :func:`hyper_prior_two` and
+#: :func:`hyper_likelihood`.
+HYPER_EPSREL = 1e-10
+
+
+def hyper_prior_two(v: np.ndarray) -> float:
+    """``P(v) = p(delta)`` of a table with in-degree counts ``v`` ``[2, L]`` under
+    ``alpha, gamma ~ Gamma(1, 1)`` (Sect. 3.2), ``mu`` and ``phi`` integrated out:
+
+    ``P(v) = int int e^(-alpha - gamma) E_mu[prod_j Polya_j(alpha, mu)] dalpha dgamma``, the
+    Polya urn of column ``j`` (Eq. delta:end, ``phi_j ~ Dir(alpha mu)`` integrated out)
+    ``Polya_j = prod_i prod_{k < v_ij} (alpha mu_i + k) / prod_{k < 2} (alpha + k)`` and
+    ``mu_0 ~ Beta(gamma/2, gamma/2)`` (gen:mu, ``Dir(gamma/|Q|)``). The expectation over
+    ``mu_0`` of that polynomial of degree ``<= 2L`` is exact by Gauss-Jacobi with ``L + 1``
+    nodes (scipy's ``roots_jacobi``); ``alpha`` and ``gamma`` by nested adaptive quadrature on
+    ``[0, inf)`` (scipy's ``quad``)."""
+    from scipy import integrate
+    from scipy.special import roots_jacobi
+
+    n_q, n_letters = v.shape
+    factors = _rising(v)
+    opts = dict(epsabs=0.0, epsrel=HYPER_EPSREL, limit=200)
+
+    def over_alpha(alpha, m0, w):
+        mu = (m0, 1.0 - m0)
+        num = np.ones_like(m0)
+        for i, k in factors:
+            num = num * (alpha * mu[i] + k)
+        den = np.prod([alpha + k for k in range(n_q)]) ** n_letters
+        return np.exp(-alpha) * float(w @ num) / den
+
+    def over_gamma(gamma):
+        x, w = roots_jacobi(n_letters + 1, gamma / 2 - 1, gamma / 2 - 1)
+        m0, w = (1.0 + x) / 2, w / w.sum()          # nodes of mu_0, Beta(g, g) weights
+        return np.exp(-gamma) * integrate.quad(over_alpha, 0.0, np.inf, args=(m0, w),
+                                               **opts)[0]
+
+    return float(integrate.quad(over_gamma, 0.0, np.inf, **opts)[0])
+
+
+def hyper_likelihood(c: np.ndarray) -> float:
+    """``Lk(c) = p(data | delta)`` of the emission counts ``c`` ``[Q, L+1]`` under
+    ``beta ~ Gamma(1, 1)``: ``int e^(-beta) prod_q DirMult(c_q; beta/|Sigma'|) dbeta``
+    (Eq. x:end), by adaptive quadrature on ``[0, inf)``."""
+    from scipy import integrate
+
+    return float(integrate.quad(lambda b: np.exp(-b + _log_emission_marginal(c, b)),
+                                0.0, np.inf, epsabs=0.0, epsrel=HYPER_EPSREL, limit=200)[0])
+
+
+def posterior_two_states_hyper(strings: list[list[int]], n_letters: int) -> np.ndarray:
+    """Exact ``p(delta | data)`` ``[T]`` for ``|Q| = 2`` under the hyperpriors
+    ``alpha, beta, gamma ~ Gamma(1, 1)`` (Sect. 3.2; ``run_gibbs(..., hyperpriors=True)``),
+    with ``alpha``, ``beta``, ``gamma``, ``mu`` (and ``phi``, ``pi``) integrated out.
+
+    The joint factorises as ``p(delta | alpha, gamma) p(data | delta, beta)``, so
+    ``p(delta, data) = P(v(delta)) Lk(c(delta))``: :func:`hyper_prior_two` once per distinct
+    in-degree count ``v`` (9 of 16 tables for ``L = 2``), :func:`hyper_likelihood` per
+    table. Nothing of :mod:`bayesfa.models.pdfa` is called."""
+    tables = _tables(2, n_letters)
+    patterns, inverse = _column_patterns(tables)
+    log_prior = np.log([hyper_prior_two(v) for v in patterns])
+    log_lik = np.log([hyper_likelihood(_emissions(d, strings, n_letters)) for d in tables])
+    log_p = log_prior[inverse] + log_lik
+    p = np.exp(log_p - log_p.max())
+    return p / p.sum()
+
+
+#: The 3-state toy of ``gibbs-chain``: ``(strings, n_states)``; letters 0/1, ``3^6 = 729``
+#: tables, the posterior's largest table 0.22 (``alpha = beta = gamma = 1``).
+THREE_TOY = ([[0, 1], [1], [0, 0], [], [1, 0, 1]], 2)
+
 #: Independent chains of the full oracle (DiscreteHMCGibbs + NUTS on ``mu``) and the steps of
-#: each (warm-up, then one kept draw) in ``gibbs-chain``.
-CHAINS = {"chains": 1000, "warmup": 49}
+#: each (warm-up, then one kept draw): ``gibbs-chain`` on the 2-state toy (``chains``) and on
+#: the 3-state toy (``chains_three``), ``gibbs-chain-hyper`` (``chains_hyper``, ``warmup_hyper``).
+CHAINS = {"chains": 1000, "warmup": 49, "chains_three": 2000, "chains_hyper": 500,
+          "warmup_hyper": 199}
 
 
-def gibbs_chain_check(*, seed: int = 0, alpha: float = ALPHA, variant: str = "",
-                      chains: int | None = None, warmup: int | None = None) -> Check:
-    """``gibbs-chain``: the last table of each of ``chains`` independent runs of the oracle's
-    sampler (:func:`bayesfa.models.pdfa.run_gibbs`, ``warmup`` steps then one draw) on
-    :data:`SMALL_TOY` against the exact posterior :func:`posterior_two_states`, by a
-    chi-square test (:func:`chi_square`). The draws are independent (one per
-    chain); the test assumes ``warmup`` steps reach the stationary law (16 tables, each step a
-    full sweep plus NUTS on ``mu``). Fails when ``p < alpha``."""
+def _chain_row(label: str, strings: list[list[int]], n_states: int, law: np.ndarray, *,
+               chains: int, warmup: int, seed: int, variant: str, hyperpriors: bool,
+               crit: float) -> dict:
+    """One row of a chain check: the last table of each of ``chains`` independent runs of
+    :func:`bayesfa.models.pdfa.run_gibbs` (``warmup`` steps, then one draw) on ``strings``
+    (letters 0/1) against ``law`` ``[T]`` by :func:`chi_square`; passes when ``p >= crit``."""
     from bayesfa.models.pdfa import run_gibbs
 
-    chains = CHAINS["chains"] if chains is None else chains
-    warmup = CHAINS["warmup"] if warmup is None else warmup
-    strings = [list(s) for s in SMALL_TOY[0]]
-    n_states, n_letters = SMALL_TOY[1], 2
-    samples, _ = run_gibbs(Corpus.from_strings(strings, n_letters), n_states, seed=seed,
+    samples, _ = run_gibbs(Corpus.from_strings(strings, 2), n_states, seed=seed,
                            num_warmup=warmup, num_samples=1, num_chains=chains,
-                           variant=variant, **FIXED)
+                           variant=variant, hyperpriors=hyperpriors, **FIXED)
     last = np.asarray(samples["delta"])[:, -1]                              # [C, Q, L]
-    law = posterior_two_states(strings, n_letters, **FIXED)
     observed = np.bincount(_index(last, n_states + 1), minlength=law.size)
     stat, df = chi_square(observed, chains * law)
     p = float(sps.chi2.sf(stat, df))
-    row = {"toy": "small (|Q|=2)", "tables": law.size, "chains": chains, "steps": warmup + 1,
-           "chi2": stat, "df": df, "z": (stat - df) / np.sqrt(2 * df), "p": p, "pass": p >= alpha}
-    return Check(name="gibbs-chain", passed=row["pass"],
+    return {"toy": label, "tables": law.size, "chains": chains, "steps": warmup + 1,
+            "chi2": stat, "df": df, "z": (stat - df) / np.sqrt(2 * df), "p": p,
+            "pass": p >= crit}
+
+
+def gibbs_chain_check(*, seed: int = 0, alpha: float = ALPHA, variant: str = "",
+                      chains: int | None = None, warmup: int | None = None,
+                      chains_three: int | None = None,
+                      toys: tuple[str, ...] = ("small", "three")) -> Check:
+    """``gibbs-chain``: the last table of each of ``chains`` (:data:`SMALL_TOY`) and
+    ``chains_three`` (:data:`THREE_TOY`) independent runs of the oracle's sampler
+    (:func:`bayesfa.models.pdfa.run_gibbs`, ``warmup`` steps then one draw) against the exact
+    posterior (:func:`posterior_two_states`, :func:`posterior_three_states`), by a chi-square
+    test per toy (:func:`chi_square`). The draws are independent (one per chain); the test
+    assumes ``warmup`` steps reach the stationary law (each step a full sweep plus NUTS on
+    ``mu``). Fails when a toy's ``p < alpha / len(toys)`` (at most ``alpha`` for a correct
+    sampler, up to the chi-square approximation)."""
+    chains = CHAINS["chains"] if chains is None else chains
+    chains_three = CHAINS["chains_three"] if chains_three is None else chains_three
+    warmup = CHAINS["warmup"] if warmup is None else warmup
+    crit = alpha / len(toys)
+    rows = []
+    for name in toys:
+        if name == "small":
+            strings, n_states = [list(s) for s in SMALL_TOY[0]], SMALL_TOY[1]
+            law = posterior_two_states(strings, 2, **FIXED)
+            rows.append(_chain_row("small (|Q|=2)", strings, n_states, law, chains=chains,
+                                   warmup=warmup, seed=seed, variant=variant,
+                                   hyperpriors=False, crit=crit))
+        elif name == "three":
+            strings, n_states = [list(s) for s in THREE_TOY[0]], THREE_TOY[1]
+            law = posterior_three_states(strings, 2, **FIXED)
+            rows.append(_chain_row("three (|Q|=3)", strings, n_states, law,
+                                   chains=chains_three, warmup=warmup, seed=seed * 1000 + 1,
+                                   variant=variant, hyperpriors=False, crit=crit))
+        else:
+            raise ValueError(f"unknown toy {name!r} (small, three)")
+    return Check(name="gibbs-chain", passed=all(r["pass"] for r in rows),
                  description=("last table of independent DiscreteHMCGibbs chains vs the exact "
-                              "posterior p(delta | data) (mu integrated out), chi-square"),
-                 alpha=alpha, columns=list(row), rows=[row])
+                              "posterior p(delta | data) (mu integrated out), chi-square per toy"),
+                 alpha=alpha, columns=list(rows[0]), rows=rows,
+                 summary={"max_z": max(float(r["z"]) for r in rows), "p_threshold": crit})
+
+
+def gibbs_chain_hyper_check(*, seed: int = 0, alpha: float = ALPHA, variant: str = "",
+                            chains: int | None = None, warmup: int | None = None) -> Check:
+    """``gibbs-chain-hyper``: as :func:`gibbs_chain_check` on :data:`SMALL_TOY` with the
+    hyperpriors (``run_gibbs(..., hyperpriors=True)``: ``alpha``, ``beta``, ``gamma`` sampled by
+    NUTS with ``mu``) against :func:`posterior_two_states_hyper`; fails when ``p < alpha``."""
+    chains = CHAINS["chains_hyper"] if chains is None else chains
+    warmup = CHAINS["warmup_hyper"] if warmup is None else warmup
+    strings, n_states = [list(s) for s in SMALL_TOY[0]], SMALL_TOY[1]
+    law = posterior_two_states_hyper(strings, 2)
+    row = _chain_row("small (|Q|=2)", strings, n_states, law, chains=chains, warmup=warmup,
+                     seed=seed * 1000 + 2, variant=variant, hyperpriors=True, crit=alpha)
+    return Check(name="gibbs-chain-hyper", passed=row["pass"],
+                 description=("last table of independent DiscreteHMCGibbs chains with the "
+                              "Gamma(1, 1) hyperpriors vs the exact p(delta | data) (alpha, "
+                              "beta, gamma, mu integrated out), chi-square"),
+                 alpha=alpha, columns=list(row), rows=[row],
+                 summary={"z": float(row["z"]), "p_threshold": alpha})
 
 
 # -- the spec --------------------------------------------------------------------------------------
@@ -340,7 +577,7 @@ class OraclePDFASpec:
         self.variant = variant
 
     def check_names(self) -> list[str]:
-        return ["predictive", "gibbs-sweep", "gibbs-chain"]
+        return ["predictive", "gibbs-sweep", "gibbs-chain", "gibbs-chain-hyper"]
 
     def mutant_names(self) -> list[str]:
         from bayesfa.models.pdfa import MODEL_VARIANTS
@@ -357,7 +594,8 @@ class OraclePDFASpec:
 
     def kernel_checks(self, toy, *, seed: int = 0, alpha: float = ALPHA) -> list[Check]:
         return [gibbs_sweep_check(toy, seed=seed, alpha=alpha, variant=self.variant),
-                gibbs_chain_check(seed=seed, alpha=alpha, variant=self.variant)]
+                gibbs_chain_check(seed=seed, alpha=alpha, variant=self.variant),
+                gibbs_chain_hyper_check(seed=seed, alpha=alpha, variant=self.variant)]
 
 
 ORACLE_PDFA = OraclePDFASpec()
