@@ -75,35 +75,25 @@ def test_sweep_law_is_a_random_order_product_and_leaves_the_target_invariant():
     assert np.allclose(pi @ full, pi, atol=1e-13)
 
 
-def test_two_state_posterior_matches_the_models_enumeration():
-    """The quadrature over ``mu`` of the gibbs-chain reference against the model module's own
-    enumeration (rising-factorial moments): two independent computations of one posterior."""
-    from bayesfa.corpus import Corpus
-    from bayesfa.models.pdfa import enumerate_posterior
-
-    for a, b, g in ((1.0, 1.0, 1.0), (0.7, 2.0, 0.5)):
-        p = oracle.posterior_two_states(STRINGS, 2, a, b, g)
-        post = enumerate_posterior(Corpus.from_strings(STRINGS, 2), 1, a, b, g)
-        q = np.zeros(16)
-        q[oracle._index(post["delta"], 2)] = np.exp(post["log_weight"])
-        assert np.abs(p - q).max() < 1e-12
-
-
 THREE = [list(s) for s in oracle.THREE_TOY[0]]
 
 
-def test_three_state_posterior_matches_the_models_enumeration():
-    """The 3-state gibbs-chain reference (stick-breaking quadrature over ``mu``) against the
-    model module's enumeration (sums of Dirichlet moments): two independent computations of
-    one posterior over 729 tables, deterministic (no false failures)."""
+@pytest.mark.parametrize("n_q", [2, 3])
+def test_posterior_matches_the_models_enumeration(n_q):
+    """The gibbs-chain references (2 states: quadrature over ``mu_0``; 3 states:
+    stick-breaking quadrature over ``mu``) against the model module's own enumeration (sums of
+    Dirichlet moments): two independent computations of one posterior over 16 or 729 tables,
+    deterministic (no false failures)."""
     from bayesfa.corpus import Corpus
     from bayesfa.models.pdfa import enumerate_posterior
 
+    strings, reference = ((STRINGS, oracle.posterior_two_states) if n_q == 2
+                          else (THREE, oracle.posterior_three_states))
     for a, b, g in ((1.0, 1.0, 1.0), (0.7, 2.0, 0.5)):
-        p = oracle.posterior_three_states(THREE, 2, a, b, g)
-        post = enumerate_posterior(Corpus.from_strings(THREE, 2), 2, a, b, g)
-        q = np.zeros(729)
-        q[oracle._index(post["delta"], 3)] = np.exp(post["log_weight"])
+        p = reference(strings, 2, a, b, g)
+        post = enumerate_posterior(Corpus.from_strings(strings, 2), n_q - 1, a, b, g)
+        q = np.zeros(n_q ** (2 * n_q))
+        q[oracle._index(post["delta"], n_q)] = np.exp(post["log_weight"])
         assert np.abs(p - q).max() < 1e-12
 
 
