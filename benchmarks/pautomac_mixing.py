@@ -77,7 +77,6 @@ import shutil
 import statistics
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -87,7 +86,6 @@ from pautomac_table3 import PAPER_TABLE3  # noqa: E402  (this folder's script)
 
 ROOT = Path(__file__).resolve().parents[1]
 STRATEGIES = ("single", "eq6", "screen", "heldout-weighted")
-HOLDOUT = 0.05  # as bayesfa.samplers.pfa.auto.HOLDOUT
 _KEY = 0x6D6978  # spawn-key word of the screen continuation's Generators ("mix")
 
 
@@ -148,19 +146,6 @@ def spearman(x, y) -> tuple[float | None, float | None]:
 
 # -- one unit ---------------------------------------------------------------------------------
 
-@contextmanager
-def _auto_front():
-    """:mod:`bayesfa.samplers.pfa.auto` with the cgs-pfa front handed in, as ``fit_auto`` does
-    (its ``warm_path`` reads ``new_counts`` from it)."""
-    from bayesfa.samplers.pfa import auto, cgs_pfa
-
-    previous, auto._FRONT = auto._FRONT, cgs_pfa
-    try:
-        yield auto
-    finally:
-        auto._FRONT = previous
-
-
 class _Unit:
     """What the strategies of one unit share: data, settings, and how a chain is scored."""
 
@@ -190,6 +175,7 @@ class _Unit:
     def split(self):
         """``(kept corpus, held corpus, kept_idx)``: the held-out slice of the seed, as
         :func:`bayesfa.samplers.pfa.cgs_pfa.sample_cgs_pfa` and ``--auto`` draw it."""
+        from bayesfa.samplers.pfa.auto import HOLDOUT
         from bayesfa.samplers.pfa.cgs_pfa import holdout_split
 
         kept_idx, held_idx = holdout_split(self.train.n_strings, HOLDOUT, np.random.SeedSequence(self.seed))
@@ -267,6 +253,7 @@ def _heldout_weighted(u: _Unit, sweeps: int, k: int) -> dict:
 
 def _screen(u: _Unit, sweeps: int, k: int) -> dict:
     from bayesfa.samplers.chains import free_positions
+    from bayesfa.samplers.pfa import auto
     from bayesfa.samplers.pfa.cgs_pfa import _run_chain
 
     screen = max(2, int(round(u.settings["screen_fraction"] * sweeps)))
@@ -279,11 +266,12 @@ def _screen(u: _Unit, sweeps: int, k: int) -> dict:
     if rest < 1:
         raise ValueError(f"--chains {k} screens of {screen} sweeps leave nothing of {sweeps} sweeps")
     rng = np.random.default_rng(np.random.SeedSequence(u.seed, spawn_key=(_KEY, 0)))
-    with _auto_front() as auto:  # the winner continued on all strings as --auto continues its own
-        z = auto.embed_path(res.z[win], u.train, kept_idx, u.n_states, rng)
-        held_pos = free_positions(u.train.tokens)[~auto._kept_mask(u.train, kept_idx)]
-        z = auto.warm_path(u.train, z, held_pos, u.n_states, u.beta, rng)
-        warm = auto.WARM_SWEEPS
+    # the winner continued on all strings as --auto continues its own (in _run_strategy's
+    # auto.front_session: warm_path reads new_counts from the front)
+    z = auto.embed_path(res.z[win], u.train, kept_idx, u.n_states, rng)
+    held_pos = free_positions(u.train.tokens)[~auto._kept_mask(u.train, kept_idx)]
+    z = auto.warm_path(u.train, z, held_pos, u.n_states, u.beta, rng)
+    warm = auto.WARM_SWEEPS
     period2, n_draws2, first2 = chain_plan(rest, u.settings["period"])
     out = _run_chain(u.train.tokens, u.train.alphabet_size + 1, u.n_states, u.beta, 0, period2,
                      n_draws2, np.random.SeedSequence(u.seed, spawn_key=(_KEY, 1)), init_z=z,
@@ -304,18 +292,14 @@ def strategy_name(strategy: str, k: int) -> str:
 
 
 def _run_strategy(u: _Unit, strategy: str) -> tuple[dict, float, float]:
-    """``(output, CPU seconds, wall seconds)`` of ``strategy`` on the unit ``u``, BLAS on one
-    thread (as ``--auto`` runs: OpenBLAS's spinning threads would bill the forward passes
-    several times over)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - installed with scikit-learn
-        threadpool_limits = None
+    """``(output, CPU seconds, wall seconds)`` of ``strategy`` on the unit ``u``, in the
+    context ``--auto`` runs in (:func:`bayesfa.samplers.pfa.auto.front_session`: BLAS on one
+    thread, since OpenBLAS's spinning threads would bill the forward passes several times
+    over, and the cgs-pfa front handed to the auto module the screen continuation uses)."""
+    from bayesfa.samplers.pfa import auto, cgs_pfa
+
     wall, cpu = time.perf_counter(), time.process_time()
-    if threadpool_limits is not None:
-        with threadpool_limits(1, user_api="blas"):
-            out = _RUN[strategy](u, u.settings["sweeps"], u.settings["chains"])
-    else:
+    with auto.front_session(cgs_pfa):
         out = _RUN[strategy](u, u.settings["sweeps"], u.settings["chains"])
     return out, time.process_time() - cpu, time.perf_counter() - wall
 
@@ -406,6 +390,8 @@ def _ints(text: str, option: str) -> list[int]:
 def main(argv=None) -> int:
     from guarded_out import check_out, write_out_json, write_out_text
     from machine import git_commit
+
+    from bayesfa.samplers.pfa.auto import HOLDOUT
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--problems", default="5,43")

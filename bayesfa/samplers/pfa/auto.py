@@ -53,6 +53,7 @@ no run over its budget.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -514,27 +515,36 @@ def _front():
     return _FRONT
 
 
-def fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | None = None, *, front):
-    """The ``--auto`` fit of the cgs-pfa ``front`` (:mod:`bayesfa.samplers.pfa.cgs_pfa`, which
-    calls this from its ``fit`` and hands itself in: the front imports this module, so this
-    module does not import it back, and the import graph stays acyclic, as
-    tests/test_architecture.py requires).
-
-    :func:`_fit_auto` with BLAS on one thread (the forward passes' matrix products): on a
-    shared machine OpenBLAS's threads spin and cost several times the CPU of one thread
-    (measured: 0.18 s against 0.03 s for one draw of N = 114 on PAutomaC 1's test strings).
-    Needs threadpoolctl; without it BLAS keeps its threads. Results do not depend on it."""
+@contextlib.contextmanager
+def front_session(front):
+    """The context :func:`fit_auto` runs in, for any caller of this module's phases (e.g.
+    ``benchmarks/pautomac_mixing.py``): :func:`_front` returns ``front`` (the cgs-pfa front
+    module), and BLAS runs on one thread (the forward passes' matrix products): on a shared
+    machine OpenBLAS's threads spin and cost several times the CPU of one thread (measured:
+    0.18 s against 0.03 s for one draw of N = 114 on PAutomaC 1's test strings). Needs
+    threadpoolctl; without it BLAS keeps its threads. Results do not depend on it."""
     global _FRONT
     previous, _FRONT = _FRONT, front
     try:
         try:
             from threadpoolctl import threadpool_limits
         except ImportError:  # pragma: no cover - installed with scikit-learn
-            return _fit_auto(corpus, options, seed, predict)
-        with threadpool_limits(1, user_api="blas"):
-            return _fit_auto(corpus, options, seed, predict)
+            limit = contextlib.nullcontext()
+        else:
+            limit = threadpool_limits(1, user_api="blas")
+        with limit:
+            yield
     finally:
         _FRONT = previous
+
+
+def fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | None = None, *, front):
+    """The ``--auto`` fit of the cgs-pfa ``front`` (:mod:`bayesfa.samplers.pfa.cgs_pfa`, which
+    calls this from its ``fit`` and hands itself in: the front imports this module, so this
+    module does not import it back, and the import graph stays acyclic, as
+    tests/test_architecture.py requires): :func:`_fit_auto` in :func:`front_session`."""
+    with front_session(front):
+        return _fit_auto(corpus, options, seed, predict)
 
 
 def _fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | None = None):
