@@ -449,7 +449,7 @@ class Run:
     def perplexity(self, test, *, map: bool = False, per_symbol: bool = False,
                    letters_only: bool = False, draw_sets: int | None = None,
                    mc_tolerance: float | None = None, max_particles: int | None = None,
-                   format: str | None = None) -> dict[str, Any]:
+                   proposal: str | None = None, format: str | None = None) -> dict[str, Any]:
         """Per-symbol perplexity of ``test`` with the conventions of ``bayesfa perplexity``
         (Pfau, Bartlett & Wood 2010, Sect. 4): ``{"perplexity", "n_symbols", "log_prob",
         "data_shape", "incremental", "mixture", "quantity", "estimator", "mc_se", ...}``.
@@ -457,7 +457,8 @@ class Run:
         mixture with its Monte Carlo standard error ``mc_se`` (nats; particles doubled until
         it and the change on doubling are at most ``mc_tolerance`` per symbol, default 0.002,
         or ``max_particles``;
-        ``mc_converged`` says which); ``draw_sets=K`` the fixed estimators
+        ``mc_converged`` says which); ``draw_sets=K`` the fixed estimators, their filters'
+        ``proposal`` ``"adapted"`` (default) or ``"prior"``
         (:func:`bayesfa.samplers.pdia.pdfa.perplexity_log_prob`); ``per_symbol`` the authors'
         estimator, which converges to ``sum_t log E[p(x_t | x_<t)]``, not to
         ``log p(test | train)``."""
@@ -473,7 +474,7 @@ class Run:
         asked = {k: True for k, v in (("map", map), ("per_symbol", per_symbol),
                                       ("letters_only", letters_only)) if v}
         for key, value in (("draw_sets", draw_sets), ("mc_tolerance", mc_tolerance),
-                           ("max_particles", max_particles)):
+                           ("max_particles", max_particles), ("proposal", proposal)):
             if value is not None:
                 asked[key] = value
         details: dict[str, Any] = {}
@@ -498,6 +499,7 @@ class Run:
                 "mixture": ("map " if map and per_symbol else "")
                 + ("per-symbol" if per_symbol else ("map" if map else "joint")),
                 "letters_only": bool(letters_only), "draw_sets": draw_sets,
+                "proposal": proposal,
                 "quantity": details.get("quantity", "log p(test | train), the method's estimate"
                                         if hook is not None and not per_symbol else
                                         "sum_t log mean_k p_k(x_t | x_<t), the per-symbol "

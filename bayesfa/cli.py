@@ -170,11 +170,18 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                         "one: each sample reads the test K times (a particle filter of its "
                         "own; --per-symbol: K equal-weight readings), each with its own draws "
                         "of the transitions the sample has not instantiated; no standard error; "
-                        "K = 1 reads once per sample (far too low a log probability on Alice). "
+                        "--proposal says how those draws are made. "
                         "Default: per-sample particle filters with the adapted proposal (an "
                         "unvisited transition's destination drawn with the next symbol's "
                         "predictive), particles doubled until the standard error and the change "
                         "on doubling are at most --mc-tolerance")
+    p.add_argument("--proposal", choices=("adapted", "prior"), default=None,
+                   help="pdfa, pdia, pdia-smoothed, --draw-sets K without --per-symbol: the "
+                        "filters' draws of an unvisited transition's destination: adapted "
+                        "(default; the default estimator's, weighted by the next symbol's "
+                        "predictive) or prior (the earlier blind draws; K = 1 reads once per "
+                        "sample, far too low a log probability on Alice, and K = 300 is 0.08 "
+                        "in perplexity above the converged value there)")
     p.add_argument("--mc-tolerance", type=positive_float, default=None, metavar="NATS",
                    help="pdfa, pdia, pdia-smoothed, default estimator: the Monte Carlo standard "
                         "error (and change on doubling the particles) per symbol to reach, in "
@@ -446,7 +453,7 @@ def cmd_perplexity(args) -> int:
     out = load(args.run).perplexity(
         args.test, map=args.map, per_symbol=args.per_symbol, letters_only=args.letters_only,
         draw_sets=args.draw_sets, mc_tolerance=args.mc_tolerance,
-        max_particles=args.max_particles, format=args.format)
+        max_particles=args.max_particles, proposal=args.proposal, format=args.format)
     if args.json:
         zero = ("the test data have probability 0 under the run"
                 if out["zero_probability_strings"] is None else

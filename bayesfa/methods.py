@@ -40,7 +40,8 @@ Optional hook for ``bayesfa perplexity`` (the conventions of Pfau, Bartlett & Wo
   ``sum_t log E[p(x_t | x_<t)]``, not to log p(test | train)). A hook may take ``details``
   (a dict it fills: ``quantity``, ``estimator``, ``se`` (Monte Carlo standard error, nats),
   ``converged``, ...; ``bayesfa perplexity`` prints them) and ``mc_tolerance``,
-  ``max_particles`` (``--mc-tolerance``, ``--max-particles``; pdfa / pdia / pdia-smoothed).
+  ``max_particles``, ``draw_sets``, ``proposal`` (``--mc-tolerance``, ``--max-particles``,
+  ``--draw-sets``, ``--proposal``; pdfa / pdia / pdia-smoothed).
 
 A method with ``resumable = True`` also takes ``fit(..., workdir=PATH)``: it saves each
 finished piece of work (a chain) there and reuses it when the same fit is run again, so an

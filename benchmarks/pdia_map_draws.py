@@ -15,7 +15,10 @@ its particles and standard error; ``--joint``: all samples (the joint posterior 
 instead of the MAP sample.
 
     python benchmarks/pdia_map_draws.py RUN_DIR TEST [--draw-sets 1,10,30,100,300,1000]
-        [--all-symbols] [--default] [--joint]
+        [--all-symbols] [--default] [--joint] [--proposal prior|adapted]
+
+``--proposal``: the particle filters' draws (``bayesfa perplexity --proposal``); default
+``prior``, the blind draws this script measured for ``benchmarks/RESULTS.md``.
 
 Measured on the paper's AIW split at the paper's budget (``benchmarks/RESULTS.md``, "The PDIA
 at the paper's budget").
@@ -36,6 +39,8 @@ def main(argv=None) -> int:
     ap.add_argument("test")
     ap.add_argument("--draw-sets", default="1,10,30,100,300,1000",
                     help="comma-separated K to compare")
+    ap.add_argument("--proposal", choices=("prior", "adapted"), default="prior",
+                    help="the particle filters' draws (default: prior, the blind draws)")
     ap.add_argument("--all-symbols", action="store_true",
                     help="count the sentence ends too (default: letters only, the paper's count)")
     ap.add_argument("--default", action="store_true",
@@ -75,7 +80,9 @@ def main(argv=None) -> int:
         for per_symbol in (False, True):
             t0 = time.process_time()
             lp = method.perplexity_log_prob(run.arrays, run.options, test, continuation=sequence,
-                                            per_symbol=per_symbol, draw_sets=k, **which, **extra)
+                                            per_symbol=per_symbol, draw_sets=k, **which, **extra,
+                                            **({} if per_symbol else
+                                               {"proposal": args.proposal}))
             row += [float(np.exp(-lp / n)), time.process_time() - t0]
         print(f"{k:6d} | {row[0]:15.4f} {row[1]:6.1f} | {row[2]:10.4f} {row[3]:6.1f}", flush=True)
     return 0

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bayesfa.corpus import Corpus
+from bayesfa.errors import InputError
 from bayesfa.methods import get_method
 from bayesfa.validation.pdia.pdfa import pdia_exact_predictive
 from bayesfa.validation.toys import all_strings, get_toy
@@ -272,7 +273,8 @@ def test_draw_sets_one_is_the_single_reading_bit_for_bit():
     # one sample, one reading (draw set 0): the earlier default, now --draw-sets 1; the
     # default of the joint mixture is the adaptive filter (tests/test_perplexity_default.py)
     once = float(pdfa.per_sample_log_prob(pdfa.CRF, arrays, opts, test, per_symbol=True).sum())
-    for kw in ({}, {"per_symbol": True}, {"map": True}, {"map": True, "per_symbol": True}):
+    for kw in ({"proposal": "prior"}, {"per_symbol": True}, {"map": True, "proposal": "prior"},
+               {"map": True, "per_symbol": True}):
         got = method.perplexity_log_prob(arrays, opts, test, continuation=False, draw_sets=1, **kw)
         assert got == pytest.approx(once, abs=1e-12)
         if kw.get("per_symbol"):  # --per-symbol alone still reads once per sample
@@ -283,51 +285,70 @@ def test_draw_sets_one_is_the_single_reading_bit_for_bit():
                                                 map=True, draw_sets=50)
     with pytest.raises(Exception, match="at least 1"):
         method.perplexity_log_prob(arrays, opts, test, continuation=False, draw_sets=0)
+    for kw in ({"draw_sets": 5, "per_symbol": True}, {}):  # --proposal: --draw-sets' filters
+        with pytest.raises(InputError, match="--proposal applies to --draw-sets"):
+            method.perplexity_log_prob(arrays, opts, test, continuation=False,
+                                       proposal="prior", **kw)
+    with pytest.raises(InputError, match="--proposal must be one of"):
+        method.perplexity_log_prob(arrays, opts, test, continuation=False, draw_sets=5,
+                                   proposal="blind")
 
 
-def test_draw_sets_particle_filter_reaches_the_exact_predictive(monkeypatch):
+@pytest.mark.parametrize("proposal", ["prior", "adapted"])
+def test_draw_sets_particle_filter_reaches_the_exact_predictive(monkeypatch, proposal):
     """Test string "b a b b" needs several unvisited transitions, drawn one after another. One
     reading's log is biased low; the particle filter's estimate of ``p(test | sample)`` is
-    unbiased: the mean of its ratio to the exact predictive (``pdia_exact_predictive``, one
-    string, so the incremental reading is the string's predictive) over 10 generators of 1,000
-    particles each has sd 0.010 (measured over 20 generators: 0.031 per estimate), so 0.045
-    is 4.5 sd (failure rate 7e-6 under a normal approximation; fixed generators). Resampling after every symbol
-    exercises it. The authors' equal-weight per-symbol average over draw sets targets another
-    quantity (``sum_t log E_D p(x_t | x_<t, D)``): 0.11 above the exact log predictive here."""
+    unbiased, with either proposal: the mean of its ratio to the exact predictive
+    (``pdia_exact_predictive``, one string, so the incremental reading is the string's
+    predictive) over 10 generators of 1,000 particles each has sd 0.010 with the blind draws
+    (measured over 20 generators: 0.031 per estimate) and 0.004 with the adapted
+    proposal (0.012 per estimate), so 0.045 is at least 4.5 sd (failure rate 7e-6 under a
+    normal approximation; fixed generators). Resampling after every symbol exercises it. The
+    authors' equal-weight per-symbol average over draw sets targets another quantity
+    (``sum_t log E_D p(x_t | x_<t, D)``): 0.11 above the exact log predictive here."""
     from bayesfa.samplers.pdia import pdfa
 
     monkeypatch.setattr(pdfa, "RESAMPLE_EVERY", 1)
     method, train, opts, arrays = _lone_sample()
     test = Corpus.from_strings([[1, 0, 1, 1, 1]], 2)
     exact = float(pdia_exact_predictive(train, test, HYP)[0][0])
-    ratios, per_symbol = [], []
+    ratios = []
     for e in range(10):
         arrays["predict_entropy"] = np.array([7, e])
         kw = {"continuation": False, "map": True, "draw_sets": 1000}
-        ratios.append(np.exp(method.perplexity_log_prob(arrays, opts, test, **kw) - exact))
-        per_symbol.append(method.perplexity_log_prob(arrays, opts, test, per_symbol=True, **kw))
+        ratios.append(np.exp(method.perplexity_log_prob(arrays, opts, test, proposal=proposal,
+                                                        **kw) - exact))
     assert np.mean(ratios) == pytest.approx(1.0, abs=0.045)
+    if proposal == "adapted":
+        return
+    per_symbol = [method.perplexity_log_prob(dict(arrays, predict_entropy=np.array([7, e])),
+                                             opts, test, per_symbol=True, **kw)
+                  for e in range(10)]
     assert np.mean(per_symbol) - exact > 0.06
     one = [method.perplexity_log_prob(dict(arrays, predict_entropy=np.array([7, e])), opts,
-                                      test, continuation=False, map=True, draw_sets=1)
+                                      test, continuation=False, map=True, draw_sets=1,
+                                      proposal="prior")
            for e in range(10)]
     assert np.mean(one) < exact - 0.1  # the single reading: Jensen's bias (measured 0.27)
 
 
-def test_particle_filter_retries_with_the_whole_capacity(monkeypatch):
+@pytest.mark.parametrize("proposal", ["prior", "adapted"])
+def test_particle_filter_retries_with_the_whole_capacity(monkeypatch, proposal):
     """The particle filter starts with room for few new states and, when a particle runs
     out, starts again with room for the whole test: the same value bit for bit."""
     from bayesfa.samplers.pdia import pdfa
 
     method, _, opts, arrays = _lone_sample()
     test = Corpus.from_strings([[1] * 12, [1, 1, 0, 1] * 3], 2)  # needs many new states
-    kw = {"continuation": False, "map": True, "draw_sets": 20}
+    kw = {"continuation": False, "map": True, "draw_sets": 20, "proposal": proposal}
     roomy = method.perplexity_log_prob(arrays, opts, test, **kw)
     caps, real, rows = [], pdfa._sample_state, arrays["delta"].shape[2]
 
-    def no_room_at_first(model, nf, arrays_, c, d, cap):
+    def no_room_at_first(model, nf, arrays_, c, d, cap, grow=None):
+        if grow is None:  # the single reading (not a filter's particle)
+            return real(model, nf, arrays_, c, d, cap)
         caps.append(cap)  # the first capacity tried holds the sample's states only
-        return real(model, nf, arrays_, c, d, rows if len(caps) == 1 else cap)
+        return real(model, nf, arrays_, c, d, rows if len(caps) == 1 else cap, grow)
 
     monkeypatch.setattr(pdfa, "PARTICLE_NEW_STATES", 0)
     monkeypatch.setattr(pdfa, "_sample_state", no_room_at_first)

@@ -68,10 +68,13 @@ H_ALPHA, H_BETA, H_GAMMA, H_D, H_D0 = 0, 1, 2, 3, 4
 H_ALPHA0 = 2
 
 
-def new_crf(n_cap: int, n_symbols: int):
+def new_crf(n_cap: int, n_symbols: int, n_tables: int | None = None):
     """Empty seating arrays ``(nj, v, mu, tabs, col_tabs, col_T, sts, meta)`` for ``n_cap``
-    states (state 0 = q0 is never free) and ``n_symbols`` columns."""
-    tc = n_cap * n_symbols
+    states (state 0 = q0 is never free) and ``n_symbols`` columns; ``n_tables`` table ids
+    (default ``n_cap * n_symbols``, one per entry, which no seating can exceed; a smaller pool
+    is the caller's bound: the prediction states of ``bayesfa.samplers.pdia.pdfa`` open at
+    most one table per test symbol read)."""
+    tc = n_cap * n_symbols if n_tables is None else int(n_tables)
     tabs = np.zeros((7, tc), dtype=np.int32)
     tabs[T_FREE, :] = np.arange(tc - 1, -1, -1, dtype=np.int32)  # pop gives 0, 1, 2, ...
     tabs[T_FLAG, :] = 1

@@ -159,14 +159,15 @@ class _PDIASmoothed(_PDIA):
                             letters_only: bool = False, draw_sets: int | None = None,
                             mc_tolerance: float = MIXTURE_TOLERANCE,
                             max_particles: int = MIXTURE_MAX_PARTICLES,
-                            details: dict | None = None) -> float:
+                            details: dict | None = None, proposal: str | None = None) -> float:
         """:func:`bayesfa.samplers.pdia.pdfa.perplexity_log_prob` (the default estimator,
-        ``draw_sets``, ``per_symbol``, ``details``)."""
+        ``draw_sets``, ``proposal``, ``per_symbol``, ``details``)."""
         return perplexity_log_prob(CRF, arrays, options, corpus, continuation=continuation,
                                    map=map, per_symbol=per_symbol, variant=self.variant,
                                    emission=self._emission(), letters_only=letters_only,
                                    draw_sets=draw_sets, mc_tolerance=mc_tolerance,
-                                   max_particles=max_particles, details=details)
+                                   max_particles=max_particles, details=details,
+                                   proposal=proposal)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """The PDIA's, plus the 3-D emission table and the stored ``log pi0``."""
