@@ -1,13 +1,14 @@
 """Why single CGS-PFA chains end in poor modes, and what helps at equal sweeps (issue 22, item 2).
 
     nice -n 19 python benchmarks/pautomac_mixing.py [--problems 5,43] [--seeds 0,1,2,3,4]
-        [--strategies single,eq6,screen,heldout-weighted] [--sweeps 10000] [--chains 4]
-        [--screen-fraction 0.1] [--period 100] [--beta 0.05] [--workers 1]
+        [--strategies single,eq6,screen,heldout-weighted,anneal] [--sweeps 10000] [--chains 4]
+        [--screen-fraction 0.1] [--anneal 2000] [--anneal-start 0.1] [--period 100] [--beta 0.05]
+        [--workers 1]
         [--data ../shared/data/pautomac] [--out benchmarks/results/pautomac_mixing.json]
 
 Each unit (problem x strategy x seed) runs CGS-PFA (Shibata & Yoshinaka 2013, Algorithm 1) at
 the paper's N of Table 3 (:data:`pautomac_table3.PAPER_TABLE3`) and ``--beta``, for a total of
-``--sweeps`` sweeps (default 10,000: one Table-3 chain), by one of four strategies (k =
+``--sweeps`` sweeps (default 10,000: one Table-3 chain), by one of five strategies (k =
 ``--chains``):
 
 ``single``
@@ -41,6 +42,13 @@ the paper's N of Table 3 (:data:`pautomac_table3.PAPER_TABLE3`) and ``--beta``, 
     sums that differ by many nats the weights are almost one-hot (then it is selection too).
     The unit also records the equal-weight mix of the same chains (``equal_weight_excess``), so
     the weighting is compared without the 5% of training strings it costs.
+``anneal``
+    ``single``'s chain (same seed, same random start) with its first ``--anneal`` sweeps
+    tempered (``bayesfa fit --method cgs-pfa --anneal``: the Gibbs sweep of ``Pr(alpha, z)^b``,
+    Eq. 4 tempered, ``b`` rising geometrically from ``--anneal-start`` to 1), then untempered
+    to ``--sweeps``; its log joint is recorded from sweep ``--anneal`` on (the tempered sweeps
+    are burn-in), and Eq. 6 is over the same second-half draws as ``single``'s. This is
+    posterior sampling (every draw is from the untempered chain); only the start differs.
 
 Measuring why. Every chain records its collapsed log joint ``log Pr(alpha, z)`` of Eq. 4 (the
 trace's ``log_joint``, as ``bayesfa diagnose`` reads it) every ``--period`` sweeps from its
@@ -85,7 +93,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pautomac_table3 import PAPER_TABLE3  # noqa: E402  (this folder's script)
 
 ROOT = Path(__file__).resolve().parents[1]
-STRATEGIES = ("single", "eq6", "screen", "heldout-weighted")
+STRATEGIES = ("single", "eq6", "screen", "heldout-weighted", "anneal")
 _KEY = 0x6D6978  # spawn-key word of the screen continuation's Generators ("mix")
 
 
@@ -181,15 +189,24 @@ class _Unit:
         kept_idx, held_idx = holdout_split(self.train.n_strings, HOLDOUT, np.random.SeedSequence(self.seed))
         return self.train.subset(kept_idx), self.train.subset(held_idx), kept_idx
 
-    def chains(self, corpus, sweeps: int, k: int, name: str):
+    def chains(self, corpus, sweeps: int, k: int, name: str, anneal: int = 0):
         """k chains of ``sweeps`` sweeps on ``corpus`` (chains of ``SeedSequence(seed)``),
-        recorded from sweep 0: ``(CGSResult, period, first Eq. 6 draw)``."""
+        recorded from sweep 0: ``(CGSResult, period, first Eq. 6 draw)``. ``anneal > 0``: the
+        first ``anneal`` sweeps are tempered burn-in (``--anneal``) and recording starts
+        after them; the first Eq. 6 draw is still the first one past half the sweeps."""
         from bayesfa.samplers.pfa.cgs_pfa import sample_cgs_pfa
 
         period, n_draws, first = chain_plan(sweeps, self.settings["period"])
-        res = sample_cgs_pfa(corpus, self.n_states, self.beta, n_draws * period, 0, period, k,
-                             self.seed, checkpoint_dir=self.workdir / name, kernel=self.kernel,
-                             checkpoint_every=self.settings["checkpoint_every"], holdout=0.0)
+        extra = {}
+        if anneal:
+            half = n_draws * period // 2
+            n_draws = (n_draws * period - anneal) // period
+            first = max(0, (half - anneal) // period)  # draw d is at sweep anneal + (d + 1) period
+            extra = {"anneal": anneal, "anneal_start": self.settings["anneal_start"]}
+        res = sample_cgs_pfa(corpus, self.n_states, self.beta, anneal + n_draws * period, anneal,
+                             period, k, self.seed, checkpoint_dir=self.workdir / name,
+                             kernel=self.kernel, checkpoint_every=self.settings["checkpoint_every"],
+                             holdout=0.0, **extra)
         return res, period, first
 
     def eq6(self, counts: np.ndarray, corpus) -> np.ndarray:
@@ -231,6 +248,16 @@ def _single(u: _Unit, sweeps: int, k: int) -> dict:
     res, period, first = u.chains(u.train, sweeps, 1, "single")
     tests, _, recs = u.scored_chains(res, period, first)
     return {"log_mean": tests[0], "chains": recs, "sweeps": recs[0]["sweeps"]}
+
+
+def _anneal(u: _Unit, sweeps: int, k: int) -> dict:
+    anneal = u.settings["anneal"]
+    res, period, first = u.chains(u.train, sweeps, 1, "anneal", anneal=anneal)
+    tests, _, recs = u.scored_chains(res, period, first)
+    recs[0]["sweeps"] += anneal  # the tempered burn-in, not in the trace
+    recs[0]["anneal"] = anneal
+    return {"log_mean": tests[0], "chains": recs, "sweeps": recs[0]["sweeps"],
+            "anneal": anneal, "anneal_start": u.settings["anneal_start"]}
 
 
 def _eq6(u: _Unit, sweeps: int, k: int) -> dict:
@@ -284,11 +311,12 @@ def _screen(u: _Unit, sweeps: int, k: int) -> dict:
             "warm_sweeps_heldout_positions": warm, "sweeps": done + cont["sweeps"]}
 
 
-_RUN = {"single": _single, "eq6": _eq6, "screen": _screen, "heldout-weighted": _heldout_weighted}
+_RUN = {"single": _single, "eq6": _eq6, "screen": _screen, "heldout-weighted": _heldout_weighted,
+        "anneal": _anneal}
 
 
 def strategy_name(strategy: str, k: int) -> str:
-    return strategy if strategy == "single" else f"{strategy}-{k}"
+    return strategy if strategy in ("single", "anneal") else f"{strategy}-{k}"
 
 
 def _run_strategy(u: _Unit, strategy: str) -> tuple[dict, float, float]:
@@ -315,7 +343,7 @@ def warm_up() -> None:
     strings = [rng.integers(0, 3, size=rng.integers(1, 6)) for _ in range(60)]
     train, test = Corpus.from_strings(strings[:40], 3), Corpus.from_strings(strings[40:], 3)
     settings = {"sweeps": 16, "chains": 2, "screen_fraction": 0.1, "period": 2, "beta": 0.05,
-                "checkpoint_every": 120.0}
+                "checkpoint_every": 120.0, "anneal": 4, "anneal_start": 0.1}
     with tempfile.TemporaryDirectory() as work:
         for strategy in STRATEGIES:
             _run_strategy(_Unit(train, test, np.full(test.n_strings, -np.log(test.n_strings)), 3,
@@ -401,6 +429,10 @@ def main(argv=None) -> int:
     p.add_argument("--chains", type=int, default=4, help="k of eq6-k, screen-k, heldout-weighted-k")
     p.add_argument("--screen-fraction", type=float, default=0.1,
                    help="screen-k: each screen chain's share of --sweeps (default 0.1)")
+    p.add_argument("--anneal", type=int, default=2000,
+                   help="anneal: the tempered sweeps at the start of the chain (default 2000)")
+    p.add_argument("--anneal-start", type=float, default=0.1,
+                   help="anneal: the inverse temperature of the first sweep (default 0.1)")
     p.add_argument("--period", type=int, default=100)
     p.add_argument("--beta", type=float, default=0.05)
     p.add_argument("--workers", type=int, default=1)
@@ -428,13 +460,20 @@ def main(argv=None) -> int:
     if "screen" in strategies and not (0 < args.screen_fraction and args.chains * screen < args.sweeps):
         _fail(f"--screen-fraction {args.screen_fraction}: {args.chains} screens of {screen} sweeps "
               f"leave nothing of --sweeps {args.sweeps}")
+    if "anneal" in strategies and not (0 < args.anneal <= args.sweeps // 2 and 0 < args.anneal_start <= 1):
+        _fail(f"--anneal {args.anneal} must be in 1..--sweeps / 2 and --anneal-start {args.anneal_start} "
+              f"in (0, 1]")
     settings = {"sweeps": args.sweeps, "chains": args.chains, "screen_fraction": args.screen_fraction,
                 "period": args.period, "beta": args.beta, "holdout": HOLDOUT}
+    if "anneal" in strategies:  # (absent otherwise: earlier --out files keep their settings)
+        settings.update(anneal=args.anneal, anneal_start=args.anneal_start)
     names = [strategy_name(s, args.chains) for s in strategies]
     out = Path(args.out)
     if not args.table:
         check_out(out, out.with_suffix(".md"))  # before reading it: refuse a file bayesfa did not write
     done = json.loads(out.read_text()) if out.exists() else {"settings": settings, "rows": {}}
+    # the settings the run's rows share; --anneal's are checked only when anneal runs
+    unit_settings = {"anneal": args.anneal, "anneal_start": args.anneal_start, **settings}
     if done["settings"] != settings:
         _fail(f"--out {out} holds results for other settings {done['settings']}; choose another --out")
     if not args.table:
@@ -445,7 +484,7 @@ def main(argv=None) -> int:
         work = out.with_name(out.stem + "_work")
         todo = [(k, s, seed) for k in problems for s in strategies for seed in seeds
                 if f"{k}/{strategy_name(s, args.chains)}/{seed}" not in done["rows"]]
-        unit_settings = {**settings, "checkpoint_every": args.checkpoint_every}
+        unit_settings = {**unit_settings, "checkpoint_every": args.checkpoint_every}
         with concurrent.futures.ProcessPoolExecutor(max_workers=args.workers, initializer=warm_up) as pool:
             futures = {pool.submit(run_unit, k, s, seed, args.data, unit_settings,
                                    str(work / f"{k}-{strategy_name(s, args.chains)}-seed{seed}")): (k, s, seed)

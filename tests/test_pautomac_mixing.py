@@ -103,3 +103,28 @@ def test_single_is_table3s_chain_and_eq6(mixing, tmp_path):
     assert got["chains"][0]["eq6_draws"] == table3.n_draws == 4
     np.testing.assert_allclose(got["log_mean"], table3.log_mean, rtol=1e-12)
     assert got["chains"][0]["log_joint_trace"][-table3.n_draws:] == table3.trace["log_joint"][0].tolist()
+
+
+def test_anneal_is_the_annealed_fit_and_eq6_over_the_same_draws(mixing, tmp_path):
+    """``anneal`` with ``--anneal 10`` predicts what ``fit --anneal 10 --burn-in 20`` predicts
+    (online Eq. 6 over the draws past half the sweeps) with the same seed: the trace starts
+    after the tempered sweeps, and Eq. 6 is over the same draws as ``single``'s."""
+    from bayesfa.corpus import Corpus
+    from bayesfa.online import fit_and_predict
+
+    rng = np.random.default_rng(3)
+    strings = [rng.integers(0, 3, size=rng.integers(1, 8)) for _ in range(80)]
+    train, test = Corpus.from_strings(strings[:60], 3), Corpus.from_strings(strings[60:], 3)
+    settings = {"sweeps": 40, "chains": 2, "screen_fraction": 0.1, "period": 5, "beta": 0.05,
+                "checkpoint_every": 120.0, "anneal": 10, "anneal_start": 0.1}
+    unit = mixing._Unit(train, test, np.full(test.n_strings, -np.log(test.n_strings)), 4, 0.05,
+                        7, settings, tmp_path)
+    got = mixing._anneal(unit, 40, 2)
+    fit = fit_and_predict("cgs-pfa", train, {"states": 4, "beta": 0.05, "iterations": 40,
+                                             "burn_in": 20, "period": 5, "chains": 1, "jobs": 1,
+                                             "holdout": 0.0, "max_draws": 1, "anneal": 10,
+                                             "anneal_start": 0.1}, 7, test)
+    assert got["sweeps"] == 40 and got["chains"][0]["eq6_draws"] == fit.n_draws == 4
+    np.testing.assert_allclose(got["log_mean"], fit.log_mean, rtol=1e-12)
+    assert got["chains"][0]["log_joint_trace"][-fit.n_draws:] == fit.trace["log_joint"][0].tolist()
+    assert len(got["chains"][0]["log_joint_trace"]) == 6  # sweeps 15, 20, ..., 40

@@ -165,7 +165,7 @@ def build_sweep(mutation: str | None = None):
     delta_term = not no_delta
 
     @njit(cache=True, fastmath=True, boundscheck=False)
-    def sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta):
+    def sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta, b=1.0):
         """Resample ``z[t]`` for each ``t`` of ``positions`` in order (Algorithm 1, lines 13-17).
 
         For ``t`` with ``tokens[t-1] != 0``: ``g_k`` of Eq. 9 for ``k = 1..N`` (all three cases:
@@ -180,6 +180,13 @@ def build_sweep(mutation: str | None = None):
         from ``u`` to ``k`` is the inverse CDF over ``k = 1..N`` in increasing order either way;
         ``u * sum_i g_i`` is taken in float64, so that ``u < 1`` never reaches the top of the
         CDF (in float32, ``u >= 1 - 2**-25`` would round to 1).
+
+        ``b`` (float64 in (0, 1], default 1): the inverse temperature. With ``b != 1`` each
+        ``z_t`` is drawn with probability ``g_k^b / sum_i g_i^b`` instead, the exact Gibbs
+        conditional of the tempered target ``Pr(alpha, z)^b`` (Eq. 4 raised to ``b``: the
+        conditional of Eq. 8-9 is the ratio of two joints, so tempering the joint raises it to
+        ``b``); the powers are taken in float64 after the corrections. With ``b == 1`` (or
+        omitted) that branch is never entered and the sweep is the untempered one bit for bit.
 
         positions int64 ``[M]``, uniforms float64 ``[M]`` in [0, 1), g float32 ``[W]`` scratch;
         the rest is the chain state described in the module docstring.
@@ -233,6 +240,14 @@ def build_sweep(mutation: str | None = None):
                 if p < old:
                     below += w - g[p]
                 g[p] = w
+            if b != 1.0:  # tempered: g_k^b (state 0 and the padding stay 0)
+                total = np.float32(0.0)
+                below = np.float32(0.0)
+                for k in range(1, n_states + 1):
+                    w = np.float32(math.pow(np.float64(g[k]), b))
+                    g[k] = w
+                    total += w
+                    below += w if k < old else np.float32(0.0)
             # inversion of the CDF over k = 1..N at u * total: [below, below + g_old) keeps z_t,
             # which needs no scan and no count update (most positions once the chain has mixed)
             target = uniforms[m] * np.float64(total)
@@ -279,6 +294,21 @@ def sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta):
     for _ in range(n_sweeps):
         uniforms = rng.random(positions.shape[0])
         sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta)
+
+
+@njit(cache=True)
+def tempered_sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta, b):
+    """:func:`sweeps` at inverse temperature ``b`` (float64 in (0, 1]): each sweep the Gibbs
+    sweep of ``Pr(alpha, z)^b`` (Eq. 4 tempered; see :func:`sweep_positions`), on the same
+    ``rng.random(M)`` per sweep. ``b == 1`` runs the untempered sweep (the same numbers as
+    :func:`sweeps`); the front's ``--anneal`` runs these during burn-in only."""
+    if b == 1.0:
+        sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta)
+        return
+    g = np.zeros(c.shape[2], dtype=np.float32)
+    for _ in range(n_sweeps):
+        uniforms = rng.random(positions.shape[0])
+        sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta, b)
 
 
 @njit(cache=True)

@@ -30,7 +30,7 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
-from bayesfa.methods import FitResult, add_mcmc_arguments, positive_int
+from bayesfa.methods import FitResult, add_mcmc_arguments, nonnegative_int, positive_int
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
                                      add_checkpoint_argument, block_sweeps, check_chain_arguments,
                                      check_checkpoint_every, check_generator_state,
@@ -256,9 +256,42 @@ def _heldout_log_pred(counts: np.ndarray, beta: float, held: _Held | None) -> np
     return plugin_log_prob(counts, beta, held.corpus()).sum(axis=1)
 
 
+#: ``--anneal-start`` default: the inverse temperature of the first annealed sweep.
+ANNEAL_START = 0.1
+
+
+def anneal_b(sweep: int, anneal: int, start: float = ANNEAL_START) -> float:
+    """Inverse temperature of sweep ``sweep`` (0-based) of a chain annealed over its first
+    ``anneal`` sweeps (``--anneal``): ``start ** ((anneal - sweep) / anneal)``, rising
+    geometrically from ``start`` at sweep 0 to ``start ** (1 / anneal)`` at sweep
+    ``anneal - 1``; exactly 1.0 from sweep ``anneal`` on (and always, for ``anneal == 0``)."""
+    if sweep >= anneal:
+        return 1.0
+    return float(start ** ((anneal - sweep) / anneal))
+
+
+def check_anneal(anneal, anneal_start, burn_in, kernel: str, interleave: int = 1) -> None:
+    """One-line :class:`InputError` unless ``anneal`` (``--anneal``) is an integer in
+    ``[0, burn_in]`` and ``anneal_start`` (``--anneal-start``) in (0, 1]; annealing > 0 runs on
+    the ``gibbs`` kernel, one chain at a time (the others have no tempered sweep)."""
+    if isinstance(anneal, bool) or not isinstance(anneal, (int, np.integer)) or anneal < 0:
+        raise InputError(f"--anneal must be an integer >= 0, got {anneal!r}")
+    if (isinstance(anneal_start, bool) or not isinstance(anneal_start, (int, float, np.floating))
+            or not 0.0 < anneal_start <= 1.0):
+        raise InputError(f"--anneal-start must be a number in (0, 1], got {anneal_start!r}")
+    if anneal > burn_in:
+        raise InputError(f"--anneal {anneal} exceeds --burn-in {burn_in}: every recorded draw must "
+                         f"come from the untempered chain")
+    if anneal and kernel != "gibbs":
+        raise InputError(f"--anneal needs --kernel gibbs (the {kernel} kernel has no tempered sweep)")
+    if anneal and interleave > 1:
+        raise InputError("--anneal runs one chain at a time (no --interleave)")
+
+
 def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed_seq, on_sweeps=None,
                held=None, checkpoint=None, checkpoint_every=CHECKPOINT_EVERY, fingerprint=None,
-               resume=None, predict=None, max_draws=None, kernel="gibbs", init_z=None):
+               resume=None, predict=None, max_draws=None, kernel="gibbs", init_z=None,
+               anneal=0, anneal_start=ANNEAL_START):
     """One chain from its ``SeedSequence``: random init, burn-in, ``n_draws`` recorded draws,
     by the sweeps of ``kernel`` (a name of :data:`KERNELS`, see :func:`kernel_module`).
 
@@ -279,6 +312,11 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     ``init_z`` (int32 ``[T + 1]``, a state path of ``tokens``): the chain starts there instead
     of at a uniformly random ``z`` (:mod:`bayesfa.samplers.pfa.auto` continues chains so);
     the Generator then draws no initial path.
+
+    ``anneal`` (at most ``burn_in``; ``gibbs`` kernel only): burn-in sweep ``s < anneal`` is
+    the Gibbs sweep of ``Pr(alpha, z)^b`` (Eq. 4 tempered, ``_cgs_pfa_kernel.tempered_sweeps``)
+    at ``b =`` :func:`anneal_b` ``(s, anneal, anneal_start)``; the sweeps after are untempered,
+    so every recorded draw and Eq. 6 are unchanged: annealing only moves the chain's start.
 
     Returns ``(counts, log_joint, used, edges, heldout, z, seconds, pred_log_sum)``;
     ``pred_log_sum`` is ``log sum_draws Pr(b | xi~)`` per test string (empty without
@@ -335,7 +373,14 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
             lo, hi = np.searchsorted(kept, (d, e))
             counts[lo:hi] = made[kept[lo:hi] - d]
 
-    seconds = loop.run(lambda n: kernel.sweeps(n, *state), draws, burn_in=burn_in, period=period,
+    def burn(n):
+        hot = min(n, max(0, anneal - loop.done))  # the annealed sweeps of this block, one call each
+        for s in range(loop.done, loop.done + hot):
+            kernel.tempered_sweeps(1, *state, anneal_b(s, anneal, anneal_start))
+        if n > hot:
+            kernel.sweeps(n - hot, *state)
+
+    seconds = loop.run(burn, draws, burn_in=burn_in, period=period,
                        n_draws=n_draws, block=block, per_block=per_block,
                        save=None if checkpoint is None else save,
                        checkpoint_every=checkpoint_every, on_sweeps=on_sweeps)
@@ -541,7 +586,8 @@ def _run_chains_job(chains: list[int], args: list[tuple], kwargs: list[dict], ma
 def _chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws,
                        seed_seq: np.random.SeedSequence, held: _Held | None = None,
                        predict: _Held | None = None, max_draws: int | None = None,
-                       kernel: str = "gibbs") -> str:
+                       kernel: str = "gibbs", anneal: int = 0,
+                       anneal_start: float = ANNEAL_START) -> str:
     """What determines a chain's output, as a string (the data by SHA-256): the training
     tokens, the held-out slice, the test strings predicted online, the cap on kept draws,
     the settings and the chain's seed; not ``jobs`` nor the checkpoint interval."""
@@ -552,7 +598,9 @@ def _chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_dra
                        "max_draws": None if max_draws is None else int(max_draws),
                        "kernel": kernel, "n_symbols": n_symbols, "n_states": n_states, "beta": float(beta),
                        "burn_in": burn_in, "period": period, "n_draws": n_draws,
-                       "entropy": str(seed_seq.entropy), "spawn_key": list(seed_seq.spawn_key)},
+                       "entropy": str(seed_seq.entropy), "spawn_key": list(seed_seq.spawn_key),
+                       # annealing only when on, so that earlier checkpoints keep their print
+                       **({"anneal": int(anneal), "anneal_start": float(anneal_start)} if anneal else {})},
                       sort_keys=True)
 
 
@@ -593,7 +641,8 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
                    checkpoint_every: float = CHECKPOINT_EVERY, holdout: float = 0.0,
                    on_sweeps: Callable[[int], None] | None = None, predict: Corpus | None = None,
                    max_draws: int | None = None, kernel: str = "gibbs",
-                   interleave: int | None = None) -> CGSResult:
+                   interleave: int | None = None, anneal: int = 0,
+                   anneal_start: float = ANNEAL_START) -> CGSResult:
     """Run CGS-PFA (Algorithm 1) on ``corpus`` with ``N = n_states`` states besides state 0.
 
     Each chain starts from a uniformly random ``z``, runs ``burn_in`` sweeps, then records the
@@ -637,10 +686,14 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     :func:`interleave_size`. The result is bit-identical whatever ``interleave`` and ``jobs``.
     Interleaved chains run in threads of their process (``on_sweeps`` is called from them), in
     lockstep: when one fails or is interrupted, the others stop at their next block.
+
+    ``anneal`` (``--anneal``, at most ``burn_in``; 0: off): each chain's first ``anneal``
+    burn-in sweeps are tempered, ``b`` rising geometrically from ``anneal_start`` to 1
+    (:func:`anneal_b`, :func:`_run_chain`); the draws are those of the untempered chain.
     """
     n_draws = _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs)
     setup = _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdout,
-                   predict, max_draws, kernel, checkpoint_every)
+                   predict, max_draws, kernel, checkpoint_every, anneal, anneal_start)
     jobs = min(jobs, chains)
     if on_sweeps is not None and jobs > 1:
         raise ValueError("on_sweeps is called only when the chains run in this process (jobs=1)")
@@ -652,6 +705,7 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     if bar is not None:
         bar.update((chains - len(todo)) * setup.sweeps_per_chain)
     group = interleave_size(interleave, kernel, n_states)
+    check_anneal(anneal, anneal_start, burn_in, kernel, group if chains > 1 else 1)
     t0 = time.perf_counter()
     try:
         if jobs == 1 or len(todo) <= 1:
@@ -686,6 +740,8 @@ class _Setup(NamedTuple):
     kernel: str
     checkpoint_every: float
     prints: list
+    anneal: int = 0
+    anneal_start: float = ANNEAL_START
 
     @property
     def sweeps_per_chain(self) -> int:
@@ -701,11 +757,12 @@ class _Setup(NamedTuple):
 
 
 def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdout, predict,
-           max_draws, kernel, checkpoint_every) -> _Setup:
+           max_draws, kernel, checkpoint_every, anneal=0, anneal_start=ANNEAL_START) -> _Setup:
     """Check the remaining arguments, split off the held-out strings, seed the chains
     (``SeedSequence(seed).spawn(chains)``) and fingerprint them."""
     if kernel not in KERNELS:
         raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+    check_anneal(anneal, anneal_start, burn_in, kernel)
     from bayesfa.online import check_online_arguments
 
     test = check_online_arguments(corpus, predict, max_draws)
@@ -715,9 +772,10 @@ def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdo
     children, corpus, held, held_idx = seed_chains(corpus, seed, chains, holdout)
     tokens, n_symbols = corpus.tokens, corpus.alphabet_size + 1
     prints = [_chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, s,
-                                 held, predict, max_draws, kernel) for s in children]
+                                 held, predict, max_draws, kernel, anneal, anneal_start) for s in children]
     return _Setup(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, children, held,
-                  held_idx, predict, max_draws, kernel, float(checkpoint_every), prints)
+                  held_idx, predict, max_draws, kernel, float(checkpoint_every), prints,
+                  int(anneal), float(anneal_start))
 
 
 def _progress_bar(progress: bool, total: int):
@@ -760,7 +818,8 @@ class _Book(ChainBook):
         s = self.setup
         return {"held": s.held, "checkpoint": self.paths[c], "checkpoint_every": s.checkpoint_every,
                 "fingerprint": s.prints[c], "resume": self.saved[c], "predict": s.predict,
-                "max_draws": s.max_draws, "kernel": s.kernel}
+                "max_draws": s.max_draws, "kernel": s.kernel,
+                **({"anneal": s.anneal, "anneal_start": s.anneal_start} if s.anneal else {})}
 
 
 def _run_here(setup: _Setup, book: _Book, todo: list, group: int, bar, on_sweeps) -> None:
@@ -817,6 +876,8 @@ def _result(setup: _Setup, outs: list, run: dict, holdout: float, max_draws) -> 
     held, tokens = setup.held, setup.tokens
     info = {
         "kernel": setup.kernel,
+        "anneal": int(setup.anneal),
+        "anneal_start": float(setup.anneal_start),
         "n_draws_per_chain": int(setup.n_draws),
         "n_free_positions": int(free_positions(tokens).size),
         "n_tokens": int(tokens.size),
@@ -848,6 +909,13 @@ def _result(setup: _Setup, outs: list, run: dict, holdout: float, max_draws) -> 
                      predict_log_mean)
 
 
+def _unit_interval(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text}")
+    return value
+
+
 def _fraction(text: str) -> float:
     value = float(text)
     if not 0.0 <= value < 1.0:
@@ -871,6 +939,14 @@ class _CGSPFA:
                                  f"predictive (heldout_log_pred) for diagnose; 0 disables; default "
                                  f"{HOLDOUT}")
         add_checkpoint_argument(parser)
+        parser.add_argument("--anneal", type=nonnegative_int, default=0, metavar="SWEEPS",
+                            help="temper the first SWEEPS burn-in sweeps of each chain (the Gibbs "
+                                 "sweep of Pr(alpha, z)^b, Eq. 4), b rising geometrically from "
+                                 "--anneal-start to 1; at most --burn-in, so every draw is "
+                                 "untempered; gibbs kernel only; default 0 (off)")
+        parser.add_argument("--anneal-start", type=_unit_interval, default=ANNEAL_START, metavar="B",
+                            help=f"inverse temperature of the first annealed sweep, in (0, 1]; "
+                                 f"default {ANNEAL_START}")
         parser.add_argument("--kernel", choices=(*KERNELS, "auto"), default="auto",
                             help=f"the sweep: gibbs (Algorithm 1, O(N) per token), alias-mh "
                                  f"(Metropolis-Hastings within Gibbs, O(1) alias-table proposals) "
@@ -954,6 +1030,8 @@ class _CGSPFA:
         ``options["auto"]``: N and beta chosen within ``options["budget"]`` CPU seconds,
         :func:`bayesfa.samplers.pfa.auto.fit_auto`."""
         if options.get("auto") or options.get("budget") is not None or options.get("schedule") is not None:
+            if options.get("anneal"):
+                raise InputError("--anneal is not available with --auto")
             from bayesfa.samplers.pfa.auto import check_auto_options, fit_auto
 
             check_auto_options(options)
@@ -966,7 +1044,9 @@ class _CGSPFA:
                              holdout=options.get("holdout", 0.0), predict=predict,
                              max_draws=options.get("max_draws"),
                              kernel=choose_kernel(options.get("kernel", "gibbs"), options["states"]),
-                             interleave=options.get("interleave"))
+                             interleave=options.get("interleave"),
+                             anneal=options.get("anneal", 0),
+                             anneal_start=options.get("anneal_start", ANNEAL_START))
         trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges}
         if res.heldout_log_pred is not None:
             trace["heldout_log_pred"] = res.heldout_log_pred
