@@ -270,10 +270,11 @@ def anneal_b(sweep: int, anneal: int, start: float = ANNEAL_START) -> float:
     return float(start ** ((anneal - sweep) / anneal))
 
 
-def check_anneal(anneal, anneal_start, burn_in, kernel: str, interleave: int = 1) -> None:
+def check_anneal(anneal, anneal_start, burn_in, kernel: str) -> None:
     """One-line :class:`InputError` unless ``anneal`` (``--anneal``) is an integer in
     ``[0, burn_in]`` and ``anneal_start`` (``--anneal-start``) in (0, 1]; annealing > 0 runs on
-    the ``gibbs`` kernel, one chain at a time (the others have no tempered sweep)."""
+    the ``gibbs`` kernel (the others have no tempered sweep). That it runs one chain at a time
+    (no ``--interleave``) is checked where the interleave group is known."""
     if isinstance(anneal, bool) or not isinstance(anneal, (int, np.integer)) or anneal < 0:
         raise InputError(f"--anneal must be an integer >= 0, got {anneal!r}")
     if (isinstance(anneal_start, bool) or not isinstance(anneal_start, (int, float, np.floating))
@@ -284,8 +285,6 @@ def check_anneal(anneal, anneal_start, burn_in, kernel: str, interleave: int = 1
                          f"come from the untempered chain")
     if anneal and kernel != "gibbs":
         raise InputError(f"--anneal needs --kernel gibbs (the {kernel} kernel has no tempered sweep)")
-    if anneal and interleave > 1:
-        raise InputError("--anneal runs one chain at a time (no --interleave)")
 
 
 def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed_seq, on_sweeps=None,
@@ -705,7 +704,8 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     if bar is not None:
         bar.update((chains - len(todo)) * setup.sweeps_per_chain)
     group = interleave_size(interleave, kernel, n_states)
-    check_anneal(anneal, anneal_start, burn_in, kernel, group if chains > 1 else 1)
+    if anneal and chains > 1 and group > 1:
+        raise InputError("--anneal runs one chain at a time (no --interleave)")
     t0 = time.perf_counter()
     try:
         if jobs == 1 or len(todo) <= 1:
