@@ -1,14 +1,15 @@
 """Why single CGS-PFA chains end in poor modes, and what helps at equal sweeps (issue 22, item 2).
 
     nice -n 19 python benchmarks/pautomac_mixing.py [--problems 5,43] [--seeds 0,1,2,3,4]
-        [--strategies single,eq6,screen,heldout-weighted,anneal] [--sweeps 10000] [--chains 4]
-        [--screen-fraction 0.1] [--anneal 2000] [--anneal-start 0.1] [--period 100] [--beta 0.05]
+        [--strategies single,eq6,screen,heldout-weighted,anneal,split-merge] [--sweeps 10000]
+        [--chains 4] [--screen-fraction 0.1] [--anneal 2000] [--anneal-start 0.1]
+        [--split-merge 0.1] [--split-merge-scans 3] [--period 100] [--beta 0.05]
         [--workers 1]
         [--data ../shared/data/pautomac] [--out benchmarks/results/pautomac_mixing.json]
 
 Each unit (problem x strategy x seed) runs CGS-PFA (Shibata & Yoshinaka 2013, Algorithm 1) at
 the paper's N of Table 3 (:data:`pautomac_table3.PAPER_TABLE3`) and ``--beta``, for a total of
-``--sweeps`` sweeps (default 10,000: one Table-3 chain), by one of five strategies (k =
+``--sweeps`` sweeps (default 10,000: one Table-3 chain), by one of six strategies (k =
 ``--chains``):
 
 ``single``
@@ -49,6 +50,12 @@ the paper's N of Table 3 (:data:`pautomac_table3.PAPER_TABLE3`) and ``--beta``, 
     to ``--sweeps``; its log joint is recorded from sweep ``--anneal`` on (the tempered sweeps
     are burn-in), and Eq. 6 is over the same second-half draws as ``single``'s. This is
     posterior sampling (every draw is from the untempered chain); only the start differs.
+``split-merge``
+    ``single``'s chain (same seed, same random start) with ``--split-merge`` split-merge moves
+    per sweep (``bayesfa fit --method cgs-pfa --split-merge``, each launched by
+    ``--split-merge-scans`` restricted Gibbs scans; Metropolis-Hastings moves that keep Eq. 4's
+    posterior, checked by ``bayesfa validate cgs-pfa``). Posterior sampling; the same sweeps,
+    so its CPU is ``single``'s plus the moves' (reported per unit).
 
 Measuring why. Every chain records its collapsed log joint ``log Pr(alpha, z)`` of Eq. 4 (the
 trace's ``log_joint``, as ``bayesfa diagnose`` reads it) every ``--period`` sweeps from its
@@ -93,7 +100,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pautomac_table3 import PAPER_TABLE3  # noqa: E402  (this folder's script)
 
 ROOT = Path(__file__).resolve().parents[1]
-STRATEGIES = ("single", "eq6", "screen", "heldout-weighted", "anneal")
+STRATEGIES = ("single", "eq6", "screen", "heldout-weighted", "anneal", "split-merge")
 _KEY = 0x6D6978  # spawn-key word of the screen continuation's Generators ("mix")
 
 
@@ -189,7 +196,7 @@ class _Unit:
         kept_idx, held_idx = holdout_split(self.train.n_strings, HOLDOUT, np.random.SeedSequence(self.seed))
         return self.train.subset(kept_idx), self.train.subset(held_idx), kept_idx
 
-    def chains(self, corpus, sweeps: int, k: int, name: str, anneal: int = 0):
+    def chains(self, corpus, sweeps: int, k: int, name: str, anneal: int = 0, split_merge: int = 0):
         """k chains of ``sweeps`` sweeps on ``corpus`` (chains of ``SeedSequence(seed)``),
         recorded from sweep 0: ``(CGSResult, period, first Eq. 6 draw)``. ``anneal > 0``: the
         first ``anneal`` sweeps are tempered burn-in (``--anneal``) and recording starts
@@ -203,6 +210,8 @@ class _Unit:
             n_draws = (n_draws * period - anneal) // period
             first = max(0, (half - anneal) // period)  # draw d is at sweep anneal + (d + 1) period
             extra = {"anneal": anneal, "anneal_start": self.settings["anneal_start"]}
+        if split_merge:
+            extra.update(split_merge=split_merge, split_merge_scans=self.settings["split_merge_scans"])
         res = sample_cgs_pfa(corpus, self.n_states, self.beta, anneal + n_draws * period, anneal,
                              period, k, self.seed, checkpoint_dir=self.workdir / name,
                              kernel=self.kernel, checkpoint_every=self.settings["checkpoint_every"],
@@ -260,6 +269,14 @@ def _anneal(u: _Unit, sweeps: int, k: int) -> dict:
             "anneal": anneal, "anneal_start": u.settings["anneal_start"]}
 
 
+def _split_merge(u: _Unit, sweeps: int, k: int) -> dict:
+    moves = u.settings["split_merge"]
+    res, period, first = u.chains(u.train, sweeps, 1, "split-merge", split_merge=moves)
+    tests, _, recs = u.scored_chains(res, period, first)
+    return {"log_mean": tests[0], "chains": recs, "sweeps": recs[0]["sweeps"],
+            "split_merge": moves, "split_merge_scans": u.settings["split_merge_scans"]}
+
+
 def _eq6(u: _Unit, sweeps: int, k: int) -> dict:
     res, period, first = u.chains(u.train, sweeps // k, k, "eq6")
     tests, _, recs = u.scored_chains(res, period, first)
@@ -312,11 +329,11 @@ def _screen(u: _Unit, sweeps: int, k: int) -> dict:
 
 
 _RUN = {"single": _single, "eq6": _eq6, "screen": _screen, "heldout-weighted": _heldout_weighted,
-        "anneal": _anneal}
+        "anneal": _anneal, "split-merge": _split_merge}
 
 
 def strategy_name(strategy: str, k: int) -> str:
-    return strategy if strategy in ("single", "anneal") else f"{strategy}-{k}"
+    return strategy if strategy in ("single", "anneal", "split-merge") else f"{strategy}-{k}"
 
 
 def _run_strategy(u: _Unit, strategy: str) -> tuple[dict, float, float]:
@@ -431,6 +448,10 @@ def main(argv=None) -> int:
                    help="screen-k: each screen chain's share of --sweeps (default 0.1)")
     p.add_argument("--anneal", type=int, default=2000,
                    help="anneal: the tempered sweeps at the start of the chain (default 2000)")
+    p.add_argument("--split-merge", type=float, default=0.1,
+                   help="split-merge: moves per sweep (default 0.1)")
+    p.add_argument("--split-merge-scans", type=int, default=3,
+                   help="split-merge: the launch scans of each move (default 3)")
     p.add_argument("--anneal-start", type=float, default=0.1,
                    help="anneal: the inverse temperature of the first sweep (default 0.1)")
     p.add_argument("--period", type=int, default=100)
@@ -467,13 +488,19 @@ def main(argv=None) -> int:
                 "period": args.period, "beta": args.beta, "holdout": HOLDOUT}
     if "anneal" in strategies:  # (absent otherwise: earlier --out files keep their settings)
         settings.update(anneal=args.anneal, anneal_start=args.anneal_start)
+    if "split-merge" in strategies:
+        if not args.split_merge > 0 or args.split_merge_scans < 0:
+            _fail("--split-merge > 0 and --split-merge-scans >= 0 are required")
+        settings.update(split_merge=args.split_merge, split_merge_scans=args.split_merge_scans)
     names = [strategy_name(s, args.chains) for s in strategies]
     out = Path(args.out)
     if not args.table:
         check_out(out, out.with_suffix(".md"))  # before reading it: refuse a file bayesfa did not write
     done = json.loads(out.read_text()) if out.exists() else {"settings": settings, "rows": {}}
     # the settings the run's rows share; --anneal's are checked only when anneal runs
-    unit_settings = {"anneal": args.anneal, "anneal_start": args.anneal_start, **settings}
+    unit_settings = {"anneal": args.anneal, "anneal_start": args.anneal_start,
+                     "split_merge": args.split_merge, "split_merge_scans": args.split_merge_scans,
+                     **settings}
     if done["settings"] != settings:
         _fail(f"--out {out} holds results for other settings {done['settings']}; choose another --out")
     if not args.table:

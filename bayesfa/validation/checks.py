@@ -71,3 +71,29 @@ def _fmt(v) -> str:
     if isinstance(v, (list, tuple)):
         return " ".join(_fmt(x) for x in v)
     return str(v)
+
+
+def pooled_chi2(observed: np.ndarray, probs: np.ndarray, min_expected: float = 5.0):
+    """Pearson chi-square of ``observed`` counts against ``probs``; cells with expectation
+    below ``min_expected`` are pooled into one. Returns ``(chi2, dof, p_value, n_cells)``."""
+    observed = np.asarray(observed, dtype=np.float64)
+    probs = np.asarray(probs, dtype=np.float64)
+    expected = observed.sum() * probs / probs.sum()
+    big = expected >= min_expected
+    obs = list(observed[big])
+    exp = list(expected[big])
+    rest_e, rest_o = expected[~big].sum(), observed[~big].sum()
+    if rest_e > 0:
+        if rest_e >= min_expected or not exp:
+            obs.append(rest_o)
+            exp.append(rest_e)
+        else:  # too small to stand alone: merge into the smallest kept cell
+            i = int(np.argmin(exp))
+            obs[i] += rest_o
+            exp[i] += rest_e
+    obs, exp = np.array(obs), np.array(exp)
+    from scipy.stats import chi2 as chi2_dist  # lazily: scipy.stats takes a while to import
+
+    chi2 = float(((obs - exp) ** 2 / exp).sum())
+    dof = max(1, obs.size - 1)
+    return chi2, dof, float(chi2_dist.sf(chi2, dof)), int(obs.size)

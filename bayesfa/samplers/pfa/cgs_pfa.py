@@ -31,6 +31,7 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
 from bayesfa.methods import FitResult, add_mcmc_arguments, nonnegative_int, positive_int
+from bayesfa.samplers.pfa._split_merge_kernel import SCANS as SPLIT_MERGE_SCANS
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
                                      add_checkpoint_argument, block_sweeps, check_chain_arguments,
                                      check_checkpoint_every, check_generator_state,
@@ -287,10 +288,23 @@ def check_anneal(anneal, anneal_start, burn_in, kernel: str) -> None:
         raise InputError(f"--anneal needs --kernel gibbs (the {kernel} kernel has no tempered sweep)")
 
 
+def check_split_merge(split_merge, scans, kernel: str) -> None:
+    """One-line :class:`InputError` unless ``split_merge`` (``--split-merge``) is a finite
+    number >= 0 and ``scans`` (``--split-merge-scans``) an integer >= 0; split-merge moves run
+    with the ``gibbs`` kernel only."""
+    if (isinstance(split_merge, bool) or not isinstance(split_merge, (int, float, np.integer, np.floating))
+            or not 0 <= split_merge < math.inf):
+        raise InputError(f"--split-merge must be a number >= 0, got {split_merge!r}")
+    if isinstance(scans, bool) or not isinstance(scans, (int, np.integer)) or scans < 0:
+        raise InputError(f"--split-merge-scans must be an integer >= 0, got {scans!r}")
+    if split_merge and kernel != "gibbs":
+        raise InputError(f"--split-merge needs --kernel gibbs (not {kernel})")
+
+
 def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed_seq, on_sweeps=None,
                held=None, checkpoint=None, checkpoint_every=CHECKPOINT_EVERY, fingerprint=None,
                resume=None, predict=None, max_draws=None, kernel="gibbs", init_z=None,
-               anneal=0, anneal_start=ANNEAL_START):
+               anneal=0, anneal_start=ANNEAL_START, split_merge=0, split_merge_scans=SPLIT_MERGE_SCANS):
     """One chain from its ``SeedSequence``: random init, burn-in, ``n_draws`` recorded draws,
     by the sweeps of ``kernel`` (a name of :data:`KERNELS`, see :func:`kernel_module`).
 
@@ -316,6 +330,12 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     the Gibbs sweep of ``Pr(alpha, z)^b`` (Eq. 4 tempered, ``_cgs_pfa_kernel.tempered_sweeps``)
     at ``b =`` :func:`anneal_b` ``(s, anneal, anneal_start)``; the sweeps after are untempered,
     so every recorded draw and Eq. 6 are unchanged: annealing only moves the chain's start.
+
+    ``split_merge`` (``gibbs`` kernel only; 0: off): split-merge moves per sweep, burn-in and
+    draws alike (:mod:`bayesfa.samplers.pfa._split_merge_kernel`, ``n_moves_now``: a fractional
+    rate such as 0.1 makes one move after a tenth of the sweeps, at random; each move with
+    ``split_merge_scans`` launch scans), which leave Eq. 4's posterior invariant; with 0 the
+    chain is the plain Gibbs chain bit for bit.
 
     Returns ``(counts, log_joint, used, edges, heldout, z, seconds, pred_log_sum)``;
     ``pred_log_sum`` is ``log sum_draws Pr(b | xi~)`` per test string (empty without
@@ -362,9 +382,19 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         per_block = min(per_block, _SCRATCH_DRAWS)
         scratch = np.zeros((per_block,) + counts.shape[1:], dtype=np.int32)
 
+    sm_args = ()
+    if split_merge:
+        from bayesfa.samplers.pfa import _split_merge_kernel as sm_kernel
+
+        sm_args = (float(split_merge), int(split_merge_scans), np.zeros(positions.size, dtype=np.int64),
+                   np.zeros(positions.size, dtype=np.int32), np.zeros(5, dtype=np.int64))
+
     def draws(d, e):
         made = scratch[:e - d] if capped else counts[d:e]
-        kernel.sample_draws(period, *state, made, log_joint[d:e], used[d:e], edges[d:e])
+        if sm_args:
+            sm_kernel.sample_draws(period, *state, *sm_args, made, log_joint[d:e], used[d:e], edges[d:e])
+        else:
+            kernel.sample_draws(period, *state, made, log_joint[d:e], used[d:e], edges[d:e])
         heldout[d:e] = _heldout_log_pred(made, beta, held)
         if test is not None:
             acc.add(plugin_log_prob(made, beta, test))
@@ -376,7 +406,9 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         hot = min(n, max(0, anneal - loop.done))  # the annealed sweeps of this block, one call each
         for s in range(loop.done, loop.done + hot):
             kernel.tempered_sweeps(1, *state, anneal_b(s, anneal, anneal_start))
-        if n > hot:
+        if n > hot and sm_args:
+            sm_kernel.sweeps(n - hot, *state, *sm_args)
+        elif n > hot:
             kernel.sweeps(n - hot, *state)
 
     seconds = loop.run(burn, draws, burn_in=burn_in, period=period,
@@ -586,7 +618,8 @@ def _chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_dra
                        seed_seq: np.random.SeedSequence, held: _Held | None = None,
                        predict: _Held | None = None, max_draws: int | None = None,
                        kernel: str = "gibbs", anneal: int = 0,
-                       anneal_start: float = ANNEAL_START) -> str:
+                       anneal_start: float = ANNEAL_START, split_merge: float = 0,
+                       split_merge_scans: int = SPLIT_MERGE_SCANS) -> str:
     """What determines a chain's output, as a string (the data by SHA-256): the training
     tokens, the held-out slice, the test strings predicted online, the cap on kept draws,
     the settings and the chain's seed; not ``jobs`` nor the checkpoint interval."""
@@ -599,7 +632,9 @@ def _chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_dra
                        "burn_in": burn_in, "period": period, "n_draws": n_draws,
                        "entropy": str(seed_seq.entropy), "spawn_key": list(seed_seq.spawn_key),
                        # annealing only when on, so that earlier checkpoints keep their print
-                       **({"anneal": int(anneal), "anneal_start": float(anneal_start)} if anneal else {})},
+                       **({"anneal": int(anneal), "anneal_start": float(anneal_start)} if anneal else {}),
+                       **({"split_merge": float(split_merge), "split_merge_scans": int(split_merge_scans)}
+                          if split_merge else {})},
                       sort_keys=True)
 
 
@@ -641,7 +676,8 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
                    on_sweeps: Callable[[int], None] | None = None, predict: Corpus | None = None,
                    max_draws: int | None = None, kernel: str = "gibbs",
                    interleave: int | None = None, anneal: int = 0,
-                   anneal_start: float = ANNEAL_START) -> CGSResult:
+                   anneal_start: float = ANNEAL_START, split_merge: float = 0,
+                   split_merge_scans: int = SPLIT_MERGE_SCANS) -> CGSResult:
     """Run CGS-PFA (Algorithm 1) on ``corpus`` with ``N = n_states`` states besides state 0.
 
     Each chain starts from a uniformly random ``z``, runs ``burn_in`` sweeps, then records the
@@ -689,10 +725,16 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     ``anneal`` (``--anneal``, at most ``burn_in``; 0: off): each chain's first ``anneal``
     burn-in sweeps are tempered, ``b`` rising geometrically from ``anneal_start`` to 1
     (:func:`anneal_b`, :func:`_run_chain`); the draws are those of the untempered chain.
+
+    ``split_merge`` (``--split-merge``, 0: off; ``gibbs`` kernel, one chain at a time):
+    split-merge moves per sweep, e.g. 0.1 for one after a tenth of the sweeps at random
+    (:mod:`bayesfa.samplers.pfa._split_merge_kernel`), each launched by ``split_merge_scans``
+    restricted Gibbs scans.
     """
     n_draws = _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs)
     setup = _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdout,
-                   predict, max_draws, kernel, checkpoint_every, anneal, anneal_start)
+                   predict, max_draws, kernel, checkpoint_every, anneal, anneal_start,
+                   split_merge, split_merge_scans)
     jobs = min(jobs, chains)
     if on_sweeps is not None and jobs > 1:
         raise ValueError("on_sweeps is called only when the chains run in this process (jobs=1)")
@@ -706,6 +748,8 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     group = interleave_size(interleave, kernel, n_states)
     if anneal and chains > 1 and group > 1:
         raise InputError("--anneal runs one chain at a time (no --interleave)")
+    if split_merge and chains > 1 and group > 1:
+        raise InputError("--split-merge runs one chain at a time (no --interleave)")
     t0 = time.perf_counter()
     try:
         if jobs == 1 or len(todo) <= 1:
@@ -742,6 +786,8 @@ class _Setup(NamedTuple):
     prints: list
     anneal: int = 0
     anneal_start: float = ANNEAL_START
+    split_merge: float = 0.0
+    split_merge_scans: int = SPLIT_MERGE_SCANS
 
     @property
     def sweeps_per_chain(self) -> int:
@@ -757,12 +803,14 @@ class _Setup(NamedTuple):
 
 
 def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdout, predict,
-           max_draws, kernel, checkpoint_every, anneal=0, anneal_start=ANNEAL_START) -> _Setup:
+           max_draws, kernel, checkpoint_every, anneal=0, anneal_start=ANNEAL_START,
+           split_merge=0, split_merge_scans=SPLIT_MERGE_SCANS) -> _Setup:
     """Check the remaining arguments, split off the held-out strings, seed the chains
     (``SeedSequence(seed).spawn(chains)``) and fingerprint them."""
     if kernel not in KERNELS:
         raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
     check_anneal(anneal, anneal_start, burn_in, kernel)
+    check_split_merge(split_merge, split_merge_scans, kernel)
     from bayesfa.online import check_online_arguments
 
     test = check_online_arguments(corpus, predict, max_draws)
@@ -772,10 +820,11 @@ def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdo
     children, corpus, held, held_idx = seed_chains(corpus, seed, chains, holdout)
     tokens, n_symbols = corpus.tokens, corpus.alphabet_size + 1
     prints = [_chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, s,
-                                 held, predict, max_draws, kernel, anneal, anneal_start) for s in children]
+                                 held, predict, max_draws, kernel, anneal, anneal_start,
+                                 split_merge, split_merge_scans) for s in children]
     return _Setup(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, children, held,
                   held_idx, predict, max_draws, kernel, float(checkpoint_every), prints,
-                  int(anneal), float(anneal_start))
+                  int(anneal), float(anneal_start), float(split_merge), int(split_merge_scans))
 
 
 def _progress_bar(progress: bool, total: int):
@@ -819,7 +868,9 @@ class _Book(ChainBook):
         return {"held": s.held, "checkpoint": self.paths[c], "checkpoint_every": s.checkpoint_every,
                 "fingerprint": s.prints[c], "resume": self.saved[c], "predict": s.predict,
                 "max_draws": s.max_draws, "kernel": s.kernel,
-                **({"anneal": s.anneal, "anneal_start": s.anneal_start} if s.anneal else {})}
+                **({"anneal": s.anneal, "anneal_start": s.anneal_start} if s.anneal else {}),
+                **({"split_merge": s.split_merge, "split_merge_scans": s.split_merge_scans}
+                   if s.split_merge else {})}
 
 
 def _run_here(setup: _Setup, book: _Book, todo: list, group: int, bar, on_sweeps) -> None:
@@ -878,6 +929,8 @@ def _result(setup: _Setup, outs: list, run: dict, holdout: float, max_draws) -> 
         "kernel": setup.kernel,
         "anneal": int(setup.anneal),
         "anneal_start": float(setup.anneal_start),
+        "split_merge": float(setup.split_merge),
+        "split_merge_scans": int(setup.split_merge_scans),
         "n_draws_per_chain": int(setup.n_draws),
         "n_free_positions": int(free_positions(tokens).size),
         "n_tokens": int(tokens.size),
@@ -916,6 +969,16 @@ def _unit_interval(text: str) -> float:
     return value
 
 
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}") from None
+    if not 0.0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
+    return value
+
+
 def _fraction(text: str) -> float:
     value = float(text)
     if not 0.0 <= value < 1.0:
@@ -947,6 +1010,15 @@ class _CGSPFA:
         parser.add_argument("--anneal-start", type=_unit_interval, default=ANNEAL_START, metavar="B",
                             help=f"inverse temperature of the first annealed sweep, in (0, 1]; "
                                  f"default {ANNEAL_START}")
+        parser.add_argument("--split-merge", type=_rate, default=0.0, metavar="RATE",
+                            help="split-merge moves on whole states per sweep, e.g. 0.1 for one "
+                                 "after a tenth of the sweeps at random (Metropolis-Hastings with a "
+                                 "restricted Gibbs launch; they keep Eq. 4's posterior, checked by "
+                                 "bayesfa validate cgs-pfa); gibbs kernel only; default 0 (off)")
+        parser.add_argument("--split-merge-scans", type=nonnegative_int, default=SPLIT_MERGE_SCANS,
+                            metavar="SCANS",
+                            help=f"restricted Gibbs scans of each split-merge move's launch; "
+                                 f"default {SPLIT_MERGE_SCANS}")
         parser.add_argument("--kernel", choices=(*KERNELS, "auto"), default="auto",
                             help=f"the sweep: gibbs (Algorithm 1, O(N) per token), alias-mh "
                                  f"(Metropolis-Hastings within Gibbs, O(1) alias-table proposals) "
@@ -1032,6 +1104,8 @@ class _CGSPFA:
         if options.get("auto") or options.get("budget") is not None or options.get("schedule") is not None:
             if options.get("anneal"):
                 raise InputError("--anneal is not available with --auto")
+            if options.get("split_merge"):
+                raise InputError("--split-merge is not available with --auto")
             from bayesfa.samplers.pfa.auto import check_auto_options, fit_auto
 
             check_auto_options(options)
@@ -1046,7 +1120,9 @@ class _CGSPFA:
                              kernel=choose_kernel(options.get("kernel", "gibbs"), options["states"]),
                              interleave=options.get("interleave"),
                              anneal=options.get("anneal", 0),
-                             anneal_start=options.get("anneal_start", ANNEAL_START))
+                             anneal_start=options.get("anneal_start", ANNEAL_START),
+                             split_merge=options.get("split_merge", 0),
+                             split_merge_scans=options.get("split_merge_scans", SPLIT_MERGE_SCANS))
         trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges}
         if res.heldout_log_pred is not None:
             trace["heldout_log_pred"] = res.heldout_log_pred

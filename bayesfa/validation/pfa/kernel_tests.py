@@ -68,7 +68,7 @@ from numba import njit
 from scipy import stats as sps
 
 from bayesfa.corpus import Corpus
-from bayesfa.validation.checks import Check
+from bayesfa.validation.checks import Check, pooled_chi2  # noqa: F401 (pooled_chi2 re-exported)
 from bayesfa.validation.pfa.mutants import Kernel
 from bayesfa.exact import free_positions, prior_matrix
 from bayesfa.validation.pfa.reference import (all_paths, batch_counts, batch_log_joint, path_codes,
@@ -83,30 +83,6 @@ def _check(**kwargs) -> Check:
 
 def _free(tokens) -> np.ndarray:
     return (np.flatnonzero(tokens[:-1] != 0) + 1).astype(np.int64)
-
-
-def pooled_chi2(observed: np.ndarray, probs: np.ndarray, min_expected: float = 5.0):
-    """Pearson chi-square of ``observed`` counts against ``probs``; cells with expectation
-    below ``min_expected`` are pooled into one. Returns ``(chi2, dof, p_value, n_cells)``."""
-    observed = np.asarray(observed, dtype=np.float64)
-    probs = np.asarray(probs, dtype=np.float64)
-    expected = observed.sum() * probs / probs.sum()
-    big = expected >= min_expected
-    obs = list(observed[big])
-    exp = list(expected[big])
-    rest_e, rest_o = expected[~big].sum(), observed[~big].sum()
-    if rest_e > 0:
-        if rest_e >= min_expected or not exp:
-            obs.append(rest_o)
-            exp.append(rest_e)
-        else:  # too small to stand alone: merge into the smallest kept cell
-            i = int(np.argmin(exp))
-            obs[i] += rest_o
-            exp[i] += rest_e
-    obs, exp = np.array(obs), np.array(exp)
-    chi2 = float(((obs - exp) ** 2 / exp).sum())
-    dof = max(1, obs.size - 1)
-    return chi2, dof, float(sps.chi2.sf(chi2, dof)), int(obs.size)
 
 
 # -- exact stationarity at fixed data ------------------------------------------------------
@@ -577,8 +553,19 @@ def cgs_pfa_checks(toy, variant: str | None = None, *, seed: int = 0, alpha: flo
     """The kernel checks that :func:`bayesfa.validation.harness.validate` runs for ``cgs-pfa``
     (``variant`` None) and its mutants, in their default (CI) settings: path GOF from exact
     posterior draws (invariance) and from uniformly random paths (the exact distribution after
-    two sweeps: a kernel must move as Algorithm 1 does), Geweke's joint test, and SBC."""
-    return [path_gof(toy, variant, seed=seed, alpha=alpha, kernel=kernel),
-            path_gof(toy, variant, start="uniform", seed=seed, alpha=alpha, kernel=kernel),
-            geweke(variant, seed=seed, alpha=alpha, kernel=kernel),
-            sbc(variant, seed=seed, alpha=alpha, kernel=kernel)]
+    two sweeps: a kernel must move as Algorithm 1 does), Geweke's joint test, and SBC; with the
+    ``gibbs`` kernel, for the production kernel and the split-merge mutants, also the two exact
+    checks of the split-merge move (``--split-merge``,
+    :func:`bayesfa.validation.pfa.split_merge.split_merge_checks`)."""
+    from bayesfa.validation.pfa.mutants import SPLIT_MERGE_MUTANTS, kernel_of
+
+    checks = [path_gof(toy, variant, seed=seed, alpha=alpha, kernel=kernel),
+              path_gof(toy, variant, start="uniform", seed=seed, alpha=alpha, kernel=kernel),
+              geweke(variant, seed=seed, alpha=alpha, kernel=kernel),
+              sbc(variant, seed=seed, alpha=alpha, kernel=kernel)]
+    if kernel_of(variant, kernel) == "gibbs" and variant in (None, "control", *SPLIT_MERGE_MUTANTS):
+        from bayesfa.validation.pfa.split_merge import split_merge_checks
+
+        checks += split_merge_checks(variant if variant in SPLIT_MERGE_MUTANTS else None,
+                                     seed=seed, alpha=alpha)
+    return checks
