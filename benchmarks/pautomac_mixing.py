@@ -360,7 +360,8 @@ def warm_up() -> None:
     strings = [rng.integers(0, 3, size=rng.integers(1, 6)) for _ in range(60)]
     train, test = Corpus.from_strings(strings[:40], 3), Corpus.from_strings(strings[40:], 3)
     settings = {"sweeps": 16, "chains": 2, "screen_fraction": 0.1, "period": 2, "beta": 0.05,
-                "checkpoint_every": 120.0, "anneal": 4, "anneal_start": 0.1}
+                "checkpoint_every": 120.0, "anneal": 4, "anneal_start": 0.1, "split_merge": 0.5,
+                "split_merge_scans": 1}
     with tempfile.TemporaryDirectory() as work:
         for strategy in STRATEGIES:
             _run_strategy(_Unit(train, test, np.full(test.n_strings, -np.log(test.n_strings)), 3,

@@ -128,3 +128,29 @@ def test_anneal_is_the_annealed_fit_and_eq6_over_the_same_draws(mixing, tmp_path
     np.testing.assert_allclose(got["log_mean"], fit.log_mean, rtol=1e-12)
     assert got["chains"][0]["log_joint_trace"][-fit.n_draws:] == fit.trace["log_joint"][0].tolist()
     assert len(got["chains"][0]["log_joint_trace"]) == 6  # sweeps 15, 20, ..., 40
+
+
+def test_split_merge_is_the_fit_with_split_merge_and_eq6_over_single_draws(mixing, tmp_path):
+    """``split-merge`` predicts what ``fit --split-merge 0.5`` predicts with the same seed
+    (online Eq. 6 over the draws past half the sweeps, as ``single``'s), and differs from
+    ``single`` (the moves change the chain)."""
+    from bayesfa.corpus import Corpus
+    from bayesfa.online import fit_and_predict
+
+    rng = np.random.default_rng(3)
+    strings = [rng.integers(0, 3, size=rng.integers(1, 8)) for _ in range(80)]
+    train, test = Corpus.from_strings(strings[:60], 3), Corpus.from_strings(strings[60:], 3)
+    settings = {"sweeps": 40, "chains": 2, "screen_fraction": 0.1, "period": 5, "beta": 0.05,
+                "checkpoint_every": 120.0, "split_merge": 0.5, "split_merge_scans": 2}
+    unit = mixing._Unit(train, test, np.full(test.n_strings, -np.log(test.n_strings)), 4, 0.05,
+                        7, settings, tmp_path)
+    got = mixing._split_merge(unit, 40, 2)
+    fit = fit_and_predict("cgs-pfa", train, {"states": 4, "beta": 0.05, "iterations": 40,
+                                             "burn_in": 20, "period": 5, "chains": 1, "jobs": 1,
+                                             "holdout": 0.0, "max_draws": 1, "split_merge": 0.5,
+                                             "split_merge_scans": 2}, 7, test)
+    assert got["sweeps"] == 40 and got["split_merge"] == 0.5
+    np.testing.assert_allclose(got["log_mean"], fit.log_mean, rtol=1e-12)
+    plain = mixing._single(mixing._Unit(train, test, np.full(test.n_strings, -np.log(test.n_strings)),
+                                        4, 0.05, 7, settings, tmp_path / "plain"), 40, 2)
+    assert not np.allclose(plain["log_mean"], got["log_mean"])
