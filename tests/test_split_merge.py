@@ -98,7 +98,7 @@ def test_counts_stay_those_of_the_path_and_partial_log_joint_is_the_difference()
     gibbs.fill_counts(tokens, z, *state, beta)
     members = np.zeros(positions.size, dtype=np.int64)
     saved = np.zeros(positions.size, dtype=np.int32)
-    stats = np.zeros(5, dtype=np.int64)
+    stats = np.zeros(sm.STATS)
     for _ in range(300):
         before = z.copy()
         lj0 = gibbs.log_joint(state[0], beta)

@@ -58,8 +58,10 @@ MUTATIONS: dict[str, str] = {
     "sm-current-launch": "merge launched from the current split instead of a random launch",
 }
 
-# trace counters of :func:`build_move`'s ``stats`` (int64 [5])
+# the fields of :func:`build_move`'s ``stats`` (float64 [STATS]): counters, then the last move
 SPLITS_TRIED, SPLITS_ACCEPTED, MERGES_TRIED, MERGES_ACCEPTED, NO_EMPTY_STATE = range(5)
+LAST_KIND, LAST_DELTA, LAST_LOG_Q = 5, 6, 7  # 1 split / 2 merge / 0 none; its terms
+STATS = 8
 
 
 @njit(cache=True)
@@ -142,8 +144,12 @@ def build_move(mutation: str | None = None):
     ``split_merge(positions, tokens, z, c, ct, ci, recip, rng, beta, scans, members, saved,
     stats)`` makes one move in place on the chain state of
     :mod:`bayesfa.samplers.pfa._cgs_pfa_kernel`; ``members`` int64 ``[M]`` and ``saved`` int32
-    ``[M]`` are scratch, ``stats`` int64 ``[5]`` counts splits and merges tried and accepted
-    and pairs that found no empty state (``SPLITS_TRIED`` ...).
+    ``[M]`` are scratch; ``stats`` float64 ``[STATS]`` counts splits and merges tried and
+    accepted and pairs that found no empty state (``SPLITS_TRIED`` ...), and holds the last
+    move's kind (``LAST_KIND``: 1 split, 2 merge, 0 none), ``log Pr(alpha, z') - log Pr(alpha,
+    z)`` of its proposal ``z'`` (``LAST_DELTA``) and the log probability ``log q`` of its final
+    scan (``LAST_LOG_Q``), the terms of the acceptance ratio besides ``E``, for diagnostics
+    (``benchmarks/split_merge_proposals.py``).
     """
     if mutation is not None and mutation not in MUTATIONS:
         raise ValueError(f"unknown mutation {mutation!r}; choose from {', '.join(MUTATIONS)}")
@@ -171,6 +177,7 @@ def build_move(mutation: str | None = None):
         i = z[t1]
         j = z[t2]
         split = i == j
+        stats[LAST_KIND] = 0.0
         n_empty = 0
         if split:
             n_empty = _n_empty(ci)
@@ -221,7 +228,9 @@ def build_move(mutation: str | None = None):
         u = rng.random()
         if split:
             stats[SPLITS_TRIED] += 1
-            log_ratio = partial_log_joint(c, beta, i, j) - before - log_q
+            delta = partial_log_joint(c, beta, i, j) - before
+            stats[LAST_KIND], stats[LAST_DELTA], stats[LAST_LOG_Q] = 1.0, delta, log_q
+            log_ratio = delta - log_q
             if empty_choice:
                 log_ratio += math.log(n_empty)
             if u > 0.0 and math.log(u) < log_ratio:
@@ -235,7 +244,9 @@ def build_move(mutation: str | None = None):
         for s in range(n_s):
             _set(members[s], i, tokens, z, c, ct, ci, recip, nab)
         _set(t2, i, tokens, z, c, ct, ci, recip, nab)
-        log_ratio = partial_log_joint(c, beta, i, j) - before + log_q
+        delta = partial_log_joint(c, beta, i, j) - before
+        stats[LAST_KIND], stats[LAST_DELTA], stats[LAST_LOG_Q] = 2.0, delta, log_q
+        log_ratio = delta + log_q
         if empty_choice:
             log_ratio -= math.log(_n_empty(ci))
         if u > 0.0 and math.log(u) < log_ratio:

@@ -387,7 +387,7 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         from bayesfa.samplers.pfa import _split_merge_kernel as sm_kernel
 
         sm_args = (float(split_merge), int(split_merge_scans), np.zeros(positions.size, dtype=np.int64),
-                   np.zeros(positions.size, dtype=np.int32), np.zeros(5, dtype=np.int64))
+                   np.zeros(positions.size, dtype=np.int32), np.zeros(sm_kernel.STATS))
 
     def draws(d, e):
         made = scratch[:e - d] if capped else counts[d:e]

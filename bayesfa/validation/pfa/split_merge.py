@@ -181,7 +181,7 @@ def run_moves(starts, n_moves: int, rng, variant: str | None = None, toy: Toy = 
     positions = free_positions(tokens).astype(np.int64)
     starts = np.ascontiguousarray(starts, dtype=np.int32)
     ends = np.empty_like(starts)
-    stats = np.zeros(5, dtype=np.int64)
+    stats = np.zeros(sm.STATS)
     _run_from_starts(sm.build_move(variant), n_moves, starts, positions, tokens, *state, rng,
                      float(toy.beta), int(scans), np.zeros(positions.size, dtype=np.int64),
                      np.zeros(positions.size, dtype=np.int32), stats, ends)
@@ -285,7 +285,7 @@ def invariance(variant: str | None = None, *, n_draws: int = 100_000, n_moves: i
     used_all = np.array([np.unique(p).size for p in pp.paths[:, free]])
     scans = tuple(np.atleast_1d(scans).tolist())
     each = alpha / (2 * len(scans))
-    rows, moved, counters = [], {}, np.zeros(5, dtype=np.int64)
+    rows, moved, counters = [], {}, np.zeros(sm.STATS)
     for n_scans in scans:
         starts = pp.sample_paths(n_draws, rng)
         ends, stats = run_moves(starts, n_moves, rng, variant, scans=n_scans)
