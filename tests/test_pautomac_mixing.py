@@ -105,25 +105,32 @@ def test_single_is_table3s_chain_and_eq6(mixing, tmp_path):
     assert got["chains"][0]["log_joint_trace"][-table3.n_draws:] == table3.trace["log_joint"][0].tolist()
 
 
-def test_anneal_is_the_annealed_fit_and_eq6_over_the_same_draws(mixing, tmp_path):
-    """``anneal`` with ``--anneal 10`` predicts what ``fit --anneal 10 --burn-in 20`` predicts
-    (online Eq. 6 over the draws past half the sweeps) with the same seed: the trace starts
-    after the tempered sweeps, and Eq. 6 is over the same draws as ``single``'s."""
+def _toy_run(mixing, tmp_path, extra: dict):
+    """``(unit, train, test, fit options)``: a toy unit (seed 7, N = 4, 40 sweeps) with the
+    strategy options ``extra``, and the ``fit`` options of the same chain (burn-in 20)."""
     from bayesfa.corpus import Corpus
-    from bayesfa.online import fit_and_predict
 
     rng = np.random.default_rng(3)
     strings = [rng.integers(0, 3, size=rng.integers(1, 8)) for _ in range(80)]
     train, test = Corpus.from_strings(strings[:60], 3), Corpus.from_strings(strings[60:], 3)
     settings = {"sweeps": 40, "chains": 2, "screen_fraction": 0.1, "period": 5, "beta": 0.05,
-                "checkpoint_every": 120.0, "anneal": 10, "anneal_start": 0.1}
+                "checkpoint_every": 120.0, **extra}
     unit = mixing._Unit(train, test, np.full(test.n_strings, -np.log(test.n_strings)), 4, 0.05,
                         7, settings, tmp_path)
+    options = {"states": 4, "beta": 0.05, "iterations": 40, "burn_in": 20, "period": 5,
+               "chains": 1, "jobs": 1, "holdout": 0.0, "max_draws": 1, **extra}
+    return unit, train, test, options
+
+
+def test_anneal_is_the_annealed_fit_and_eq6_over_the_same_draws(mixing, tmp_path):
+    """``anneal`` with ``--anneal 10`` predicts what ``fit --anneal 10 --burn-in 20`` predicts
+    (online Eq. 6 over the draws past half the sweeps) with the same seed: the trace starts
+    after the tempered sweeps, and Eq. 6 is over the same draws as ``single``'s."""
+    from bayesfa.online import fit_and_predict
+
+    unit, train, test, options = _toy_run(mixing, tmp_path, {"anneal": 10, "anneal_start": 0.1})
     got = mixing._anneal(unit, 40, 2)
-    fit = fit_and_predict("cgs-pfa", train, {"states": 4, "beta": 0.05, "iterations": 40,
-                                             "burn_in": 20, "period": 5, "chains": 1, "jobs": 1,
-                                             "holdout": 0.0, "max_draws": 1, "anneal": 10,
-                                             "anneal_start": 0.1}, 7, test)
+    fit = fit_and_predict("cgs-pfa", train, options, 7, test)
     assert got["sweeps"] == 40 and got["chains"][0]["eq6_draws"] == fit.n_draws == 4
     np.testing.assert_allclose(got["log_mean"], fit.log_mean, rtol=1e-12)
     assert got["chains"][0]["log_joint_trace"][-fit.n_draws:] == fit.trace["log_joint"][0].tolist()
@@ -134,23 +141,13 @@ def test_split_merge_is_the_fit_with_split_merge_and_eq6_over_single_draws(mixin
     """``split-merge`` predicts what ``fit --split-merge 0.5`` predicts with the same seed
     (online Eq. 6 over the draws past half the sweeps, as ``single``'s), and differs from
     ``single`` (the moves change the chain)."""
-    from bayesfa.corpus import Corpus
     from bayesfa.online import fit_and_predict
 
-    rng = np.random.default_rng(3)
-    strings = [rng.integers(0, 3, size=rng.integers(1, 8)) for _ in range(80)]
-    train, test = Corpus.from_strings(strings[:60], 3), Corpus.from_strings(strings[60:], 3)
-    settings = {"sweeps": 40, "chains": 2, "screen_fraction": 0.1, "period": 5, "beta": 0.05,
-                "checkpoint_every": 120.0, "split_merge": 0.5, "split_merge_scans": 2}
-    unit = mixing._Unit(train, test, np.full(test.n_strings, -np.log(test.n_strings)), 4, 0.05,
-                        7, settings, tmp_path)
+    extra = {"split_merge": 0.5, "split_merge_scans": 2}
+    unit, train, test, options = _toy_run(mixing, tmp_path, extra)
     got = mixing._split_merge(unit, 40, 2)
-    fit = fit_and_predict("cgs-pfa", train, {"states": 4, "beta": 0.05, "iterations": 40,
-                                             "burn_in": 20, "period": 5, "chains": 1, "jobs": 1,
-                                             "holdout": 0.0, "max_draws": 1, "split_merge": 0.5,
-                                             "split_merge_scans": 2}, 7, test)
+    fit = fit_and_predict("cgs-pfa", train, options, 7, test)
     assert got["sweeps"] == 40 and got["split_merge"] == 0.5
     np.testing.assert_allclose(got["log_mean"], fit.log_mean, rtol=1e-12)
-    plain = mixing._single(mixing._Unit(train, test, np.full(test.n_strings, -np.log(test.n_strings)),
-                                        4, 0.05, 7, settings, tmp_path / "plain"), 40, 2)
+    plain = mixing._single(_toy_run(mixing, tmp_path / "plain", extra)[0], 40, 2)
     assert not np.allclose(plain["log_mean"], got["log_mean"])

@@ -171,3 +171,16 @@ def test_bad_values_are_refused():
     with pytest.raises(InputError, match="--split-merge"):
         resolve("cgs-pfa", {"split_merge": -1})
     assert resolve("cgs-pfa", {})["split_merge"] == 0.0
+
+
+def test_memory_estimate_counts_the_moves_scratch():
+    """On a corpus of few long strings (where the chain state dominates the estimate) the
+    moves' scratch, 12 bytes a token, is added."""
+    from bayesfa.corpus import Corpus
+
+    rng = np.random.default_rng(0)
+    corpus = Corpus.from_strings([rng.integers(0, 2, size=20_000) for _ in range(10)], 2)
+    options = resolve("cgs-pfa", {"states": 4})
+    base = cgs_pfa.METHOD.estimate_memory(corpus, options)
+    with_moves = cgs_pfa.METHOD.estimate_memory(corpus, {**options, "split_merge": 0.1})
+    assert with_moves - base == 12 * corpus.n_tokens

@@ -1066,6 +1066,8 @@ class _CGSPFA:
         chain = kept * size * 4 + draws * 16              # + log joint, states and edges used
         scratch = 0 if kept == draws else min(draws, _SCRATCH_DRAWS) * size * 4
         state = 2 * (n + 1) * a * padded_width(n) * 4 + corpus.n_tokens * 20 + scratch
+        if options.get("split_merge"):  # the move's scratch: members (int64) and saved (int32)
+            state += corpus.n_tokens * 12
         if choose_kernel(options.get("kernel", "gibbs"), n) == "alias-mh":
             # the other block's counts and the alias tables (2 A (N+1) tables of N slots)
             state += 2 * (n + 1) * a * padded_width(n) * 4 + 2 * a * (n + 1) * n * 12
