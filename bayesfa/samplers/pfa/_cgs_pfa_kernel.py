@@ -20,6 +20,12 @@ count exceeds T, so for T < 2**24 (16.7 million tokens; the largest PAutomaC tra
 float64) are exact, and the sampled conditional is exact up to float32 rounding of the weights
 (relative error ~1e-7). The front refuses larger corpora.
 
+Callers of the sweep (:func:`sweeps`, :func:`tempered_sweeps`, :func:`sample_draws`, and the
+like in the split-merge and multi-chain kernels) are compiled in each process (``cache=False``),
+the sweep itself is cached on disk: disk-cached callers did not run the same code as the sweep
+compiled on its own, so the first run of a fresh clone and later runs gave different chains
+for one seed on large alphabets (``tests/test_reproducible_compiles.py``).
+
 The sweep is built by :func:`build_sweep`, which can also compile it with one deliberate error
 (:data:`MUTATIONS`) for the validation suite's mutants; the production sweep,
 :func:`sweep_positions`, has every such switch off, and numba folds them away.
@@ -283,7 +289,7 @@ def build_sweep(mutation: str | None = None):
 sweep_positions = build_sweep(None)
 
 
-@njit(cache=True)
+@njit(cache=False)  # see the module docstring: callers of the sweep are compiled per process
 def sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta):
     """``n_sweeps`` single iterations (Algorithm 1, lines 12-18) over ``positions`` in order.
 
@@ -296,7 +302,7 @@ def sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta):
         sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta)
 
 
-@njit(cache=True)
+@njit(cache=False)  # see the module docstring: callers of the sweep are compiled per process
 def tempered_sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta, b):
     """:func:`sweeps` at inverse temperature ``b`` (float64 in (0, 1]): each sweep the Gibbs
     sweep of ``Pr(alpha, z)^b`` (Eq. 4 tempered; see :func:`sweep_positions`), on the same
@@ -382,7 +388,7 @@ def record_draw(d, c, ci, beta, out_counts, out_log_joint, out_n_states, out_n_e
     out_n_edges[d] = n_edges(c)
 
 
-@njit(cache=True)
+@njit(cache=False)  # see the module docstring: callers of the sweep are compiled per process
 def sample_draws(period, positions, tokens, z, c, ct, ci, recip, rng, beta,
                  out_counts, out_log_joint, out_n_states, out_n_edges):
     """For each draw ``d``: ``period`` sweeps, then record the counts and trace values.

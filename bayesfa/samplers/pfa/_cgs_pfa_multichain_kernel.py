@@ -151,7 +151,7 @@ def sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, target,
             z[t, h] = k
 
 
-@njit(cache=True)
+@njit(cache=False)  # a caller of the sweep: compiled per process (_cgs_pfa_kernel docstring)
 def sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rngs, beta):
     """``n_sweeps`` sweeps of every chain (Algorithm 1, lines 12-18) over ``positions`` (the
     ``t`` with ``tokens[t-1] != 0``, increasing): for each chain what ``_cgs_pfa_kernel.sweeps``
@@ -170,7 +170,7 @@ def sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rngs, beta):
         sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, target, below, above, beta)
 
 
-@njit(cache=True)
+@njit(cache=False)  # a caller of the sweep: compiled per process (_cgs_pfa_kernel docstring)
 def sample_draws(period, positions, tokens, z, c, ct, ci, recip, rngs, beta,
                  out_counts, out_log_joint, out_n_states, out_n_edges):
     """For each draw ``d``: ``period`` sweeps of every chain, then record each chain's counts

@@ -284,7 +284,7 @@ def n_moves_now(rate, rng):
     return n
 
 
-@njit(cache=True)
+@njit(cache=False)  # a caller of the sweep: compiled per process (_cgs_pfa_kernel docstring)
 def sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta, rate, scans,
            members, saved, stats):
     """``n_sweeps`` times: one Gibbs sweep of Algorithm 1 (on ``rng.random(M)``, as
@@ -298,7 +298,7 @@ def sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta, rate, sc
               members, saved, stats)
 
 
-@njit(cache=True)
+@njit(cache=False)  # a caller of the sweep: compiled per process (_cgs_pfa_kernel docstring)
 def sample_draws(period, positions, tokens, z, c, ct, ci, recip, rng, beta, rate, scans,
                  members, saved, stats, out_counts, out_log_joint, out_n_states, out_n_edges):
     """:func:`bayesfa.samplers.pfa._cgs_pfa_kernel.sample_draws` with :func:`sweeps` (each
