@@ -97,3 +97,11 @@ def pooled_chi2(observed: np.ndarray, probs: np.ndarray, min_expected: float = 5
     chi2 = float(((obs - exp) ** 2 / exp).sum())
     dof = max(1, obs.size - 1)
     return chi2, dof, float(chi2_dist.sf(chi2, dof)), int(obs.size)
+
+
+def chi2_row(name: str, observed, probs, threshold: float) -> dict:
+    """A check's row for one Pearson chi-square test (:func:`pooled_chi2`) of ``observed``
+    against ``probs`` at level ``threshold``: ``test, cells, chi2, dof, p_value, threshold, pass``."""
+    chi2, dof, p, cells = pooled_chi2(observed, probs)
+    return {"test": name, "cells": cells, "chi2": chi2, "dof": dof, "p_value": p,
+            "threshold": threshold, "pass": bool(p >= threshold)}

@@ -44,8 +44,8 @@ import math
 import numpy as np
 from numba import njit
 
-from bayesfa.samplers.pfa._cgs_pfa_kernel import (_exact_weight, fill_counts, move_state, record_draw,
-                                                  sweep_positions)
+from bayesfa.samplers.pfa._cgs_pfa_kernel import (_exact_weight, fill_counts, move_state, n_states_used,
+                                                  record_draw, sweep_positions)
 
 #: ``--split-merge-scans`` default: intermediate restricted Gibbs scans of the launch.
 SCANS = 3
@@ -125,13 +125,10 @@ def _set(t, k, tokens, z, c, ct, ci, recip, nab):
         move_state(t, k, old, z[t - 1], tokens[t - 1], tokens[t], z[t + 1], z, c, ct, ci, recip, nab)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _n_empty(ci):
-    out = 0
-    for k in range(1, ci.shape[0]):
-        if ci[k] == 0:
-            out += 1
-    return out
+    """States ``k >= 1`` with ``C_k = 0`` (the complement of ``n_states_used``)."""
+    return ci.shape[0] - 1 - n_states_used(ci)
 
 
 _BUILT: dict = {}

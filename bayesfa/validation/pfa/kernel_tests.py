@@ -68,7 +68,7 @@ from numba import njit
 from scipy import stats as sps
 
 from bayesfa.corpus import Corpus
-from bayesfa.validation.checks import Check, pooled_chi2  # noqa: F401 (pooled_chi2 re-exported)
+from bayesfa.validation.checks import Check, chi2_row, pooled_chi2  # noqa: F401 (pooled_chi2 re-exported)
 from bayesfa.validation.pfa.mutants import Kernel
 from bayesfa.exact import free_positions, prior_matrix
 from bayesfa.validation.pfa.reference import (all_paths, batch_counts, batch_log_joint, path_codes,
@@ -261,13 +261,10 @@ def path_gof(toy="tiny", variant: str | None = None, *, n_draws: int = 20_000, n
     by_path = np.bincount(codes, minlength=pp.prob.size)
     by_class = np.bincount(pp.classes[codes], minlength=pp.class_prob.size)
     class_target = np.bincount(pp.classes, weights=target, minlength=pp.class_prob.size)
-    rows = []
     each = alpha / 2
-    for name, observed, probs in (("count classes C(alpha, z)", by_class, class_target),
-                                  ("paths z", by_path, target)):
-        chi2, dof, p, cells = pooled_chi2(observed, probs)
-        rows.append({"test": name, "cells": cells, "chi2": chi2, "dof": dof, "p_value": p,
-                     "threshold": each, "pass": bool(p >= each)})
+    rows = [chi2_row(name, observed, probs, each)
+            for name, observed, probs in (("count classes C(alpha, z)", by_class, class_target),
+                                          ("paths z", by_path, target))]
     # the class whose frequency is most off, for the reader
     expected = n_draws * class_target
     zc = (by_class - expected) / np.sqrt(np.maximum(expected * (1 - class_target), 1e-12))

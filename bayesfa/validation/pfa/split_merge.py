@@ -35,7 +35,7 @@ from bayesfa.corpus import Corpus
 from bayesfa.exact import free_positions
 from bayesfa.samplers.pfa import _cgs_pfa_kernel as gibbs
 from bayesfa.samplers.pfa import _split_merge_kernel as sm
-from bayesfa.validation.checks import Check, pooled_chi2
+from bayesfa.validation.checks import Check, chi2_row
 from bayesfa.validation.pfa.reference import path_codes, path_posterior
 from bayesfa.validation.toys import Toy
 
@@ -188,12 +188,6 @@ def run_moves(starts, n_moves: int, rng, variant: str | None = None, toy: Toy = 
     return ends, stats
 
 
-def _chi2_row(name, observed, probs, threshold):
-    chi2, dof, p, cells = pooled_chi2(observed, probs)
-    return {"test": name, "cells": cells, "chi2": chi2, "dof": dof, "p_value": p,
-            "threshold": threshold, "pass": bool(p >= threshold)}
-
-
 def start_paths(pp) -> dict[str, np.ndarray]:
     """The start paths of :func:`move_rows`: for 1, 2 and 3 states in use, the most probable
     path that uses exactly that many (so 3, 2 and 1 empty states)."""
@@ -228,7 +222,7 @@ def move_rows(variant: str | None = None, *, n_moves: int = 20_000, seed: int = 
         exact = transition_row(pp, z, n_scans)
         ends, stats = run_moves(np.repeat(z[None, :], n_moves, axis=0), 1, rng, variant, scans=n_scans)
         observed = np.bincount(path_codes(ends, TOY.train.tokens, TOY.n_states), minlength=exact.size)
-        rows.append(_chi2_row(f"one move ({n_scans} launch scans) from the path with {label}",
+        rows.append(chi2_row(f"one move ({n_scans} launch scans) from the path with {label}",
                               observed, exact, each))
         accepted[f"{label}, {n_scans} scans"] = {"stay_exact": float(exact[path_codes(z, TOY.train.tokens, TOY.n_states)]),
                            "stay_observed": float(np.mean((ends == z[None, :]).all(axis=1))),
@@ -291,10 +285,10 @@ def invariance(variant: str | None = None, *, n_draws: int = 100_000, n_moves: i
         ends, stats = run_moves(starts, n_moves, rng, variant, scans=n_scans)
         counters += stats
         codes = path_codes(ends, tokens, TOY.n_states)
-        rows += [_chi2_row(f"states in use ({n_scans} launch scans)",
+        rows += [chi2_row(f"states in use ({n_scans} launch scans)",
                            np.bincount(used_all[codes], minlength=TOY.n_states + 1),
                            np.bincount(used_all, weights=pp.prob, minlength=TOY.n_states + 1), each),
-                 _chi2_row(f"partition of the positions ({n_scans} launch scans)",
+                 chi2_row(f"partition of the positions ({n_scans} launch scans)",
                            np.bincount(parts_all[codes], minlength=parts_all.max() + 1),
                            np.bincount(parts_all, weights=pp.prob), each)]
         moved[str(n_scans)] = float(np.mean((ends != starts).any(axis=1)))
