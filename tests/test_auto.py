@@ -100,6 +100,39 @@ def test_every_decision_is_recorded(fitted):
     assert float(fitted[0].arrays["beta"]) == winner["beta"]
 
 
+def test_beta_phase_is_successive_halving_with_a_longer_second_round(corpus, fitted):
+    """Phase 2 on its own, with money for it: every beta of BETAS for the same sweeps, then the
+    BETA_KEEP best by held-out score for BETA_GROWTH times as many, the best of those the
+    winner; each step charged its modelled cost."""
+    from bayesfa.samplers.pfa import cgs_pfa
+
+    schedule = fitted[0].info["auto"]["schedule"]
+    kept_idx, held_idx = holdout_split(corpus.n_strings, auto.HOLDOUT, np.random.SeedSequence(5))
+    kept, held = corpus.subset(kept_idx), corpus.subset(held_idx)
+    m = free_positions(kept.tokens).size
+    sweeps = 2 * auto.MIN_RUNG_SWEEPS
+    units = len(auto.BETAS) + auto.BETA_KEEP * auto.BETA_GROWTH
+    money = (sweeps * units + 2) * auto.sweep_cost(schedule, 10, m) + (
+        (len(auto.BETAS) + auto.BETA_KEEP) * auto.RUNG_DRAWS
+        * auto.forward_cost(schedule, 10, auto._forward_size(held)))
+    z0 = np.zeros(kept.n_tokens + 1, dtype=np.int32)
+    pos = free_positions(kept.tokens)
+    z0[pos] = np.random.default_rng(0).integers(1, 11, size=pos.size, dtype=np.int32)
+    ledger = auto._Ledger(money)
+    with auto.front_session(cgs_pfa):
+        records, beta, z = auto.run_betas(kept, held, schedule, money, 10, z0, 5, ledger)
+    first = [r for r in records if r["round"] == 1]
+    second = [r for r in records if r["round"] == 2]
+    assert [r["beta"] for r in first] == list(auto.BETAS)
+    assert all(r["sweeps"] == sweeps for r in first)
+    best = sorted(first, key=lambda r: -r["heldout"])[:auto.BETA_KEEP]
+    assert [r["beta"] for r in second] == sorted(r["beta"] for r in best)
+    assert all(r["sweeps"] == auto.BETA_GROWTH * sweeps for r in second)
+    assert beta == max(second, key=lambda r: r["heldout"])["beta"]
+    assert z.shape == z0.shape and not np.array_equal(z, z0)
+    assert ledger.spent <= money and ledger.spent > 0.9 * money
+
+
 def test_state_split_is_a_valid_path_that_merges_back(corpus):
     tokens = corpus.tokens
     pos = free_positions(tokens)
