@@ -457,15 +457,16 @@ from bayesfa.samplers.pfa.ipfa import sample_ipfa
 from bayesfa.validation.toys import get_toy
 
 sample_ipfa(get_toy("small").train, states=3, iterations=4, burn_in=2, period=1, chains=1, seed=0)
-stats = kern.sweeps.stats
+stats = kern.sweeps.py_func.__globals__["_positions"].stats  # the fastmath sweep_positions
 print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
 """
 
 
 def test_the_sweep_loads_from_numba_cache_in_a_new_process(tmp_path):
-    """The compiled sweep is found in numba's cache by the next process: a closure over another
-    compiled function missed it at every start (its pickle differs in each process), so each
-    ``bayesfa fit --method ipfa`` recompiled for seconds and added a cache file."""
+    """The compiled sweep over positions (``sweep_positions``, the fastmath kernel) is found in
+    numba's cache by the next process. (Its caller ``sweeps`` is compiled in each process on
+    purpose, see tests/test_reproducible_compiles.py; while it was cached, a closure over the
+    compiled sweep missed the cache at every start, its pickle differing in each process.)"""
     import os
     import subprocess
     import sys

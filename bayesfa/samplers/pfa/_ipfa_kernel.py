@@ -451,15 +451,18 @@ def build_sweeps(mutation: str | None = None):
         return n_sweeps, 0
 
     # ``sweeps`` finds this variant's ``sweep_positions`` as the global ``_positions`` of its
-    # own globals, not as a closure cell: numba's cache keys a function by its closure cells'
-    # pickles, and a compiled function's pickle differs in every process (a fresh uuid), so a
-    # closure over one missed the cache at every start (a recompile of seconds, and one more
-    # cache file each time). The flags it closes over (bools) keep the variants' keys apart.
+    # own globals, not as a closure cell (needed while ``sweeps`` was disk-cached: numba keys a
+    # cached function by its closure cells' pickles, which for a compiled function differ in
+    # every process, so each start missed the cache and wrote one more file).
     compiled = types.FunctionType(sweeps.__code__, {**globals(), "_positions": sweep_positions},
                                   sweeps.__name__, sweeps.__defaults__, sweeps.__closure__)
     compiled.__qualname__, compiled.__doc__ = sweeps.__qualname__, sweeps.__doc__
     compiled.__module__ = sweeps.__module__
-    _BUILT[mutation] = njit(cache=True)(compiled)
+    # compiled in each process (cache=False), like the callers of the CGS-PFA sweep: a
+    # disk-cached caller of the fastmath ``sweep_positions`` did not run the same code as one
+    # compiled here, so a fresh clone's first fit and later fits gave different chains for
+    # one seed (tests/test_reproducible_compiles.py)
+    _BUILT[mutation] = njit(cache=False)(compiled)
     return _BUILT[mutation]
 
 
