@@ -1086,7 +1086,8 @@ def perplexity_log_prob(model: int, arrays, options, corpus: Corpus, *, continua
     for bit). Each estimates ``p(test | sample)`` without bias, but its log is biased low
     (Jensen), the blind filter's far more: on the 400-sweep Alice run of
     ``tests/test_perplexity_default.py`` ``--draw-sets 300 --proposal prior`` is 0.08 in
-    perplexity above the default, the adapted ``--draw-sets 300`` within 0.01 of it.
+    perplexity above the default, the adapted ``--draw-sets 300`` 0.03 above it (the default
+    agrees with a converged run of four times its precision to 0.0006; benchmarks/RESULTS.md).
 
     ``per_symbol``: the authors' estimator (GitHub ``dpfau/pdia``,
     ``src/edu/columbia/stat/wood/pdia/PDIA.java``, ``ppTest`` / ``scoreTest``: each sample
