@@ -22,9 +22,10 @@ Three phases, all on the training file only (the test and solution files are nev
    best of those wins. The second round is longer because a short run from the ladder's path
    (sampled at ``beta = 0.05``) favours the smallest beta: the same path gives a sharper plug-in
    at a smaller beta before the path itself has moved. Measured on PAutomaC 21 (N = 76, from
-   the ladder's path): beta = 0.005 leads 0.01 on the held-out strings after 100 and 300 sweeps
-   (by 13 and 10 nats) and trails it from 700 sweeps on (by 55-147 nats), as it does on the
-   test strings (ratio - 1 after 3,100 sweeps: 0.0049 against 0.0026).
+   the ladder's path; benchmarks/results/pautomac_beta_windows_21.md): beta = 0.005 leads 0.01
+   on the held-out strings after 100 and 300 sweeps (by 13 and 10 nats) and trails it from 700
+   sweeps on (by 55-147 nats), as it does on the test strings (ratio - 1 after 3,100 sweeps:
+   0.0049 against 0.0026).
 3. **Final chains** of the winner (``chains`` of them) on all training strings, each from the
    winner's path with the held-out strings' states drawn by Gibbs sweeps over their positions
    only, then as many sweeps as the rest of the budget buys (:func:`final_plan`); Eq. 6 over
