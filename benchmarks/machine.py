@@ -37,3 +37,15 @@ def git_commit(root=None) -> str:
     from bayesfa.provenance import git_commit as commit
 
     return commit(Path(root) if root else Path(__file__).resolve().parents[1])
+
+
+def missing_pautomac_file(data, problem) -> str | None:
+    """The first of problem ``problem``'s training, test and solution files missing from the
+    folder ``data`` (a PAutomaC copy), or None when all three are there."""
+    from pathlib import Path
+
+    for name in (f"{problem}.pautomac.train", f"{problem}.pautomac.test",
+                 f"{problem}.pautomac_solution.txt"):
+        if not (Path(data) / name).is_file():
+            return name
+    return None

@@ -64,7 +64,7 @@ def table(cells: dict) -> str:
 
 
 def main(argv=None) -> int:
-    from machine import git_commit
+    from machine import git_commit, missing_pautomac_file
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--problem", type=int, required=True)
@@ -77,11 +77,10 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     data = Path(args.data)
-    for name in (f"{args.problem}.pautomac.train", f"{args.problem}.pautomac.test",
-                 f"{args.problem}.pautomac_solution.txt"):
-        if not (data / name).is_file():
-            print(f"pautomac_beta_sweeps.py: error: --data {data}: no file {name}", file=sys.stderr)
-            return 2
+    missing = missing_pautomac_file(data, args.problem)
+    if missing:
+        print(f"pautomac_beta_sweeps.py: error: --data {data}: no file {missing}", file=sys.stderr)
+        return 2
     out = Path(args.out or HERE / "results" / f"pautomac_beta_sweeps_{args.problem}.json")
     check_out(out, out.with_suffix(".md"))
     done = json.loads(out.read_text()) if out.exists() else {"cells": {}}

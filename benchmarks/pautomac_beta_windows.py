@@ -87,7 +87,7 @@ def table(result: dict) -> str:
 
 
 def main(argv=None) -> int:
-    from machine import git_commit
+    from machine import git_commit, missing_pautomac_file
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--problem", type=int, required=True)
@@ -99,11 +99,10 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     data = Path(args.data)
-    for name in (f"{args.problem}.pautomac.train", f"{args.problem}.pautomac.test",
-                 f"{args.problem}.pautomac_solution.txt"):
-        if not (data / name).is_file():
-            print(f"pautomac_beta_windows.py: error: --data {data}: no file {name}", file=sys.stderr)
-            return 2
+    missing = missing_pautomac_file(data, args.problem)
+    if missing:
+        print(f"pautomac_beta_windows.py: error: --data {data}: no file {missing}", file=sys.stderr)
+        return 2
     if not Path(args.schedule).is_file():
         print(f"pautomac_beta_windows.py: error: --schedule {args.schedule}: no such file", file=sys.stderr)
         return 2

@@ -435,7 +435,7 @@ def _ints(text: str, option: str) -> list[int]:
 
 def main(argv=None) -> int:
     from guarded_out import check_out, write_out_json, write_out_text
-    from machine import git_commit
+    from machine import git_commit, missing_pautomac_file
 
     from bayesfa.samplers.pfa.auto import HOLDOUT
 
@@ -468,9 +468,9 @@ def main(argv=None) -> int:
     if unknown:
         _fail(f"--problems: not a Table 3 problem with a training file: {unknown}")
     for k in problems:
-        for name in (f"{k}.pautomac.train", f"{k}.pautomac.test", f"{k}.pautomac_solution.txt"):
-            if not (Path(args.data) / name).is_file():
-                _fail(f"--data {args.data}: no file {name}")
+        missing = missing_pautomac_file(args.data, k)
+        if missing:
+            _fail(f"--data {args.data}: no file {missing}")
     strategies = args.strategies.split(",")
     if any(s not in STRATEGIES for s in strategies):
         _fail(f"--strategies: choose from {', '.join(STRATEGIES)}, got {args.strategies!r}")
