@@ -122,6 +122,34 @@ def test_growing_the_arrays_changes_nothing():
     assert np.array_equal(small["z"], large["z"])
 
 
+def test_alpha_hold_keeps_alpha_for_its_sweeps_then_frees_it():
+    """``alpha_hold = H``: the first H sweeps run as with alpha fixed (same path, same draws
+    from the Generator), the prior applies from sweep H + 1. With H = burn-in = 8 and one draw
+    one sweep later, the path equals the alpha-fixed chain's (the last sweep resamples alpha
+    only after z, the tables and beta), alpha has moved, and without the hold the path differs."""
+    tokens = np.ascontiguousarray(get_toy("small").train.tokens, dtype=np.int32)
+    prior = [1.0, 0.1, 0.0, 0.0]
+
+    def run(priors, hold):
+        return _run_chain(tokens, 3, 3, 30.0, 2.0, priors, 0, 8, 1, 1,
+                          np.random.SeedSequence(5), alpha_hold=hold)
+
+    fixed, held, free = run([0.0, 0.0, 0.0, 0.0], 0), run(prior, 8), run(prior, 0)
+    assert np.array_equal(fixed["z"], held["z"])
+    assert np.array_equal(fixed["counts"][0], held["counts"][0])
+    assert fixed["log_joint"] != held["log_joint"]  # evaluated at each chain's own alpha
+    assert fixed["alpha"] == [30.0] and held["alpha"][0] != 30.0
+    assert not np.array_equal(free["z"], held["z"])
+
+
+@pytest.mark.parametrize("hold", [-1, 11, True])
+def test_alpha_hold_outside_the_burn_in_is_one_line(hold):
+    with pytest.raises(InputError, match="alpha_hold") as err:
+        sample_ipfa(get_toy("tiny").train, iterations=20, burn_in=10, period=1, chains=1,
+                    alpha_hold=hold)
+    assert "\n" not in str(err.value)
+
+
 # -- online prediction (Eq. 6 draw by draw) ----------------------------------------------------
 
 def test_online_prediction_equals_the_stored_draws():

@@ -364,9 +364,10 @@ def _load_chain(path, fingerprint: str, *, n_draws: int, z_size: int, burn_in: i
 def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, period, n_draws,
                seed_seq, mutation=None, capacity=None, checkpoint=None,
                checkpoint_every=CHECKPOINT_EVERY, fingerprint=None, resume=None, predict=None,
-               max_draws=None, on_sweeps=None):
+               max_draws=None, on_sweeps=None, alpha_hold=0):
     """One chain: random initial ``z`` over ``k0`` states (or the ``truncate`` states), burn-in,
-    then ``n_draws`` draws ``period`` sweeps apart. Returns a dict of per-draw lists
+    then ``n_draws`` draws ``period`` sweeps apart. ``alpha_hold``: the first that many sweeps
+    (all in the burn-in) keep ``alpha`` at its initial value, its prior applying after. Returns a dict of per-draw lists
     (``counts`` and ``beta_bar`` of the kept draws only) and ``pred_log_sum``.
     ``capacity``: the kernel's initial room for states (tests; never changes the result).
 
@@ -426,9 +427,12 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
     def block() -> int:
         return min(_BLOCK_SWEEPS, block_sweeps(_BLOCK_UNITS, chain.capacity, chain.positions.size))
 
+    held = priors.copy()
+    held[:2] = 0.0  # alpha fixed (shape <= 0), gamma as given
     while done < burn_in:
-        step = min(block(), burn_in - done)
-        chain.run(step, rng, priors, sweeps)
+        hold = done < alpha_hold
+        step = min(block(), (alpha_hold if hold else burn_in) - done)
+        chain.run(step, rng, held if hold else priors, sweeps)
         done += step
         save()
         if on_sweeps is not None:
@@ -468,7 +472,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
                 truncate: int = 0, jobs: int = 1, mutation: str | None = None,
                 checkpoint_dir: str | os.PathLike | None = None,
                 checkpoint_every: float = CHECKPOINT_EVERY, predict: Corpus | None = None,
-                max_draws: int | None = None, progress: bool = False) -> IPFAResult:
+                max_draws: int | None = None, progress: bool = False,
+                alpha_hold: int = 0) -> IPFAResult:
     """Run ``chains`` chains of the iPFA sampler on ``corpus``.
 
     states : states of the random initial ``z`` (the sampler adds and removes states).
@@ -476,6 +481,9 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     alpha_prior, gamma_prior : ``"SHAPE,RATE"`` of a Gamma hyperprior, or ``"fixed"``.
     truncate : 0 for the HDP; ``L > 0`` for the weak-limit model with ``L`` states
         (``gamma`` then fixed).
+    alpha_hold : the first ``alpha_hold`` sweeps of each chain (at most ``burn_in``) keep
+        ``alpha`` at ``alpha``; ``alpha_prior`` applies after them. A start of the burn-in
+        only: the draws are of the same posterior.
     mutation : a deliberately wrong kernel (validation only; ``_ipfa_kernel.MUTATIONS``).
     checkpoint_dir : where each chain keeps its state (``chain-CCCC.npz``); a chain found
         there finished is reused, one found unfinished resumes (bit-identical).
@@ -498,6 +506,10 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     g_prior = parse_gamma_prior(gamma_prior)
     if truncate and g_prior is not None:
         raise InputError("--truncate keeps gamma fixed: give --gamma-prior fixed with it")
+    if isinstance(alpha_hold, bool) or not isinstance(alpha_hold, (int, np.integer)) \
+            or not 0 <= alpha_hold <= burn_in:
+        raise InputError(f"alpha_hold must be an integer from 0 to the burn-in ({burn_in}), "
+                         f"got {alpha_hold!r}")
     from bayesfa.online import check_online_arguments
 
     predict = check_online_arguments(corpus, predict, max_draws)
@@ -514,6 +526,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
                 "predict": None if predict is None else [digest(predict.tokens),
                                                          digest(predict.offsets)],
                 "max_draws": None if max_draws is None else int(max_draws)}
+    if alpha_hold:  # (absent when 0: the fingerprints of earlier checkpoints stay as they were)
+        settings["alpha_hold"] = int(alpha_hold)
     prints = [_chain_fingerprint(tokens, settings, s) for s in children]
     paths: list = [None] * chains
     saved: list = [None] * chains
@@ -540,7 +554,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         on_sweeps((chains - len(todo)) * sweeps_per_chain)
     args = [(tokens, n_symbols, int(states), float(alpha), float(gamma), priors, int(truncate),
              int(burn_in), int(period), int(n_draws), children[c], mutation, None, paths[c],
-             checkpoint_every, prints[c], saved[c], predict, max_draws, on_sweeps) for c in todo]
+             checkpoint_every, prints[c], saved[c], predict, max_draws, on_sweeps, int(alpha_hold))
+            for c in todo]
     t0 = time.perf_counter()
     try:
         for c, out in zip(todo, map_chains(_run_chain, args, workers)):
@@ -623,6 +638,10 @@ class _IPFA:
                             help="0 (default): the HDP, states added and removed; L > 0: the "
                                  "weak-limit model with L states, beta ~ Dir(gamma/L, ...) "
                                  "(needs --gamma-prior fixed)")
+        parser.add_argument("--alpha-hold", type=nonnegative_int, default=0, metavar="SWEEPS",
+                            help="keep alpha at --alpha for the first SWEEPS sweeps of the "
+                                 "burn-in, its prior applying after (a start that mixes faster "
+                                 "on large data; the draws are of the same posterior); default 0")
         add_checkpoint_argument(parser)
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
@@ -633,7 +652,8 @@ class _IPFA:
                     alpha_prior=options.get("alpha_prior", ALPHA_PRIOR),
                     gamma_prior=options.get("gamma_prior", GAMMA_PRIOR),
                     truncate=options.get("truncate", 0), jobs=options.get("jobs", 1),
-                    max_draws=options.get("max_draws"))
+                    max_draws=options.get("max_draws"),
+                    alpha_hold=options.get("alpha_hold", 0))
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """Peak bytes of ``fit`` and ``predict_log_prob``, for ``K = max(4 x --states, 100)``
