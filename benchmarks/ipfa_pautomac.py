@@ -17,7 +17,10 @@ two ways:
 - ``--budget SECONDS``: CPU seconds per problem (all chains); or ``--budget-auto F``: F times
   the CPU seconds that CGS-PFA ``--auto`` took on the same problem in the committed all-47
   run (benchmarks/results/pautomac47-auto, the whole procedure: N and beta chosen, then its
-  chains), so each problem gets its own budget. Two pilot fits of one chain,
+  chains), so each problem gets its own budget; or ``--budget-table3 F``: F times the CPU
+  seconds of CGS-PFA's one fit at the paper's N (benchmarks/results/pautomac_table3.json, the
+  median seed), whose 10-fold cross-validation cost at least 10 such fits (F < 10: less CPU
+  than the selection that chose that N). Two pilot fits of one chain,
   of ``P = --pilot`` and ``2P`` sweeps (each its own process, the same options), measure the
   CPU seconds of a sweep (Eq. 6 of its draws included) as the difference of their CPU over
   ``P``, and the fixed cost of a process (imports, reading, loading the compiled kernels) as
@@ -95,6 +98,11 @@ def _budget(problem: str, args) -> float:
     """CPU seconds for ``problem``: ``--budget``, or ``--budget-auto`` times --auto's CPU."""
     if args.budget is not None:
         return args.budget
+    if args.budget_table3 is not None:
+        t = _table3().get(problem)
+        if t is None:
+            raise BudgetError(f"--budget-table3: problem {problem} is not in {TABLE3.relative_to(ROOT)}")
+        return args.budget_table3 * t["cpu_seconds"]
     auto = _reference(AUTO).get(problem)
     if auto is None:
         raise BudgetError(f"--budget-auto: problem {problem} is not in {AUTO.relative_to(ROOT)}")
@@ -253,6 +261,9 @@ def main() -> int:
     how.add_argument("--budget", type=float, help="CPU seconds per problem (all chains)")
     how.add_argument("--budget-auto", type=float, metavar="F",
                      help="F x the CPU seconds of CGS-PFA --auto on each problem (all chains)")
+    how.add_argument("--budget-table3", type=float, metavar="F",
+                     help="F x the CPU seconds of CGS-PFA's fit at the paper's N (Table 3, "
+                          f"10,000 sweeps) on each problem; its cross-validation cost {CV_FOLDS} x")
     p.add_argument("--pilot", type=int, default=200,
                    help="sweeps of the shorter --budget pilot fit (the other has twice as many)")
     p.add_argument("--burn-in-fraction", type=float, default=0.5)
