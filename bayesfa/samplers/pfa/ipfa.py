@@ -366,9 +366,10 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
                checkpoint_every=CHECKPOINT_EVERY, fingerprint=None, resume=None, predict=None,
                max_draws=None, on_sweeps=None, alpha_hold=0):
     """One chain: random initial ``z`` over ``k0`` states (or the ``truncate`` states), burn-in,
-    then ``n_draws`` draws ``period`` sweeps apart. ``alpha_hold``: the first that many sweeps
-    (all in the burn-in) keep ``alpha`` at its initial value, its prior applying after. Returns a dict of per-draw lists
+    then ``n_draws`` draws ``period`` sweeps apart. Returns a dict of per-draw lists
     (``counts`` and ``beta_bar`` of the kept draws only) and ``pred_log_sum``.
+    ``alpha_hold``: the first that many sweeps (all in the burn-in) keep ``alpha`` at its
+    initial value, its prior applying after.
     ``capacity``: the kernel's initial room for states (tests; never changes the result).
 
     ``predict`` (a :class:`Corpus` with the training alphabet): each draw's plug-in ``log Pr(b
