@@ -649,7 +649,7 @@ def write_summary(results: Path, spec: RunSpec, rows: list[dict], failures: list
                   wall_seconds: float) -> None:
     """``summary.csv`` (:data:`SUMMARY_COLUMNS`), ``summary.md``, ``summary.json`` and, when
     some problem has a solution, ``ratios.png``."""
-    from bayesfa.provenance import code_version
+    from bayesfa.provenance import code_version, portable_command
 
     code = code_version()  # the code that wrote this summary (and ran this session's units)
     columns = SUMMARY_COLUMNS + (AUTO_COLUMNS if spec.auto else ())
@@ -659,7 +659,7 @@ def write_summary(results: Path, spec: RunSpec, rows: list[dict], failures: list
     ratios = [r["ratio"] for r in rows if r["ratio"] is not None and math.isfinite(r["ratio"])]
     mean = float(np.mean(ratios)) - 1.0 if ratios else None
     lines = [f"# bayesfa pautomac run: {spec.method}", "",
-             f"`{' '.join(sys.argv)}`" if sys.argv else "", "",
+             f"`{portable_command(sys.argv)}`" if sys.argv else "", "",
              "| problem | states | beta | score | min score | score - min | ratio - 1 | seconds |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:

@@ -5,7 +5,10 @@ names the code that reproduces it."""
 
 from __future__ import annotations
 
+import os
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 
@@ -41,3 +44,46 @@ def code_version() -> str:
     except PackageNotFoundError:
         ver = "unknown"
     return f"bayesfa {ver}, git {git_commit()}"
+
+
+def portable_path(text: str, root: str | Path | None = None) -> str:
+    """``text`` as a path relative to the checkout at ``root`` (default :data:`ROOT`) when it
+    is an absolute path on this machine, so that a recorded command runs from a fresh clone's
+    top folder (``/home/me/bayesfa/runs/x`` -> ``runs/x``, ``/home/me/shared/data`` ->
+    ``../shared/data``); anything else unchanged.
+
+    >>> portable_path(str(ROOT / "runs" / "x"))
+    'runs/x'
+    >>> portable_path("--states")
+    '--states'
+    """
+    root = Path(root) if root else ROOT
+    if not os.path.isabs(text):
+        return text
+    return Path(os.path.relpath(text, root)).as_posix()
+
+
+def portable_command(argv: list[str] | tuple[str, ...], root: str | Path | None = None) -> str:
+    """A command line to record with a result, runnable from the checkout's top folder on any
+    machine: the Python interpreter becomes ``python``, an installed ``bayesfa`` script
+    ``bayesfa``, and every absolute path (also after ``--option=``) relative to ``root``
+    (:func:`portable_path`). Quoted for a POSIX shell.
+
+    >>> import sys
+    >>> portable_command([sys.executable, str(ROOT / "benchmarks" / "x.py"), "--out=" + str(ROOT / "r")])
+    'python benchmarks/x.py --out=r'
+    """
+    out = []
+    for i, arg in enumerate(argv):
+        arg = str(arg)
+        if arg == sys.executable or (os.path.isabs(arg) and Path(arg).name in ("python", "python3")):
+            out.append("python")
+        elif i == 0 and Path(arg).name == "bayesfa":
+            out.append("bayesfa")
+        elif arg.startswith("--") and "=" in arg:
+            key, value = arg.split("=", 1)
+            out.append(f"{key}={portable_path(value, root)}")
+        else:
+            out.append(portable_path(arg, root))
+    return shlex.join(out)
+

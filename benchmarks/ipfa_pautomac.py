@@ -57,6 +57,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from guarded_out import check_out, write_out_text  # noqa: E402
 from machine import cpu_name, git_commit  # noqa: E402
 
+from bayesfa.provenance import portable_command  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXED = ROOT / "benchmarks/results/pautomac48/summary.csv"
 AUTO = ROOT / "benchmarks/results/pautomac47-auto/summary.csv"
@@ -124,7 +126,7 @@ def _sweeps(problem: str, args) -> tuple[int, dict | None]:
     per_sweep = (cpu[1] - cpu[0]) / args.pilot
     fixed = max(0.0, cpu[0] - args.pilot * per_sweep)
     sweeps = max(args.pilot, int((budget - fixed) / args.chains / per_sweep))
-    return sweeps, {"budget": budget, "commands": [shlex.join(c) for c in cmds], "cpu_process": cpu,
+    return sweeps, {"budget": budget, "commands": [portable_command(c) for c in cmds], "cpu_process": cpu,
                     "seconds_per_sweep": per_sweep, "fixed_seconds": fixed,
                     "sweeps": [args.pilot, 2 * args.pilot]}
 
@@ -197,7 +199,7 @@ def record(problem: str, args, out: Path, cmd: list[str], cpu_process: float) ->
             "alpha_mean": float(np.mean(stats["alpha"].values)),
             "gamma_mean": float(np.mean(stats["gamma"].values)),
             "cpu_process": cpu_process, "cpu_chains": float(sum(info["chain_seconds"])),
-            "command": shlex.join(cmd)}
+            "command": portable_command(cmd)}
 
 
 def _reference(path: Path) -> dict[str, dict]:
@@ -307,7 +309,7 @@ def main() -> int:
         r["cgs30_ratio_minus_one"], r["cgs30_seconds"] = f.get("ratio_minus_one"), f.get("seconds")
         r["auto_ratio_minus_one"], r["auto_seconds"] = a.get("ratio_minus_one"), a.get("seconds")
         r["auto_states"] = a.get("states")
-    command = shlex.join([sys.executable, *sys.argv])
+    command = portable_command([sys.executable, *sys.argv])
     commit = git_commit()
     write_out_text(out / "summary.json", json.dumps(
         {"commit": commit, "command": command, "cpu": cpu_name(), "rows": rows,

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bayesfa.provenance import portable_command
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXED = ROOT / "benchmarks/results/pautomac48/summary.csv"
 
@@ -73,7 +75,7 @@ def record(problem: str, args, cpu_process: float) -> dict:
             "ladder": [(r["states"], round(r["heldout"], 2), round(r.get("gain", 0.0), 2),
                         round(r.get("gain_se", 0.0), 2)) for r in auto["ladder"]],
             "betas": [(r.get("round"), r.get("beta"), round(r.get("heldout", 0.0), 2)) for r in auto["betas"]],
-            "command": " ".join(cmd)}
+            "command": portable_command(cmd)}
     row = {**row, "schedule": auto["schedule"], "final": auto["final"]}
     (Path(args.runs) / f"p{problem}.result.json").write_text(json.dumps(row, indent=1) + "\n")
     return row

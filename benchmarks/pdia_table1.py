@@ -61,6 +61,7 @@ from pathlib import Path
 import numpy as np
 
 from bayesfa.methods import method_names
+from bayesfa.provenance import portable_command, portable_path
 from guarded_out import check_out, write_out_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -236,9 +237,9 @@ def run_job(job: dict, split: str, runs: Path) -> dict:
     res = json.loads(subprocess.run(perp_cmd, check=True, capture_output=True, text=True).stdout)
     score_seconds = time.perf_counter() - t0
     info = manifest.get("info", {})
-    return {"split": split, "dataset": dataset(split), "row": job["row"], "run": str(run),
-            "fit_command": "bayesfa " + " ".join(fit_cmd[len(BAYESFA):]),
-            "perplexity_command": "bayesfa " + " ".join(perp_cmd[len(BAYESFA):]),
+    return {"split": split, "dataset": dataset(split), "row": job["row"], "run": portable_path(str(run)),
+            "fit_command": portable_command(["bayesfa", *fit_cmd[len(BAYESFA):]]),
+            "perplexity_command": portable_command(["bayesfa", *perp_cmd[len(BAYESFA):]]),
             **{k: res.get(k) for k in ("perplexity", "n_symbols", "n_letters", "log_prob",
                                        "incremental", "data_shape", "mixture", "draw_sets")},
             "n_states": n_states(run, "--map" in job["perplexity"]),
