@@ -485,7 +485,9 @@ from bayesfa.samplers.pfa.ipfa import sample_ipfa
 from bayesfa.validation.toys import get_toy
 
 sample_ipfa(get_toy("small").train, states=3, iterations=4, burn_in=2, period=1, chains=1, seed=0)
-stats = kern.sweeps.py_func.__globals__["_positions"].stats  # the fastmath sweep_positions
+import inspect
+sweep = inspect.getclosurevars(kern.sweeps.py_func).nonlocals["sweep_positions"]
+stats = sweep.stats  # the fastmath sweep_positions, a closure cell of sweeps
 print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
 """
 

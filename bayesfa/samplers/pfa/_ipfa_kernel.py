@@ -66,7 +66,6 @@ Mutants (:data:`MUTATIONS`) are compile-time switches of this one source
 from __future__ import annotations
 
 import math
-import types
 
 import numpy as np
 from numba import njit
@@ -408,9 +407,7 @@ def build_sweeps(mutation: str | None = None):
                 if not truncated and meta[0] >= c.shape[0] - 1:
                     return s, 0  # no room: grow before this sweep draws anything
                 uniforms[:] = rng.random(positions.shape[0])
-            if no_new or no_merge or not delta_term:  # the variant, in the cache key (below)
-                pass
-            m = _positions(start, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta,
+            m = sweep_positions(start, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta,
                                 meta, rng, hyper[0], hyper[1], truncated)
             if m < positions.shape[0]:
                 return s, m
@@ -450,19 +447,11 @@ def build_sweeps(mutation: str | None = None):
             refresh_weights(ci, recip, bk, beta, meta, alpha, n_symbols, truncated)
         return n_sweeps, 0
 
-    # ``sweeps`` finds this variant's ``sweep_positions`` as the global ``_positions`` of its
-    # own globals, not as a closure cell (needed while ``sweeps`` was disk-cached: numba keys a
-    # cached function by its closure cells' pickles, which for a compiled function differ in
-    # every process, so each start missed the cache and wrote one more file).
-    compiled = types.FunctionType(sweeps.__code__, {**globals(), "_positions": sweep_positions},
-                                  sweeps.__name__, sweeps.__defaults__, sweeps.__closure__)
-    compiled.__qualname__, compiled.__doc__ = sweeps.__qualname__, sweeps.__doc__
-    compiled.__module__ = sweeps.__module__
     # compiled in each process (cache=False), like the callers of the CGS-PFA sweep: a
     # disk-cached caller of the fastmath ``sweep_positions`` did not run the same code as one
     # compiled here, so a fresh clone's first fit and later fits gave different chains for
     # one seed (tests/test_reproducible_compiles.py)
-    _BUILT[mutation] = njit(cache=False)(compiled)
+    _BUILT[mutation] = njit(cache=False)(sweeps)
     return _BUILT[mutation]
 
 
