@@ -3,6 +3,8 @@
 Build (warnings are errors, as in CI):   sphinx-build -W -b html docs docs/_build/html
 Serve locally:                           python -m http.server -d docs/_build/html 8000
 
+The built site needs no network: the equations' MathJax comes with it (sphinx-mathjax-offline).
+
 Before the build, :func:`_generate` writes ``_generated/``: the command-line reference from
 the CLI's own parsers (every command, and every method's options from its one declaration),
 and copies of the executed notebooks (rendered with their stored outputs, never re-executed).
@@ -23,7 +25,11 @@ project = "bayesfa"
 author = "the bayesfa developers"
 copyright = "2026, the bayesfa developers"
 
-extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax"]
+# equations are rendered by the MathJax that sphinx-mathjax-offline ships (3.2.2, copied into
+# _static/mathjax/ of the built site): the pages load nothing from the network, so they read
+# offline. It sets ``mathjax_path`` to that copy; do not set it here to a URL.
+extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax",
+              "sphinx-mathjax-offline"]
 myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 3
 nb_execution_mode = "off"  # the notebooks are rendered with the outputs they were saved with

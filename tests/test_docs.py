@@ -41,3 +41,47 @@ def test_the_readme_python_example_runs_and_uses_the_api(capsys):
     exec(compile(block, "README.md", "exec"), {})
     ratio = float(capsys.readouterr().out.split("ratio=")[1].rstrip(")\n"))
     assert 1.0 <= ratio < 1.01
+
+
+# -- equations without the network ------------------------------------------------------------
+
+def _conf_value(name: str):
+    import ast
+
+    tree = ast.parse((DOCS / "conf.py").read_text())
+    values = [ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+              and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)]
+    return values[-1] if values else None
+
+
+def _script_sources(html_dir: Path) -> set[str]:
+    return {src for page in html_dir.rglob("*.html")
+            for src in re.findall(r"<script[^>]*\ssrc=\"([^\"]+)\"", page.read_text())}
+
+
+def test_equations_load_mathjax_from_the_site_not_the_network(tmp_path):
+    """conf.py's extensions (read from it, not executed: executing it writes _generated/)
+    render a page with an equation whose scripts are all files of the built site: MathJax
+    comes from sphinx-mathjax-offline, not a CDN. A few seconds: one small page."""
+    pytest.importorskip("sphinx")
+    from sphinx.application import Sphinx
+
+    extensions = _conf_value("extensions")
+    assert "sphinx-mathjax-offline" in extensions and _conf_value("mathjax_path") is None
+    pyproject = (DOCS.parent / "pyproject.toml").read_text()
+    assert re.search(r'^docs = \[.*"sphinx-mathjax-offline', pyproject, re.M)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(f"extensions = {extensions!r}\n"
+                                 f"myst_enable_extensions = {_conf_value('myst_enable_extensions')!r}\n")
+    (src / "index.md").write_text("# Page\n\nInline $\\xi_{qa}$ and\n\n$$\\sum_x p(x) = 1$$\n")
+    out = tmp_path / "html"
+    Sphinx(str(src), str(src), str(out), str(tmp_path / "doctrees"), "html", status=None,
+           warning=None, warningiserror=True).build()
+    page = (out / "index.html").read_text()
+    assert "math notranslate" in page  # the equations are there for MathJax to render
+    sources = _script_sources(out)
+    assert any("mathjax" in s.lower() for s in sources), sources
+    for s in sources:
+        assert not re.match(r"(https?:)?//", s), f"a script from the network: {s}"
+        assert (out / s.split("?")[0]).is_file(), f"{s} is not in the built site"
