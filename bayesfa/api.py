@@ -323,12 +323,22 @@ def load(run_dir: str | os.PathLike) -> "Run":
 
 @dataclass
 class Run:
-    """A fitted method: its manifest, options, arrays and trace, and what it predicts.
+    """A fitted method, as :func:`fit` and :func:`load` return it (not made directly).
 
-    ``path`` is the run folder (None for a run fitted in memory).
+    It holds the run's manifest (method, options, seed, training data, what the fit
+    reported), the arrays prediction needs and the per-draw trace, the last two read from
+    the run folder when first used. It predicts (:meth:`predict`, :meth:`perplexity`),
+    diagnoses (:meth:`diagnose`, :attr:`trace`), gives the automaton it learned
+    (:meth:`automaton`, :meth:`export`, :meth:`components`) and draws or decodes strings
+    (:meth:`sample`, :meth:`decode`).
     """
 
+    #: The run folder (None for a run fitted in memory).
     path: Path | None
+    #: The run's ``manifest.json`` as a dict, with ``method``, ``options``, ``seed``,
+    #: ``train`` (the training data: file path or SHA-256, format, counts, alphabet),
+    #: ``info`` (what the fit reported), the package versions and, in a folder, the SHA-256
+    #: of every file.
     manifest: dict[str, Any]
     _arrays: dict[str, np.ndarray] | None = field(default=None, repr=False)
     _trace: dict[str, np.ndarray] | None = field(default=None, repr=False)
@@ -338,6 +348,7 @@ class Run:
     # -- what it is
     @property
     def method(self) -> str:
+        """The registered method's name (``--method NAME``, :func:`methods`)."""
         return self.manifest["method"]
 
     @property
@@ -347,15 +358,22 @@ class Run:
 
     @property
     def seed(self) -> int | None:
+        """The fit's random seed (the same seed gives the same run, bit for bit)."""
         return self.manifest.get("seed")
 
     @property
     def alphabet(self) -> list | None:
-        """The symbols of letters ``0, 1, ...`` (None: a PAutomaC file or a Corpus)."""
+        """The training symbols in letter order, letter ``i`` being ``alphabet[i]``, or None
+        for a run fitted on a PAutomaC file or a Corpus, whose letters are the integers
+        ``0, 1, ...`` themselves."""
         return self.manifest.get("train", {}).get("alphabet")
 
     @property
     def info(self) -> dict[str, Any]:
+        """What the fit reported, the manifest's ``info``, with the fit's ``seconds`` and the
+        method's own figures (cgs-pfa its ``kernel``, hpyp its ``n_states`` and
+        ``seconds_per_sweep``, the memoizer its ``train_log_prob``, ...; ``predict`` after
+        ``fit --predict``)."""
         return self.manifest.get("info", {})
 
     @property

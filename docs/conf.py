@@ -17,6 +17,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from docutils import nodes
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
@@ -42,6 +44,38 @@ napoleon_numpy_docstring = True
 # RESULTS.md and the notebooks are engineering records, written as markdown for GitHub: their
 # heading levels and in-page links are not Sphinx's
 suppress_warnings = ["myst.header", "myst.xref_missing", "mystnb.unknown_mime_type"]
+
+
+#: classes a user receives and never constructs: documented without the constructor's
+#: signature and parameters (``Run``'s are its private state; :func:`bayesfa.fit` and
+#: :func:`bayesfa.load` make runs)
+NO_CONSTRUCTOR = {"bayesfa.Run"}
+
+
+def _hide_constructor(app, what, name, obj, options, signature, return_annotation):
+    if what == "class" and name in NO_CONSTRUCTOR:
+        return "", None
+    return None
+
+
+def _drop_constructor_parameters(app, domain, objtype, contentnode):
+    """The constructor's parameters that ``autodoc_typehints = "description"`` added."""
+    signature = contentnode.parent[0]
+    name = f"{signature.get('module')}.{signature.get('fullname')}"
+    if domain != "py" or objtype != "class" or name not in NO_CONSTRUCTOR:
+        return
+    for fields in [n for n in contentnode.children if isinstance(n, nodes.field_list)]:
+        for field in list(fields.children):
+            if field[0].astext().split()[0] in ("param", "type"):
+                fields.remove(field)
+        if not fields.children:
+            contentnode.remove(fields)
+
+
+def setup(app):
+    app.connect("autodoc-process-signature", _hide_constructor)
+    # after autodoc's own handler (priority 500), which adds the parameters
+    app.connect("object-description-transform", _drop_constructor_parameters, priority=900)
 
 
 def _help(parser: argparse.ArgumentParser) -> str:

@@ -43,6 +43,66 @@ def test_the_readme_python_example_runs_and_uses_the_api(capsys):
     assert 1.0 <= ratio < 1.01
 
 
+# -- the API page: Run's public surface, each entry with a docstring that renders -------------
+
+def _run_members() -> list[str]:
+    api = (DOCS / "api.md").read_text()
+    block = api.split(".. autoclass:: bayesfa.Run", 1)[1].split("```", 1)[0]
+    return [m.strip() for m in re.search(r":members:(.*)", block).group(1).split(",")]
+
+
+def _public_run_names() -> set[str]:
+    import dataclasses
+
+    fields = {f.name for f in dataclasses.fields(bayesfa.Run)}
+    return {n for n in set(vars(bayesfa.Run)) | fields if not n.startswith("_")}
+
+
+def test_the_api_page_lists_runs_public_attributes_and_methods_only():
+    members = _run_members()
+    assert set(members) == _public_run_names(), (sorted(set(members) - _public_run_names()),
+                                                 sorted(_public_run_names() - set(members)))
+
+
+def test_every_public_member_of_run_has_a_docstring_that_napoleon_leaves_whole():
+    """Napoleon reads a property's or attribute's first line ``X: Y`` as ``type: text``
+    (Run.alphabet once rendered "TYPE: The symbols of letters 0, 1, ... (None"): no member's
+    docstring may start that way, and each has one."""
+    pytest.importorskip("sphinx")  # the docs extra
+    import inspect
+
+    from sphinx.ext.napoleon import Config
+    from sphinx.ext.napoleon.docstring import GoogleDocstring, NumpyDocstring
+    from sphinx.pycode import ModuleAnalyzer
+
+    fields = {name: "\n".join(lines) for (cls, name), lines in
+              ModuleAnalyzer.for_module("bayesfa.api").find_attr_docs().items() if cls == "Run"}
+    for name in _run_members():
+        value = vars(bayesfa.Run).get(name)
+        if value is None:  # a dataclass field: its ``#:`` comment
+            doc, what = fields.get(name, ""), "attribute"
+        else:
+            doc, what = inspect.getdoc(value) or "", ("property" if isinstance(value, property)
+                                                      else "method")
+        assert doc.strip(), f"Run.{name} has no docstring"
+        for style in (GoogleDocstring, NumpyDocstring):
+            rendered = str(style(doc, Config(), what=what, name=f"bayesfa.Run.{name}"))
+            assert ":type:" not in rendered, (name, rendered)
+
+
+def test_the_readme_helpers_have_api_entries_and_docstrings():
+    import importlib
+
+    readme = (DOCS.parent / "README.md").read_text()
+    block = readme.split("## Python in ten lines", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    helpers = re.findall(r"from (bayesfa\.\w+) import (\w+)", block)
+    assert helpers  # pautomac_path, read_solution, score_all
+    api = (DOCS / "api.md").read_text()
+    for module, name in helpers:
+        assert re.search(rf"\.\. auto(?:function|class):: {re.escape(module)}\.{name}\b", api), name
+        assert (getattr(importlib.import_module(module), name).__doc__ or "").strip(), name
+
+
 # -- equations without the network ------------------------------------------------------------
 
 def _conf_value(name: str):
@@ -85,3 +145,25 @@ def test_equations_load_mathjax_from_the_site_not_the_network(tmp_path):
     for s in sources:
         assert not re.match(r"(https?:)?//", s), f"a script from the network: {s}"
         assert (out / s.split("?")[0]).is_file(), f"{s} is not in the built site"
+
+
+@pytest.mark.slow
+def test_the_built_site_loads_no_script_from_the_network(tmp_path):
+    """The whole site, built as CI builds it: no page loads a script from the network, the
+    MathJax it loads is in the site, and the API page shows no private field of Run."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("sphinx")
+    out = tmp_path / "html"
+    subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(DOCS),
+                    str(out)], check=True)
+    sources = _script_sources(out)
+    assert any("mathjax" in s.lower() for s in sources)
+    for page in out.rglob("*.html"):
+        for s in re.findall(r"<script[^>]*\ssrc=\"([^\"]+)\"", page.read_text()):
+            assert not re.match(r"(https?:)?//", s), f"{page.name} loads {s} from the network"
+            assert (page.parent / s.split("?")[0]).resolve().is_file(), (page.name, s)
+    api = (out / "api.html").read_text()
+    for private in ("_arrays", "_trace", "_loaded", "_prediction"):
+        assert not re.search(rf"\b{private}\b", api), private  # (scalar_trace is public)
