@@ -167,3 +167,54 @@ def test_the_built_site_loads_no_script_from_the_network(tmp_path):
     api = (out / "api.html").read_text()
     for private in ("_arrays", "_trace", "_loaded", "_prediction"):
         assert not re.search(rf"\b{private}\b", api), private  # (scalar_trace is public)
+
+
+# -- hpyp and the memoizer: the result names its quantity ---------------------------------
+
+@pytest.mark.parametrize("method, options", [("hpyp", {"order": 2, "iterations": 30,
+                                                       "burn_in": 10, "chains": 2}),
+                                             ("memoizer", {})])
+def test_perplexity_names_its_quantity_and_which_to_compare(method, options, tmp_path, capsys):
+    """On sentences, perplexity's log_prob (the test read as one growing sample) and the sum
+    of predict (each string given the training data only) differ, and the result says which
+    is which; on a sequence they are one quantity, and the result says so too."""
+    import json
+
+    from bayesfa.cli import main
+
+    train = ["ab", "abab", "b", "ab", "aab", "ba"] * 3
+    test = ["ab", "ab", "abab", "b", "ab", "aab"]
+    run = bayesfa.fit(train, method=method, seed=2, **options)
+    out = run.perplexity(test)
+    summed = float(run.predict(test).sum())
+    assert out["log_prob"] != pytest.approx(summed, abs=1e-6)  # two quantities here
+    assert "integrated as they are read" in out["quantity"]
+    assert "not the sum of `bayesfa predict`" in out["quantity"]
+    assert "compare" in out["quantity"] and out["estimator"]
+    per_symbol = run.perplexity(test, per_symbol=True)["quantity"]
+    assert per_symbol.startswith("sum_t log mean_k" if method == "hpyp" else "log p(test | train)")
+    seq = bayesfa.fit(train, method=method, seed=2, sequence=True, **options)
+    out_seq = seq.perplexity(test)
+    assert out_seq["log_prob"] == pytest.approx(float(seq.predict(test).sum()), abs=1e-9)
+    assert "same quantity as the sum of `bayesfa predict`" in out_seq["quantity"]
+    # the command line says it: in its help, and in what it prints (a run folder fitted
+    # from a file: the same quantity)
+    from bayesfa.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices
+               and "perplexity" in a.choices)
+    assert "same quantity for every method" in " ".join(sub.choices["perplexity"].description.split())
+    files = {}
+    for name, strings in (("train", train), ("test", test)):
+        files[name] = tmp_path / f"{name}.txt"
+        files[name].write_text("\n".join(strings) + "\n")
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
+    assert main(["fit", str(files["train"]), "--format", "lines", "--method", method, *flags,
+                 "--seed", "2", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["perplexity", str(tmp_path / "run"), str(files["test"]), "--format",
+                 "lines"]) == 0
+    assert out["quantity"] in capsys.readouterr().out
+    assert main(["perplexity", str(tmp_path / "run"), str(files["test"]), "--format", "lines",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["quantity"] == out["quantity"]
