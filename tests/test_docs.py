@@ -132,8 +132,8 @@ def test_equations_load_mathjax_from_the_site_not_the_network(tmp_path):
     assert re.search(r'^docs = \[.*"sphinx-mathjax-offline', pyproject, re.M)
     src = tmp_path / "src"
     src.mkdir()
-    (src / "conf.py").write_text(f"extensions = {extensions!r}\n"
-                                 f"myst_enable_extensions = {_conf_value('myst_enable_extensions')!r}\n")
+    myst = _conf_value("myst_enable_extensions")
+    (src / "conf.py").write_text(f"extensions = {extensions!r}\nmyst_enable_extensions = {myst!r}\n")
     (src / "index.md").write_text("# Page\n\nInline $\\xi_{qa}$ and\n\n$$\\sum_x p(x) = 1$$\n")
     out = tmp_path / "html"
     Sphinx(str(src), str(src), str(out), str(tmp_path / "doctrees"), "html", status=None,
@@ -203,7 +203,8 @@ def test_perplexity_names_its_quantity_and_which_to_compare(method, options, tmp
 
     sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices
                and "perplexity" in a.choices)
-    assert "same quantity for every method" in " ".join(sub.choices["perplexity"].description.split())
+    help_text = " ".join(sub.choices["perplexity"].description.split())
+    assert "same quantity for every method" in help_text
     files = {}
     for name, strings in (("train", train), ("test", test)):
         files[name] = tmp_path / f"{name}.txt"
