@@ -323,12 +323,22 @@ def load(run_dir: str | os.PathLike) -> "Run":
 
 @dataclass
 class Run:
-    """A fitted method: its manifest, options, arrays and trace, and what it predicts.
+    """A fitted method, as :func:`fit` and :func:`load` return it (not made directly).
 
-    ``path`` is the run folder (None for a run fitted in memory).
+    It holds the run's manifest (method, options, seed, training data, what the fit
+    reported), the arrays prediction needs and the per-draw trace, the last two read from
+    the run folder when first used. It predicts (:meth:`predict`, :meth:`perplexity`),
+    diagnoses (:meth:`diagnose`, :attr:`trace`), gives the automaton it learned
+    (:meth:`automaton`, :meth:`export`, :meth:`components`) and draws or decodes strings
+    (:meth:`sample`, :meth:`decode`).
     """
 
+    #: The run folder (None for a run fitted in memory).
     path: Path | None
+    #: The run's ``manifest.json`` as a dict, with ``method``, ``options``, ``seed``,
+    #: ``train`` (the training data: file path or SHA-256, format, counts, alphabet),
+    #: ``info`` (what the fit reported), the package versions and, in a folder, the SHA-256
+    #: of every file.
     manifest: dict[str, Any]
     _arrays: dict[str, np.ndarray] | None = field(default=None, repr=False)
     _trace: dict[str, np.ndarray] | None = field(default=None, repr=False)
@@ -338,6 +348,7 @@ class Run:
     # -- what it is
     @property
     def method(self) -> str:
+        """The registered method's name (``--method NAME``, :func:`methods`)."""
         return self.manifest["method"]
 
     @property
@@ -347,15 +358,22 @@ class Run:
 
     @property
     def seed(self) -> int | None:
+        """The fit's random seed (the same seed gives the same run, bit for bit)."""
         return self.manifest.get("seed")
 
     @property
     def alphabet(self) -> list | None:
-        """The symbols of letters ``0, 1, ...`` (None: a PAutomaC file or a Corpus)."""
+        """The training symbols in letter order, letter ``i`` being ``alphabet[i]``, or None
+        for a run fitted on a PAutomaC file or a Corpus, whose letters are the integers
+        ``0, 1, ...`` themselves."""
         return self.manifest.get("train", {}).get("alphabet")
 
     @property
     def info(self) -> dict[str, Any]:
+        """What the fit reported, the manifest's ``info``, with the fit's ``seconds`` and the
+        method's own figures (cgs-pfa its ``kernel``, hpyp its ``n_states`` and
+        ``seconds_per_sweep``, the memoizer its ``train_log_prob``, ...; ``predict`` after
+        ``fit --predict``)."""
         return self.manifest.get("info", {})
 
     @property
@@ -406,9 +424,20 @@ class Run:
     # -- prediction
     def predict(self, test, *, map: bool = False, format: str | None = None) -> np.ndarray:
         """Natural-log posterior predictive probability of each test string (Eq. 6 for the
-        samplers), shape ``[n_strings]``. ``map``: the single sample of highest joint
-        probability (methods that support it). A run made with ``fit --predict TEST`` answers
-        for that same file (SHA-256) from what the fit accumulated."""
+        samplers), shape ``[n_strings]``.
+
+        Each string is scored given the training data only, ``log p(string | train)`` (a run
+        fitted with ``--sequence``: the strings continue the training sequence and one
+        another, and the values are those sequential conditionals). Their sum is the held-out
+        log likelihood that every method computes alike: the number to compare across
+        methods. It is not always :meth:`perplexity`'s ``log_prob``: on sentences, pdfa, pdia,
+        pdia-smoothed, hpyp and the memoizer read the test set there as one growing sample
+        (each string given the training data and the test strings before it), another
+        quantity, which that result's ``quantity`` names.
+
+        ``map``: the single sample of highest joint probability (methods that support it). A
+        run made with ``fit --predict TEST`` answers for that same file (SHA-256) from what
+        the fit accumulated."""
         corpus = self.corpus(test, format=format)
         stored = None if map else self._stored_predictions(test, format, corpus.n_strings)
         return stored if stored is not None else self.log_prob(corpus, map=map)
@@ -453,6 +482,18 @@ class Run:
         """Per-symbol perplexity of ``test`` with the conventions of ``bayesfa perplexity``
         (Pfau, Bartlett & Wood 2010, Sect. 4): ``{"perplexity", "n_symbols", "log_prob",
         "data_shape", "incremental", "mixture", "quantity", "estimator", "mc_se", ...}``.
+
+        ``log_prob`` is the quantity ``quantity`` names, ``perplexity`` is
+        ``exp(-log_prob / n_symbols)``. Methods with the perplexity hook (``"incremental":
+        True``: pdfa, pdia, pdia-smoothed, hpyp, memoizer, hmm-em) give ``log p(test |
+        train)`` with the test strings integrated into the model as they are read: string
+        ``s`` given the training data and test strings ``1 .. s-1``. For the Bayesian ones on
+        sentences that is not the sum of :meth:`predict` (each string given the training data
+        only), and the two can rank methods differently; the other methods give that sum.
+        Compare ``log_prob`` or the perplexity only between runs whose ``quantity`` is the
+        same (as the PDIA paper's Table 1 compares the PDIA, HPYP n-grams and the memoizer);
+        the sum of :meth:`predict` is the same quantity for every method.
+
         pdfa / pdia / pdia-smoothed: by default ``log p(test | train)`` of the joint posterior
         mixture with its Monte Carlo standard error ``mc_se`` (nats; particles doubled until
         it and the change on doubling are at most ``mc_tolerance`` per symbol, default 0.002,

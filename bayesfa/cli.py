@@ -147,8 +147,16 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                                    "the state reached at its end and n_symbols counts letters. "
                                    "Methods with the perplexity hook (bayesfa/methods.py) fold "
                                    "the test data into the model as they are read "
-                                   "(\"incremental\": true); others score each string given "
-                                   "the training data only.")
+                                   "(\"incremental\": true): string s is given the training "
+                                   "data and test strings 1..s-1, so for pdfa, pdia, "
+                                   "pdia-smoothed, hpyp and memoizer on sentences the log prob "
+                                   "is not the sum of `bayesfa predict`'s; others score each "
+                                   "string given the training data only (that sum). --json "
+                                   "names the quantity (\"quantity\"), and so does the text "
+                                   "for those five methods. Compare methods on the same "
+                                   "quantity: the sum of `bayesfa predict`'s log probabilities "
+                                   "is the same quantity for every method; this log prob, only "
+                                   "between runs whose quantity is the same.")
     p.add_argument("run", metavar="RUN_DIR")
     p.add_argument("test", metavar="TEST")
     p.add_argument("--json", action="store_true")

@@ -174,10 +174,13 @@ def write_sample(path: str | os.PathLike, corpus: Corpus) -> None:
 
 # -- solutions --------------------------------------------------------------------------------
 def read_solution(path: str | os.PathLike, *, log: bool = False) -> np.ndarray:
-    """Read a solution (or prediction) file: one probability per test string.
+    """The probabilities of a PAutomaC solution (or prediction) file, one per test string in
+    the file's order, shape ``[n_strings]``.
 
-    ``log=True``: their natural logs, read without underflow (a written ``1e-400`` is
-    ``-921.03``, not ``-inf``)."""
+    The file's first line is the count, then one probability a line (the layout ``bayesfa
+    predict --out`` writes). ``log=True``: their natural logs, read without underflow (a
+    written ``1e-400`` is ``-921.03``, not ``-inf``). A malformed file is an
+    :class:`~bayesfa.errors.InputError` naming the file, the line and the problem."""
     lines = _read_lines(path)
     header = lines[0].split()
     if len(header) != 1:

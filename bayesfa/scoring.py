@@ -10,11 +10,17 @@ from bayesfa.errors import InputError
 
 
 class Score(NamedTuple):
+    """What :func:`score_all` returns."""
+
+    #: The PAutomaC score of the prediction (Eq. 19, :func:`pautomac_score`); lower is better.
     score: float
+    #: The score of the solution against itself, the smallest any prediction can get.
     min_score: float
+    #: ``score / min_score``, 1 for a perfect prediction.
     ratio: float
 
     def as_dict(self) -> dict[str, float]:
+        """``{"score", "min_score", "ratio"}``."""
         return {"score": self.score, "min_score": self.min_score, "ratio": self.ratio}
 
 
@@ -83,7 +89,17 @@ def min_score(solution: np.ndarray) -> float:
 
 
 def score_all(pred: np.ndarray, solution: np.ndarray) -> Score:
-    """Score, minimal score and their ratio (1 is perfect)."""
+    """The PAutomaC score of ``pred``, the smallest score possible and their ratio (1 is
+    perfect), as a :class:`Score`.
+
+    ``pred`` and ``solution`` are probabilities (not logs) of the same test strings in the same
+    order, shape ``[n_strings]`` (e.g. ``np.exp(run.predict(test))`` and
+    :func:`bayesfa.pautomac.read_solution`); each is normalised over the test set. The score
+    is Eq. 19 of Shibata & Yoshinaka (2013), ``2 ** -sum_x P_T(x) log2 P_C(x)``
+    (:func:`pautomac_score`): ``inf`` when the prediction gives probability 0 to a string the
+    solution gives mass. Probabilities below float64's range: :func:`score_all_log`. Arrays
+    of different lengths, or not finite and non-negative, are an
+    :class:`~bayesfa.errors.InputError`."""
     s, m = pautomac_score(pred, solution), min_score(solution)
     return Score(s, m, s / m)
 

@@ -514,17 +514,50 @@ def per_sample_log_prob(arrays: dict[str, np.ndarray], options: dict[str, Any], 
 
 
 def predict_log_prob(arrays, options, test: Corpus, variant: int = 0) -> np.ndarray:
+    """``log p(string | train)`` of each test string, averaged over the samples in
+    probability, ``[n_strings]``: sentences each given the training data only (the quantity
+    every method predicts alike), a sequence's strings continuing one another (module
+    docstring). Not :func:`perplexity_log_prob`, which reads sentences as one growing test
+    set (:func:`quantity`)."""
     lp = per_sample_log_prob(arrays, options, test, variant)
     return mixture_log_prob(lp.reshape(-1, lp.shape[-1]), bool(options.get("sequence", False)))
 
 
+def quantity(sequence: bool, per_symbol: bool = False) -> str:
+    """What :func:`perplexity_log_prob` (and the memoizer's) returns, and how it relates to
+    the sum of :func:`predict_log_prob` (``bayesfa perplexity`` prints it; the ``quantity``
+    of :meth:`bayesfa.Run.perplexity`)."""
+    if per_symbol:
+        return ("sum_t log mean_k p_k(x_t | x_<t), the authors' per-symbol average over the "
+                "samples (it converges to sum_t log E[p(x_t | x_<t)], not to "
+                "log p(test | train)); compare it only with runs of the same quantity")
+    if sequence:
+        return ("log p(test | train), the test letters continuing the training sequence: the "
+                "same quantity as the sum of `bayesfa predict` (comparable across methods)")
+    return ("log p(test | train), the test strings integrated as they are read (string s "
+            "given the training data and test strings 1..s-1): not the sum of `bayesfa "
+            "predict` (each string given the training data only, the quantity to compare "
+            "across methods); compare this one only with runs of the same quantity")
+
+
 def perplexity_log_prob(arrays, options, test: Corpus, continuation: bool,
-                        per_symbol: bool = False) -> float:
+                        per_symbol: bool = False, details: dict | None = None) -> float:
     """``log p(test | train)`` with the test strings integrated into the model as they are
     read (the ``perplexity_log_prob`` hook of :mod:`bayesfa.methods`): the log mean over the
     samples of each sample's total; ``per_symbol``: the sum over the test symbols of each
-    symbol's predictive averaged over the samples (the PDIA authors' estimator)."""
+    symbol's predictive averaged over the samples (the PDIA authors' estimator). On
+    sentences this is not the sum of :func:`predict_log_prob`, which gives each string the
+    training data only; ``details`` (a dict) receives the ``quantity`` (:func:`quantity`)
+    and the ``estimator``."""
     check_shape(options, continuation)
+    if details is not None:
+        n_chains, n_draws = np.shape(arrays["tables"])[:2]
+        mean = f"the {n_chains * n_draws} samples of {n_chains} chain(s)"
+        details.update(quantity=quantity(continuation, per_symbol),
+                       estimator=(f"each symbol's predictive averaged over {mean} with equal "
+                                  f"weights" if per_symbol else
+                                  f"log mean over {mean} of each sample's probability of the "
+                                  f"whole test set, its test customers seated as read"))
     if per_symbol:
         lp = per_sample_log_prob(arrays, options, test, per_token=True)
         return float(log_mean_exp(lp.reshape(-1, lp.shape[-1]), axis=0).sum())
@@ -610,8 +643,8 @@ class _HPYP:
         return predict_log_prob(arrays, options, corpus, self.variant)
 
     def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
-                            per_symbol: bool = False) -> float:
-        return perplexity_log_prob(arrays, options, corpus, continuation, per_symbol)
+                            per_symbol: bool = False, details: dict | None = None) -> float:
+        return perplexity_log_prob(arrays, options, corpus, continuation, per_symbol, details)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         order = int(options["order"])

@@ -39,7 +39,7 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import FitResult
 from bayesfa.samplers.ngram.hpyp import (add_sequence_argument, check_shape, context_tree,
-                                   flat_symbols, test_offsets)
+                                         flat_symbols, quantity, test_offsets)
 from bayesfa.samplers.pdia.pdia import _unit_interval
 
 #: d_0 .. d_10 and d_inf: the initial discounts of Gasthaus, Wood & Teh (2010)
@@ -206,7 +206,9 @@ class _Memoizer:
                          per_token: bool = False) -> np.ndarray:
         """Each test string's log probability given the training data (``carry``: and the
         test strings before it; always so for a sequence); ``per_token`` (implies
-        ``carry``): one value per predicted test symbol."""
+        ``carry``): one value per predicted test symbol. Without ``carry`` (``bayesfa
+        predict``), sentences are each given the training data only: the quantity every
+        method predicts alike, not :meth:`perplexity_log_prob`'s."""
         sequence = bool(options.get("sequence", False))
         train_F = np.asarray(arrays["tokens"], dtype=np.int32)
         n_sym = int(arrays["n_symbols"])
@@ -227,10 +229,17 @@ class _Memoizer:
         return out
 
     def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
-                            per_symbol: bool = False) -> float:
+                            per_symbol: bool = False, details: dict | None = None) -> float:
         """``log p(test | train)``, the test strings integrated as they are read (the hook of
-        :mod:`bayesfa.methods`); ``per_symbol`` changes nothing for one particle."""
+        :mod:`bayesfa.methods`); on sentences not the sum of :meth:`predict_log_prob`, which
+        gives each string the training data only. ``per_symbol`` changes nothing for one
+        particle. ``details`` (a dict) receives the ``quantity``
+        (:func:`bayesfa.samplers.ngram.hpyp.quantity`) and the ``estimator``."""
         check_shape(options, continuation)
+        if details is not None:
+            details.update(quantity=quantity(continuation),
+                           estimator="one particle: the training data, then the test, each "
+                                     "symbol seated once as it is read, never resampled")
         return float(self.predict_log_prob(arrays, options, corpus, carry=True).sum())
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
