@@ -25,14 +25,14 @@ def pautomac_path(problem: int, kind: str, folder: str | os.PathLike | None = No
     ``kind``: ``"train"`` or ``"test"`` (samples, :func:`bayesfa.pautomac.read_sample`),
     ``"solution"`` (the true probability of each test string,
     :func:`bayesfa.pautomac.read_solution`) or ``"model"`` (the generating automaton); another
-    ``kind`` is a ``ValueError``. Without ``folder``, the files bundled with bayesfa (problem
+    ``kind`` is an :class:`~bayesfa.errors.InputError`. Without ``folder``, the files bundled with bayesfa (problem
     24 only; another problem is an :class:`~bayesfa.errors.InputError`); with it,
     ``<folder>/<problem>.pautomac.train``, ``.pautomac.test``, ``.pautomac_solution.txt`` or
     ``.pautomac_model.txt``, the competition archive's names (a missing file is an
     ``InputError`` naming it).
     """
     if kind not in _SUFFIX:
-        raise ValueError(f"kind must be one of {', '.join(_SUFFIX)}")
+        raise InputError(f"kind {kind!r} is unknown; choose from {', '.join(_SUFFIX)}")
     name = f"{problem}.{_SUFFIX[kind]}"
     if folder is None:
         if problem not in BUNDLED_PROBLEMS:

@@ -159,3 +159,11 @@ def test_grammar_samples_nested_and_reproducible():
         grammar_samples("reber", [30, 10], seed=3)
     with pytest.raises(ValueError):
         grammar("nope")
+
+
+def test_pautomac_path_unknown_kind_is_one_line():
+    from bayesfa.datasets import pautomac_path
+    from bayesfa.errors import InputError
+
+    with pytest.raises(InputError, match="kind 'tests' is unknown; choose from train, test"):
+        pautomac_path(24, "tests")
