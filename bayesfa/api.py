@@ -25,8 +25,17 @@ cannot be sorted); it is kept in the run, so predictions on new Python strings u
 letters. A symbol the training data never had is an :class:`~bayesfa.errors.InputError`
 naming it: the methods' smoothing spreads mass over the letters they were trained on only.
 A file (a path) is read as the command line reads it (``format=`` ``pautomac``, ``lines``,
-``text`` or ``fasta``); a :class:`~bayesfa.corpus.Corpus` is taken as it is (letters
-``0..alphabet_size-1``).
+``text`` or ``fasta``; ``separator=`` for ``lines``); a :class:`~bayesfa.corpus.Corpus` is
+taken as it is (letters ``0..alphabet_size-1``). No reader drops a string: ``""``, ``[]``, an
+empty line of a lines file are the empty string, and :meth:`Run.predict` gives one value per
+string, in order.
+
+**Run folders.** ``fit(strings, out=DIR)`` records the alphabet (characters, words or
+integers) in the manifest, so :func:`load` reads the folder back, and test data for it are
+Python strings or a lines file of its symbols (written as ``str(x)``; one character each, or
+separated by whitespace when a symbol is longer or an integer: the manifest's
+``train.separator``). A run fitted on a PAutomaC file (no alphabet) takes Python strings of
+its letter numbers (``[[0, 2], []]``), or files whose symbols are those numbers.
 """
 
 from __future__ import annotations
@@ -106,14 +115,15 @@ def _strings(data: Iterable) -> list[list]:
 
 
 def _alphabet_of(strings: list[list]) -> list:
+    for s_i, s in enumerate(strings):
+        for x in s:
+            if isinstance(x, bool) or not isinstance(x, (str, int)):
+                raise InputError(f"string {s_i} has the symbol {x!r}, a {type(x).__name__}: "
+                                 f"symbols are strings or integers")
+            if x == "":
+                raise InputError(f"string {s_i} has the symbol '' (an empty string): a symbol "
+                                 f"is a non-empty string or an integer")
     seen = list(dict.fromkeys(x for s in strings for x in s))
-    for x in seen:
-        if isinstance(x, bool) or not isinstance(x, (str, int)):
-            raise InputError(f"symbol {x!r} is a {type(x).__name__}: symbols are strings or integers")
-        if x == "":
-            s_i = next(i for i, s in enumerate(strings) if "" in s)
-            raise InputError(f"string {s_i} has the symbol '' (an empty string): a symbol is a "
-                             f"non-empty string or an integer")
     try:
         return sorted(seen)
     except TypeError:  # strings and integers mixed
@@ -124,12 +134,14 @@ def _encode(strings: list[list], alphabet: list) -> Corpus:
     index = {(type(x), x): i for i, x in enumerate(alphabet)}  # 1 and True, 1 and 1.0 apart
     letters = []
     for s_i, s in enumerate(strings):
-        try:
-            letters.append([index[type(x), x] for x in s])
-        except (KeyError, TypeError):
-            bad = next(x for x in s if (type(x), x) not in index)
-            raise InputError(f"string {s_i} has the symbol {bad!r}, which the training data "
-                             f"never had (alphabet: {_show(alphabet)})") from None
+        row = []
+        for x in s:
+            try:
+                row.append(index[type(x), x])
+            except (KeyError, TypeError):  # unknown, or unhashable (a list as a symbol)
+                raise InputError(f"string {s_i} has the symbol {x!r}, which the training data "
+                                 f"never had (alphabet: {_show(alphabet)})") from None
+        letters.append(row)
     return Corpus.from_strings(letters, max(len(alphabet), 1))
 
 
