@@ -25,8 +25,17 @@ cannot be sorted); it is kept in the run, so predictions on new Python strings u
 letters. A symbol the training data never had is an :class:`~bayesfa.errors.InputError`
 naming it: the methods' smoothing spreads mass over the letters they were trained on only.
 A file (a path) is read as the command line reads it (``format=`` ``pautomac``, ``lines``,
-``text`` or ``fasta``); a :class:`~bayesfa.corpus.Corpus` is taken as it is (letters
-``0..alphabet_size-1``).
+``text`` or ``fasta``; ``separator=`` for ``lines``); a :class:`~bayesfa.corpus.Corpus` is
+taken as it is (letters ``0..alphabet_size-1``). No reader drops a string: ``""``, ``[]``, an
+empty line of a lines file are the empty string, and :meth:`Run.predict` gives one value per
+string, in order.
+
+**Run folders.** ``fit(strings, out=DIR)`` records the alphabet (characters, words or
+integers) in the manifest, so :func:`load` reads the folder back, and test data for it are
+Python strings or a lines file of its symbols (written as ``str(x)``; one character each, or
+separated by whitespace when a symbol is longer or an integer: the manifest's
+``train.separator``). A run fitted on a PAutomaC file (no alphabet) takes Python strings of
+its letter numbers (``[[0, 2], []]``), or files whose symbols are those numbers.
 """
 
 from __future__ import annotations
@@ -42,16 +51,12 @@ from typing import Any, Iterable, NamedTuple
 import numpy as np
 
 from bayesfa import method_options as _options
-from bayesfa.corpus import Corpus
+from bayesfa.corpus import CORPUS, FILE_FORMATS, SYMBOLS, Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import get_method, method_names
 
 DataLike = "str | os.PathLike | Corpus | Sequence[Sequence]"
 
-#: Formats of a data file, as ``bayesfa fit --format``.
-FILE_FORMATS = ("pautomac", "lines", "text", "fasta")
-#: ``train.format`` of a run fitted on Python symbols, or on a Corpus given directly.
-SYMBOLS, CORPUS = "symbols", "corpus"
 
 
 # -- what is registered ------------------------------------------------------------------------
@@ -68,26 +73,37 @@ def options(method: str) -> list[_options.Option]:
 
 # -- data ----------------------------------------------------------------------------------------
 
-def read_file(path: str | os.PathLike, fmt: str | None, alphabet=None) -> tuple[Corpus, list | None]:
-    """``(corpus, alphabet symbols or None)`` of a data file in ``fmt`` (as ``--format``)."""
+def read_file(path: str | os.PathLike, fmt: str | None, alphabet=None,
+              separator: str | None = None) -> tuple[Corpus, list | None]:
+    """``(corpus, alphabet symbols or None)`` of a data file in ``fmt`` (as ``--format``);
+    ``separator`` (``--separator``, format ``lines`` only): split each line into symbols at
+    it (:func:`bayesfa.textdata.load_lines`). Every string of the file is kept, empty ones
+    included."""
     fmt = fmt or "pautomac"
     if fmt not in FILE_FORMATS:
         raise InputError(f"format {fmt!r} is unknown; choose from {', '.join(FILE_FORMATS)}")
+    if separator is not None and fmt != "lines":
+        raise InputError(f"--separator (separator=) is for --format lines, not {fmt}", path)
     if fmt == "pautomac":
         from bayesfa.pautomac import read_sample
         return read_sample(path), None
     from bayesfa import textdata
     alpha = None if alphabet is None else textdata.Alphabet(tuple(alphabet))
-    loader = {"lines": textdata.load_lines, "text": textdata.load_text, "fasta": textdata.load_fasta}[fmt]
-    if fmt == "fasta" and alpha is None:
-        corpus, alpha = loader(path)
+    if fmt == "lines":
+        corpus, alpha = textdata.load_lines(path, alphabet=alpha, separator=separator)
+    elif fmt == "text":
+        corpus, alpha = textdata.load_text(path, alphabet=alpha)
+    elif alpha is None:  # fasta: A C G T unless the run says otherwise
+        corpus, alpha = textdata.load_fasta(path)
     else:
-        corpus, alpha = loader(path, alphabet=alpha)
+        corpus, alpha = textdata.load_fasta(path, alphabet=alpha)
     return corpus, list(alpha.symbols)
 
 
 def _strings(data: Iterable) -> list[list]:
     out = []
+    if isinstance(data, (str, bytes)) or not isinstance(data, Iterable):
+        raise InputError(f"data is a {type(data).__name__}, not a path or a sequence of strings")
     for i, s in enumerate(data):
         if isinstance(s, (str, bytes)):
             out.append(list(s.decode() if isinstance(s, bytes) else s))
@@ -99,10 +115,15 @@ def _strings(data: Iterable) -> list[list]:
 
 
 def _alphabet_of(strings: list[list]) -> list:
+    for s_i, s in enumerate(strings):
+        for x in s:
+            if isinstance(x, bool) or not isinstance(x, (str, int)):
+                raise InputError(f"string {s_i} has the symbol {x!r}, a {type(x).__name__}: "
+                                 f"symbols are strings or integers")
+            if x == "":
+                raise InputError(f"string {s_i} has the symbol '' (an empty string): a symbol "
+                                 f"is a non-empty string or an integer")
     seen = list(dict.fromkeys(x for s in strings for x in s))
-    for x in seen:
-        if isinstance(x, bool) or not isinstance(x, (str, int)):
-            raise InputError(f"symbol {x!r} is a {type(x).__name__}: symbols are strings or integers")
     try:
         return sorted(seen)
     except TypeError:  # strings and integers mixed
@@ -110,15 +131,30 @@ def _alphabet_of(strings: list[list]) -> list:
 
 
 def _encode(strings: list[list], alphabet: list) -> Corpus:
-    index = {x: i for i, x in enumerate(alphabet)}
+    index = {(type(x), x): i for i, x in enumerate(alphabet)}  # 1 and True, 1 and 1.0 apart
     letters = []
     for s_i, s in enumerate(strings):
-        try:
-            letters.append([index[x] for x in s])
-        except KeyError as err:
-            raise InputError(f"string {s_i} has the symbol {err.args[0]!r}, which the training data "
-                             f"never had (alphabet: {_show(alphabet)})") from None
+        row = []
+        for x in s:
+            try:
+                row.append(index[type(x), x])
+            except (KeyError, TypeError):  # unknown, or unhashable (a list as a symbol)
+                raise InputError(f"string {s_i} has the symbol {x!r}, which the training data "
+                                 f"never had (alphabet: {_show(alphabet)})") from None
+        letters.append(row)
     return Corpus.from_strings(letters, max(len(alphabet), 1))
+
+
+def _letters(strings: list[list], alphabet_size: int, train_format: str) -> Corpus:
+    """Python strings of letter numbers ``0..alphabet_size-1`` (a run without symbols)."""
+    for s_i, s in enumerate(strings):
+        for x in s:
+            if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < alphabet_size:
+                raise InputError(
+                    f"string {s_i} has the symbol {x!r}, but the run was fitted on {train_format} "
+                    f"data, whose symbols are the letter numbers 0..{alphabet_size - 1} (give "
+                    f"lists of integers)")
+    return Corpus.from_strings(strings, alphabet_size)
 
 
 def _show(alphabet: list, most: int = 12) -> str:
@@ -126,45 +162,123 @@ def _show(alphabet: list, most: int = 12) -> str:
     return text + (f", ... ({len(alphabet)} in all)" if len(alphabet) > most else "")
 
 
-def as_corpus(data, *, format: str | None = None, alphabet: list | None = None,
-              train_format: str | None = None) -> tuple[Corpus, list | None, dict[str, Any]]:
-    """``(corpus, alphabet, record)`` of ``data`` (module docstring). With ``alphabet`` (a run's),
-    symbols are mapped by it. ``record`` describes the data for a run's manifest (path and
-    SHA-256 of a file; a SHA-256 of the encoded strings otherwise)."""
+def default_separator(alphabet: list | None) -> str | None:
+    """How a file of a run's symbols is split into them: no separator (each character a
+    symbol) when every symbol is one character, else whitespace (words, integers)."""
+    if alphabet is None or all(isinstance(x, str) and len(x) == 1 for x in alphabet):
+        return None
+    return " "
+
+
+def _file_symbols(alphabet: list, path) -> list[str]:
+    """The run's symbols as a file writes them (``str(x)``), each told apart from the others."""
+    names = [str(x) for x in alphabet]
+    if len(set(names)) != len(names):
+        dup = next(n for i, n in enumerate(names) if n in names[:i])
+        raise InputError(f"the run's symbols include two written {dup!r} (an integer and a "
+                         f"string): a file cannot tell them apart; give Python strings", path)
+    if "" in names:
+        raise InputError("the run has the empty symbol '', which no file can hold; give Python "
+                         "strings", path)
+    return names
+
+
+def _digest(corpus: Corpus, alphabet: list | None) -> str:
+    return hashlib.sha256(corpus.tokens.tobytes() + corpus.offsets.tobytes()
+                          + json.dumps(alphabet).encode()).hexdigest()
+
+
+def as_corpus(data, *, format: str | None = None, separator: str | None = None,
+              train: dict[str, Any] | None = None) -> tuple[Corpus, list | None, dict[str, Any]]:
+    """``(corpus, alphabet, record)`` of ``data`` (module docstring); ``record`` describes the
+    data for a run's manifest (path, SHA-256 and format of a file, and its ``separator``; a
+    SHA-256 of the encoded strings otherwise).
+
+    ``train``: the ``train`` record of a run's manifest, when ``data`` are test data for it;
+    they are then read in the run's letters: by its alphabet, or, for a run without symbols
+    (fitted on a PAutomaC file or a Corpus), as letter numbers ``0..A-1``. A test file is
+    read in the run's format and separator unless ``format`` / ``separator`` say otherwise;
+    for a run fitted on Python symbols, as lines of those symbols (written as ``str(x)``;
+    split at whitespace unless every symbol is one character). Every string is kept."""
     from bayesfa.rundir import file_sha256
 
+    if separator is not None and (not isinstance(separator, str) or not separator):
+        raise InputError(f"separator= must be a non-empty string, got {separator!r}")
+    if train is None:
+        train_format, alphabet, size = None, None, None
+    else:
+        train_format, alphabet = train.get("format"), train.get("alphabet")
+        size = int(train.get("alphabet_size") or 1)
     if isinstance(data, (str, os.PathLike)):
-        fmt = format or (train_format if train_format in FILE_FORMATS else None) or "pautomac"
-        if train_format in (SYMBOLS, CORPUS):
-            raise InputError(f"the run was fitted on Python data ({train_format}): give Python "
-                             f"strings, not a file", data)
-        file_alphabet = alphabet if fmt != "pautomac" else None
-        corpus, alpha = read_file(data, fmt, file_alphabet)
-        return corpus, alpha, {"path": str(Path(data).resolve()), "sha256": file_sha256(data),
-                               "format": fmt}
+        if train is None:
+            fmt, sep, names = format or "pautomac", separator, None
+        else:
+            native = train_format if train_format in FILE_FORMATS else (
+                "lines" if train_format == SYMBOLS else "pautomac")
+            fmt = format or native
+            if separator is not None or fmt != "lines" or native != "lines":
+                sep = separator
+            elif train_format == SYMBOLS:  # recorded since it was; else what fit would record
+                sep = train.get("separator", default_separator(alphabet))
+            else:
+                sep = train.get("separator")
+            if alphabet is not None:
+                names = _file_symbols(alphabet, data) if train_format == SYMBOLS else alphabet
+                if train_format == SYMBOLS and fmt == "pautomac":
+                    raise InputError("the run was fitted on Python symbols: a test file holds "
+                                     "them as lines (--format lines), not as PAutomaC letter "
+                                     "numbers", data)
+            else:  # a run without symbols: letter numbers, in any format
+                names = None if fmt == "pautomac" else [str(i) for i in range(size)]
+        corpus, alpha = read_file(data, fmt, names, sep)
+        if train_format == SYMBOLS and alphabet is not None:
+            alpha = alphabet
+        elif train is not None and alphabet is None:
+            alpha = None
+        record = {"path": str(Path(data).resolve()), "sha256": file_sha256(data), "format": fmt}
+        if sep is not None:
+            record["separator"] = sep
+        return corpus, alpha, record
     if isinstance(data, Corpus):
         corpus, alpha, fmt = data, None, CORPUS
     else:
         strings = _strings(data)
         if not strings:
             raise InputError("no string in the data")
-        if train_format in (None, SYMBOLS) or alphabet is not None:
-            alpha = alphabet if alphabet is not None else _alphabet_of(strings)
+        if train is None:
+            alpha = _alphabet_of(strings)
             if not alpha:
                 raise InputError("every string is empty: no symbol to learn")
             corpus, fmt = _encode(strings, alpha), SYMBOLS
+        elif alphabet is not None:
+            corpus, alpha, fmt = _encode(strings, alphabet), alphabet, SYMBOLS
         else:
-            corpus, alpha, fmt = Corpus.from_strings(strings), None, CORPUS
-    digest = hashlib.sha256(corpus.tokens.tobytes() + corpus.offsets.tobytes()
-                            + json.dumps(alpha).encode()).hexdigest()
-    return corpus, alpha, {"path": None, "sha256": digest, "format": fmt}
+            corpus, alpha, fmt = _letters(strings, size, train_format or "pautomac"), None, CORPUS
+    record = {"path": None, "sha256": _digest(corpus, alpha), "format": fmt}
+    if train is None and fmt == SYMBOLS and default_separator(alpha) is not None:
+        record["separator"] = default_separator(alpha)  # how `bayesfa predict` reads its files
+    return corpus, alpha, record
+
+
+def read_test(data, train: dict[str, Any], *, format: str | None = None,
+              separator: str | None = None) -> tuple[Corpus, dict[str, Any]]:
+    """``(corpus, record)`` of test ``data`` for a run whose manifest's ``train`` record is
+    ``train``, in the run's letters (:func:`as_corpus`), over its alphabet size; an
+    :class:`InputError` naming the data when they have letters the run never had."""
+    corpus, _, record = as_corpus(data, format=format, separator=separator, train=train)
+    trained = int(train.get("alphabet_size", corpus.alphabet_size))
+    if corpus.alphabet_size > trained:
+        raise InputError(f"alphabet of {corpus.alphabet_size} letters, but the run was trained "
+                         f"on {trained}", record.get("path") or "data", 1)
+    return corpus.with_alphabet(trained), record
 
 
 # -- fit, load ---------------------------------------------------------------------------------
 
 def fit(data, method: str = "cgs-pfa", *, seed: int = 0, out: str | os.PathLike | None = None,
         force: bool = False, progress: bool = False, format: str | None = None,
-        predict=None, max_draws: int | None = None, **options) -> "Run":
+        separator: str | None = None, predict=None, max_draws: int | None = None,
+        **options) -> "Run":
     """Fit ``method`` on ``data`` and return the :class:`Run`.
 
     ``options`` are the method's (:func:`options`), checked as the command line checks them;
@@ -173,11 +287,12 @@ def fit(data, method: str = "cgs-pfa", *, seed: int = 0, out: str | os.PathLike 
     clobber what is not the same bayesfa run, resumes an interrupted identical fit, ``force``
     replaces a bayesfa run). ``predict``: test data whose Eq. 6 predictive is accumulated
     during the fit (``fit --predict``); ``max_draws``: keep the counts of that many draws per
-    chain (methods that predict online).
+    chain (methods that predict online). ``format`` / ``separator``: how a data file is read
+    (``--format``, ``--separator``; :func:`read_file`); every string is kept, empty ones too.
     """
     return fit_resolved(data, method, _options.resolve(method, options), seed=seed, out=out,
-                        force=force, progress=progress, format=format, predict=predict,
-                        max_draws=max_draws).run
+                        force=force, progress=progress, format=format, separator=separator,
+                        predict=predict, max_draws=max_draws).run
 
 
 class FitOutcome(NamedTuple):
@@ -193,8 +308,9 @@ class FitOutcome(NamedTuple):
 
 def fit_resolved(data, method: str, options: dict[str, Any], *, seed: int = 0,
                  out: str | os.PathLike | None = None, force: bool = False,
-                 progress: bool = False, format: str | None = None, predict=None,
-                 max_draws: int | None = None, say=None) -> FitOutcome:
+                 progress: bool = False, format: str | None = None,
+                 separator: str | None = None, predict=None, max_draws: int | None = None,
+                 say=None) -> FitOutcome:
     """:func:`fit` with every option of ``method`` already resolved: the one code path of
     ``bayesfa.fit`` and ``bayesfa fit`` (whose parser checks the options with the same
     declaration). ``say(message)`` receives the notes the command line prints (nothing to do,
@@ -205,7 +321,7 @@ def fit_resolved(data, method: str, options: dict[str, Any], *, seed: int = 0,
         raise InputError(f"seed= must be a non-negative integer, got {seed!r}")
     opts = dict(options)
     entry = get_method(method)
-    corpus, alphabet, record = as_corpus(data, format=format)
+    corpus, alphabet, record = as_corpus(data, format=format, separator=separator)
     if corpus.n_strings == 0:
         raise InputError("holds no string: nothing to fit", record.get("path") or "data")
     if max_draws is not None:
@@ -213,20 +329,15 @@ def fit_resolved(data, method: str, options: dict[str, Any], *, seed: int = 0,
             raise InputError(f"--max-draws: method {method} keeps no draws to cap (only methods "
                              f"that predict online do: {', '.join(ONLINE_METHODS)})")
         opts["max_draws"] = max_draws
-    test = test_record = None
-    if predict is not None:  # read with the training data's format and alphabet
-        test, _, test_record = as_corpus(predict, format=record["format"] if record["format"] in
-                                         FILE_FORMATS else None, alphabet=alphabet,
-                                         train_format=record["format"])
-        if test.alphabet_size > corpus.alphabet_size:
-            raise InputError(f"alphabet of {test.alphabet_size} letters, but the training data "
-                             f"has {corpus.alphabet_size}", test_record.get("path") or "predict", 1)
-        opts["predict_sha256"] = test_record["sha256"]
     train = {**record,
              # how test data relate to the training data (methods.py: perplexity hook)
              "data_shape": "sequence" if opts.get("sequence") else "sentences",
              "n_strings": corpus.n_strings, "n_letters": corpus.n_letters,
              "alphabet_size": corpus.alphabet_size, "alphabet": alphabet}
+    test = test_record = None
+    if predict is not None:  # read as `bayesfa predict` will read it: the run's letters
+        test, test_record = read_test(predict, train)
+        opts["predict_sha256"] = test_record["sha256"]
     job = _Fit(method, entry, corpus, opts, int(seed), progress, train, test, test_record,
                say or (lambda message: None))
     return job.in_memory() if out is None else job.into(Path(out), force)
@@ -410,21 +521,19 @@ class Run:
         return f"Run({self.method!r}, {where}, seed={self.seed})"
 
     # -- data in the run's symbols
-    def corpus(self, data, *, format: str | None = None) -> Corpus:
-        """``data`` read with the run's alphabet and format (what :meth:`predict` reads)."""
-        train = self.manifest.get("train", {})
-        corpus, _, record = as_corpus(data, format=format, alphabet=self.alphabet,
-                                      train_format=train.get("format"))
-        trained = int(train.get("alphabet_size", corpus.alphabet_size))
-        if corpus.alphabet_size > trained:
-            raise InputError(f"alphabet of {corpus.alphabet_size} letters, but the run was trained "
-                             f"on {trained}", record.get("path") or "data", 1)
-        return corpus.with_alphabet(trained)
+    def corpus(self, data, *, format: str | None = None, separator: str | None = None) -> Corpus:
+        """``data`` read with the run's alphabet, format and separator (what :meth:`predict`
+        reads; :func:`read_test`): every string kept, in order."""
+        return read_test(data, self.manifest.get("train", {}), format=format,
+                         separator=separator)[0]
 
     # -- prediction
-    def predict(self, test, *, map: bool = False, format: str | None = None) -> np.ndarray:
+    def predict(self, test, *, map: bool = False, format: str | None = None,
+                separator: str | None = None) -> np.ndarray:
         """Natural-log posterior predictive probability of each test string (Eq. 6 for the
-        samplers), shape ``[n_strings]``.
+        samplers), shape ``[n_strings]``: one value per string of ``test``, in order (empty
+        strings included). ``test``: Python strings or a file, read as the run's training
+        data were (its format and ``separator`` unless given; :func:`read_test`).
 
         Each string is scored given the training data only, ``log p(string | train)`` (a run
         fitted with ``--sequence``: the strings continue the training sequence and one
@@ -436,29 +545,34 @@ class Run:
         quantity, which that result's ``quantity`` names.
 
         ``map``: the single sample of highest joint probability (methods that support it). A
-        run made with ``fit --predict TEST`` answers for that same file (SHA-256) from what
-        the fit accumulated."""
-        corpus = self.corpus(test, format=format)
-        stored = None if map else self._stored_predictions(test, format, corpus.n_strings)
-        return stored if stored is not None else self.log_prob(corpus, map=map)
+        run made with ``fit --predict TEST`` answers for that same file (SHA-256), read the
+        same way, from what the fit accumulated."""
+        corpus, record = read_test(test, self.manifest.get("train", {}), format=format,
+                                   separator=separator)
+        stored = None if map else self._stored_predictions(record, corpus.n_strings)
+        logp = stored if stored is not None else self.log_prob(corpus, map=map)
+        if logp.shape != (corpus.n_strings,):  # one row per string, never fewer
+            raise InputError(f"{logp.size} predictions for {corpus.n_strings} strings",
+                             record.get("path") or "data")
+        return logp
 
-    def _stored_predictions(self, test, fmt: str | None, n_strings: int):
-        """The log predictive a ``fit --predict`` saved in the run folder when ``test`` is
-        that same file (SHA-256) read in the same format; None otherwise."""
+    def _stored_predictions(self, record: dict[str, Any], n_strings: int):
+        """The log predictive a ``fit --predict`` saved in the run folder when the test data
+        (``record``: :func:`read_test`) are that same file (SHA-256) read the same way (format
+        and separator); None otherwise."""
         from bayesfa.online import PREDICTIONS, load_predictions
-        from bayesfa.rundir import file_sha256
 
-        if self._loaded is None or not isinstance(test, (str, os.PathLike)):
+        if self._loaded is None or record.get("path") is None:
             return None
         about = self.info.get("predict")
         if not isinstance(about, dict) or not (self.path / PREDICTIONS).is_file():
             return None
-        if (fmt or self.manifest.get("train", {}).get("format") or "pautomac") != about.get("format"):
+        if (record["format"], record.get("separator")) != (about.get("format"),
+                                                           about.get("separator")):
             return None
-        sha = file_sha256(test)
-        if sha != about.get("sha256"):
+        if record["sha256"] != about.get("sha256"):
             return None
-        logp = load_predictions(self._loaded.verify(PREDICTIONS), n_strings, sha)
+        logp = load_predictions(self._loaded.verify(PREDICTIONS), n_strings, record["sha256"])
         return None if logp is None else np.minimum(logp, 0.0)
 
     def log_prob(self, corpus: Corpus, **kwargs) -> np.ndarray:
@@ -478,7 +592,8 @@ class Run:
     def perplexity(self, test, *, map: bool = False, per_symbol: bool = False,
                    letters_only: bool = False, draw_sets: int | None = None,
                    mc_tolerance: float | None = None, max_particles: int | None = None,
-                   proposal: str | None = None, format: str | None = None) -> dict[str, Any]:
+                   proposal: str | None = None, format: str | None = None,
+                   separator: str | None = None) -> dict[str, Any]:
         """Per-symbol perplexity of ``test`` with the conventions of ``bayesfa perplexity``
         (Pfau, Bartlett & Wood 2010, Sect. 4): ``{"perplexity", "n_symbols", "log_prob",
         "data_shape", "incremental", "mixture", "quantity", "estimator", "mc_se", ...}``.
@@ -505,7 +620,7 @@ class Run:
         ``log p(test | train)``."""
         from bayesfa.scoring import perplexity
 
-        corpus = self.corpus(test, format=format)
+        corpus = self.corpus(test, format=format, separator=separator)
         train = self.manifest.get("train", {})
         shape = train.get("data_shape") or ("sequence" if self.options.get("sequence") else "sentences")
         continuation = shape == "sequence"
@@ -634,6 +749,10 @@ class Run:
         """``n`` strings drawn from the run's predictive distribution (a draw of the mixture of
         :meth:`components`, then a string from it), in the run's symbols (lists of letters
         when the run has no alphabet; ``str`` when every symbol is one character)."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise InputError(f"n must be a whole number, 0 or more, got {n!r}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise InputError(f"seed must be a whole number, 0 or more, got {seed!r}")
         comps = self.components()
         rng = np.random.default_rng(np.random.SeedSequence(seed))
         which = rng.integers(len(comps), size=int(n))

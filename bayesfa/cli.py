@@ -27,10 +27,11 @@ from bayesfa.errors import InputError
 from bayesfa.methods import get_method, method_names, positive_float, positive_int, seed_int
 from bayesfa.online import ONLINE_METHODS
 
-FORMATS = ("pautomac", "lines", "text", "fasta")
+from bayesfa.corpus import FILE_FORMATS as FORMATS
+
 # argparse destinations that are not the method's own options.
-_CLI_KEYS = {"command", "train", "test", "out", "seed", "quiet", "method", "format", "func", "json",
-             "force", "predict", "max_draws"}
+_CLI_KEYS = {"command", "train", "test", "out", "seed", "quiet", "method", "format", "separator",
+             "func", "json", "force", "predict", "max_draws"}
 
 
 def _positive_list(cast):
@@ -293,7 +294,7 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                                    "line a string, its n + 1 states separated by spaces.")
     p.add_argument("run", metavar="RUN_DIR")
     p.add_argument("test", metavar="TEST")
-    _add_format(p)
+    _add_format(p, separator=False)
     p.add_argument("--out", required=True, metavar="FILE",
                    help="output file; - for standard output")
     p.set_defaults(func=cmd_decode)
@@ -331,19 +332,32 @@ def _add_method_choice(p: argparse.ArgumentParser) -> None:
                    help=f"one of: {', '.join(method_names())}")
 
 
-def _add_format(p: argparse.ArgumentParser) -> None:
+def _add_format(p: argparse.ArgumentParser, separator: bool = True) -> None:
     p.add_argument("--format", choices=FORMATS, default=None,
-                   help="input format: pautomac (default), lines (one string a line), "
-                        "text (raw text split into sentences) or fasta; predict and perplexity "
-                        "default to the run's training format")
+                   help="input format: pautomac (default; '<count> <alphabet size>' then "
+                        "'<length> s1 s2 ...' a line, the empty string written '0'), lines "
+                        "(one string a line: an empty line is the empty string; a final "
+                        "newline ends the last line and adds no string), text (raw prose split "
+                        "into sentences at . ! ? and blank lines: it holds no empty string, "
+                        "so give strings that may be empty as lines) or fasta (one string a "
+                        "record; a record without sequence is the empty string). Every string "
+                        "is kept. Commands on a run default to the run's training format "
+                        "(lines, for a run fitted on Python strings)")
+    if separator:
+        p.add_argument("--separator", default=None, metavar="SEP",
+                       help="--format lines: the symbols of a line are the words between SEP "
+                            "(' ': runs of any whitespace, e.g. words or integers; ',': each "
+                            "comma, an empty field being an error); default: every character "
+                            "is a symbol. fit records it, so commands on the run read lines "
+                            "the same way unless given")
 
 
 # -- reading inputs ---------------------------------------------------------------------------
-def _load(path: str, fmt: str | None, alphabet=None):
+def _load(path: str, fmt: str | None, alphabet=None, separator: str | None = None):
     """``(corpus, alphabet symbols or None)`` of a data file in ``fmt``."""
     from bayesfa.api import read_file
 
-    return read_file(path, fmt, alphabet)
+    return read_file(path, fmt, alphabet, separator)
 
 
 def _progress(args) -> bool:
@@ -422,6 +436,7 @@ def cmd_fit(args) -> int:
     say = None if args.quiet else (lambda message: print(f"bayesfa: {message}", file=sys.stderr))
     outcome = fit_resolved(args.train, args.method, _options(args), seed=args.seed, out=args.out,
                            force=args.force, progress=_progress(args), format=args.format,
+                           separator=args.separator,
                            predict=args.predict, max_draws=args.max_draws, say=say)
     if say is not None and outcome.status != "done":
         run = outcome.run
@@ -451,7 +466,7 @@ def cmd_predict(args) -> int:
 
     run = load(args.run)
     _write_solution(args.out, run.predict(args.test, map=bool(getattr(args, "map", False)),
-                                          format=args.format))
+                                          format=args.format, separator=args.separator))
     return 0
 
 
@@ -461,7 +476,8 @@ def cmd_perplexity(args) -> int:
     out = load(args.run).perplexity(
         args.test, map=args.map, per_symbol=args.per_symbol, letters_only=args.letters_only,
         draw_sets=args.draw_sets, mc_tolerance=args.mc_tolerance,
-        max_particles=args.max_particles, proposal=args.proposal, format=args.format)
+        max_particles=args.max_particles, proposal=args.proposal, format=args.format,
+        separator=args.separator)
     if args.json:
         zero = ("the test data have probability 0 under the run"
                 if out["zero_probability_strings"] is None else
@@ -522,7 +538,7 @@ def cmd_select(args) -> int:
     from bayesfa.selection import check_selection_dir
 
     check_selection_dir(args.out)  # before any work
-    corpus, _ = _load(args.train, args.format)
+    corpus, _ = _load(args.train, args.format, separator=args.separator)
     if corpus.n_strings == 0:
         raise InputError("holds no string: nothing to select on", args.train)
     base = _options(args)
@@ -582,9 +598,17 @@ def cmd_sample(args) -> int:
     if run.alphabet is None:  # a PAutomaC sample, letters 0..A-1
         size = int(run.manifest.get("train", {}).get("alphabet_size") or 1)
         lines = [f"{len(strings)} {size}"] + [" ".join(map(str, [len(s), *s])) for s in strings]
-    else:
-        lines = [s if isinstance(s, str) else " ".join(map(str, s)) for s in strings]
-    write_output_text(args.out, "\n".join(lines) + "\n", "--out", stream=True)
+        text = "\n".join(lines) + "\n"
+    else:  # one string a line, split as the run's training lines were (fit --separator)
+        from bayesfa.api import default_separator
+        from bayesfa.textdata import format_lines
+
+        train = run.manifest.get("train", {})
+        try:
+            text = format_lines(strings, train.get("separator", default_separator(run.alphabet)))
+        except ValueError as err:
+            raise InputError(f"cannot write the samples as lines: {err}", args.run) from None
+    write_output_text(args.out, text, "--out", stream=True)
     return 0
 
 

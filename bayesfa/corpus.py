@@ -15,6 +15,14 @@ import numpy as np
 
 from bayesfa.errors import InputError
 
+#: Formats of a data file (``bayesfa fit --format``): readers in :mod:`bayesfa.pautomac`
+#: (``pautomac``) and :mod:`bayesfa.textdata` (``lines``, ``text``, ``fasta``).
+FILE_FORMATS = ("pautomac", "lines", "text", "fasta")
+#: ``train.format`` of a run fitted on Python sequences of symbols, or on a Corpus given directly.
+SYMBOLS, CORPUS = "symbols", "corpus"
+#: Every ``train.format`` a run's manifest may record.
+TRAIN_FORMATS = FILE_FORMATS + (SYMBOLS, CORPUS)
+
 
 @dataclass(frozen=True, eq=False)
 class Corpus:

@@ -96,10 +96,14 @@ def _check_value(method: str, option: Option, value: Any) -> Any:
         raise InputError(f"{where}: a value is required (default {option.default!r})")
     if option.check is not None:
         text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+        if isinstance(value, float) and value.is_integer():  # states=3.0 reads as 3
+            text = str(int(value))
         try:
             parsed = option.check(text)
-        except (argparse.ArgumentTypeError, ValueError, TypeError) as err:
+        except argparse.ArgumentTypeError as err:  # the check's own one-line message
             raise InputError(f"{where}: {err}") from None
+        except (ValueError, TypeError):  # int("2.5"), float("x"): say what was expected
+            raise InputError(f"{where}: must be {_expected(option)}, got {value!r}") from None
         if isinstance(value, bool) or (isinstance(parsed, int) and isinstance(value, float)
                                         and not float(value).is_integer()):
             raise InputError(f"{where}: expected {type(option.default).__name__ if option.default is not None else 'a number'}, got {value!r}")
@@ -107,6 +111,18 @@ def _check_value(method: str, option: Option, value: Any) -> Any:
     if option.choices is not None and value not in option.choices:
         raise InputError(f"{where}: choose from {', '.join(map(str, option.choices))}, got {value!r}")
     return value
+
+
+def _expected(option: Option) -> str:
+    """What ``option``'s check reads, in words: ``"a whole number"`` when it turns ``"1"``
+    into an int, ``"a number"`` when into a float, else ``"a valid value"``."""
+    try:
+        probe = option.check("1")
+    except (argparse.ArgumentTypeError, ValueError, TypeError):
+        return "a valid value"
+    if isinstance(probe, int) and not isinstance(probe, bool):
+        return "a whole number"
+    return "a number" if isinstance(probe, float) else "a valid value"
 
 
 def resolve(method: str, given: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -3,7 +3,10 @@
 A run directory holds
 
 - ``manifest.json``: ``{"format": "bayesfa-run/1", "method", "options", "seed", "versions",
-  "train": {"path", "sha256", "n_strings", "n_letters", "alphabet_size"}, "info", "created"}``;
+  "train": {"path", "sha256", "format", "separator" (if any), "n_strings", "n_letters",
+  "alphabet_size", "alphabet"}, "info", "created"}``; ``train.format`` is a file format or
+  ``symbols`` / ``corpus`` (Python data), ``train.alphabet`` the symbols (strings of any
+  length, or integers) of letters ``0, 1, ...`` or null;
 - ``arrays.npz``: the arrays the method's ``predict_log_prob`` needs;
 - ``trace.nc`` (where the method has a trace): per-sample diagnostics with dims
   ``(chain, draw)`` in the NetCDF group ``posterior``, so ``arviz.from_netcdf`` reads it.
@@ -68,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesfa.corpus import TRAIN_FORMATS
 from bayesfa.errors import InputError
 
 FORMAT = "bayesfa-run/1"
@@ -448,13 +452,25 @@ def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
         raise InputError(f"manifest's train.alphabet_size {size!r} is not a positive integer", path)
     fmt = train.get("format")
-    if fmt is not None and fmt not in ("pautomac", "lines", "text", "fasta"):
-        raise InputError(f"manifest's train.format {fmt!r} is unknown", path)
+    if fmt is not None and fmt not in TRAIN_FORMATS:
+        raise InputError(f"manifest's train.format {fmt!r} is unknown (expected one of "
+                         f"{', '.join(TRAIN_FORMATS)})", path)
     alphabet = train.get("alphabet")
     if alphabet is not None and not (
-            isinstance(alphabet, list) and all(isinstance(c, str) and len(c) == 1 for c in alphabet)
-            and len(set(alphabet)) == len(alphabet)):
-        raise InputError("manifest's train.alphabet is not a list of distinct characters", path)
+            isinstance(alphabet, list)
+            and all(isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool))
+                    for x in alphabet)
+            and len({(type(x), x) for x in alphabet}) == len(alphabet)):
+        raise InputError("manifest's train.alphabet is not a list of distinct symbols (strings "
+                         "or integers)", path)
+    if alphabet is not None and isinstance(size, int) and len(alphabet) > size:
+        raise InputError(f"manifest's train.alphabet has {len(alphabet)} symbols, more than its "
+                         f"alphabet_size {size}", path)
+    separator = train.get("separator")
+    if separator is not None and not (isinstance(separator, str) and separator
+                                      and "\n" not in separator and "\r" not in separator):
+        raise InputError(f"manifest's train.separator {separator!r} is not a non-empty string "
+                         f"without line breaks", path)
     return manifest
 
 
@@ -481,10 +497,14 @@ def load_run(path: str | os.PathLike) -> Run:
 def run_identity(method: str, options: dict[str, Any], seed: int | None,
                  train: dict[str, Any]) -> dict[str, Any]:
     """What makes two runs the same run: method, options (but :data:`EXECUTION_OPTIONS`),
-    seed, and the training file's SHA-256 and format."""
-    return jsonable({"method": method, "seed": seed,
-                     "options": {k: v for k, v in options.items() if k not in EXECUTION_OPTIONS},
-                     "train_sha256": train.get("sha256"), "train_format": train.get("format")})
+    seed, and the training file's SHA-256, format and separator (the last only when one was
+    given, so that runs recorded before separators existed keep their identity)."""
+    identity = {"method": method, "seed": seed,
+                "options": {k: v for k, v in options.items() if k not in EXECUTION_OPTIONS},
+                "train_sha256": train.get("sha256"), "train_format": train.get("format")}
+    if train.get("separator") is not None:
+        identity["train_separator"] = train["separator"]
+    return jsonable(identity)
 
 
 def _identity_of_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -503,6 +523,9 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> str:
         parts.append(f"--method {old.get('method')} (now {new.get('method')})")
     if old.get("train_format") != new.get("train_format"):
         parts.append(f"--format {old.get('train_format')} (now {new.get('train_format')})")
+    if old.get("train_separator") != new.get("train_separator"):
+        parts.append(f"--separator {old.get('train_separator')!r} "
+                     f"(now {new.get('train_separator')!r})")
     if old.get("seed") != new.get("seed"):
         parts.append(f"--seed {old.get('seed')} (now {new.get('seed')})")
     a, b = old.get("options") or {}, new.get("options") or {}

@@ -1,9 +1,16 @@
 """Loaders for natural sequences: plain text (one string per line or raw prose) and FASTA.
 
 Every loader returns ``(Corpus, Alphabet)``: the :class:`~bayesfa.corpus.Corpus` holds the
-strings as 0-based letters, the :class:`Alphabet` maps letter ``i`` back to its character.
-As in the PDIA paper (Pfau, Bartlett & Wood 2010) the model restarts at ``q0`` at the start
-of each string, so one sentence (or one FASTA record, or one chunk of it) is one string.
+strings as 0-based letters, the :class:`Alphabet` maps letter ``i`` back to its symbol (a
+character, or a word when a line is split at a ``separator``). As in the PDIA paper (Pfau,
+Bartlett & Wood 2010) the model restarts at ``q0`` at the start of each string, so one line
+(or one sentence, or one FASTA record, or one chunk of it) is one string.
+
+No loader drops a string: the empty string is a string of every language here. An empty line
+of a lines file is the empty string; a FASTA record without sequence is the empty string; a
+sentence that ``keep`` filters down to nothing is the empty string. A final newline ends the
+last line and does not add a string (``"a\n\nb\n"`` is three strings, ``"a\n\n"`` two:
+``"a"`` and ``""``). :func:`format_lines` writes what :func:`load_lines` reads back.
 
 Bad input raises :class:`~bayesfa.errors.InputError` whose one-line message names the
 file, the line (1-based) and the problem, e.g.
@@ -11,7 +18,9 @@ file, the line (1-based) and the problem, e.g.
 
 Overview
 --------
-``load_lines``      one string per line (the PDIA authors' ``aiw.train`` / ``aiw.test``).
+``load_lines``      one string per line (the PDIA authors' ``aiw.train`` / ``aiw.test``),
+                    each character a symbol, or words split at a ``separator``.
+``format_lines``    strings -> the text of a lines file that ``load_lines`` reads back.
 ``split_sentences`` raw prose -> sentences (whitespace collapsed, nothing else changed).
 ``load_text``       raw prose -> sentences, lower-cased and optionally filtered to a
                     character set such as :data:`LOWERCASE_AND_SPACE` (the paper's a-z + space).
@@ -33,7 +42,8 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 
 __all__ = [
-    "Alphabet", "FastaRecord", "LOWERCASE_AND_SPACE", "load_lines", "split_sentences",
+    "Alphabet", "FastaRecord", "LOWERCASE_AND_SPACE", "load_lines", "format_lines",
+    "split_lines", "split_symbols", "split_sentences",
     "load_text", "read_fasta", "load_fasta", "split_corpus",
 ]
 
@@ -49,10 +59,13 @@ PathLike = str | os.PathLike
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Alphabet:
-    """An ordered set of characters; letter ``i`` of a corpus is ``symbols[i]``.
+    """An ordered set of symbols; letter ``i`` of a corpus is ``symbols[i]``.
 
     ``Alphabet("ACGT")`` and ``Alphabet(("A", "C", "G", "T"))`` are the same alphabet.
-    Each symbol is exactly one character and no symbol repeats.
+    A symbol is a non-empty string (one character, or a word such as ``"the"``) and no
+    symbol repeats. :meth:`encode` and :meth:`decode` read and write text, so they need an
+    alphabet of single characters (:attr:`of_characters`); :meth:`encode_symbols` maps a
+    sequence of symbols of any length.
     """
 
     symbols: tuple[str, ...]
@@ -62,12 +75,14 @@ class Alphabet:
     def __post_init__(self):
         symbols = tuple(self.symbols)
         for s in symbols:
-            if not isinstance(s, str) or len(s) != 1:
-                raise ValueError(f"alphabet symbols must be single characters, got {s!r}")
+            if not isinstance(s, str) or not s:
+                raise ValueError(f"alphabet symbols must be non-empty strings, got {s!r}")
         if len(set(symbols)) != len(symbols):
             dup = next(s for i, s in enumerate(symbols) if s in symbols[:i])
             raise ValueError(f"symbol {dup!r} occurs twice in the alphabet")
-        codes = np.fromiter((ord(s) for s in symbols), dtype=np.int64, count=len(symbols))
+        # code points of the one-character symbols (only they can occur in text)
+        codes = np.fromiter((ord(s) if len(s) == 1 else -1 for s in symbols), dtype=np.int64,
+                            count=len(symbols))
         order = np.argsort(codes, kind="stable")
         object.__setattr__(self, "symbols", symbols)
         object.__setattr__(self, "_codes", codes[order])
@@ -91,6 +106,11 @@ class Alphabet:
     def __len__(self) -> int:
         return len(self.symbols)
 
+    @property
+    def of_characters(self) -> bool:
+        """Whether every symbol is one character (text can then be read and written)."""
+        return all(len(s) == 1 for s in self.symbols)
+
     def __contains__(self, char: object) -> bool:
         return char in self.symbols
 
@@ -105,8 +125,14 @@ class Alphabet:
             raise KeyError(char) from None
 
     # -- coding ------------------------------------------------------------------------
-    def _lookup(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(letters, known)``: the letter of each character (-1 if unknown) and a mask."""
+    def _lookup(self, text: str | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(letters, known)``: the letter of each character of ``text`` (or of each symbol
+        of a list of symbols), -1 if unknown, and a mask."""
+        if not isinstance(text, str):
+            index = self._index()
+            letters = np.fromiter((index.get(x, -1) for x in text), dtype=np.int64,
+                                  count=len(text))
+            return letters, letters >= 0
         points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
         if not self._codes.size:
             return np.full(points.size, -1, dtype=np.int64), np.zeros(points.size, dtype=bool)
@@ -114,6 +140,21 @@ class Alphabet:
         known = self._codes[pos] == points
         letters = np.where(known, self._letters[pos], -1)
         return letters, known
+
+    def _index(self) -> dict[str, int]:
+        return {x: i for i, x in enumerate(self.symbols)}
+
+    def encode_symbols(self, symbols: Sequence[str], unknown: Unknown = "error") -> np.ndarray:
+        """A sequence of symbols (e.g. words) as 0-based letters (int64 array); an unknown
+        symbol as in :meth:`encode`."""
+        _check_unknown(unknown)
+        letters, known = self._lookup(list(symbols))
+        if known.all():
+            return letters
+        if unknown == "skip":
+            return letters[known]
+        i = int(np.argmin(known))
+        raise InputError(f"symbol {i}: {_unknown_problem(symbols[i], self)}")
 
     def encode(self, text: str, unknown: Unknown = "error") -> np.ndarray:
         """``text`` as 0-based letters (int64 array).
@@ -131,7 +172,7 @@ class Alphabet:
         raise InputError(f"position {i}: {_unknown_problem(text[i], self)}")
 
     def decode(self, letters: Sequence[int] | np.ndarray) -> str:
-        """The characters of 0-based ``letters``."""
+        """The characters of 0-based ``letters`` (the symbols joined with nothing between)."""
         arr = np.asarray(letters, dtype=np.int64).reshape(-1)
         if arr.size and (arr.min() < 0 or arr.max() >= len(self.symbols)):
             bad = int(arr[(arr < 0) | (arr >= len(self.symbols))][0])
@@ -145,11 +186,16 @@ def _check_unknown(unknown: str) -> None:
 
 
 def _describe(alphabet: Alphabet) -> str:
+    if not alphabet.of_characters:
+        shown = ", ".join(map(repr, alphabet.symbols[:12]))
+        return f"({shown}{', ...' if alphabet.size > 12 else ''}; {alphabet.size} symbols)"
     s = "".join(alphabet.symbols)
     return repr(s) if len(s) <= 40 else f"of {len(s)} symbols"
 
 
 def _unknown_problem(char: str, alphabet: Alphabet) -> str:
+    if len(char) != 1:
+        return f"symbol {char!r} is not in the alphabet {_describe(alphabet)}"
     return f"character {char!r} (U+{ord(char):04X}) is not in the alphabet {_describe(alphabet)}"
 
 
@@ -178,8 +224,11 @@ def _read_text(path: PathLike) -> str:
                          path, line) from None
 
 
-def _split_lines(text: str, path: PathLike) -> list[str]:
-    """Lines without their ``\\n`` / ``\\r\\n``; a final newline does not start a new line.
+def split_lines(text: str, path: PathLike | None = None) -> list[str]:
+    """The lines of ``text`` without their ``\\n`` / ``\\r\\n``. A final newline ends the last
+    line and does not start a new one, so every other newline does: ``"a\\n\\nb\\n"`` is
+    ``["a", "", "b"]``, ``"a\\n\\n"`` is ``["a", ""]``, ``"\\n"`` is ``[""]`` (one empty
+    string) and ``""`` is ``[]``.
 
     A carriage return anywhere but right before ``\\n`` is an error (old Mac line endings or
     a damaged file), rather than silently becoming a symbol.
@@ -198,13 +247,48 @@ def _split_lines(text: str, path: PathLike) -> list[str]:
     return lines
 
 
-def _encode_all(strings: Sequence[str], alphabet: Alphabet | None, unknown: Unknown,
-                locate, path: PathLike) -> tuple[Corpus, Alphabet]:
-    """Encode ``strings``; ``locate(s, i)`` gives ``(line, column)`` of character ``i`` of
-    string ``s`` for the error message."""
+def _check_separator(separator: str | None) -> None:
+    if separator is not None and (not isinstance(separator, str) or not separator
+                                  or "\n" in separator or "\r" in separator):
+        raise InputError(f"separator must be a non-empty string without line breaks, got "
+                         f"{separator!r}")
+
+
+def split_symbols(line: str, separator: str | None) -> tuple[list[str], list[int]]:
+    """``(symbols, columns)`` of one line: its words and the 0-based column of each.
+
+    ``separator=None``: none (the caller reads each character as a symbol; here every
+    character is returned). A separator of whitespace only (``" "``, ``"\\t"``): words
+    between runs of any whitespace, leading and trailing whitespace ignored, so a blank
+    line has no symbol. Any other separator (``","``): the fields between each occurrence
+    of it; an empty field (``"a,,b"``, a trailing ``","``) is an :class:`InputError` naming
+    its column, and an empty line has no symbol.
+    """
+    if separator is None:
+        return list(line), list(range(len(line)))
+    if separator.isspace():
+        found = [(m.group(), m.start()) for m in re.finditer(r"\S+", line)]
+    elif not line:
+        return [], []
+    else:
+        found, col = [], 0
+        for field_ in line.split(separator):
+            if not field_:
+                raise InputError(f"column {col + 1}: empty symbol between separators "
+                                 f"{separator!r}")
+            found.append((field_, col))
+            col += len(field_) + len(separator)
+    return [w for w, _ in found], [c for _, c in found]
+
+
+def _encode_all(strings: Sequence[str | list[str]], alphabet: Alphabet | None,
+                unknown: Unknown, locate, path: PathLike) -> tuple[Corpus, Alphabet]:
+    """Encode ``strings`` (text, or lists of symbols); ``locate(s, i)`` gives ``(line,
+    column)`` of character (symbol) ``i`` of string ``s`` for the error message. Every
+    string is kept, the empty ones included."""
     _check_unknown(unknown)
     if alphabet is None:
-        alphabet = Alphabet.from_text(strings)
+        alphabet = Alphabet(tuple(sorted({x for s in strings for x in s})))
         if not alphabet.size:
             raise InputError("no symbols: every string is empty", path)
     encoded = []
@@ -225,29 +309,74 @@ def _encode_all(strings: Sequence[str], alphabet: Alphabet | None, unknown: Unkn
 # One string per line
 # ---------------------------------------------------------------------------------------
 def load_lines(path: PathLike, alphabet: Alphabet | str | Iterable[str] | None = None,
-               lowercase: bool = False, keep_empty: bool = False,
+               lowercase: bool = False, separator: str | None = None,
                unknown: Unknown = "error") -> tuple[Corpus, Alphabet]:
-    """One string per line, every character a symbol (spaces included).
+    """One string per line: every line is a string, an empty line the empty string.
 
-    Lines end in LF or CRLF; a missing final newline is fine (the ``aiw`` files have none).
-    Nothing is stripped: leading and trailing spaces are letters.
-    Empty lines are skipped, unless ``keep_empty=True``, when each is an empty string.
-    ``alphabet`` (an :class:`Alphabet` or a string of its symbols) defaults to the sorted
-    distinct characters of the file (after ``lowercase``). A character outside a given
-    alphabet is an :class:`InputError` naming line and column (``unknown="error"``), or is
-    dropped (``unknown="skip"``). A file with no strings is an :class:`InputError`.
+    ``separator=None``: every character is a symbol (spaces included; nothing is
+    stripped). ``separator=" "`` (any whitespace): the whitespace-separated words are the
+    symbols; another separator, e.g. ``","``: the fields between its occurrences
+    (:func:`split_symbols`). Lines end in LF or CRLF; a final newline ends the last line and
+    adds no string (:func:`split_lines`), and a missing one is fine (the ``aiw`` files have
+    none). ``alphabet`` (an :class:`Alphabet`, a string of its characters, or a sequence of
+    its symbols) defaults to the sorted distinct symbols of the file (after ``lowercase``).
+    A symbol outside a given alphabet is an :class:`InputError` naming line and column
+    (``unknown="error"``), or is dropped (``unknown="skip"``; its string stays, shorter).
+    A file with no line, or whose lines have no symbol at all when no alphabet is given,
+    is an :class:`InputError`.
     """
+    _check_separator(separator)
     alphabet = _as_alphabet(alphabet)
     text = _read_text(path)
-    lines = _split_lines(text, path)
+    lines = split_lines(text, path)
     if not lines:
-        raise InputError("empty file", path)
-    numbered = [(n, line.lower() if lowercase else line) for n, line in enumerate(lines, 1)
-                if keep_empty or line]
-    if not numbered:
-        raise InputError("no strings: every line is empty (use keep_empty=True to keep them)", path)
-    strings = [line for _, line in numbered]
-    return _encode_all(strings, alphabet, unknown, lambda s, i: (numbered[s][0], i + 1), path)
+        raise InputError("empty file: no line, so no string (an empty string is an empty "
+                         "line, ended by a newline)", path)
+    if lowercase:
+        lines = [line.lower() for line in lines]
+    if separator is None:
+        return _encode_all(lines, alphabet, unknown, lambda s, i: (s + 1, i + 1), path)
+    strings, columns = [], []
+    for n, line in enumerate(lines, 1):
+        try:
+            words, cols = split_symbols(line, separator)
+        except InputError as err:
+            raise InputError(err.problem, path, n) from None
+        strings.append(words)
+        columns.append(cols)
+    return _encode_all(strings, alphabet, unknown, lambda s, i: (s + 1, columns[s][i] + 1), path)
+
+
+def format_lines(strings: Iterable[str | Sequence], separator: str | None = None) -> str:
+    """The text of a lines file holding ``strings``, one a line, each line ended by ``\\n``
+    (so an empty string is an empty line and :func:`load_lines` with the same
+    ``separator`` reads back the same strings).
+
+    ``separator=None``: a string is a ``str`` (or a sequence of one-character symbols)
+    written as it is; otherwise its symbols (``str`` or ``int``, written as ``str(x)``) are
+    joined by ``separator``. A ``ValueError`` when that could not be read back: a line break
+    in a symbol, a symbol that is empty or holds the separator (any whitespace, for a
+    whitespace separator).
+    """
+    _check_separator(separator)
+    out = []
+    for k, s in enumerate(strings):
+        symbols = [str(x) for x in s]
+        for x in symbols:
+            bad = (not x or "\n" in x or "\r" in x
+                   or (separator is None and len(x) != 1)
+                   or (separator is not None and separator.isspace() and
+                       (x != x.strip() or any(c.isspace() for c in x)))
+                   or (separator is not None and separator in x))
+            if bad:
+                raise ValueError(f"string {k}: symbol {x!r} cannot be written as a line "
+                                 f"with separator {separator!r} and read back")
+        line = ("" if separator is None else separator).join(symbols)
+        if not out and line.startswith("\ufeff"):
+            raise ValueError("string 0 starts with U+FEFF, which a reader takes for a "
+                             "byte-order mark")
+        out.append(line + "\n")
+    return "".join(out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -301,7 +430,10 @@ def load_text(path: PathLike, alphabet: Alphabet | str | Iterable[str] | None = 
     :data:`LOWERCASE_AND_SPACE`, the PDIA paper's a-z and space), every character not in
     ``keep`` becomes a space, so ``"Duchess's knee"`` reads ``"duchess s knee"`` as in the
     paper's ``aiw`` files. Whitespace is then collapsed to single spaces and trimmed (a space
-    is the word separator even if ``keep`` lacks it); sentences left empty are dropped.
+    is the word separator even if ``keep`` lacks it). Prose holds no empty sentence: only
+    stretches of whitespace between sentence ends are not strings; a sentence that ``keep``
+    filters down to nothing (``"123."`` with the a-z filter) is kept as the empty string,
+    never dropped, so the strings stay the file's sentences, one for one.
     ``alphabet`` defaults to the sorted distinct characters of the sentences; a character
     outside a given alphabet is an :class:`InputError` naming the line and column where it
     occurs in the file (``unknown="error"``), or is dropped (``unknown="skip"``).
@@ -313,12 +445,10 @@ def load_text(path: PathLike, alphabet: Alphabet | str | Iterable[str] | None = 
         raise InputError("empty file", path)
     sentences, spans = [], []
     for a, b in _sentence_spans(text):
-        s = _normalise(text[a:b], lowercase, keepset)
-        if s:
-            sentences.append(s)
-            spans.append((a, b))
-    if not sentences:
-        raise InputError("no sentences left after filtering", path)
+        if not text[a:b].strip():  # whitespace between sentences (or after the last)
+            continue
+        sentences.append(_normalise(text[a:b], lowercase, keepset))
+        spans.append((a, b))
 
     def locate(s: int, i: int) -> tuple[int, int]:
         # Find the first raw character of the sentence that yields the offending one.
@@ -366,8 +496,9 @@ def read_fasta(path: PathLike, uppercase: bool = True) -> list[FastaRecord]:
     """The records of a FASTA file, sequence lines joined (soft-masking upper-cased by default).
 
     Headers start with ``>``; lines starting with ``;`` are comments; blank lines are ignored;
-    surrounding whitespace of a sequence line (``\\r`` included) is stripped. Errors: an empty
-    file, a sequence line before the first header, a record without sequence.
+    surrounding whitespace of a sequence line (``\\r`` included) is stripped. A record without
+    sequence lines is the empty sequence (kept: the empty string). Errors: an empty file, a
+    sequence line before the first header.
     """
     text = _read_text(path)
     if not text.strip():
@@ -384,8 +515,6 @@ def read_fasta(path: PathLike, uppercase: bool = True) -> list[FastaRecord]:
     def close():
         if header is None:
             return
-        if not length:
-            raise InputError(f"record '>{header}' has no sequence", path, header_line)
         records.append(FastaRecord(header, header_line, "".join(chunks), tuple(numbers), tuple(starts), tuple(indents)))
 
     for n, raw in enumerate(text.split("\n"), 1):
@@ -419,7 +548,8 @@ def load_fasta(path: PathLike, alphabet: Alphabet | str | Iterable[str] | None =
 
     Records are read by :func:`read_fasta` (lower-case soft-masked repeats are upper-cased
     when ``uppercase=True``). With ``chunk``, each record is cut into consecutive pieces of
-    ``chunk`` bases, its last piece possibly shorter; pieces never span two records.
+    ``chunk`` bases, its last piece possibly shorter; pieces never span two records. A record
+    without sequence is one empty string (with or without ``chunk``).
     ``alphabet="ACGT"`` by default (``None``: the sorted distinct characters of the file).
     A base outside it (``N``, say) is an :class:`InputError` naming line and column
     (``unknown="error"``), or is dropped (``unknown="skip"``: the bases on either side

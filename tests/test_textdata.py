@@ -71,8 +71,19 @@ def test_alphabet_from_text_is_sorted_distinct():
 def test_alphabet_rejects_bad_symbols():
     with pytest.raises(ValueError, match="twice"):
         Alphabet("ACGA")
-    with pytest.raises(ValueError, match="single characters"):
-        Alphabet(("A", "CG"))
+    with pytest.raises(ValueError, match="non-empty strings"):
+        Alphabet(("A", ""))
+    with pytest.raises(ValueError, match="non-empty strings"):
+        Alphabet(("A", 1))
+
+
+def test_alphabet_of_words():
+    a = Alphabet(("the", "cat", "a"))
+    assert not a.of_characters and Alphabet("ab").of_characters
+    assert a.encode_symbols(["a", "the", "cat"]).tolist() == [2, 0, 1]
+    with pytest.raises(InputError, match=r"symbol 1: symbol 'dog' is not in the alphabet"):
+        a.encode_symbols(["a", "dog"])
+    assert a.encode_symbols(["a", "dog"], unknown="skip").tolist() == [2]
 
 
 def test_alphabet_unknown_characters():
@@ -119,17 +130,15 @@ def test_load_lines_round_trip(tmp_path, lines, crlf, final_newline):
     content = eol.join(lines) + (eol if final_newline or lines[-1] == "" else "")
     path = write(tmp_path, "lines.txt", content)
     alphabet = Alphabet("ab c\té\u2019Z")
-    corpus, a = load_lines(path, alphabet=alphabet, keep_empty=True)
-    assert a == alphabet and corpus.alphabet_size == alphabet.size
-    assert decoded(corpus, a) == lines
-    if not any(lines):
-        with raises_at(path, None, "every line is empty"):
-            load_lines(path, alphabet=alphabet)
-        return
     corpus, a = load_lines(path, alphabet=alphabet)
-    assert decoded(corpus, a) == [s for s in lines if s]
+    assert a == alphabet and corpus.alphabet_size == alphabet.size
+    assert decoded(corpus, a) == lines  # every line, the empty ones too
+    if not any(lines):
+        with raises_at(path, None, "every string is empty"):
+            load_lines(path)
+        return
     corpus, a = load_lines(path)
-    assert decoded(corpus, a) == [s for s in lines if s]
+    assert decoded(corpus, a) == lines
     assert a == Alphabet.from_text(lines)
 
 
@@ -137,10 +146,37 @@ def test_load_lines_crlf_and_empty_lines(tmp_path):
     path = write(tmp_path, "crlf.txt", b"ab a\r\n\r\nba\r\n")
     corpus, a = load_lines(path)
     assert a.symbols == (" ", "a", "b")
-    assert decoded(corpus, a) == ["ab a", "ba"]
-    corpus, a = load_lines(path, keep_empty=True)
     assert decoded(corpus, a) == ["ab a", "", "ba"]
     assert corpus.lengths.tolist() == [4, 0, 2]
+
+
+@pytest.mark.parametrize("content, strings", [
+    ("a\n\nb\n", ["a", "", "b"]), ("a\n\nb", ["a", "", "b"]), ("a\n\n", ["a", ""]),
+    ("\na\n", ["", "a"]), ("a\n", ["a"]), ("a", ["a"]), ("a\n\n\n", ["a", "", ""]),
+])
+def test_load_lines_final_newline_ends_the_last_line(tmp_path, content, strings):
+    # a final newline ends the last line and adds no string; every other newline does
+    corpus, a = load_lines(write(tmp_path, "x.txt", content))
+    assert decoded(corpus, a) == strings
+
+
+def test_load_lines_separator(tmp_path):
+    path = write(tmp_path, "words.txt", "the cat\n\n  a   cat \n\t\nthe\n")
+    corpus, a = load_lines(path, separator=" ")
+    assert a.symbols == ("a", "cat", "the")
+    assert [[a.symbols[i] for i in s] for s in corpus.strings()] == [
+        ["the", "cat"], [], ["a", "cat"], [], ["the"]]
+    path = write(tmp_path, "ints.txt", "10,2\n\n2\n")
+    corpus, a = load_lines(path, separator=",")
+    assert a.symbols == ("10", "2") and corpus.lengths.tolist() == [2, 0, 1]
+    path = write(tmp_path, "gap.txt", "1,2\n1,,2\n")
+    with raises_at(path, 2, "column 3", "empty symbol"):
+        load_lines(path, separator=",")
+    path = write(tmp_path, "unk.txt", "a b\na  xy\n")
+    with raises_at(path, 2, "column 4", "'xy'", "not in the alphabet"):
+        load_lines(path, separator=" ", alphabet=("a", "b"))
+    with pytest.raises(InputError, match="separator"):
+        load_lines(path, separator="")
 
 
 def test_load_lines_lowercase(tmp_path):
@@ -154,7 +190,7 @@ def test_load_lines_unknown_character(tmp_path):
     with raises_at(path, 3, "column 3", "'!'", "not in the alphabet"):
         load_lines(path, alphabet="abc")
     corpus, a = load_lines(path, alphabet="abc", unknown="skip")
-    assert decoded(corpus, a) == ["abc", "abc"]
+    assert decoded(corpus, a) == ["abc", "", "abc"]
     path = write(tmp_path, "bad_crlf.txt", "abc\r\nABC\r\n")
     with raises_at(path, 2, "column 1", "'A'"):
         load_lines(path, alphabet="abc")
@@ -165,10 +201,10 @@ def test_load_lines_malformed(tmp_path):
     with raises_at(path, None, "empty file"):
         load_lines(path)
     path = write(tmp_path, "blank.txt", "\n\r\n\n")
-    with raises_at(path, None, "every line is empty"):
-        load_lines(path)
     with raises_at(path, None, "every string is empty"):
-        load_lines(path, keep_empty=True)
+        load_lines(path)
+    corpus, _ = load_lines(path, alphabet="ab")  # three empty strings over a given alphabet
+    assert corpus.lengths.tolist() == [0, 0, 0]
     path = write(tmp_path, "cr.txt", "ab\nc\rd\n")
     with raises_at(path, 2, "carriage return", "column 2"):
         load_lines(path)
@@ -244,8 +280,15 @@ def test_load_text_malformed(tmp_path):
     with raises_at(path, None, "empty file"):
         load_text(path)
     path = write(tmp_path, "digits.txt", "123. 456!")
-    with raises_at(path, None, "no sentences"):
+    with raises_at(path, None, "every string is empty"):
         load_text(path, keep=LOWERCASE_AND_SPACE)
+
+
+def test_load_text_keeps_sentences_filtered_to_nothing(tmp_path):
+    # a sentence that the filter empties is the empty string, not dropped
+    path = write(tmp_path, "digits.txt", "An end. 123.\n\nAnd more!  ")
+    corpus, a = load_text(path, keep=LOWERCASE_AND_SPACE)
+    assert decoded(corpus, a) == ["an end", "", "and more"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -320,14 +363,21 @@ def test_load_fasta_unknown_base(tmp_path):
     ("ACGT\n>r1\nACGT\n", 1, "before the first '>' header"),
     ("; only a comment\n\nACGT\n>r1\nACGT\n", 3, "before the first '>' header"),
     ("; only a comment\n", None, "no '>' header"),
-    (">r1\nACGT\n>r2 empty\n>r3\nAC\n", 3, "'>r2 empty' has no sequence"),
-    (">r1\nACGT\n\n>r2\n\n", 4, "'>r2' has no sequence"),
-    (">r1\n", 1, "has no sequence"),
 ])
 def test_load_fasta_malformed(tmp_path, content, line, fragment):
     path = write(tmp_path, "bad.fa", content)
     with raises_at(path, line, fragment):
         load_fasta(path)
+
+
+def test_load_fasta_record_without_sequence_is_the_empty_string(tmp_path):
+    path = write(tmp_path, "e.fa", ">r1\nACGT\n>r2 empty\n>r3\nAC\n>r4\n")
+    corpus, a = load_fasta(path)
+    assert decoded(corpus, a) == ["ACGT", "", "AC", ""]
+    corpus, a = load_fasta(path, chunk=3)
+    assert decoded(corpus, a) == ["ACG", "T", "", "AC", ""]
+    path = write(tmp_path, "only.fa", ">r1\n")
+    assert load_fasta(path)[0].lengths.tolist() == [0]
 
 
 @HYPO
