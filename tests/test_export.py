@@ -384,7 +384,7 @@ def test_hpyp_sample_is_seeded_and_fits_its_predictive(hpyp_run):
     run = hpyp_run
     assert run.sample(40, seed=7) == run.sample(40, seed=7)
     assert run.sample(40, seed=7) != run.sample(40, seed=8)
-    model = ContextPredictive(run.arrays, run.options)
+    model = ContextPredictive.of_hpyp(run.arrays, run.options)
     # 20,000 draws (4,000 with this seed gave p = 5e-4, a 1-in-2,000 event; twelve seeds gave
     # p-values spread over (0, 1), and 20,000 draws more power)
     p = _chi_square_p(run.sample(20_000, seed=13), lambda s: model.log_prob(run.corpus(s)))
@@ -392,3 +392,45 @@ def test_hpyp_sample_is_seeded_and_fits_its_predictive(hpyp_run):
     # the first symbol is predicted from the training seating alone: the empty string's
     # probability is the scorer's (the kernel's score_tokens, apart from this sampler)
     np.testing.assert_allclose(model.log_prob(run.corpus([""])), run.predict([""]), rtol=1e-12)
+
+
+def test_memoizer_sample_is_seeded_and_fits_its_predictive():
+    import bayesfa
+    from bayesfa.samplers.ngram.memoizer import context_predictive
+
+    run = bayesfa.fit(TOY, method="memoizer", seed=3)
+    assert run.sample(40, seed=7) == run.sample(40, seed=7)
+    assert run.sample(40, seed=7) != run.sample(40, seed=8)
+    model = context_predictive(run.arrays, run.options)
+    p = _chi_square_p(run.sample(20_000, seed=14), lambda s: model.log_prob(run.corpus(s)))
+    assert p > TEST_FAILURE_RATE
+
+
+def test_map_draw_under_max_draws_is_among_the_kept_draws(tmp_path):
+    """With ``max_draws`` only K draws per chain keep their counts: the MAP automaton is the
+    kept draw of highest log joint (the trace has every draw's)."""
+    import bayesfa
+    from bayesfa.samplers.pfa.cgs_pfa import kept_draw_indices, plugin_log_prob
+
+    run = bayesfa.fit(TOY, method="cgs-pfa", seed=5, max_draws=3, **PLUGIN_FITS["cgs-pfa"])
+    lj = np.asarray(run.scalar_trace()["log_joint"])
+    kept = kept_draw_indices(lj.shape[1], 3)
+    assert np.shape(run.arrays["counts"])[1] == 3 and lj.shape[1] > 3
+    c, k = np.unravel_index(int(np.argmax(lj[:, kept])), (lj.shape[0], 3))
+    corpus = run.corpus(QUERY)
+    want = plugin_log_prob(run.arrays["counts"][c, k][None], run.options["beta"], corpus)[0]
+    np.testing.assert_allclose(_read_back(run.export("pautomac"), tmp_path, corpus), want,
+                               rtol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["hmm-em", "hpyp"])
+def test_a_sequence_run_has_no_strings_to_export_or_sample(method):
+    import bayesfa
+    from bayesfa.errors import InputError
+
+    extra = dict(states=2) if method == "hmm-em" else dict(order=2, iterations=4, burn_in=2)
+    run = bayesfa.fit(TOY, method=method, seed=0, sequence=True, **extra)
+    call = (lambda: run.export("pautomac")) if method == "hmm-em" else (lambda: run.sample(3))
+    with pytest.raises(InputError, match="--sequence models one long sequence") as err:
+        call()
+    assert "\n" not in str(err.value)

@@ -549,63 +549,74 @@ def perplexity_log_prob(arrays, options, test: Corpus, continuation: bool,
 
 class ContextPredictive:
     """The predictive of the next symbol after any context (Teh 2006, Eq. 10, the kernel's
-    :func:`~bayesfa.samplers.ngram._hpyp_kernel.predictive`) under each recorded sample's
-    seating of the training data: what ``bayesfa sample`` draws strings from, symbol by
-    symbol from the context "after an end" until the end symbol (the drawn symbols are not
-    seated: each is drawn from the sample's posterior predictive given the context). A
-    context the training data never had is a restaurant without customers, whose predictive
-    is its parent's (Eq. 10 with ``c_u = 0``): the longest suffix of the context that is a
-    node of the training tree gives it exactly. Sentences only."""
+    :func:`~bayesfa.samplers.ngram._hpyp_kernel.predictive`) under a seating of the training
+    data: what ``bayesfa sample`` draws strings from, symbol by symbol from the context "after
+    an end" until the end symbol (the drawn symbols are not seated: each is drawn from the
+    predictive given the context and the training data). A context the training data never
+    had is a restaurant without customers, whose predictive is its parent's (Eq. 10 with
+    ``c_u = 0``): the longest suffix of the context that is a node of the training tree (an
+    uncompressed one: every suffix of a training context is a node) gives it exactly.
+    Sentences only.
 
-    def __init__(self, arrays: dict[str, np.ndarray], options: dict[str, Any]):
+    ``F``, ``parent``, ``depth``, ``tok_node``: the training symbols and their context tree
+    (:func:`context_tree`, sentences, ``first = 1``); ``width``: the longest context (None:
+    unbounded); ``seating(k)`` -> ``(nd, nth, c, t, cs, ts)`` of seating ``k`` of
+    ``n_samples``, drawn uniformly for each string. :meth:`of_hpyp`: the recorded samples of
+    an HPYP run."""
+
+    def __init__(self, F, parent, depth, tok_node, n_sym: int, width: int | None, seating,
+                 n_samples: int):
         from bayesfa.samplers.ngram._hpyp_kernel import node_levels
+
+        self.parent, self.depth, self.n_sym, self.width = parent, depth, int(n_sym), width
+        self.seating, self.n_samples = seating, int(n_samples)
+        self.node = {}  # context (oldest symbol first) -> node of the training tree
+        for i in range(tok_node.size):
+            p, u = i + 1, int(tok_node[i])
+            while u >= 0 and tuple(F[p - depth[u]:p]) not in self.node:
+                self.node[tuple(int(x) for x in F[p - depth[u]:p])] = u
+                u = int(parent[u])
+        self.path = np.empty(int(node_levels(parent).max()) + 2, dtype=np.int64)
+        self.pp = np.empty(self.path.size)
+
+    @classmethod
+    def of_hpyp(cls, arrays: dict[str, np.ndarray], options: dict[str, Any]) -> "ContextPredictive":
+        """Every recorded sample of an HPYP run (its tables and ``d``, ``theta``)."""
+        from bayesfa.samplers.ngram._hpyp_kernel import fill_customers, set_node_params
 
         if options.get("sequence", False):
             raise InputError("a run fitted with --sequence models one long sequence, not a "
                              "distribution over strings: it has no strings to sample")
-        self.arrays, self.n_sym = arrays, int(arrays["n_symbols"])
-        self.width = int(options["order"]) - 1
-        none = Corpus.from_strings([], self.n_sym - 1)
-        (F, n_train, self.parent, self.depth, self.tok_node, self.tok_sym, self.nodes,
-         self.sym) = _scoring_tree(arrays, options, none)
-        self.n_train = n_train
-        self.node = {}  # context (oldest symbol first) -> node of the training tree
-        for i in range(n_train):
-            p, u = i + 1, int(self.tok_node[i])
-            while u >= 0 and tuple(F[p - self.depth[u]:p]) not in self.node:
-                self.node[tuple(int(x) for x in F[p - self.depth[u]:p])] = u
-                u = int(self.parent[u])
-        self.path = np.empty(int(node_levels(self.parent).max()) + 2, dtype=np.int64)
-        self.pp = np.empty(self.path.size)
-        self.dord = depth_order(self.depth)
+        n_sym = int(arrays["n_symbols"])
+        F, n_train, parent, depth, tok_node, tok_sym, nodes, sym = _scoring_tree(
+            arrays, options, Corpus.from_strings([], n_sym - 1))
+        tables = np.asarray(arrays["tables"])
+        dord = depth_order(depth)
 
-    @property
-    def n_samples(self) -> int:
-        return int(np.prod(np.shape(self.arrays["tables"])[:2]))
+        def seating(k: int):
+            ch, d = divmod(int(k), tables.shape[1])
+            n = parent.size
+            c = np.zeros((n, n_sym), dtype=np.int32)
+            t = np.zeros((n, n_sym), dtype=np.int32)
+            cs, ts = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32)
+            t[nodes, sym] = tables[ch, d]
+            fill_customers(parent, dord, tok_node, tok_sym, n_train, c, t, cs, ts)
+            nd, nth = np.empty(n), np.empty(n)
+            set_node_params(depth, np.asarray(arrays["disc"][ch, d], dtype=np.float64),
+                            np.asarray(arrays["conc"][ch, d], dtype=np.float64), nd, nth)
+            return nd, nth, c, t, cs, ts
 
-    def seating(self, k: int):
-        """``(nd, nth, c, t, cs, ts)`` of recorded sample ``k`` (chain-major)."""
-        from bayesfa.samplers.ngram._hpyp_kernel import fill_customers, set_node_params
-
-        tables = np.asarray(self.arrays["tables"])
-        ch, d = divmod(int(k), tables.shape[1])
-        n = self.parent.size
-        c = np.zeros((n, self.n_sym), dtype=np.int32)
-        t = np.zeros((n, self.n_sym), dtype=np.int32)
-        cs, ts = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32)
-        t[self.nodes, self.sym] = tables[ch, d]
-        fill_customers(self.parent, self.dord, self.tok_node, self.tok_sym, self.n_train, c, t,
-                       cs, ts)
-        nd, nth = np.empty(n), np.empty(n)
-        set_node_params(self.depth, np.asarray(self.arrays["disc"][ch, d], dtype=np.float64),
-                        np.asarray(self.arrays["conc"][ch, d], dtype=np.float64), nd, nth)
-        return nd, nth, c, t, cs, ts
+        return cls(F, parent, depth, tok_node, n_sym, int(options["order"]) - 1, seating,
+                   tables.shape[0] * tables.shape[1])
 
     def next_probs(self, seating, context: list[int]) -> np.ndarray:
         """``p(w | context)`` for every symbol ``w`` (0 the end), ``[S]``."""
         from bayesfa.samplers.ngram._hpyp_kernel import predictive
 
-        key = tuple(context[len(context) - self.width:]) if self.width else ()
+        if self.width is None:
+            key = tuple(context)
+        else:
+            key = tuple(context[-self.width:]) if self.width else ()
         while key not in self.node:
             key = key[1:]
         u = self.node[key]
@@ -732,7 +743,7 @@ class _HPYP:
 
     def sample_strings(self, arrays, options, n: int, rng: np.random.Generator) -> list:
         """``n`` strings from the predictive (:class:`ContextPredictive`)."""
-        return ContextPredictive(arrays, options).draw(n, rng)
+        return ContextPredictive.of_hpyp(arrays, options).draw(n, rng)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         order = int(options["order"])
