@@ -276,8 +276,9 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p = sub.add_parser("sample", help="draw strings from a run's predictive distribution",
                        description="Draw N strings from the run's posterior predictive (a draw "
                                    "of the Eq. 6 mixture, then a string from its plug-in "
-                                   "automaton; pdfa / pdia: the MAP plug-in automaton; hpyp: "
-                                   "symbol by symbol from the predictive given the context, "
+                                   "automaton; pdfa / pdia: the MAP plug-in automaton; hpyp, "
+                                   "memoizer: symbol by symbol from the predictive given the "
+                                   "context, "
                                    "until the end symbol; bayesfa.Run.sample), or with --which "
                                    "from that exported automaton. A run on PAutomaC data "
                                    "writes a PAutomaC sample (which `bayesfa fit` reads); a run "

@@ -434,3 +434,87 @@ def test_a_sequence_run_has_no_strings_to_export_or_sample(method):
     with pytest.raises(InputError, match="--sequence models one long sequence") as err:
         call()
     assert "\n" not in str(err.value)
+
+
+def test_pdia_plugin_matches_a_franchise_reference(toy_runs):
+    """Every transition of the PDIA's plug-in, unvisited ones included, against the Chinese
+    restaurant franchise's prior predictive counted here from the sample's raw seats and
+    table dishes (not through the kernel's seating arrays): a table of restaurant s with n_t
+    customers (n_t - d) / (alpha + n_s), a new table (alpha + d T_s) / (alpha + n_s) shared
+    as (m_k - d0) / (alpha0 + M) over the dishes and (alpha0 + d0 K) / (alpha0 + M) for a
+    fresh state; emissions (c_qs + beta / S) / (c_q + beta)."""
+    from bayesfa.samplers.pdia.pdfa import CRF, plugin_pfa
+
+    run = toy_runs("pdia")
+    arrays = run.arrays
+    n_c, n_d = np.shape(arrays["log_joint"])
+    unvisited = 0
+    for c in range(n_c):
+        for d in range(n_d):
+            delta, seat = arrays["delta"][c, d], arrays["seat"][c, d]
+            cnt = arrays["counts"][c, d].astype(float)
+            tdish = arrays["tdish"][c, d][:int(arrays["n_tab"][c, d])]
+            alpha, beta, alpha0, disc, disc0 = (float(x) for x in arrays["hyp"][c, d])
+            rows, n_sym = delta.shape
+            used = np.unique(seat[:, 1:][delta[:, 1:] >= 0])
+            m = np.bincount(tdish[used], minlength=rows).astype(float)
+            big_m, big_k = used.size, np.count_nonzero(m)
+            q = rows + 1
+            pi = np.vstack([(cnt + beta / n_sym) / (cnt.sum(axis=1, keepdims=True) + beta),
+                            np.full((1, n_sym), 1.0 / n_sym)])
+            trans = np.zeros((n_sym - 1, q, q))
+            for s in range(1, n_sym):
+                tabs, sizes = np.unique(seat[delta[:, s] >= 0, s], return_counts=True)
+                n_s = sizes.sum()
+                pred = np.zeros(q)
+                for t, n_t in zip(tabs, sizes):
+                    pred[tdish[t]] += (n_t - disc) / (alpha + n_s)
+                new = (alpha + disc * tabs.size) / (alpha + n_s) if n_s > 0 else 1.0
+                if big_m:
+                    pred[:rows] += new * np.where(m > 0, m - disc0, 0.0) / (alpha0 + big_m)
+                    pred[rows] += new * (alpha0 + disc0 * big_k) / (alpha0 + big_m)
+                else:
+                    pred[rows] += new
+                for r in range(q):
+                    if r < rows and delta[r, s] >= 0:
+                        trans[s - 1, r, delta[r, s]] = pi[r, s]
+                    else:
+                        trans[s - 1, r] = pi[r, s] * pred
+                        unvisited += 1
+            got = plugin_pfa(CRF, arrays, run.options, c, d)
+            np.testing.assert_allclose(got.trans, trans, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(got.stop, pi[:, 0], rtol=1e-12)
+    assert unvisited > 0
+
+
+def test_pdfa_plugin_matches_a_polya_reference(toy_runs):
+    """The finite PDFA's plug-in against Eq. delta:pred counted here from the raw transition
+    table: an unvisited delta_qs goes to k with (alpha mu_k + v_ks) / (alpha + D+_s), v_ks the
+    visited entries of column s pointing to k."""
+    from bayesfa.samplers.pdia.pdfa import FINITE, plugin_pfa
+
+    run = toy_runs("pdfa")
+    arrays = run.arrays
+    n_c, n_d = np.shape(arrays["log_joint"])
+    unvisited = 0
+    for c in range(n_c):
+        for d in range(n_d):
+            delta, mu = arrays["delta"][c, d], arrays["mu"][c, d]
+            cnt = arrays["counts"][c, d].astype(float)
+            alpha, beta = (float(x) for x in arrays["hyp"][c, d][:2])
+            rows, n_sym = delta.shape
+            pi = (cnt + beta / n_sym) / (cnt.sum(axis=1, keepdims=True) + beta)
+            trans = np.zeros((n_sym - 1, rows, rows))
+            for s in range(1, n_sym):
+                seen = delta[:, s] >= 0
+                pred = (alpha * mu + np.bincount(delta[seen, s], minlength=rows)) / (alpha + seen.sum())
+                for r in range(rows):
+                    if seen[r]:
+                        trans[s - 1, r, delta[r, s]] = pi[r, s]
+                    else:
+                        trans[s - 1, r] = pi[r, s] * pred
+                        unvisited += 1
+            got = plugin_pfa(FINITE, arrays, run.options, c, d)
+            np.testing.assert_allclose(got.trans, trans, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(got.stop, pi[:, 0], rtol=1e-12)
+    assert unvisited > 0
