@@ -638,7 +638,18 @@ class Run:
         automaton gives probability 0 is an :class:`InputError` naming it."""
         from bayesfa.forward import viterbi
 
-        pfa = self.automaton(which).to_pfa()
+        if hasattr(_method_of(self), "automaton"):
+            pfa = self.automaton(which).to_pfa()
+        else:  # the oracles: the draw of highest log joint among their components
+            from bayesfa.samplers.plugin import check_which, map_index
+
+            if check_which(which) == "mean":
+                raise InputError(f"--which mean: method {self.method} has no posterior-mean "
+                                 f"automaton; use --which map")
+            comps = self.components()
+            joint = self._trace_arrays().get("log_joint")
+            joint = None if joint is None else np.asarray(joint).reshape(1, -1)
+            pfa = comps[map_index(joint, (1, len(comps)))[1]]
         corpus = self.corpus(strings, format=format)
         out = []
         for s in range(corpus.n_strings):
