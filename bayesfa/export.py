@@ -178,6 +178,8 @@ def export_run(run_dir: str | os.PathLike, fmt: str, out: str | os.PathLike,
     try:
         with np.errstate(invalid="ignore"):
             machine = run_automaton(run, which, lambda: _trace_log_joint(run))
+    except InputError:
+        raise
     except (KeyError, IndexError, TypeError, ValueError) as err:
         raise InputError(f"arrays.npz does not fit the manifest's {run.method} run "
                          f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})",

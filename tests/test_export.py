@@ -518,3 +518,21 @@ def test_pdfa_plugin_matches_a_polya_reference(toy_runs):
             np.testing.assert_allclose(got.trans, trans, rtol=1e-12, atol=1e-15)
             np.testing.assert_allclose(got.stop, pi[:, 0], rtol=1e-12)
     assert unvisited > 0
+
+
+def test_cli_refuses_mean_of_an_ipfa_run_in_one_line(tmp_path, capsys):
+    from bayesfa.corpus import Corpus
+
+    train = tmp_path / "train"
+    write_sample(train, Corpus.from_strings([[{"a": 0, "b": 1}[x] for x in s] for s in TOY], 2))
+    run_dir = tmp_path / "run"
+    assert main(["fit", str(train), "--method", "ipfa", "--states", "2", "--iterations", "20",
+                 "--burn-in", "10", "--period", "5", "--chains", "2", "--out", str(run_dir),
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    rc = main(["export", str(run_dir), "--format", "pautomac", "--which", "mean", "--out",
+               str(tmp_path / "m.txt")])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert "--which mean" in err and "differ from draw to draw" in err
+    assert "arrays.npz" not in err and not (tmp_path / "m.txt").exists()
