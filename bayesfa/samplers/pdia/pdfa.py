@@ -1211,7 +1211,14 @@ def plugin_pfa(model: int, arrays, options, c: int, d: int, variant: int = 0,
     if options.get("sequence", False):
         raise InputError("a run fitted with --sequence models one long sequence, not a "
                          "distribution over strings: it has no automaton to export")
+    from bayesfa.memory import available_memory, format_bytes
+
     rows, n_sym = (int(x) for x in arrays["delta"].shape[2:])
+    need = 3 * 8 * n_sym * (rows + 1) ** 2  # the dense [S, Q, Q] tables: go, trans, the PFA's
+    if need > available_memory():
+        raise InputError(f"the plug-in automaton of this run ({rows} state rows, {n_sym} "
+                         f"symbols) needs {format_bytes(need)} as a dense PFA, more than the "
+                         f"{format_bytes(available_memory())} available")
     delta, _, cnt, ctot, nj, v, mu, tabs, col_tabs, col_T, sts, meta = _sample_state(
         model, 1, arrays, c, d, rows)
     hyp = np.asarray(arrays["hyp"][c, d], dtype=np.float64)
