@@ -704,23 +704,29 @@ class Run:
                 "warnings": diagnostics.warnings(summary)}
 
     # -- the automaton
-    def automaton(self):
-        """The one automaton the method learned (a :class:`~bayesfa.automata.PDFA` or
-        :class:`~bayesfa.automata.PFA` giving every string the probability :meth:`predict`
-        gives it), for the methods that learn one; an InputError otherwise."""
+    def automaton(self, which: str = "map"):
+        """The run's automaton (a :class:`~bayesfa.automata.PDFA` or
+        :class:`~bayesfa.automata.PFA`). The greedy learners: the one they learned, giving
+        every string the probability :meth:`predict` gives it. The samplers and optimisers
+        (:mod:`bayesfa.samplers.plugin`): ``which="map"`` the plug-in automaton of the draw of
+        highest log joint (an optimiser's final iterate), ``which="mean"`` that of the
+        posterior mean of the plug-in parameters where the states are the same in every draw
+        (an InputError for the iPFA and the PDIA). The n-gram models: an InputError."""
         from bayesfa.export import run_automaton
 
-        return run_automaton(self)
+        return _guarded(self, lambda: run_automaton(
+            self, which, lambda: self._trace_arrays().get("log_joint")))
 
     def export(self, format: str = "pautomac", out: str | os.PathLike | None = None,
-               max_edges: int | None = None) -> str:
-        """The automaton as a PAutomaC model file or Graphviz dot text; written to ``out``
-        when given (refusing to replace a file bayesfa did not write), returned as text."""
+               max_edges: int | None = None, which: str = "map") -> str:
+        """The automaton (:meth:`automaton` of ``which``) as a PAutomaC model file or Graphviz
+        dot text; written to ``out`` when given (refusing to replace a file bayesfa did not
+        write), returned as text."""
         from bayesfa import export as ex
 
-        machine = self.automaton()
         if format not in ex.FORMATS:
             raise InputError(f"format {format!r} is unknown; choose from {', '.join(ex.FORMATS)}")
+        machine = self.automaton(which)
         if format == "dot":
             symbols = [str(x) for x in self.alphabet] if self.alphabet is not None else None
             text = ex.dot_text(machine, max_edges or ex.DEFAULT_MAX_EDGES, symbols)
@@ -738,42 +744,72 @@ class Run:
 
     def components(self) -> list:
         """The plug-in automata whose equal-weight mixture is the run's predictive, as
-        :class:`~bayesfa.automata.PFA` objects: one per recorded draw for the PFA-family
-        samplers and the oracles (Eq. 6), one for CVB, HMM-EM and the greedy learners. Methods
-        whose predictive is not a mixture of fixed automata (the PDFA / PDIA, whose unvisited
-        transitions are drawn as the test is read, and the n-gram models) have none: an
-        :class:`InputError` says so."""
+        :class:`~bayesfa.automata.PFA` objects: one per stored draw for the PFA-family samplers
+        (the iPFA included) and the oracles (Eq. 6), one for CVB, HMM-EM and the greedy
+        learners. Methods whose predictive is not a mixture of fixed automata (the PDFA /
+        PDIA, whose unvisited transitions are drawn as the test is read, and the n-gram
+        models) have none: an :class:`InputError` says so (their plug-in automaton is
+        :meth:`automaton`)."""
         return _plugin_automata(self)
 
-    def sample(self, n: int, seed: int = 0) -> list:
-        """``n`` strings drawn from the run's predictive distribution (a draw of the mixture of
-        :meth:`components`, then a string from it), in the run's symbols (lists of letters
-        when the run has no alphabet; ``str`` when every symbol is one character)."""
+    def sample(self, n: int, seed: int = 0, *, which: str | None = None) -> list:
+        """``n`` strings, in the run's symbols (lists of letters when the run has no alphabet;
+        ``str`` when every symbol is one character); the same ``seed``, the same strings.
+
+        ``which=None``: from the run's predictive distribution: a component of the mixture
+        of :meth:`components` drawn uniformly, then a string from it; the PDFA / PDIA, whose
+        predictive is no such mixture, draw from their MAP plug-in automaton; the n-gram
+        models (hpyp, memoizer) symbol by symbol from their predictive given the context,
+        until the end symbol. ``which="map"`` / ``"mean"``: from that :meth:`automaton`."""
+        from bayesfa.samplers.plugin import check_which
+
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise InputError(f"n must be a whole number, 0 or more, got {n!r}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise InputError(f"seed must be a whole number, 0 or more, got {seed!r}")
-        comps = self.components()
+        if which is not None:
+            check_which(which)
         rng = np.random.default_rng(np.random.SeedSequence(seed))
-        which = rng.integers(len(comps), size=int(n))
+        method = _method_of(self)
+        if which is None and hasattr(method, "sample_strings"):
+            drawn = _guarded(self, lambda: method.sample_strings(self.arrays, self.options,
+                                                                  int(n), rng))
+            return [self._symbols(s) for s in drawn]
+        if which is None and getattr(method, "predictive_is_mixture", True):
+            comps = self.components()
+        else:
+            comps = [self.automaton(which or "map").to_pfa()]
+        pick = rng.integers(len(comps), size=int(n))
         strings: list = [None] * int(n)
-        for k in np.unique(which):
-            idx = np.flatnonzero(which == k)
+        for k in np.unique(pick):
+            idx = np.flatnonzero(pick == k)
             drawn = comps[k].sample(idx.size, rng)
             for i, s in zip(idx, drawn.strings()):
                 strings[i] = self._symbols(s)
         return strings
 
-    def decode(self, strings, *, format: str | None = None) -> list[np.ndarray]:
-        """The most probable state path of each string under the plug-in automaton (Viterbi;
-        the draw of highest joint probability for the samplers): for a string of ``n``
-        letters, ``n + 1`` states, the first the initial state. A string the automaton gives
-        probability 0 is an :class:`InputError` naming it."""
+    def decode(self, strings, *, format: str | None = None, separator: str | None = None,
+               which: str = "map") -> list[np.ndarray]:
+        """The most probable state path of each string under the run's :meth:`automaton`
+        (``which``: ``map``, the draw of highest joint probability for the samplers, or
+        ``mean``; Viterbi), its states numbered as in the exported model file: for a string
+        of ``n`` letters, ``n + 1`` states, the first the initial state. A string the
+        automaton gives probability 0 is an :class:`InputError` naming it."""
         from bayesfa.forward import viterbi
 
-        comps = self.components()
-        pfa = comps[self._map_draw(len(comps))]
-        corpus = self.corpus(strings, format=format)
+        if hasattr(_method_of(self), "automaton"):
+            pfa = self.automaton(which).to_pfa()
+        else:  # the oracles: the draw of highest log joint among their components
+            from bayesfa.samplers.plugin import check_which, map_index
+
+            if check_which(which) == "mean":
+                raise InputError(f"--which mean: method {self.method} has no posterior-mean "
+                                 f"automaton; use --which map")
+            comps = self.components()
+            joint = self._trace_arrays().get("log_joint")
+            joint = None if joint is None else np.asarray(joint).reshape(1, -1)
+            pfa = comps[map_index(joint, (1, len(comps)))[1]]
+        corpus = self.corpus(strings, format=format, separator=separator)
         out = []
         for s in range(corpus.n_strings):
             try:
@@ -782,13 +818,6 @@ class Run:
                 raise InputError(f"string {s} has probability 0 under the run's automaton: no "
                                  f"state path to decode") from None
         return out
-
-    def _map_draw(self, n: int) -> int:
-        trace = self._trace_arrays()
-        joint = trace.get("log_joint")
-        if n == 1 or joint is None or np.size(joint) != n:
-            return 0
-        return int(np.nanargmax(np.asarray(joint, dtype=np.float64).reshape(-1)))
 
     def _symbols(self, letters):
         letters = [int(x) for x in letters]
@@ -799,39 +828,22 @@ class Run:
 
 
 def _plugin_automata(run: Run) -> list:
-    """:meth:`Run.components`: read from the arrays each method family saves."""
+    """:meth:`Run.components`: each stored draw's plug-in, from the method's front
+    (:class:`bayesfa.samplers.plugin.DrawAutomata`), the oracles' draws or the one automaton."""
     from bayesfa.automata import PFA
 
     arrays, options, method = run.arrays, run.options, run.method
-
-    def from_xi(xi):
-        xi = np.asarray(xi, dtype=np.float64)
-        return [PFA.from_xi(x) for x in xi.reshape((-1,) + xi.shape[-3:])]
-
-    if method in ("cgs-pfa", "cgs-hmm-star", "cvb0", "gcvb0", "cvb2"):
-        from bayesfa.samplers.pfa.cgs_pfa import plugin_xi
-
-        counts = arrays["expected_counts"] if method.startswith(("cvb", "gcvb")) else arrays["counts"]
-        return from_xi(plugin_xi(counts, options["beta"]))
-    if method == "cgs-hmm":
-        from bayesfa.samplers.pfa.cgs_hmm import hmm_xi
-
-        return from_xi(hmm_xi(arrays["counts"], options["alpha"], options["beta"]))
-    if method == "cgs-sg":
-        from bayesfa.samplers.pfa.cgs_sg import sg_xi
-
-        return from_xi(sg_xi(arrays["counts"], arrays["graph"], options["beta"]))
-    if "xi" in arrays:  # the oracles' draws, PFA form
-        return from_xi(arrays["xi"])
-    if method == "hmm-em" and not options.get("sequence"):
-        from bayesfa.learners.hmm_em import to_pfa
-
-        return [PFA(*to_pfa(arrays["startprob"], arrays["transmat"], arrays["emissionprob"], False))]
     entry = _method_of(run)
-    if hasattr(entry, "automaton"):
+    if hasattr(entry, "draw_automata") and getattr(entry, "predictive_is_mixture", True):
+        return _guarded(run, lambda: entry.draw_automata(arrays, options))
+    if "xi" in arrays:  # the oracles' draws, PFA form
+        xi = np.asarray(arrays["xi"], dtype=np.float64)
+        return [PFA.from_xi(x) for x in xi.reshape((-1,) + xi.shape[-3:])]
+    if hasattr(entry, "automaton") and not hasattr(entry, "draw_automata"):
         return [run.automaton().to_pfa()]
-    raise InputError(f"method {method} has no plug-in automata to sample or decode from (its "
-                     f"predictive is not a mixture of fixed automata)", run.path or "run")
+    raise InputError(f"method {method} has no plug-in automata whose mixture is its predictive "
+                     f"(its predictive is not a mixture of fixed automata); its plug-in "
+                     f"automaton is Run.automaton()", run.path or "run")
 
 
 def _method_of(run: Run):

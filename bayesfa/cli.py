@@ -260,11 +260,18 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("export",
-                       help="write a run's learned automaton (PAutomaC model file or dot)",
-                       description="Write the one automaton a run learned (estatemerge, evgram, "
-                                   "cvgram, alergia) as a PAutomaC model file, which `bayesfa "
-                                   "prob` reads back to the run's own probabilities, or as "
-                                   "Graphviz dot.")
+                       help="write a run's automaton (PAutomaC model file or dot)",
+                       description="Write a run's automaton as a PAutomaC model file, which "
+                                   "`bayesfa prob` reads back, or as Graphviz dot: the one a "
+                                   "greedy learner learned (estatemerge, evgram, cvgram, "
+                                   "alergia; its probabilities are the run's predictions), or "
+                                   "the plug-in automaton of a sampler or optimiser (cgs-pfa, "
+                                   "cgs-sg, cgs-hmm, cgs-hmm-star, ipfa, pdfa, pdia, "
+                                   "pdia-smoothed, cvb0, gcvb0, cvb2, hmm-em): the posterior "
+                                   "mean of the parameters given the draw of highest log joint "
+                                   "(--which map), or the posterior mean of the plug-in "
+                                   "parameters over the draws (--which mean, where the states "
+                                   "are the same in every draw).")
     p.add_argument("run", metavar="RUN_DIR")
     p.add_argument("--format", choices=("pautomac", "dot"), required=True,
                    help="pautomac (model file) or dot (Graphviz picture)")
@@ -272,29 +279,38 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
                    help="output file; - for standard output")
     p.add_argument("--max-edges", type=positive_int, default=200,
                    help="dot: draw only the N most probable transitions (default 200)")
+    _add_which(p)
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("sample", help="draw strings from a run's predictive distribution",
                        description="Draw N strings from the run's posterior predictive (a draw "
                                    "of the Eq. 6 mixture, then a string from its plug-in "
-                                   "automaton; bayesfa.Run.sample). A run on PAutomaC data "
+                                   "automaton; pdfa / pdia: the MAP plug-in automaton; hpyp, "
+                                   "memoizer: symbol by symbol from the predictive given the "
+                                   "context, "
+                                   "until the end symbol; bayesfa.Run.sample), or with --which "
+                                   "from that exported automaton. A run on PAutomaC data "
                                    "writes a PAutomaC sample (which `bayesfa fit` reads); a run "
                                    "with an alphabet writes one string a line in its symbols.")
     p.add_argument("run", metavar="RUN_DIR")
     p.add_argument("n", type=positive_int, metavar="N", help="number of strings")
     p.add_argument("--seed", type=seed_int, default=0, help="random seed; default 0")
+    _add_which(p, default=None)
     p.add_argument("--out", required=True, metavar="FILE",
                    help="output file; - for standard output")
     p.set_defaults(func=cmd_sample)
 
     p = sub.add_parser("decode", help="most probable state path of each test string (Viterbi)",
                        description="The most probable state path of each string of TEST under "
-                                   "the run's plug-in automaton (the draw of highest joint "
-                                   "probability for the samplers; bayesfa.Run.decode): one "
-                                   "line a string, its n + 1 states separated by spaces.")
+                                   "the run's automaton, the one `bayesfa export --which` "
+                                   "writes (by default the plug-in of the draw of highest "
+                                   "joint probability; bayesfa.Run.decode), its states "
+                                   "numbered as in that model file: one line a string, its "
+                                   "n + 1 states separated by spaces.")
     p.add_argument("run", metavar="RUN_DIR")
     p.add_argument("test", metavar="TEST")
-    _add_format(p, separator=False)
+    _add_format(p)
+    _add_which(p)
     p.add_argument("--out", required=True, metavar="FILE",
                    help="output file; - for standard output")
     p.set_defaults(func=cmd_decode)
@@ -582,10 +598,20 @@ def cmd_validate(args) -> int:
     return 0 if passed else 1
 
 
+def _add_which(parser, default: str | None = "map") -> None:
+    """``--which map|mean``: which automaton of a sampler's run (bayesfa.samplers.plugin)."""
+    parser.add_argument("--which", choices=("map", "mean"), default=default,
+                        help="map: the plug-in automaton of the draw of highest log joint (an "
+                             "optimiser's final iterate); mean: that of the posterior mean of "
+                             "the plug-in parameters (methods whose states are the same in "
+                             "every draw)" + ("; default map" if default else
+                                              "; default: the run's predictive"))
+
+
 def cmd_export(args) -> int:
     from bayesfa.export import export_run
 
-    export_run(args.run, args.format, args.out, args.max_edges)
+    export_run(args.run, args.format, args.out, args.max_edges, args.which)
     return 0
 
 
@@ -594,7 +620,7 @@ def cmd_sample(args) -> int:
     from bayesfa.rundir import write_output_text
 
     run = load(args.run)
-    strings = run.sample(args.n, seed=args.seed)
+    strings = run.sample(args.n, seed=args.seed, which=args.which)
     if run.alphabet is None:  # a PAutomaC sample, letters 0..A-1
         size = int(run.manifest.get("train", {}).get("alphabet_size") or 1)
         lines = [f"{len(strings)} {size}"] + [" ".join(map(str, [len(s), *s])) for s in strings]
@@ -616,7 +642,8 @@ def cmd_decode(args) -> int:
     from bayesfa.api import load
     from bayesfa.rundir import write_output_text
 
-    paths = load(args.run).decode(args.test, format=args.format)
+    paths = load(args.run).decode(args.test, format=args.format, separator=args.separator,
+                                 which=args.which)
     write_output_text(args.out, "".join(" ".join(map(str, p)) + "\n" for p in paths), "--out",
                       stream=True)
     return 0

@@ -1,9 +1,13 @@
 """Export the automaton a run learned: a PAutomaC model file or a Graphviz dot picture.
 
 A method opts in by giving its registry object ``automaton(arrays, options)``, returning a
-:class:`~bayesfa.automata.PDFA` (or a :class:`~bayesfa.automata.PFA`) that gives every string
-exactly the probability ``predict_log_prob`` gives it (smoothing included). Methods whose
-result is a posterior average over many automata (the samplers) have none, and
+:class:`~bayesfa.automata.PDFA` (or a :class:`~bayesfa.automata.PFA`). The greedy learners
+learn one automaton, which gives every string exactly the probability ``predict_log_prob``
+gives it (smoothing included). The samplers and optimisers take ``automaton(arrays, options,
+which, log_joint)`` (:class:`bayesfa.samplers.plugin.DrawAutomata`): ``which="map"`` the
+plug-in automaton of the draw of highest log joint (the trace's ``log_joint``; an optimiser's
+final iterate), ``which="mean"`` that of the posterior mean of the plug-in parameters where
+one automaton exists for it. The n-gram models (hpyp, memoizer) have none, and
 :func:`run_automaton` refuses them in one line.
 
 The PAutomaC file of a PDFA is written from its sparse tables (``S: (q,a) pi/(1-stop)``,
@@ -26,10 +30,16 @@ FORMATS = ("pautomac", "dot")
 DEFAULT_MAX_EDGES = 200
 
 
-def run_automaton(run) -> PDFA | PFA:
-    """The automaton of a loaded run (:func:`bayesfa.rundir.load_run`)."""
-    from bayesfa.methods import get_method, method_names
+def run_automaton(run, which: str = "map", log_joint=None) -> PDFA | PFA:
+    """The automaton of a loaded run (:func:`bayesfa.rundir.load_run` or :class:`bayesfa.Run`):
+    ``which`` ``"map"`` or ``"mean"`` (module docstring); ``log_joint``: a function returning
+    the run's ``log_joint`` trace ``[chain, draw]`` (or None), called only if needed."""
+    import inspect
 
+    from bayesfa.methods import get_method, method_names
+    from bayesfa.samplers.plugin import check_which
+
+    check_which(which)
     if run.method not in method_names():
         raise InputError(f"unknown method {run.method!r} in the run's manifest", run.path)
     method = get_method(run.method)
@@ -38,7 +48,20 @@ def run_automaton(run) -> PDFA | PFA:
         able = [n for n in method_names() if _has_automaton(n)]
         raise InputError(f"method {run.method} does not learn one automaton, so it has nothing to "
                          f"export (export works for: {', '.join(able)})", run.path)
-    return build(run.arrays, run.options)
+    if "which" not in inspect.signature(build).parameters:  # one automaton: map and mean alike
+        return build(run.arrays, run.options)
+    grid = method.draw_grid(run.arrays) if hasattr(method, "draw_grid") else (1, 1)
+    joint = log_joint() if log_joint is not None and grid[0] * grid[1] > 1 else None
+    return build(run.arrays, run.options, which=which, log_joint=joint)
+
+
+def _trace_log_joint(run):
+    """The ``log_joint`` of a run folder's ``trace.nc`` (None without one)."""
+    from bayesfa.rundir import TRACE, read_trace
+
+    if run.trace_path is None:
+        return None
+    return read_trace(run.verify(TRACE)).get("log_joint")
 
 
 def _has_automaton(name: str) -> bool:
@@ -140,16 +163,27 @@ def write_dot(path: str | os.PathLike, machine: PDFA | PFA, max_edges: int = DEF
 
 
 def export_run(run_dir: str | os.PathLike, fmt: str, out: str | os.PathLike,
-               max_edges: int = DEFAULT_MAX_EDGES) -> PDFA | PFA:
-    """Load ``run_dir`` and write its automaton to ``out`` in ``fmt`` (pautomac or dot),
-    through the guarded writer (:func:`bayesfa.rundir.write_output`; ``-``: standard output)."""
+               max_edges: int = DEFAULT_MAX_EDGES, which: str = "map") -> PDFA | PFA:
+    """Load ``run_dir`` and write its automaton (``which``: ``map`` or ``mean``, see
+    :func:`run_automaton`) to ``out`` in ``fmt`` (pautomac or dot), through the guarded writer
+    (:func:`bayesfa.rundir.write_output`; ``-``: standard output)."""
     from bayesfa.rundir import load_run
+    from bayesfa.samplers.plugin import check_which
 
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r} (choose {' or '.join(FORMATS)})")
+    check_which(which)
     check_output(out, stream=True)  # before any work
     run = load_run(run_dir)
-    machine = run_automaton(run)
+    try:
+        with np.errstate(invalid="ignore"):
+            machine = run_automaton(run, which, lambda: _trace_log_joint(run))
+    except InputError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError) as err:
+        raise InputError(f"arrays.npz does not fit the manifest's {run.method} run "
+                         f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})",
+                         run.path) from None
     if fmt == "pautomac":
         write_pautomac(out, machine, guarded=True)
     else:

@@ -58,14 +58,14 @@ def test_fit_predict_export_round_trip(method, data, tmp_path, capsys):
     assert all(0 < float(prob) <= 1 for _, prob in edges)
 
 
-def test_export_refuses_a_sampler_run_in_one_line(tmp_path, capsys):
-    run = save_run(tmp_path / "run", method="cgs-pfa", options={"beta": 0.1}, seed=0,
-                   arrays={"counts": np.zeros((1, 2, 3, 3))})
+def test_export_refuses_an_ngram_run_in_one_line(tmp_path, capsys):
+    run = save_run(tmp_path / "run", method="hpyp", options={"order": 2}, seed=0,
+                   arrays={"tokens": np.zeros(3, dtype=np.int32)})
     rc = main(["export", str(run), "--format", "pautomac", "--out", str(tmp_path / "m.txt")])
     out, err = capsys.readouterr()
     assert rc == 2 and out == ""
     assert err.count("\n") == 1 and "does not learn one automaton" in err
-    assert "estatemerge" in err  # names the methods that can
+    assert "estatemerge" in err and "cgs-pfa" in err and "pdia" in err  # names those that can
     assert not (tmp_path / "m.txt").exists()
 
 
@@ -80,3 +80,459 @@ def test_dot_keeps_the_heaviest_edges():
     assert 'q0 -> q1 [label="0 : 0.7"' in one and "q0 -> q0" not in one
     assert "1 of 2 transitions drawn" in one
     assert "start0 -> q0" in one and "stop 1" in one
+
+
+# -- the plug-in automaton of the samplers and optimisers (issue 36, item 4) ----------------------
+
+TOY = ["ab", "", "abb", "b", "aab", "ab", "", "ba", "abab", "b", "ab", "abb"] * 3
+QUERY = ["", "a", "b", "ab", "ba", "bb", "aab", "abb", "abab", "bab", "aaaa"]
+MCMC = dict(iterations=60, burn_in=20, period=5, chains=2)
+PLUGIN_FITS = {
+    "cgs-pfa": dict(states=3, **MCMC), "cgs-sg": dict(states=3, **MCMC),
+    "cgs-hmm": dict(states=3, **MCMC), "cgs-hmm-star": dict(states=3, **MCMC),
+    "ipfa": dict(states=2, **MCMC), "pdfa": dict(states=3, **MCMC), "pdia": dict(MCMC),
+    "pdia-smoothed": dict(MCMC), "cvb0": dict(states=3), "gcvb0": dict(states=3),
+    "cvb2": dict(states=3), "hmm-em": dict(states=3),
+}
+PDIA_FAMILY = ("pdfa", "pdia", "pdia-smoothed")
+#: states the same in every draw: a posterior-mean automaton exists
+FIXED_STATES = ("cgs-pfa", "cgs-sg", "cgs-hmm", "cgs-hmm-star", "pdfa")
+
+
+@pytest.fixture(scope="module")
+def toy_runs():
+    import bayesfa
+
+    cache = {}
+
+    def get(method):
+        if method not in cache:
+            cache[method] = bayesfa.fit(TOY, method=method, seed=1, **PLUGIN_FITS[method])
+        return cache[method]
+
+    return get
+
+
+def _map_draw(run):
+    """``(chain, draw)`` of the highest log joint of the run's trace, found here by numpy."""
+    lj = np.asarray(run.scalar_trace()["log_joint"])
+    c, d = np.unravel_index(int(np.argmax(lj)), lj.shape)
+    return int(c), int(d)
+
+
+def _pdia_walk(run, corpus):
+    """Reference for the PDFA / PDIA plug-in of the MAP sample, written apart from
+    ``plugin_pfa``: along a string whose transitions the sample visited, the product of the
+    posterior-mean emissions ``(c_qs + a_s) / (c_q + beta)`` (Pfau et al. 2010, Eq. x:end
+    integrated), the end symbol last. NaN for a string that reads an unvisited transition."""
+    arrays = run.arrays
+    lj = np.asarray(arrays["log_joint"])
+    c, d = np.unravel_index(int(np.argmax(lj)), lj.shape)
+    delta, cnt = arrays["delta"][c, d], arrays["counts"][c, d].astype(float)
+    beta = float(arrays["hyp"][c, d, 1])
+    n_sym = delta.shape[1]
+    pseudo = (beta * np.exp(arrays["lpi0"][c, d]) if "lpi0" in arrays
+              else np.full(n_sym, beta / n_sym))
+    out = np.full(corpus.n_strings, np.nan)
+    for i in range(corpus.n_strings):
+        q, lp = 0, 0.0
+        for s in [int(x) + 1 for x in corpus.string(i)] + [0]:
+            lp += np.log((cnt[q, s] + pseudo[s]) / (cnt[q].sum() + beta))
+            if s == 0:
+                out[i] = lp
+                break
+            if delta[q, s] < 0:
+                break
+            q = int(delta[q, s])
+    return out
+
+
+def _plugin_reference(run, method, corpus):
+    """Each string's log probability under the run's MAP plug-in, by the front's own
+    per-draw predictive code (for the PDFA / PDIA: :func:`_pdia_walk`)."""
+    from bayesfa.methods import get_method
+    from bayesfa.samplers.pfa import cgs_pfa, ipfa
+
+    arrays, options = run.arrays, run.options
+    if method in ("cvb0", "gcvb0", "cvb2", "hmm-em"):
+        return run.log_prob(corpus)  # one automaton: the run's prediction
+    if method in PDIA_FAMILY:
+        return _pdia_walk(run, corpus)
+    c, d = _map_draw(run)
+    if method == "cgs-pfa":
+        return cgs_pfa.plugin_log_prob(arrays["counts"][c, d][None], options["beta"], corpus)[0]
+    if method == "ipfa":
+        return ipfa.per_sample_log_prob(arrays, corpus)[c, d]
+    return get_method(method).per_sample_log_prob(arrays, options, corpus)[c, d]
+
+
+def _read_back(text, tmp_path, corpus):
+    """The model file's string probabilities: bayesfa's PAutomaC reader, then the forward
+    algorithm (code apart from the samplers)."""
+    from bayesfa.forward import forward_log_prob
+
+    path = tmp_path / "model.txt"
+    path.write_text(text)
+    pfa = read_model(path)
+    return forward_log_prob(pfa.init, pfa.trans, pfa.stop, corpus.with_alphabet(pfa.alphabet_size))
+
+
+@pytest.mark.parametrize("method", list(PLUGIN_FITS))
+def test_exported_map_automaton_is_the_runs_plugin(method, toy_runs, tmp_path):
+    run = toy_runs(method)
+    corpus = run.corpus(QUERY)
+    got = _read_back(run.export("pautomac"), tmp_path, corpus)
+    want = _plugin_reference(run, method, corpus)
+    known = ~np.isnan(want)
+    assert known.sum() >= 3  # the PDIA walk: at least three strings on visited transitions
+    np.testing.assert_allclose(got[known], want[known], rtol=1e-9, atol=0)
+    # a distribution over strings: every string of at most 8 letters has positive
+    # probability and they do not sum above 1 (the automaton stops somewhere)
+    every = [""] + ["".join(t) for n in range(1, 9) for t in __import__("itertools").product("ab", repeat=n)]
+    p = np.exp(_read_back(run.export("pautomac"), tmp_path, run.corpus(every)))
+    assert np.all(p > 0) and p.sum() <= 1 + 1e-9
+
+
+@pytest.mark.parametrize("method", ["cgs-pfa", "cgs-hmm"])
+def test_exported_mean_automaton_is_the_mean_plugin(method, toy_runs, tmp_path):
+    from bayesfa.forward import forward_log_prob, xi_to_pfa
+    from bayesfa.samplers.pfa.cgs_hmm import hmm_xi
+    from bayesfa.samplers.pfa.cgs_pfa import plugin_xi
+
+    run = toy_runs(method)
+    counts = np.asarray(run.arrays["counts"])
+    opts = run.options
+    xi = (plugin_xi(counts, opts["beta"]) if method == "cgs-pfa"
+          else hmm_xi(counts, opts["alpha"], opts["beta"]))
+    mean = xi.reshape((-1,) + xi.shape[-3:]).mean(axis=0)
+    corpus = run.corpus(QUERY)
+    want = forward_log_prob(*xi_to_pfa(mean), corpus)
+    got = _read_back(run.export("pautomac", which="mean"), tmp_path, corpus)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=0)
+    assert not np.allclose(got, _read_back(run.export("pautomac"), tmp_path, corpus))
+
+
+@pytest.mark.parametrize("method", ["ipfa", "pdia", "pdia-smoothed"])
+def test_mean_is_refused_where_states_are_not_aligned(method, toy_runs):
+    from bayesfa.errors import InputError
+
+    with pytest.raises(InputError, match="--which mean.*no posterior-mean automaton") as err:
+        toy_runs(method).export("pautomac", which="mean")
+    assert "\n" not in str(err.value)
+
+
+def test_pdfa_mean_automaton_averages_the_samples_plugins(toy_runs, tmp_path):
+    from bayesfa.samplers.pdia.pdfa import FINITE, plugin_pfa
+
+    run = toy_runs("pdfa")
+    n_c, n_d = np.shape(run.arrays["log_joint"])
+    corpus = run.corpus(QUERY)
+    probs = [plugin_pfa(FINITE, run.arrays, run.options, c, d).prob(corpus)
+             for c in range(n_c) for d in range(n_d)]
+    # the mean PFA's probabilities are not the mean of the samples' (a string's probability
+    # is not linear in the parameters), but the empty string's is: stop(q0), averaged
+    got = np.exp(_read_back(run.export("pautomac", which="mean"), tmp_path, corpus))
+    assert got[0] == pytest.approx(np.mean([p[0] for p in probs]), rel=1e-9)
+
+
+@pytest.mark.parametrize("method", ["cgs-pfa", "pdia"])
+def test_cli_export_matches_the_plugin_prediction(method, toy_runs, tmp_path, capsys):
+    """The issue's "done when": `bayesfa export` of a cgs-pfa and a pdia run folder gives a
+    model file whose probabilities (`bayesfa prob`) are the run's plug-in predictions."""
+    import bayesfa
+    from bayesfa.corpus import Corpus
+
+    train, test = tmp_path / "train", tmp_path / "test"
+    letters = {"a": 0, "b": 1}
+    write_sample(train, Corpus.from_strings([[letters[x] for x in s] for s in TOY], 2))
+    write_sample(test, Corpus.from_strings([[letters[x] for x in s] for s in QUERY], 2))
+    opts = []
+    for k, v in PLUGIN_FITS[method].items():
+        opts += [f"--{k.replace('_', '-')}", str(v)]
+    run_dir = tmp_path / "run"
+    assert main(["fit", str(train), "--method", method, *opts, "--seed", "1", "--out",
+                 str(run_dir), "--quiet"]) == 0
+    model, back = tmp_path / "model.txt", tmp_path / "back"
+    assert main(["export", str(run_dir), "--format", "pautomac", "--which", "map", "--out",
+                 str(model)]) == 0
+    assert main(["prob", str(model), str(test), "--out", str(back)]) == 0
+    run = bayesfa.load(run_dir)
+    want = _plugin_reference(run, method, read_sample(test))
+    known = ~np.isnan(want)
+    assert known.sum() >= 3
+    np.testing.assert_allclose(np.log(read_solution(back))[known], want[known], rtol=1e-9)
+    dot = tmp_path / "m.dot"
+    assert main(["export", str(run_dir), "--format", "dot", "--out", str(dot)]) == 0
+    assert dot.read_text().startswith("digraph")
+    capsys.readouterr()
+
+
+# -- sample and decode through the automaton ------------------------------------------------------
+
+#: a goodness-of-fit test below fails with this probability when the sampler is right (the
+#: seeds are fixed, so each outcome is deterministic; the rate is the chance a seed was unlucky)
+TEST_FAILURE_RATE = 1e-3
+
+
+def _chi_square_p(strings, log_prob_of, n_letters=8):
+    """p-value of Pearson's chi-square of the sampled strings' frequencies against their
+    exact probabilities: every string of at most ``n_letters`` letters over a, b with an
+    expected count of at least 5 is a cell, everything else one pooled cell."""
+    import itertools
+
+    from scipy.stats import chisquare
+
+    n = len(strings)
+    every = [""] + ["".join(t) for k in range(1, n_letters + 1)
+                    for t in itertools.product("ab", repeat=k)]
+    expected = n * np.exp(log_prob_of(every))
+    keep = expected >= 5
+    seen = {s: 0 for s in every}
+    other = 0
+    for s in strings:
+        if s in seen and keep[every.index(s)]:
+            seen[s] += 1
+        else:
+            other += 1
+    obs = np.array([seen[s] for s, k in zip(every, keep) if k] + [other], dtype=float)
+    exp = np.concatenate([expected[keep], [n - expected[keep].sum()]])
+    assert keep.sum() >= 5
+    return chisquare(obs, exp).pvalue
+
+
+@pytest.mark.parametrize("method", ["pdfa", "pdia", "ipfa"])
+def test_sample_is_seeded_and_fits_the_automaton(method, toy_runs):
+    run = toy_runs(method)
+    assert run.sample(40, seed=7) == run.sample(40, seed=7)
+    assert run.sample(40, seed=7) != run.sample(40, seed=8)
+    strings = run.sample(4000, seed=11)
+    if method == "ipfa":  # the predictive is Eq. 6's mixture: run.predict gives it exactly
+        p = _chi_square_p(strings, lambda s: run.predict(s))
+    else:  # the MAP plug-in automaton
+        machine = run.automaton().to_pfa()
+        p = _chi_square_p(strings, lambda s: machine.log_prob(run.corpus(s)))
+    assert p > TEST_FAILURE_RATE
+    # --which map draws from the exported automaton (ipfa too)
+    machine = run.automaton("map").to_pfa()
+    p = _chi_square_p(run.sample(4000, seed=12, which="map"),
+                      lambda s: machine.log_prob(run.corpus(s)))
+    assert p > TEST_FAILURE_RATE
+
+
+@pytest.mark.parametrize("method", ["pdfa", "pdia", "ipfa"])
+def test_decode_is_the_most_probable_path_of_the_exported_automaton(method, toy_runs, tmp_path):
+    import itertools
+
+    run = toy_runs(method)
+    pfa = read_model(_write(tmp_path, run.export("pautomac")))  # the file's state numbers
+    strings = ["", "ab", "ba", "abb"]
+    paths = run.decode(strings)
+    assert [p.tolist() for p in paths] == [p.tolist() for p in run.decode(strings)]
+    for s, path in zip(run.corpus(strings).strings(), paths):
+        assert len(path) == len(s) + 1
+
+        def joint(states):
+            p = pfa.init[states[0]] * pfa.stop[states[-1]]
+            for a, q, r in zip(s, states[:-1], states[1:]):
+                p *= pfa.trans[a, q, r]
+            return p
+
+        best = max(joint(st) for st in itertools.product(range(pfa.n_states), repeat=len(s) + 1))
+        assert joint(list(path)) == pytest.approx(best, rel=1e-12) and best > 0
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "exported.txt"
+    path.write_text(text)
+    return path
+
+
+def test_cli_sample_and_decode_a_pdia_run(tmp_path, capsys):
+    from bayesfa.corpus import Corpus
+
+    train = tmp_path / "train"
+    write_sample(train, Corpus.from_strings([[{"a": 0, "b": 1}[x] for x in s] for s in TOY], 2))
+    run_dir = tmp_path / "run"
+    opts = [x for k, v in PLUGIN_FITS["pdia"].items() for x in (f"--{k.replace('_', '-')}", str(v))]
+    assert main(["fit", str(train), "--method", "pdia", *opts, "--seed", "1", "--out",
+                 str(run_dir), "--quiet"]) == 0
+    for seed_out in ("s1", "s2"):
+        assert main(["sample", str(run_dir), "30", "--seed", "3", "--out",
+                     str(tmp_path / seed_out)]) == 0
+    assert (tmp_path / "s1").read_text() == (tmp_path / "s2").read_text()
+    assert read_sample(tmp_path / "s1").n_strings == 30
+    assert main(["decode", str(run_dir), str(train), "--out", str(tmp_path / "paths")]) == 0
+    lines = (tmp_path / "paths").read_text().splitlines()
+    assert len(lines) == len(TOY)
+    assert [len(x.split()) for x in lines] == [len(s) + 1 for s in TOY]
+    capsys.readouterr()
+
+
+# -- hpyp: strings from the predictive -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def hpyp_run():
+    import bayesfa
+
+    return bayesfa.fit(TOY, method="hpyp", seed=2, order=2, iterations=30, burn_in=10,
+                       period=5, chains=2)
+
+
+def test_hpyp_sample_is_seeded_and_fits_its_predictive(hpyp_run):
+    from bayesfa.samplers.ngram.hpyp import ContextPredictive
+
+    run = hpyp_run
+    assert run.sample(40, seed=7) == run.sample(40, seed=7)
+    assert run.sample(40, seed=7) != run.sample(40, seed=8)
+    model = ContextPredictive.of_hpyp(run.arrays, run.options)
+    # 20,000 draws (4,000 with this seed gave p = 5e-4, a 1-in-2,000 event; twelve seeds gave
+    # p-values spread over (0, 1), and 20,000 draws more power)
+    p = _chi_square_p(run.sample(20_000, seed=13), lambda s: model.log_prob(run.corpus(s)))
+    assert p > TEST_FAILURE_RATE
+    # the first symbol is predicted from the training seating alone: the empty string's
+    # probability is the scorer's (the kernel's score_tokens, apart from this sampler)
+    np.testing.assert_allclose(model.log_prob(run.corpus([""])), run.predict([""]), rtol=1e-12)
+
+
+def test_memoizer_sample_is_seeded_and_fits_its_predictive():
+    import bayesfa
+    from bayesfa.samplers.ngram.memoizer import context_predictive
+
+    run = bayesfa.fit(TOY, method="memoizer", seed=3)
+    assert run.sample(40, seed=7) == run.sample(40, seed=7)
+    assert run.sample(40, seed=7) != run.sample(40, seed=8)
+    model = context_predictive(run.arrays, run.options)
+    p = _chi_square_p(run.sample(20_000, seed=14), lambda s: model.log_prob(run.corpus(s)))
+    assert p > TEST_FAILURE_RATE
+
+
+def test_map_draw_under_max_draws_is_among_the_kept_draws(tmp_path):
+    """With ``max_draws`` only K draws per chain keep their counts: the MAP automaton is the
+    kept draw of highest log joint (the trace has every draw's)."""
+    import bayesfa
+    from bayesfa.samplers.pfa.cgs_pfa import kept_draw_indices, plugin_log_prob
+
+    run = bayesfa.fit(TOY, method="cgs-pfa", seed=5, max_draws=3, **PLUGIN_FITS["cgs-pfa"])
+    lj = np.asarray(run.scalar_trace()["log_joint"])
+    kept = kept_draw_indices(lj.shape[1], 3)
+    assert np.shape(run.arrays["counts"])[1] == 3 and lj.shape[1] > 3
+    c, k = np.unravel_index(int(np.argmax(lj[:, kept])), (lj.shape[0], 3))
+    corpus = run.corpus(QUERY)
+    want = plugin_log_prob(run.arrays["counts"][c, k][None], run.options["beta"], corpus)[0]
+    np.testing.assert_allclose(_read_back(run.export("pautomac"), tmp_path, corpus), want,
+                               rtol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["hmm-em", "hpyp"])
+def test_a_sequence_run_has_no_strings_to_export_or_sample(method):
+    import bayesfa
+    from bayesfa.errors import InputError
+
+    extra = dict(states=2) if method == "hmm-em" else dict(order=2, iterations=4, burn_in=2)
+    run = bayesfa.fit(TOY, method=method, seed=0, sequence=True, **extra)
+    call = (lambda: run.export("pautomac")) if method == "hmm-em" else (lambda: run.sample(3))
+    with pytest.raises(InputError, match="--sequence models one long sequence") as err:
+        call()
+    assert "\n" not in str(err.value)
+
+
+def test_pdia_plugin_matches_a_franchise_reference(toy_runs):
+    """Every transition of the PDIA's plug-in, unvisited ones included, against the Chinese
+    restaurant franchise's prior predictive counted here from the sample's raw seats and
+    table dishes (not through the kernel's seating arrays): a table of restaurant s with n_t
+    customers (n_t - d) / (alpha + n_s), a new table (alpha + d T_s) / (alpha + n_s) shared
+    as (m_k - d0) / (alpha0 + M) over the dishes and (alpha0 + d0 K) / (alpha0 + M) for a
+    fresh state; emissions (c_qs + beta / S) / (c_q + beta)."""
+    from bayesfa.samplers.pdia.pdfa import CRF, plugin_pfa
+
+    run = toy_runs("pdia")
+    arrays = run.arrays
+    n_c, n_d = np.shape(arrays["log_joint"])
+    unvisited = 0
+    for c in range(n_c):
+        for d in range(n_d):
+            delta, seat = arrays["delta"][c, d], arrays["seat"][c, d]
+            cnt = arrays["counts"][c, d].astype(float)
+            tdish = arrays["tdish"][c, d][:int(arrays["n_tab"][c, d])]
+            alpha, beta, alpha0, disc, disc0 = (float(x) for x in arrays["hyp"][c, d])
+            rows, n_sym = delta.shape
+            used = np.unique(seat[:, 1:][delta[:, 1:] >= 0])
+            m = np.bincount(tdish[used], minlength=rows).astype(float)
+            big_m, big_k = used.size, np.count_nonzero(m)
+            q = rows + 1
+            pi = np.vstack([(cnt + beta / n_sym) / (cnt.sum(axis=1, keepdims=True) + beta),
+                            np.full((1, n_sym), 1.0 / n_sym)])
+            trans = np.zeros((n_sym - 1, q, q))
+            for s in range(1, n_sym):
+                tabs, sizes = np.unique(seat[delta[:, s] >= 0, s], return_counts=True)
+                n_s = sizes.sum()
+                pred = np.zeros(q)
+                for t, n_t in zip(tabs, sizes):
+                    pred[tdish[t]] += (n_t - disc) / (alpha + n_s)
+                new = (alpha + disc * tabs.size) / (alpha + n_s) if n_s > 0 else 1.0
+                if big_m:
+                    pred[:rows] += new * np.where(m > 0, m - disc0, 0.0) / (alpha0 + big_m)
+                    pred[rows] += new * (alpha0 + disc0 * big_k) / (alpha0 + big_m)
+                else:
+                    pred[rows] += new
+                for r in range(q):
+                    if r < rows and delta[r, s] >= 0:
+                        trans[s - 1, r, delta[r, s]] = pi[r, s]
+                    else:
+                        trans[s - 1, r] = pi[r, s] * pred
+                        unvisited += 1
+            got = plugin_pfa(CRF, arrays, run.options, c, d)
+            np.testing.assert_allclose(got.trans, trans, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(got.stop, pi[:, 0], rtol=1e-12)
+    assert unvisited > 0
+
+
+def test_pdfa_plugin_matches_a_polya_reference(toy_runs):
+    """The finite PDFA's plug-in against Eq. delta:pred counted here from the raw transition
+    table: an unvisited delta_qs goes to k with (alpha mu_k + v_ks) / (alpha + D+_s), v_ks the
+    visited entries of column s pointing to k."""
+    from bayesfa.samplers.pdia.pdfa import FINITE, plugin_pfa
+
+    run = toy_runs("pdfa")
+    arrays = run.arrays
+    n_c, n_d = np.shape(arrays["log_joint"])
+    unvisited = 0
+    for c in range(n_c):
+        for d in range(n_d):
+            delta, mu = arrays["delta"][c, d], arrays["mu"][c, d]
+            cnt = arrays["counts"][c, d].astype(float)
+            alpha, beta = (float(x) for x in arrays["hyp"][c, d][:2])
+            rows, n_sym = delta.shape
+            pi = (cnt + beta / n_sym) / (cnt.sum(axis=1, keepdims=True) + beta)
+            trans = np.zeros((n_sym - 1, rows, rows))
+            for s in range(1, n_sym):
+                seen = delta[:, s] >= 0
+                pred = (alpha * mu + np.bincount(delta[seen, s], minlength=rows)) / (alpha + seen.sum())
+                for r in range(rows):
+                    if seen[r]:
+                        trans[s - 1, r, delta[r, s]] = pi[r, s]
+                    else:
+                        trans[s - 1, r] = pi[r, s] * pred
+                        unvisited += 1
+            got = plugin_pfa(FINITE, arrays, run.options, c, d)
+            np.testing.assert_allclose(got.trans, trans, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(got.stop, pi[:, 0], rtol=1e-12)
+    assert unvisited > 0
+
+
+def test_cli_refuses_mean_of_an_ipfa_run_in_one_line(tmp_path, capsys):
+    from bayesfa.corpus import Corpus
+
+    train = tmp_path / "train"
+    write_sample(train, Corpus.from_strings([[{"a": 0, "b": 1}[x] for x in s] for s in TOY], 2))
+    run_dir = tmp_path / "run"
+    assert main(["fit", str(train), "--method", "ipfa", "--states", "2", "--iterations", "20",
+                 "--burn-in", "10", "--period", "5", "--chains", "2", "--out", str(run_dir),
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    rc = main(["export", str(run_dir), "--format", "pautomac", "--which", "mean", "--out",
+               str(tmp_path / "m.txt")])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert "--which mean" in err and "differ from draw to draw" in err
+    assert "arrays.npz" not in err and not (tmp_path / "m.txt").exists()

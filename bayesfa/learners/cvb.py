@@ -52,7 +52,8 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument, 
                                      check_checkpoint_every, check_numbers, corrupt_checkpoint,
                                      digest, free_positions, read_checkpoint, save_checkpoint)
 from bayesfa.samplers.pfa.cgs_pfa import (HOLDOUT_MAX, _fraction, holdout_split, plugin_log_prob,
-                                          prior_matrix)
+                                          plugin_xi, prior_matrix)
+from bayesfa.samplers.plugin import DrawAutomata
 
 _REFRESH = 16  # recompute the maintained sums from q every this many iterations
 LOWER_BOUND = 1e-7  # Sect. 4.2, footnote 8
@@ -887,8 +888,10 @@ def _memory(corpus: Corpus, options: dict[str, Any], gcvb0: bool) -> int:
     return int(need)
 
 
-class _VBMethod:
-    """A registry entry of :data:`bayesfa.methods.REGISTRY` for one of the variational fits.
+class _VBMethod(DrawAutomata):
+    """A registry entry of :data:`bayesfa.methods.REGISTRY` for one of the variational fits;
+    its one plug-in automaton (:class:`~bayesfa.samplers.plugin.DrawAutomata`, ``map`` and
+    ``mean`` alike) is ``xi~`` of Eq. 10 from the final iterate's ``E_q[C]``.
 
     ``validation``: its spec (:mod:`bayesfa.validation.learners.cvb`); ``variant`` != 0 (set
     on a copy by that spec): a mutant of :data:`bayesfa.learners._cvb_kernel.MUTATIONS`."""
@@ -943,6 +946,16 @@ class _VBMethod:
     def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
                          corpus: Corpus) -> np.ndarray:
         return predict_log_prob(arrays["expected_counts"], options["beta"], corpus)
+
+    def draw_grid(self, arrays: dict[str, np.ndarray]) -> tuple[int, int]:
+        return 1, 1
+
+    def draw_pfa(self, arrays, options, chain: int, k: int):
+        """``xi~`` of Eq. 10 (:func:`~bayesfa.samplers.pfa.cgs_pfa.plugin_xi`, the code of
+        :func:`predict_log_prob`) from the final ``E_q[C]``, as a PFA."""
+        from bayesfa.automata import PFA
+
+        return PFA.from_xi(plugin_xi(np.asarray(arrays["expected_counts"]), options["beta"]))
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         self._check_options(options)

@@ -48,6 +48,7 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import FitResult, positive_float, positive_int
+from bayesfa.samplers.plugin import DrawAutomata
 
 
 #: validation mutants (``variant`` of :func:`new_model`, :func:`fit_restarts`, :func:`to_pfa`
@@ -230,8 +231,10 @@ def next_state(init: np.ndarray, trans: np.ndarray, one: Corpus) -> np.ndarray:
     return w / w.sum()
 
 
-class _HMMEM:
-    """The ``hmm-em`` entry of :data:`bayesfa.methods.REGISTRY`."""
+class _HMMEM(DrawAutomata):
+    """The ``hmm-em`` entry of :data:`bayesfa.methods.REGISTRY`; its one automaton
+    (:class:`~bayesfa.samplers.plugin.DrawAutomata`, ``map`` and ``mean`` alike): the best
+    restart's HMM as a PFA (:func:`to_pfa`, what :meth:`predict_log_prob` scores)."""
 
     name = "hmm-em"
     variant = 0  # != 0: a validation mutant (MUTATIONS)
@@ -296,6 +299,18 @@ class _HMMEM:
             if s + 1 < corpus.n_strings:
                 carry = next_state(carry, trans, one)
         return out
+
+    def draw_grid(self, arrays) -> tuple[int, int]:
+        return 1, 1
+
+    def draw_pfa(self, arrays, options, chain: int, k: int):
+        from bayesfa.automata import PFA
+
+        if options.get("sequence", False):
+            raise InputError("a run fitted with --sequence models one long sequence, not a "
+                             "distribution over strings: it has no automaton to export")
+        return PFA(*to_pfa(arrays["startprob"], arrays["transmat"], arrays["emissionprob"],
+                           False, self.variant))
 
     def perplexity_log_prob(self, arrays, options, corpus: Corpus, *, continuation: bool,
                             letters_only: bool = False) -> float:

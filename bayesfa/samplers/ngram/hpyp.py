@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from typing import Any, NamedTuple
@@ -465,16 +466,10 @@ def _representatives(parent, tok_node, slot_node):
     return rep_tok[slot_node], rep_up[slot_node].astype(np.int32)
 
 
-def per_sample_log_prob(arrays: dict[str, np.ndarray], options: dict[str, Any], test: Corpus,
-                        variant: int = 0, carry: bool = False, per_token: bool = False
-                        ) -> np.ndarray:
-    """``log Pr(test string | sample)`` ``[chain, draw, n_strings]`` (module docstring);
-    ``carry``: every string given the training data *and the test strings before it* (the
-    test data integrated as read, for ``bayesfa perplexity``), also for sentences;
-    ``per_token`` (with ``carry``): one value per predicted test symbol instead of per
-    string, ``[chain, draw, n_symbols]``."""
-    from bayesfa.samplers.ngram._hpyp_kernel import node_levels, score_samples
-
+def _scoring_tree(arrays: dict[str, np.ndarray], options: dict[str, Any], test: Corpus):
+    """The context tree of the training symbols followed by ``test``'s, and the recorded
+    tables' slots on it: ``(F, n_train, parent, depth, tok_node, tok_sym, nodes, sym)``
+    (:func:`per_sample_log_prob`, :func:`sample_strings`)."""
     sequence = bool(options.get("sequence", False))
     order = int(options["order"])
     train_F = np.asarray(arrays["tokens"], dtype=np.int32)
@@ -494,6 +489,23 @@ def per_sample_log_prob(arrays: dict[str, np.ndarray], options: dict[str, Any], 
     for k in range(int(np.max(up, initial=0))):
         nodes[up > k] = parent[nodes[up > k]]
     sym = np.asarray(arrays["slot_sym"], dtype=np.int64)
+    return F, n_train, parent, depth, tok_node, tok_sym, nodes, sym
+
+
+def per_sample_log_prob(arrays: dict[str, np.ndarray], options: dict[str, Any], test: Corpus,
+                        variant: int = 0, carry: bool = False, per_token: bool = False
+                        ) -> np.ndarray:
+    """``log Pr(test string | sample)`` ``[chain, draw, n_strings]`` (module docstring);
+    ``carry``: every string given the training data *and the test strings before it* (the
+    test data integrated as read, for ``bayesfa perplexity``), also for sentences;
+    ``per_token`` (with ``carry``): one value per predicted test symbol instead of per
+    string, ``[chain, draw, n_symbols]``."""
+    from bayesfa.samplers.ngram._hpyp_kernel import node_levels, score_samples
+
+    sequence = bool(options.get("sequence", False))
+    n_sym = int(arrays["n_symbols"])
+    F, n_train, parent, depth, tok_node, tok_sym, nodes, sym = _scoring_tree(arrays, options,
+                                                                             test)
     tables = np.asarray(arrays["tables"])
     n_c, n_d = tables.shape[:2]
     offsets = test_offsets(test, sequence)
@@ -563,6 +575,122 @@ def perplexity_log_prob(arrays, options, test: Corpus, continuation: bool,
         return float(log_mean_exp(lp.reshape(-1, lp.shape[-1]), axis=0).sum())
     lp = per_sample_log_prob(arrays, options, test, carry=True)
     return float(log_mean_exp(lp.reshape(-1, lp.shape[-1]).sum(axis=1), axis=0))
+
+
+
+# -- drawing strings from the predictive (Run.sample) --------------------------------------------
+
+class ContextPredictive:
+    """The predictive of the next symbol after any context (Teh 2006, Eq. 10, the kernel's
+    :func:`~bayesfa.samplers.ngram._hpyp_kernel.predictive`) under a seating of the training
+    data: what ``bayesfa sample`` draws strings from, symbol by symbol from the context "after
+    an end" until the end symbol (the drawn symbols are not seated: each is drawn from the
+    predictive given the context and the training data). A context the training data never
+    had is a restaurant without customers, whose predictive is its parent's (Eq. 10 with
+    ``c_u = 0``): the longest suffix of the context that is a node of the training tree (an
+    uncompressed one: every suffix of a training context is a node) gives it exactly.
+    Sentences only.
+
+    ``F``, ``parent``, ``depth``, ``tok_node``: the training symbols and their context tree
+    (:func:`context_tree`, sentences, ``first = 1``); ``width``: the longest context (None:
+    unbounded); ``seating(k)`` -> ``(nd, nth, c, t, cs, ts)`` of seating ``k`` of
+    ``n_samples``, drawn uniformly for each string. :meth:`of_hpyp`: the recorded samples of
+    an HPYP run."""
+
+    def __init__(self, F, parent, depth, tok_node, n_sym: int, width: int | None, seating,
+                 n_samples: int):
+        from bayesfa.samplers.ngram._hpyp_kernel import node_levels
+
+        self.parent, self.depth, self.n_sym, self.width = parent, depth, int(n_sym), width
+        self.seating, self.n_samples = seating, int(n_samples)
+        self.node = {}  # context (oldest symbol first) -> node of the training tree
+        for i in range(tok_node.size):
+            p, u = i + 1, int(tok_node[i])
+            while u >= 0 and tuple(F[p - depth[u]:p]) not in self.node:
+                self.node[tuple(int(x) for x in F[p - depth[u]:p])] = u
+                u = int(parent[u])
+        self.path = np.empty(int(node_levels(parent).max()) + 2, dtype=np.int64)
+        self.pp = np.empty(self.path.size)
+
+    @classmethod
+    def of_hpyp(cls, arrays: dict[str, np.ndarray], options: dict[str, Any]) -> "ContextPredictive":
+        """Every recorded sample of an HPYP run (its tables and ``d``, ``theta``)."""
+        from bayesfa.samplers.ngram._hpyp_kernel import fill_customers, set_node_params
+
+        if options.get("sequence", False):
+            raise InputError("a run fitted with --sequence models one long sequence, not a "
+                             "distribution over strings: it has no strings to sample")
+        n_sym = int(arrays["n_symbols"])
+        F, n_train, parent, depth, tok_node, tok_sym, nodes, sym = _scoring_tree(
+            arrays, options, Corpus.from_strings([], n_sym - 1))
+        tables = np.asarray(arrays["tables"])
+        dord = depth_order(depth)
+
+        def seating(k: int):
+            ch, d = divmod(int(k), tables.shape[1])
+            n = parent.size
+            c = np.zeros((n, n_sym), dtype=np.int32)
+            t = np.zeros((n, n_sym), dtype=np.int32)
+            cs, ts = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32)
+            t[nodes, sym] = tables[ch, d]
+            fill_customers(parent, dord, tok_node, tok_sym, n_train, c, t, cs, ts)
+            nd, nth = np.empty(n), np.empty(n)
+            set_node_params(depth, np.asarray(arrays["disc"][ch, d], dtype=np.float64),
+                            np.asarray(arrays["conc"][ch, d], dtype=np.float64), nd, nth)
+            return nd, nth, c, t, cs, ts
+
+        return cls(F, parent, depth, tok_node, n_sym, int(options["order"]) - 1, seating,
+                   tables.shape[0] * tables.shape[1])
+
+    def next_probs(self, seating, context: list[int]) -> np.ndarray:
+        """``p(w | context)`` for every symbol ``w`` (0 the end), ``[S]``."""
+        from bayesfa.samplers.ngram._hpyp_kernel import predictive
+
+        if self.width is None:
+            key = tuple(context)
+        else:
+            key = tuple(context[-self.width:]) if self.width else ()
+        while key not in self.node:
+            key = key[1:]
+        u = self.node[key]
+        return np.array([predictive(u, w, self.parent, *seating, 1.0 / self.n_sym, self.path,
+                                    self.pp) for w in range(self.n_sym)])
+
+    def log_prob(self, corpus: Corpus) -> np.ndarray:
+        """``log`` of the probability :meth:`draw` gives each string of ``corpus``: the mean
+        over the samples of the product of :meth:`next_probs` along it, end included."""
+        out = np.empty((self.n_samples, corpus.n_strings))
+        for k in range(self.n_samples):
+            seat = self.seating(k)
+            for i in range(corpus.n_strings):
+                context, lp = [0], 0.0
+                for w in [int(x) + 1 for x in corpus.string(i)] + [0]:
+                    lp += math.log(self.next_probs(seat, context)[w])
+                    context.append(w)
+                out[k, i] = lp
+        return log_mean_exp(out, axis=0)
+
+    def draw(self, n: int, rng: np.random.Generator, max_length: int = 100_000) -> list[list[int]]:
+        """``n`` strings (letters ``0..L-1``): for each, a recorded sample drawn uniformly,
+        then symbols from :meth:`next_probs` until the end symbol."""
+        which = rng.integers(self.n_samples, size=int(n))
+        strings: list = [None] * int(n)
+        for k in np.unique(which):
+            seat = self.seating(int(k))
+            for i in np.flatnonzero(which == k):
+                context, letters = [0], []
+                while True:
+                    p = self.next_probs(seat, context)
+                    w = int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), side="right"))
+                    w = min(w, self.n_sym - 1)
+                    if w == 0:
+                        break
+                    letters.append(w - 1)
+                    context.append(w)
+                    if len(letters) > max_length:
+                        raise InputError(f"a sampled string exceeds {max_length} symbols")
+                strings[i] = letters
+        return strings
 
 
 def check_shape(options: dict[str, Any], continuation: bool) -> None:
@@ -645,6 +773,10 @@ class _HPYP:
     def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
                             per_symbol: bool = False, details: dict | None = None) -> float:
         return perplexity_log_prob(arrays, options, corpus, continuation, per_symbol, details)
+
+    def sample_strings(self, arrays, options, n: int, rng: np.random.Generator) -> list:
+        """``n`` strings from the predictive (:class:`ContextPredictive`)."""
+        return ContextPredictive.of_hpyp(arrays, options).draw(n, rng)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         order = int(options["order"])

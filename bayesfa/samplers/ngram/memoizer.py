@@ -99,6 +99,20 @@ def seat(tree: Tree, n_sym: int, n_train: int, offsets: np.ndarray, reset: bool,
     after each; the seatings, the draws and the total are bit-identical to one call."""
     from bayesfa.samplers.ngram._hpyp_kernel import score_tokens
 
+    extra = (variant,) if variant else ()
+    train_lp, (nth, c, t, cs, ts) = seat_training(tree, n_sym, n_train, rng, variant, bar)
+    out = np.zeros(offsets.size - 1)
+    score_tokens(rng, tree.tok_node, tree.tok_sym, n_train, offsets, reset, tree.parent,
+                 tree.nd, nth, c, t, cs, ts, 1.0 / n_sym, tree.path_len, out, *extra)
+    return train_lp, out
+
+
+def seat_training(tree: Tree, n_sym: int, n_train: int, rng: np.random.Generator,
+                  variant: int = 0, bar=None) -> tuple[float, tuple]:
+    """Seat the first ``n_train`` symbols one by one (:func:`seat`'s first part): their total
+    log probability and the seating ``(nth, c, t, cs, ts)``."""
+    from bayesfa.samplers.ngram._hpyp_kernel import score_tokens
+
     n_nodes = tree.parent.size
     nth = np.zeros(n_nodes)
     c = np.zeros((n_nodes, n_sym), dtype=np.int32)
@@ -113,10 +127,32 @@ def seat(tree: Tree, n_sym: int, n_train: int, offsets: np.ndarray, reset: bool,
                      train_lp, *extra)
     else:
         train_lp[0] = _seat_in_chunks(tree, n_sym, n_train, rng, (nth, c, t, cs, ts), extra, bar)
-    out = np.zeros(offsets.size - 1)
-    score_tokens(rng, tree.tok_node, tree.tok_sym, n_train, offsets, reset, tree.parent,
-                 tree.nd, nth, c, t, cs, ts, 1.0 / n_sym, tree.path_len, out, *extra)
-    return float(train_lp[0]), out
+    return float(train_lp[0]), (nth, c, t, cs, ts)
+
+
+def context_predictive(arrays, options, variant: int = 0):
+    """The memoizer's :class:`~bayesfa.samplers.ngram.hpyp.ContextPredictive`: the training
+    data seated once with the run's entropy (one particle, as :meth:`_Memoizer.predict_log_prob`
+    seats them again) in the *uncompressed* tree of their contexts (every context length a
+    restaurant with its own discount ``d_|u|``: the same model, :func:`build`, so that every
+    suffix of a training context is a node and a new context's predictive is that of its
+    longest suffix there; another tree, so another draw of the seating than ``predict``'s).
+    Sentences only."""
+    from bayesfa.samplers.ngram.hpyp import ContextPredictive
+
+    if options.get("sequence", False):
+        raise InputError("a run fitted with --sequence models one long sequence, not a "
+                         "distribution over strings: it has no strings to sample")
+    F = np.asarray(arrays["tokens"], dtype=np.int32)
+    n_sym = int(arrays["n_symbols"])
+    parent, depth, _ = context_tree(F, 1, True, None, compress=False)
+    tree = build(F, 1, True, _Memoizer._discounts(options), float(options.get("d_inf", D_INF)),
+                 compress=False)
+    rng = np.random.default_rng([int(x) for x in np.asarray(arrays["entropy"])])
+    _, (nth, c, t, cs, ts) = seat_training(tree, n_sym, F.size - 1, rng, variant)
+    seating = (tree.nd, nth, c, t, cs, ts)
+    return ContextPredictive(F, tree.parent, depth, tree.tok_node, n_sym, None,
+                             lambda k: seating, 1)
 
 
 def _seat_in_chunks(tree: Tree, n_sym: int, n_train: int, rng, state: tuple, extra: tuple,
@@ -227,6 +263,11 @@ class _Memoizer:
         _, out = seat(tree, n_sym, train_F.size - first, offsets, not (sequence or carry), rng,
                       self.variant)
         return out
+
+    def sample_strings(self, arrays, options, n: int, rng: np.random.Generator) -> list:
+        """``n`` strings from the predictive, symbol by symbol until the end symbol
+        (:func:`context_predictive`)."""
+        return context_predictive(arrays, options, self.variant).draw(n, rng)
 
     def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
                             per_symbol: bool = False, details: dict | None = None) -> float:

@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import log_mean_exp
@@ -49,6 +50,7 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument, 
                                      check_checkpoint_every, check_generator_state,
                                      corrupt_checkpoint, digest, generator_state,
                                      read_checkpoint, save_checkpoint)
+from bayesfa.samplers.plugin import DrawAutomata
 
 FINITE, CRF = 0, 1
 #: hyperparameter slots of the kernels' ``hyp`` array, per model (see ``_crf_kernel``)
@@ -1175,6 +1177,119 @@ def perplexity_log_prob(model: int, arrays, options, corpus: Corpus, *, continua
     return float(log_mean_exp(np.array(per_set), axis=0).sum())
 
 
+# -- the plug-in automaton (bayesfa export, Run.sample / Run.decode) -----------------------------
+
+def plugin_pfa(model: int, arrays, options, c: int, d: int, variant: int = 0,
+               emission=None) -> PFA:
+    """The plug-in automaton of recorded sample ``(c, d)``: the PFA whose parameters are the
+    posterior means of the emissions and transitions given the sample (its transition table,
+    seating, emission counts and hyperparameters). States ``0..rows-1`` are the sample's
+    (``q0`` first, the start); the PDIA adds a last *fresh* state standing for every state
+    the sample does not use.
+
+    - Emissions (Pfau, Bartlett & Wood 2010, Eq. x:end integrated over ``pi_q``, the
+      Dirichlet-multinomial predictive): ``pi~_qs = (c_qs + a_s) / (c_q + beta)`` with
+      ``a_s = beta / S`` (``pi_q ~ Dir(beta / S)``) or ``beta pi0_s`` (pdia-smoothed); the
+      fresh state has ``c = 0``. The end symbol 0 is the stop probability.
+    - Transitions: a visited ``delta_qs`` is where it points; an unvisited one (the paper's
+      deleted zero-count transitions) goes to state ``k`` with its prior predictive given the
+      rest, ``E[1{delta_qs = k} | sample]``: Eq. delta:pred, ``(alpha mu_k + v_ks) / (alpha +
+      D+_s)``, for the finite PDFA, and for the PDIA the Chinese restaurant franchise's
+      (module docstring of :mod:`bayesfa.samplers.pdia._crf_kernel`: an open table of
+      restaurant ``s`` ``(n_t - d) / (alpha + n_s)``, a new table ``(alpha + d T_s) / (alpha
+      + n_s)`` shared over the dishes ``(m_k - d0) / (alpha0 + M)`` and a fresh state
+      ``(alpha0 + d0 K) / (alpha0 + M)``); the fresh state's own transitions are all unvisited.
+
+    All unused states look alike under these means, so lumping them into the one fresh state
+    is exact for the plug-in. It differs from :func:`predict` with ``map=True`` as a plug-in
+    does from a predictive: that one folds a test string's emissions into the counts as it
+    reads it and remembers an unvisited transition once drawn. Sentences only (a
+    ``--sequence`` run models one long sequence, not a distribution over strings)."""
+    from bayesfa.samplers.pdia._crf_kernel import (H_ALPHA, H_ALPHA0, H_BETA, H_D, H_D0,
+                                                   M_DISHES, M_HI, M_TABLES, S_M, T_DISH, T_N)
+
+    if options.get("sequence", False):
+        raise InputError("a run fitted with --sequence models one long sequence, not a "
+                         "distribution over strings: it has no automaton to export")
+    from bayesfa.memory import available_memory, format_bytes
+
+    rows, n_sym = (int(x) for x in arrays["delta"].shape[2:])
+    need = 3 * 8 * n_sym * (rows + 1) ** 2  # the dense [S, Q, Q] tables: go, trans, the PFA's
+    if need > available_memory():
+        raise InputError(f"the plug-in automaton of this run ({rows} state rows, {n_sym} "
+                         f"symbols) needs {format_bytes(need)} as a dense PFA, more than the "
+                         f"{format_bytes(available_memory())} available")
+    delta, _, cnt, ctot, nj, v, mu, tabs, col_tabs, col_T, sts, meta = _sample_state(
+        model, 1, arrays, c, d, rows)
+    hyp = np.asarray(arrays["hyp"][c, d], dtype=np.float64)
+    if emission is None:
+        beta = float(hyp[H_BETA])
+        pseudo = np.full(n_sym, beta / n_sym)
+    else:
+        lg = emission.predict_lg(arrays, c, d)
+        pseudo, beta = lg[0, :n_sym, -1], float(lg[0, n_sym, -1])
+    fresh = model == CRF
+    q = rows + int(fresh)
+    pi = np.empty((q, n_sym))
+    pi[:rows] = (cnt + pseudo) / (ctot[:, None] + beta)
+    if fresh:
+        pi[rows] = pseudo / beta
+    alpha = float(hyp[H_ALPHA])
+    pred = np.zeros((n_sym, q))  # [s, k]: where an unvisited entry of column s goes
+    for s in range(1, n_sym):
+        n = int(nj[s])
+        if model == FINITE:
+            pred[s, :rows] = (alpha * mu[:rows] + v[:rows, s]) / (alpha + n)
+            continue
+        disc = 0.0 if variant == 2 else float(hyp[H_D])
+        disc0 = 0.0 if variant == 2 else float(hyp[H_D0])
+        open_ = col_tabs[s, :col_T[s]]
+        np.add.at(pred[s], tabs[T_DISH, open_], (tabs[T_N, open_] - disc) / (alpha + n))
+        new_table = (alpha + disc * col_T[s]) / (alpha + n) if n > 0 else 1.0
+        big_m = int(meta[M_TABLES])
+        if big_m > 0:
+            m = sts[S_M, 1:min(rows, int(meta[M_HI]))].astype(np.float64)
+            pred[s, 1:1 + m.size] += np.where(m > 0, new_table * (m - disc0), 0.0) / (
+                float(hyp[H_ALPHA0]) + big_m)
+            pred[s, rows] += new_table * (float(hyp[H_ALPHA0]) + disc0 * int(meta[M_DISHES])) / (
+                float(hyp[H_ALPHA0]) + big_m)
+        else:
+            pred[s, rows] += new_table
+    go = np.zeros((n_sym, q, q))  # [s, from, to]
+    for s in range(1, n_sym):
+        go[s] = pred[s]
+        seen = np.flatnonzero(delta[:rows, s] >= 0)
+        go[s, seen] = 0.0
+        go[s, seen, delta[seen, s]] = 1.0
+    trans = pi.T[1:, :, None] * go[1:]
+    init = np.zeros(q)
+    init[0] = 1.0
+    return PFA(init, trans, pi[:, 0].copy())
+
+
+class PlugInAutomata(DrawAutomata):
+    """The export hook of the PDFA / PDIA fronts (:class:`~bayesfa.samplers.plugin.DrawAutomata`):
+    :func:`plugin_pfa` of a recorded sample; ``which="map"`` the sample of highest log joint
+    (the one ``predict --map`` uses). The PDIA's states come and go from sample to sample, so
+    it has no posterior-mean automaton; the finite PDFA's states are fixed, and its mean is the
+    PFA of the mean plug-in parameters."""
+
+    trim = True
+    #: the predictive (:func:`predict`) is not the mixture of the samples' plug-ins
+    predictive_is_mixture = False
+
+    def draw_grid(self, arrays) -> tuple[int, int]:
+        return tuple(np.shape(arrays["log_joint"]))
+
+    def draw_pfa(self, arrays, options, chain: int, k: int) -> PFA:
+        emission = self._emission() if hasattr(self, "_emission") else None
+        return plugin_pfa(self.model, arrays, options, chain, k, self.variant, emission)
+
+    def automaton(self, arrays, options, which: str = "map", log_joint=None) -> PFA:
+        """:meth:`DrawAutomata.automaton`, the MAP sample by the arrays' own ``log_joint``."""
+        return super().automaton(arrays, options, which, arrays["log_joint"])
+
+
 def memory_bytes(model: int, corpus: Corpus, options: dict[str, Any], n_cap: int) -> int:
     """Peak bytes of fit and predict: one chain's state plus the stored draws."""
     n_draws = max(1, (options["iterations"] - options["burn_in"]) // options["period"])
@@ -1205,10 +1320,11 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                              "default 0.5")
 
 
-class _PDFA:
+class _PDFA(PlugInAutomata):
     """The ``pdfa`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
     name = "pdfa"
+    model = FINITE
     resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
     summary = ("finite Bayesian PDFA, MH on each transition, emissions integrated out "
                "(Pfau, Bartlett & Wood 2010)")

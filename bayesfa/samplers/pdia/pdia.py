@@ -32,8 +32,8 @@ from bayesfa.corpus import Corpus
 from bayesfa.methods import FitResult, nonnegative_int, positive_float, positive_int
 from bayesfa.samplers.chains import add_checkpoint_argument
 from bayesfa.samplers.pdia.pdfa import (CRF, MIXTURE_MAX_PARTICLES, MIXTURE_TOLERANCE,
-                                        add_common_arguments, fit_model, memory_bytes,
-                                        perplexity_log_prob, predict)
+                                        PlugInAutomata, add_common_arguments, fit_model,
+                                        memory_bytes, perplexity_log_prob, predict)
 
 DEFAULT_MAX_STATES = 5000
 
@@ -51,7 +51,7 @@ def state_capacity(corpus: Corpus, options: dict[str, Any]) -> int:
     return int(min(2 * corpus.n_tokens + 2, int(options.get("max_states", DEFAULT_MAX_STATES)) + 1))
 
 
-class _PDIA:
+class _PDIA(PlugInAutomata):
     """The ``pdia`` entry of :data:`bayesfa.methods.REGISTRY`."""
 
     name = "pdia"
@@ -60,6 +60,10 @@ class _PDIA:
                "Chinese restaurant franchise (Pfau, Bartlett & Wood 2010)")
     validation = "bayesfa.validation.pdia.pdfa:PDIA"
     variant = 0
+    model = CRF
+    mean_plugin = False
+    no_mean_reason = ("its states come and go from sample to sample, so a mean of the samples' "
+                      "parameters is not the parameters of any one automaton")
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--iterations", type=positive_int, default=1000,

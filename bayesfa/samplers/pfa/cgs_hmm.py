@@ -35,10 +35,12 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
 from bayesfa.methods import FitResult, add_mcmc_arguments, positive_float
+from bayesfa.samplers.plugin import DrawAutomata
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
                                      add_checkpoint_argument, block_sweeps, check_chain_arguments,
                                      check_checkpoint_every, check_generator_state,
@@ -461,11 +463,22 @@ class DrawMixture:
         return log_mean_exp(logp.reshape(-1, logp.shape[-1]), axis=0)
 
 
-class ChainFront(DrawMixture):
+class ChainFront(DrawMixture, DrawAutomata):
     """What the registry entries of CGS-HMM and CGS-SG share around :func:`sample_chains`:
     their options, declared once in this order (the MCMC ones, the method's own in
     :meth:`add_own_arguments`, ``--holdout``, ``--checkpoint-every``), and ``fit`` with its
-    progress bar and checkpoints around the method's sampler (:meth:`sample`)."""
+    progress bar and checkpoints around the method's sampler (:meth:`sample`); the plug-in
+    automaton of a stored draw (:class:`~bayesfa.samplers.plugin.DrawAutomata`) from the
+    method's :meth:`draw_xi`, the ``xi~`` its ``per_sample_log_prob`` scores."""
+
+    def draw_grid(self, arrays: dict[str, np.ndarray]) -> tuple[int, int]:
+        return tuple(np.shape(arrays["counts"])[:2])
+
+    def draw_xi(self, arrays, options, chain: int, k: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def draw_pfa(self, arrays, options, chain: int, k: int) -> PFA:
+        return PFA.from_xi(self.draw_xi(arrays, options, chain, k))
 
     resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
 
@@ -544,6 +557,20 @@ class _CGSHMM(ChainFront):
         else:
             out = hmm_log_prob(flat, options["alpha"], options["beta"], corpus, plugin)
         return out.reshape(counts.shape[:-3] + (-1,))
+
+    def draw_xi(self, arrays, options, chain: int, k: int) -> np.ndarray:
+        """``xi~`` of stored draw ``(chain, k)``: CGS-HMM(*)'s, the CGS-PFA plug-in
+        (:func:`~bayesfa.samplers.pfa.cgs_pfa.plugin_xi`), or Eq. 20 (:func:`hmm_xi`), as
+        :meth:`per_sample_log_prob` scores them."""
+        counts = np.asarray(arrays["counts"][chain, k])
+        plugin = getattr(self, "plugin", 0)
+        if self.star:
+            if plugin == LITERAL_STAR:
+                raise InputError("the literal CGS-HMM(*) plug-in is not a PFA (validation only)")
+            from bayesfa.samplers.pfa.cgs_pfa import plugin_xi
+
+            return plugin_xi(counts, options["beta"])
+        return hmm_xi(counts, options["alpha"], options["beta"], plugin)
 
 
 

@@ -27,11 +27,13 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
 from bayesfa.methods import FitResult, add_mcmc_arguments, nonnegative_int, positive_int
 from bayesfa.samplers.pfa._split_merge_kernel import SCANS as SPLIT_MERGE_SCANS
+from bayesfa.samplers.plugin import DrawAutomata
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
                                      add_checkpoint_argument, block_sweeps, check_chain_arguments,
                                      check_checkpoint_every, check_generator_state,
@@ -986,8 +988,9 @@ def _fraction(text: str) -> float:
     return value
 
 
-class _CGSPFA:
-    """The ``cgs-pfa`` entry of :data:`bayesfa.methods.REGISTRY`."""
+class _CGSPFA(DrawAutomata):
+    """The ``cgs-pfa`` entry of :data:`bayesfa.methods.REGISTRY` (its plug-in automata for
+    ``bayesfa export``: :class:`~bayesfa.samplers.plugin.DrawAutomata`)."""
 
     name = "cgs-pfa"
     resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
@@ -1138,6 +1141,18 @@ class _CGSPFA:
                          corpus: Corpus) -> np.ndarray:
         # a --auto run keeps the beta it chose in its arrays
         return predict_log_prob(arrays["counts"], float(arrays.get("beta", options["beta"])), corpus)
+
+    def draw_grid(self, arrays: dict[str, np.ndarray]) -> tuple[int, int]:
+        return tuple(np.shape(arrays["counts"])[:2])
+
+    def kept_draws(self, options: dict[str, Any], n_draws: int):
+        return kept_draw_indices(n_draws, options.get("max_draws"))
+
+    def draw_pfa(self, arrays, options, chain: int, k: int) -> PFA:
+        """The plug-in ``xi~`` of stored draw ``(chain, k)`` (Sect. 2.3; :func:`plugin_xi`, the
+        code of :func:`plugin_log_prob`) as a PFA."""
+        beta = float(arrays.get("beta", options["beta"]))
+        return PFA.from_xi(plugin_xi(np.asarray(arrays["counts"][chain, k]), beta))
 
 
 METHOD = _CGSPFA()

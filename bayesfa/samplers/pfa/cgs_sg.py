@@ -194,5 +194,19 @@ class _CGSSG(ChainFront):
         out = sg_log_prob(counts.reshape(flat), graph.reshape(flat), options["beta"], corpus)
         return out.reshape(lead + (-1,))
 
+    trim = True  # a state without edges (a zero row of xi~) is left out of the automaton
+
+    def draw_xi(self, arrays, options, chain: int, k: int) -> np.ndarray:
+        """:func:`sg_xi` of stored draw ``(chain, k)`` (what :meth:`per_sample_log_prob`
+        scores), a state without edges made to stop: no string reaches it (else an
+        InputError), and :meth:`automaton` leaves it out."""
+        xi = sg_xi(arrays["counts"][chain, k], arrays["graph"][chain, k], options["beta"])
+        empty = np.flatnonzero(xi.sum(axis=(1, 2)) == 0)
+        if np.any(xi[:, :, empty] > 0):
+            raise InputError("a state of the run's graph has incoming but no outgoing edges: "
+                             "its plug-in is not a PFA")
+        xi[empty, 0, 0] = 1.0
+        return xi
+
 
 METHOD = _CGSSG()

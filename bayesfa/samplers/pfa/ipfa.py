@@ -47,6 +47,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
@@ -57,6 +58,7 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
                                      digest, free_positions, generator_state, map_chains,
                                      read_checkpoint, save_checkpoint)
 from bayesfa.samplers.pfa.cgs_pfa import KEPT_DRAWS_RULE, kept_draw_indices
+from bayesfa.samplers.plugin import DrawAutomata
 
 _MAX_TOKENS = 1 << 24  # float32 counts are exact below this (see _cgs_pfa_kernel)
 _BLOCK_SWEEPS = 64  # burn-in sweeps per kernel call at most (never changes the result)
@@ -601,8 +603,16 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
                       None if kept.size == n_draws else kept, predict_log_mean)
 
 
-class _IPFA:
-    """The ``ipfa`` entry of :data:`bayesfa.methods.REGISTRY` (``mutation``: validation only)."""
+class _IPFA(DrawAutomata):
+    """The ``ipfa`` entry of :data:`bayesfa.methods.REGISTRY` (``mutation``: validation only).
+    Its plug-in automata (:class:`~bayesfa.samplers.plugin.DrawAutomata`): each stored draw's
+    ``xi~`` of :func:`plugin_xi`, new state included, unreachable labels left out; no
+    posterior-mean automaton (the states in use differ from draw to draw)."""
+
+    mean_plugin = False
+    no_mean_reason = ("the states in use and their labels differ from draw to draw, so a mean "
+                      "of the draws' parameters is not the parameters of any one automaton")
+    trim = True
 
     name = "ipfa"
     resumable = True  # fit(..., workdir=) keeps chain states there (finished or not)
@@ -710,6 +720,20 @@ class _IPFA:
     def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
                          corpus: Corpus) -> np.ndarray:
         return predict_log_prob(arrays, corpus)
+
+    def draw_grid(self, arrays: dict[str, np.ndarray]) -> tuple[int, int]:
+        return tuple(np.shape(arrays["counts"])[:2])
+
+    def kept_draws(self, options: dict[str, Any], n_draws: int):
+        return kept_draw_indices(n_draws, options.get("max_draws"))
+
+    def draw_pfa(self, arrays, options, chain: int, k: int) -> PFA:
+        """:func:`plugin_xi` of stored draw ``(chain, k)`` (the code of
+        :func:`plugin_log_prob`), the new state last, as a PFA."""
+        xi = plugin_xi(np.asarray(arrays["counts"][chain, k])[None],
+                       np.asarray(arrays["beta_bar"][chain, k])[None],
+                       np.asarray(arrays["alpha"][chain, k]).reshape(1))[0]
+        return PFA.from_xi(xi)
 
 
 METHOD = _IPFA()
