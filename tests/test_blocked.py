@@ -148,8 +148,8 @@ def test_theta_from_the_prior_fails_invariance():
 def test_move_passes_and_every_mutant_fails_on_seeds_0_to_4(seed):
     """What ``bayesfa validate cgs-pfa`` sees of the blocked move at seeds 0-4: the move passes
     all three checks, each mutant fails one at least (the sweep's checks, which the mutants
-    share with production, pass for them). Seen at d0: passes at every seed; every mutant
-    fails with p < 1e-10 at every seed."""
+    share with production, pass for them). Run at c0d4867: the move passed and each mutant
+    failed (p < 1e-10) at each of seeds 0-4."""
     assert all(c.passed for c in check.blocked_checks(None, seed=seed))
     for variant in BLOCKED_MUTANTS:
         checks = check.blocked_checks(variant, seed=seed)
