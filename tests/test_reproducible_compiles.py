@@ -39,13 +39,13 @@ CHILD = textwrap.dedent("""
     if sys.argv[1] == "ipfa":
         res = sample_ipfa(corpus, states=76, iterations=6, burn_in=3, period=1, chains=1, seed=3)
     else:
-        kw = {"split_merge": 0.5} if sys.argv[1] == "split-merge" else {}
+        kw = {"split-merge": {"split_merge": 0.5}, "blocked": {"blocked_every": 2}}.get(sys.argv[1], {})
         res = sample_cgs_pfa(corpus, 76, 0.005, 6, 3, 1, 1, 5, **kw)
     print(" ".join(repr(float(x)) for x in res.log_joint.ravel()))
 """)
 
 
-@pytest.mark.parametrize("variant", ["gibbs", "split-merge", "ipfa"])
+@pytest.mark.parametrize("variant", ["gibbs", "split-merge", "blocked", "ipfa"])
 def test_a_fit_is_the_same_compiled_here_or_loaded_from_the_cache(tmp_path, variant):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
     runs = [subprocess.run([sys.executable, "-c", CHILD, variant], env=env, capture_output=True,

@@ -303,10 +303,26 @@ def check_split_merge(split_merge, scans, kernel: str) -> None:
         raise InputError(f"--split-merge needs --kernel gibbs (not {kernel})")
 
 
+def check_blocked(blocked_every, kernel: str, anneal, split_merge) -> None:
+    """One-line :class:`InputError` unless ``blocked_every`` (``--blocked-every``) is an integer
+    >= 0; blocked moves run with the ``gibbs`` kernel only, and neither with ``--anneal`` (a
+    blocked move is a Gibbs step of the untempered joint) nor with ``--split-merge``."""
+    if (isinstance(blocked_every, bool) or not isinstance(blocked_every, (int, np.integer))
+            or blocked_every < 0):
+        raise InputError(f"--blocked-every must be an integer >= 0, got {blocked_every!r}")
+    if blocked_every and kernel != "gibbs":
+        raise InputError(f"--blocked-every needs --kernel gibbs (not {kernel})")
+    if blocked_every and anneal:
+        raise InputError("--blocked-every is not available with --anneal")
+    if blocked_every and split_merge:
+        raise InputError("--blocked-every is not available with --split-merge")
+
+
 def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed_seq, on_sweeps=None,
                held=None, checkpoint=None, checkpoint_every=CHECKPOINT_EVERY, fingerprint=None,
                resume=None, predict=None, max_draws=None, kernel="gibbs", init_z=None,
-               anneal=0, anneal_start=ANNEAL_START, split_merge=0, split_merge_scans=SPLIT_MERGE_SCANS):
+               anneal=0, anneal_start=ANNEAL_START, split_merge=0, split_merge_scans=SPLIT_MERGE_SCANS,
+               blocked_every=0):
     """One chain from its ``SeedSequence``: random init, burn-in, ``n_draws`` recorded draws,
     by the sweeps of ``kernel`` (a name of :data:`KERNELS`, see :func:`kernel_module`).
 
@@ -338,6 +354,13 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     rate such as 0.1 makes one move after a tenth of the sweeps, at random; each move with
     ``split_merge_scans`` launch scans), which leave Eq. 4's posterior invariant; with 0 the
     chain is the plain Gibbs chain bit for bit.
+
+    ``blocked_every = K`` (``gibbs`` kernel only; 0: off): after every ``K``-th sweep of the
+    chain (sweep ``s``, 0-based, with ``(s + 1) % K == 0``; burn-in and draws alike), one
+    blocked move (:mod:`bayesfa.samplers.pfa._ffbs_kernel`: ``theta`` from its Dirichlet
+    posterior, every string's path by forward filtering-backward sampling, ``theta``
+    dropped), which leaves Eq. 4's posterior invariant; with 0 the chain is the plain Gibbs
+    chain bit for bit.
 
     Returns ``(counts, log_joint, used, edges, heldout, z, seconds, pred_log_sum)``;
     ``pred_log_sum`` is ``log sum_draws Pr(b | xi~)`` per test string (empty without
@@ -391,9 +414,18 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         sm_args = (float(split_merge), int(split_merge_scans), np.zeros(positions.size, dtype=np.int64),
                    np.zeros(positions.size, dtype=np.int32), np.zeros(sm_kernel.STATS))
 
+    blk_args = ()
+    if blocked_every:
+        from bayesfa.samplers.pfa import _ffbs_kernel as blk_kernel
+
+        blk_args = blk_kernel.scratch(tokens, n_states, n_symbols)
+
     def draws(d, e):
         made = scratch[:e - d] if capped else counts[d:e]
-        if sm_args:
+        if blk_args:
+            blk_kernel.sample_draws(period, burn_in + d * period, int(blocked_every), *state,
+                                    *blk_args, made, log_joint[d:e], used[d:e], edges[d:e])
+        elif sm_args:
             sm_kernel.sample_draws(period, *state, *sm_args, made, log_joint[d:e], used[d:e], edges[d:e])
         else:
             kernel.sample_draws(period, *state, made, log_joint[d:e], used[d:e], edges[d:e])
@@ -408,7 +440,9 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         hot = min(n, max(0, anneal - loop.done))  # the annealed sweeps of this block, one call each
         for s in range(loop.done, loop.done + hot):
             kernel.tempered_sweeps(1, *state, anneal_b(s, anneal, anneal_start))
-        if n > hot and sm_args:
+        if n > hot and blk_args:
+            blk_kernel.sweeps(n - hot, loop.done + hot, int(blocked_every), *state, *blk_args)
+        elif n > hot and sm_args:
             sm_kernel.sweeps(n - hot, *state, *sm_args)
         elif n > hot:
             kernel.sweeps(n - hot, *state)
@@ -621,7 +655,7 @@ def _chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_dra
                        predict: _Held | None = None, max_draws: int | None = None,
                        kernel: str = "gibbs", anneal: int = 0,
                        anneal_start: float = ANNEAL_START, split_merge: float = 0,
-                       split_merge_scans: int = SPLIT_MERGE_SCANS) -> str:
+                       split_merge_scans: int = SPLIT_MERGE_SCANS, blocked_every: int = 0) -> str:
     """What determines a chain's output, as a string (the data by SHA-256): the training
     tokens, the held-out slice, the test strings predicted online, the cap on kept draws,
     the settings and the chain's seed; not ``jobs`` nor the checkpoint interval."""
@@ -636,7 +670,8 @@ def _chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_dra
                        # annealing only when on, so that earlier checkpoints keep their print
                        **({"anneal": int(anneal), "anneal_start": float(anneal_start)} if anneal else {}),
                        **({"split_merge": float(split_merge), "split_merge_scans": int(split_merge_scans)}
-                          if split_merge else {})},
+                          if split_merge else {}),
+                       **({"blocked_every": int(blocked_every)} if blocked_every else {})},
                       sort_keys=True)
 
 
@@ -679,7 +714,7 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
                    max_draws: int | None = None, kernel: str = "gibbs",
                    interleave: int | None = None, anneal: int = 0,
                    anneal_start: float = ANNEAL_START, split_merge: float = 0,
-                   split_merge_scans: int = SPLIT_MERGE_SCANS) -> CGSResult:
+                   split_merge_scans: int = SPLIT_MERGE_SCANS, blocked_every: int = 0) -> CGSResult:
     """Run CGS-PFA (Algorithm 1) on ``corpus`` with ``N = n_states`` states besides state 0.
 
     Each chain starts from a uniformly random ``z``, runs ``burn_in`` sweeps, then records the
@@ -732,11 +767,15 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     split-merge moves per sweep, e.g. 0.1 for one after a tenth of the sweeps at random
     (:mod:`bayesfa.samplers.pfa._split_merge_kernel`), each launched by ``split_merge_scans``
     restricted Gibbs scans.
+
+    ``blocked_every`` (``--blocked-every K``, 0: off; ``gibbs`` kernel, one chain at a time):
+    one blocked whole-string move after every ``K`` sweeps (:func:`_run_chain`,
+    :mod:`bayesfa.samplers.pfa._ffbs_kernel`).
     """
     n_draws = _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs)
     setup = _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdout,
                    predict, max_draws, kernel, checkpoint_every, anneal, anneal_start,
-                   split_merge, split_merge_scans)
+                   split_merge, split_merge_scans, blocked_every)
     jobs = min(jobs, chains)
     if on_sweeps is not None and jobs > 1:
         raise ValueError("on_sweeps is called only when the chains run in this process (jobs=1)")
@@ -752,6 +791,8 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
         raise InputError("--anneal runs one chain at a time (no --interleave)")
     if split_merge and chains > 1 and group > 1:
         raise InputError("--split-merge runs one chain at a time (no --interleave)")
+    if blocked_every and chains > 1 and group > 1:
+        raise InputError("--blocked-every runs one chain at a time (no --interleave)")
     t0 = time.perf_counter()
     try:
         if jobs == 1 or len(todo) <= 1:
@@ -790,6 +831,7 @@ class _Setup(NamedTuple):
     anneal_start: float = ANNEAL_START
     split_merge: float = 0.0
     split_merge_scans: int = SPLIT_MERGE_SCANS
+    blocked_every: int = 0
 
     @property
     def sweeps_per_chain(self) -> int:
@@ -806,13 +848,14 @@ class _Setup(NamedTuple):
 
 def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdout, predict,
            max_draws, kernel, checkpoint_every, anneal=0, anneal_start=ANNEAL_START,
-           split_merge=0, split_merge_scans=SPLIT_MERGE_SCANS) -> _Setup:
+           split_merge=0, split_merge_scans=SPLIT_MERGE_SCANS, blocked_every=0) -> _Setup:
     """Check the remaining arguments, split off the held-out strings, seed the chains
     (``SeedSequence(seed).spawn(chains)``) and fingerprint them."""
     if kernel not in KERNELS:
         raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
     check_anneal(anneal, anneal_start, burn_in, kernel)
     check_split_merge(split_merge, split_merge_scans, kernel)
+    check_blocked(blocked_every, kernel, anneal, split_merge)
     from bayesfa.online import check_online_arguments
 
     test = check_online_arguments(corpus, predict, max_draws)
@@ -823,10 +866,11 @@ def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdo
     tokens, n_symbols = corpus.tokens, corpus.alphabet_size + 1
     prints = [_chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, s,
                                  held, predict, max_draws, kernel, anneal, anneal_start,
-                                 split_merge, split_merge_scans) for s in children]
+                                 split_merge, split_merge_scans, blocked_every) for s in children]
     return _Setup(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, children, held,
                   held_idx, predict, max_draws, kernel, float(checkpoint_every), prints,
-                  int(anneal), float(anneal_start), float(split_merge), int(split_merge_scans))
+                  int(anneal), float(anneal_start), float(split_merge), int(split_merge_scans),
+                  int(blocked_every))
 
 
 def _progress_bar(progress: bool, total: int):
@@ -872,7 +916,8 @@ class _Book(ChainBook):
                 "max_draws": s.max_draws, "kernel": s.kernel,
                 **({"anneal": s.anneal, "anneal_start": s.anneal_start} if s.anneal else {}),
                 **({"split_merge": s.split_merge, "split_merge_scans": s.split_merge_scans}
-                   if s.split_merge else {})}
+                   if s.split_merge else {}),
+                **({"blocked_every": s.blocked_every} if s.blocked_every else {})}
 
 
 def _run_here(setup: _Setup, book: _Book, todo: list, group: int, bar, on_sweeps) -> None:
@@ -933,6 +978,7 @@ def _result(setup: _Setup, outs: list, run: dict, holdout: float, max_draws) -> 
         "anneal_start": float(setup.anneal_start),
         "split_merge": float(setup.split_merge),
         "split_merge_scans": int(setup.split_merge_scans),
+        "blocked_every": int(setup.blocked_every),
         "n_draws_per_chain": int(setup.n_draws),
         "n_free_positions": int(free_positions(tokens).size),
         "n_tokens": int(tokens.size),
@@ -1022,6 +1068,13 @@ class _CGSPFA(DrawAutomata):
                             metavar="SCANS",
                             help=f"restricted Gibbs scans of each split-merge move's launch; "
                                  f"default {SPLIT_MERGE_SCANS}")
+        parser.add_argument("--blocked-every", type=nonnegative_int, default=0, metavar="K",
+                            help="one blocked whole-string move after every K sweeps: the "
+                                 "transition parameters drawn from their Dirichlet posterior, "
+                                 "every string's state path by forward filtering-backward "
+                                 "sampling, the parameters dropped (an exact Gibbs step that "
+                                 "keeps Eq. 4's posterior, checked by bayesfa validate cgs-pfa); "
+                                 "gibbs kernel only; default 0 (off)")
         parser.add_argument("--kernel", choices=(*KERNELS, "auto"), default="auto",
                             help=f"the sweep: gibbs (Algorithm 1, O(N) per token), alias-mh "
                                  f"(Metropolis-Hastings within Gibbs, O(1) alias-table proposals) "
@@ -1071,6 +1124,9 @@ class _CGSPFA(DrawAutomata):
         state = 2 * (n + 1) * a * padded_width(n) * 4 + corpus.n_tokens * 20 + scratch
         if options.get("split_merge"):  # the move's scratch: members (int64) and saved (int32)
             state += corpus.n_tokens * 12
+        if options.get("blocked_every"):  # the blocked move's theta and filters (float64)
+            longest = int(np.diff(corpus.offsets).max()) if corpus.n_strings else 0
+            state += ((n + 1) * a + max(1, longest)) * (n + 1) * 8
         if choose_kernel(options.get("kernel", "gibbs"), n) == "alias-mh":
             # the other block's counts and the alias tables (2 A (N+1) tables of N slots)
             state += 2 * (n + 1) * a * padded_width(n) * 4 + 2 * a * (n + 1) * n * 12
@@ -1111,6 +1167,8 @@ class _CGSPFA(DrawAutomata):
                 raise InputError("--anneal is not available with --auto")
             if options.get("split_merge"):
                 raise InputError("--split-merge is not available with --auto")
+            if options.get("blocked_every"):
+                raise InputError("--blocked-every is not available with --auto")
             from bayesfa.samplers.pfa.auto import check_auto_options, fit_auto
 
             check_auto_options(options)
@@ -1127,7 +1185,8 @@ class _CGSPFA(DrawAutomata):
                              anneal=options.get("anneal", 0),
                              anneal_start=options.get("anneal_start", ANNEAL_START),
                              split_merge=options.get("split_merge", 0),
-                             split_merge_scans=options.get("split_merge_scans", SPLIT_MERGE_SCANS))
+                             split_merge_scans=options.get("split_merge_scans", SPLIT_MERGE_SCANS),
+                             blocked_every=options.get("blocked_every", 0))
         trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges}
         if res.heldout_log_pred is not None:
             trace["heldout_log_pred"] = res.heldout_log_pred

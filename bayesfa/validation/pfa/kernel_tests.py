@@ -553,16 +553,22 @@ def cgs_pfa_checks(toy, variant: str | None = None, *, seed: int = 0, alpha: flo
     two sweeps: a kernel must move as Algorithm 1 does), Geweke's joint test, and SBC; with the
     ``gibbs`` kernel, for the production kernel and the split-merge mutants, also the two exact
     checks of the split-merge move (``--split-merge``,
-    :func:`bayesfa.validation.pfa.split_merge.split_merge_checks`)."""
-    from bayesfa.validation.pfa.mutants import SPLIT_MERGE_MUTANTS, kernel_of
+    :func:`bayesfa.validation.pfa.split_merge.split_merge_checks`) and the three of the blocked
+    move (``--blocked-every``, :func:`bayesfa.validation.pfa.blocked.blocked_checks`), each
+    with the move's mutant when ``variant`` is one."""
+    from bayesfa.validation.pfa.mutants import BLOCKED_MUTANTS, SPLIT_MERGE_MUTANTS, kernel_of
 
     checks = [path_gof(toy, variant, seed=seed, alpha=alpha, kernel=kernel),
               path_gof(toy, variant, start="uniform", seed=seed, alpha=alpha, kernel=kernel),
               geweke(variant, seed=seed, alpha=alpha, kernel=kernel),
               sbc(variant, seed=seed, alpha=alpha, kernel=kernel)]
-    if kernel_of(variant, kernel) == "gibbs" and variant in (None, "control", *SPLIT_MERGE_MUTANTS):
+    moves = (None, "control", *SPLIT_MERGE_MUTANTS, *BLOCKED_MUTANTS)
+    if kernel_of(variant, kernel) == "gibbs" and variant in moves:
+        from bayesfa.validation.pfa.blocked import blocked_checks
         from bayesfa.validation.pfa.split_merge import split_merge_checks
 
         checks += split_merge_checks(variant if variant in SPLIT_MERGE_MUTANTS else None,
                                      seed=seed, alpha=alpha)
+        checks += blocked_checks(variant if variant in BLOCKED_MUTANTS else None,
+                                 seed=seed, alpha=alpha)
     return checks

@@ -1,0 +1,340 @@
+"""Forward filtering-backward sampling of whole state paths, and CGS-PFA's blocked move (issue 37, item 2).
+
+**FFBS given theta** (:func:`ffbs_paths`, generic; the infinite PFA's weak limit calls it with
+its own ``theta``). The PFA of Shibata & Yoshinaka (2013), Sect. 2.1, with its parameters
+``xi`` instantiated: given ``theta = xi``, the strings are independent and Eq. 1 factorises
+along each string, so the state path of a string ``a_1 .. a_L 0`` has the conditional
+
+    ``Pr(z | a, theta) ∝ theta[0, a_1, z_1] theta[z_1, a_2, z_2] ... theta[z_{L-1}, a_L, z_L]
+                          theta[z_L, 0, 0]``
+
+(``z_0 = 0`` the initial state, the end marker back to state 0), a chain whose whole path is
+drawn exactly by forward filtering, ``f_k(j) ∝ sum_i f_{k-1}(i) theta[i, a_k, j]`` from
+``f_0 = e_0``, then backward sampling: ``z_L`` with weights ``f_L(i) theta[i, 0, 0]``, then
+``z_{k-1}`` with weights ``f_{k-1}(i) theta[i, a_k, z_k]`` for ``k = L .. 2`` (Carter & Kohn
+1994; Frühwirth-Schnatter 1994). Cost O(S^2) per token, the inner loops over contiguous rows
+of ``theta``. Each filter is normalised to sum 1 (scaled forward algorithm), so no string
+length underflows; the log normalisers sum to ``log Pr(a | theta)``.
+
+Array contract of :func:`ffbs_paths` (C-contiguous; ``S`` states ``0..S-1``, ``A`` symbols with
+0 the end marker; ``tokens`` and ``z`` in the layout of :mod:`bayesfa.corpus` and
+:mod:`bayesfa.samplers.pfa._cgs_pfa_kernel`):
+
+- ``theta`` float64 ``[S, A, S]``: ``theta[i, a, j] = Pr(a, j | i)``, each row ``i`` (the
+  initial state 0 included) a distribution over ``(a, j)``. Read only at ``a != 0, j != 0``
+  and at ``(i, 0, 0)`` (Sect. 2.1's constraints: the end marker goes to state 0, and only
+  it); other cells are never read. Each row must sum to 1 over those cells: a row's scale
+  ``r_i`` would weigh a path by ``r_i`` to its visits of ``i``.
+- ``tokens`` int ``[T]``: the strings, each closed by its end marker 0.
+- ``z`` int32 ``[T + 1]``: ``z[t]`` the state before token ``t``; 0 at ``t = 0``, at ``t = T``
+  and after every end marker. Overwritten at every free position (``tokens[t - 1] != 0``)
+  with a draw from ``Pr(z | tokens, theta)``; fixed positions are left as they are.
+- ``filt`` float64 ``[>= L_max, S]`` scratch (``L_max`` the longest string's letters).
+- ``rng``: one ``rng.random()`` per free position, in order of the strings, last letter first.
+
+Returns ``log Pr(tokens | theta)`` (float64, Eq. 1 summed over paths). A string that no path
+can generate under ``theta`` keeps its path and makes the result ``-inf``.
+
+**The blocked move of CGS-PFA** (:func:`blocked_move`). On the chain state of
+:mod:`bayesfa.samplers.pfa._cgs_pfa_kernel` (``c``, ``ct``, ``ci``, ``recip`` for ``z``):
+
+1. ``theta_i ~ Dir(C_i + prior_i)`` for every state ``i = 0..N``: the posterior of ``xi``
+   given ``z`` (Eq. 2 times Eq. 3), ``prior = beta`` on ``(a != 0, j != 0)`` and ``N beta`` on
+   ``(0, 0)``. Gammas are drawn in log space (``log G(s) = log G(s + 1) + log(U) / s`` for
+   ``s < 1``) and each row normalised by its largest, so that rows of tiny shapes never sum
+   to 0;
+2. every string's path ``z ~ Pr(z | alpha, theta)`` by :func:`ffbs_paths`;
+3. ``theta`` dropped, the counts rebuilt from ``z`` (``fill_counts``).
+
+Steps 1-2 are the two Gibbs steps of the uncollapsed joint ``Pr(alpha, z, xi)``, so the move
+leaves ``Pr(alpha, z, xi)`` and hence its ``z``-marginal, the collapsed posterior of Eq. 4,
+invariant. It changes every ``z_t`` at once (where a collapsed sweep changes one at a time).
+Cost: one FFBS pass, ``T N^2``, about ``N`` collapsed sweeps' worth of arithmetic, plus
+``(N + 1) ((A - 1) N + 1)`` gammas. ``cgs-pfa --blocked-every K`` runs one after every ``K``
+collapsed sweeps (:func:`sweeps`, :func:`sample_draws`).
+
+:data:`MUTATIONS` are compile-time switches of this one source (:func:`build_ffbs`,
+:func:`build_blocked`); production has none. :mod:`bayesfa.validation.pfa.blocked` checks
+both exactly on toys.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from bayesfa.samplers.pfa._cgs_pfa_kernel import fill_counts, record_draw, sweep_positions
+
+#: Deliberate errors for the validation suite (``bayesfa validate cgs-pfa:mutant-blocked-...``).
+MUTATIONS: dict[str, str] = {
+    "blocked-prior-theta": "blocked move: theta drawn from the prior (Eq. 2) instead of its "
+                           "posterior given the counts",
+    "blocked-wrong-filter": "FFBS: the backward step for z_{k-1} weighted by the filter of "
+                            "position k instead of k-1",
+    "blocked-no-end": "FFBS: the end transition theta[i, 0, 0] left out of the likelihood "
+                      "(z_L drawn from the last filter alone)",
+}
+
+
+@njit(cache=True, inline="always")
+def _draw(weights, n, total, u):
+    """Inverse CDF over ``weights[1..n-1]`` at ``u * total``; rounding past the top gives the
+    last state with positive weight."""
+    target = u * total
+    acc = 0.0
+    last = 1
+    for k in range(1, n):
+        w = weights[k]
+        if w > 0.0:
+            last = k
+            acc += w
+            if target < acc:
+                return k
+    return last
+
+
+_FFBS: dict = {}
+
+
+def build_ffbs(mutation: str | None = None):
+    """:func:`ffbs_paths` (module docstring), compiled with ``mutation`` (``blocked-wrong-filter``
+    or ``blocked-no-end``) or, for ``None`` and the other mutations, without any."""
+    if mutation is not None and mutation not in MUTATIONS:
+        raise ValueError(f"unknown mutation {mutation!r}; choose from {', '.join(MUTATIONS)}")
+    key = mutation if mutation in ("blocked-wrong-filter", "blocked-no-end") else None
+    if key in _FFBS:
+        return _FFBS[key]
+    wrong_filter = key == "blocked-wrong-filter"
+    with_end = key != "blocked-no-end"
+
+    @njit(cache=True)
+    def ffbs_paths(theta, tokens, z, filt, rng):
+        n_st = theta.shape[0]
+        n_tok = tokens.shape[0]
+        w = np.empty(n_st)
+        log_lik = 0.0
+        start = 0
+        while start < n_tok:
+            end = start  # tokens[end] is the string's end marker
+            while tokens[end] != 0:
+                end += 1
+            n_let = end - start
+            ok = True
+            s_log = 0.0
+            # forward: filt[k - 1] = f_k, k = 1..L (f_0 = e_0)
+            for k in range(1, n_let + 1):
+                a = tokens[start + k - 1]
+                row = filt[k - 1]
+                row[0] = 0.0
+                if k == 1:
+                    for j in range(1, n_st):
+                        row[j] = theta[0, a, j]
+                else:
+                    for j in range(1, n_st):
+                        row[j] = 0.0
+                    prev = filt[k - 2]
+                    for i in range(1, n_st):
+                        p = prev[i]
+                        if p != 0.0:
+                            for j in range(1, n_st):
+                                row[j] += p * theta[i, a, j]
+                total = 0.0
+                for j in range(1, n_st):
+                    total += row[j]
+                if not (total > 0.0) or not math.isfinite(total):
+                    ok = False
+                    break
+                scale = 1.0 / total
+                for j in range(1, n_st):
+                    row[j] *= scale
+                s_log += math.log(total)
+            if ok:
+                if n_let == 0:
+                    total = theta[0, 0, 0]
+                else:
+                    last = filt[n_let - 1]
+                    w[0] = 0.0
+                    for i in range(1, n_st):
+                        w[i] = last[i] * theta[i, 0, 0] if with_end else last[i]
+                    total = 0.0
+                    for i in range(1, n_st):
+                        total += last[i] * theta[i, 0, 0]
+                ok = total > 0.0 and math.isfinite(total)
+                s_log += math.log(total) if ok else 0.0
+            if not ok:
+                log_lik = -math.inf
+                start = end + 1
+                continue
+            log_lik += s_log
+            if n_let > 0:
+                # backward: z_L, then z_{k-1} given z_k for k = L..2 (z_k is z[start + k])
+                tot = 0.0
+                for i in range(1, n_st):
+                    tot += w[i]
+                nxt = _draw(w, n_st, tot, rng.random())
+                z[start + n_let] = nxt
+                for k in range(n_let, 1, -1):
+                    a = tokens[start + k - 1]
+                    f = filt[k - 1] if wrong_filter else filt[k - 2]
+                    tot = 0.0
+                    for i in range(1, n_st):
+                        w[i] = f[i] * theta[i, a, nxt]
+                        tot += w[i]
+                    nxt = _draw(w, n_st, tot, rng.random())
+                    z[start + k - 1] = nxt
+            start = end + 1
+        return log_lik
+
+    _FFBS[key] = ffbs_paths
+    return ffbs_paths
+
+
+#: The production FFBS (no mutation); see :func:`build_ffbs` and the module docstring.
+ffbs_paths = build_ffbs(None)
+
+
+@njit(cache=True)
+def max_letters(tokens):
+    """The most letters of any string of ``tokens`` (the rows :func:`ffbs_paths`' ``filt`` needs)."""
+    best = 0
+    run = 0
+    for t in range(tokens.shape[0]):
+        if tokens[t] == 0:
+            best = max(best, run)
+            run = 0
+        else:
+            run += 1
+    return best
+
+
+@njit(cache=True, inline="always")
+def _log_gamma(rng, shape):
+    """``log G``, ``G ~ Gamma(shape, 1)``; for ``shape < 1`` as ``log G(shape + 1) + log(U) / shape``
+    (Marsaglia & Tsang 2000), which stays finite where ``G`` itself underflows to 0."""
+    if shape >= 1.0:
+        return math.log(rng.standard_gamma(shape))
+    u = rng.random()
+    if u == 0.0:
+        return -math.inf
+    return math.log(rng.standard_gamma(shape + 1.0)) + math.log(u) / shape
+
+
+_THETA: dict = {}
+
+
+def build_theta(mutation: str | None = None):
+    """:func:`draw_theta`, compiled with ``mutation`` (``blocked-prior-theta``) or without."""
+    key = mutation if mutation == "blocked-prior-theta" else None
+    if key in _THETA:
+        return _THETA[key]
+    use_counts = key is None
+
+    @njit(cache=True)
+    def draw_theta(c, beta, rng, theta):
+        """``theta[i] ~ Dir(C_i + prior_i)`` for each state ``i`` (the blocked move's step 1);
+        c float32 ``[N+1, A, W]`` (columns past N ignored), theta float64 ``[N+1, A, N+1]``
+        (cells outside Sect. 2.1's constraints set to 0). Rows drawn in order ``i``, each
+        ``(a, j)`` in row-major order with ``(0, 0)`` first."""
+        n_st = theta.shape[0]
+        n_sym = theta.shape[1]
+        nbeta = (n_st - 1) * beta
+        theta[:] = 0.0
+        for i in range(n_st):
+            shape = nbeta + (c[i, 0, 0] if use_counts else 0.0)
+            theta[i, 0, 0] = _log_gamma(rng, shape)
+            top = theta[i, 0, 0]
+            for a in range(1, n_sym):
+                for j in range(1, n_st):
+                    shape = beta + (c[i, a, j] if use_counts else 0.0)
+                    v = _log_gamma(rng, shape)
+                    theta[i, a, j] = v
+                    top = max(top, v)
+            total = 0.0
+            theta[i, 0, 0] = math.exp(theta[i, 0, 0] - top)
+            total += theta[i, 0, 0]
+            for a in range(1, n_sym):
+                for j in range(1, n_st):
+                    v = math.exp(theta[i, a, j] - top)
+                    theta[i, a, j] = v
+                    total += v
+            theta[i, 0, 0] /= total
+            for a in range(1, n_sym):
+                for j in range(1, n_st):
+                    theta[i, a, j] /= total
+
+    _THETA[key] = draw_theta
+    return draw_theta
+
+
+#: The production posterior draw of ``theta`` (no mutation).
+draw_theta = build_theta(None)
+
+_BLOCKED: dict = {}
+
+
+def build_blocked(mutation: str | None = None):
+    """:func:`blocked_move` (module docstring) compiled with ``mutation`` (a key of
+    :data:`MUTATIONS`) or, for ``None``, without any.
+
+    ``blocked_move(tokens, z, c, ct, ci, recip, rng, beta, theta, filt)`` moves the chain state
+    of :mod:`bayesfa.samplers.pfa._cgs_pfa_kernel` in place; ``theta`` float64 ``[N+1, A, N+1]``
+    and ``filt`` float64 ``[max_letters(tokens), N+1]`` are scratch. Returns ``log Pr(alpha |
+    theta)`` of the ``theta`` drawn."""
+    if mutation is not None and mutation not in MUTATIONS:
+        raise ValueError(f"unknown mutation {mutation!r}; choose from {', '.join(MUTATIONS)}")
+    if mutation in _BLOCKED:
+        return _BLOCKED[mutation]
+    theta_of = build_theta(mutation)
+    paths = build_ffbs(mutation)
+
+    @njit(cache=True)
+    def blocked_move(tokens, z, c, ct, ci, recip, rng, beta, theta, filt):
+        theta_of(c, beta, rng, theta)
+        log_lik = paths(theta, tokens, z, filt, rng)
+        fill_counts(tokens, z, c, ct, ci, recip, beta)
+        return log_lik
+
+    _BLOCKED[mutation] = blocked_move
+    return blocked_move
+
+
+#: The production blocked move (no mutation); see :func:`build_blocked`.
+blocked_move = build_blocked(None)
+
+
+def scratch(tokens: np.ndarray, n_states: int, n_symbols: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(theta, filt)``: the blocked move's scratch for ``tokens`` at ``N = n_states``."""
+    return (np.zeros((n_states + 1, n_symbols, n_states + 1)),
+            np.zeros((max(1, int(max_letters(tokens))), n_states + 1)))
+
+
+@njit(cache=False)  # a caller of the sweep: compiled per process (_cgs_pfa_kernel docstring)
+def sweeps(n_sweeps, first, every, positions, tokens, z, c, ct, ci, recip, rng, beta, theta, filt):
+    """``n_sweeps`` collapsed Gibbs sweeps (each on ``rng.random(M)``, as
+    :func:`bayesfa.samplers.pfa._cgs_pfa_kernel.sweeps`), the sweep of global index ``s``
+    (0-based; this call's first is ``first``) followed by :func:`blocked_move` when
+    ``(s + 1) % every == 0``. The schedule depends on the sweep index only, so blocks and
+    resumes never move it."""
+    g = np.zeros(c.shape[2], dtype=np.float32)
+    for s in range(n_sweeps):
+        uniforms = rng.random(positions.shape[0])
+        sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta)
+        if (first + s + 1) % every == 0:
+            blocked_move(tokens, z, c, ct, ci, recip, rng, beta, theta, filt)
+
+
+@njit(cache=False)  # a caller of the sweep: compiled per process (_cgs_pfa_kernel docstring)
+def sample_draws(period, first, every, positions, tokens, z, c, ct, ci, recip, rng, beta, theta,
+                 filt, out_counts, out_log_joint, out_n_states, out_n_edges):
+    """:func:`bayesfa.samplers.pfa._cgs_pfa_kernel.sample_draws` with :func:`sweeps` (draw
+    ``d`` of this call after the sweeps ``first + d period .. first + (d + 1) period - 1``)."""
+    for d in range(out_counts.shape[0]):
+        sweeps(period, first + d * period, every, positions, tokens, z, c, ct, ci, recip, rng,
+               beta, theta, filt)
+        record_draw(d, c, ci, beta, out_counts, out_log_joint, out_n_states, out_n_edges)
+
+
+__all__ = ["MUTATIONS", "blocked_move", "build_blocked", "build_ffbs", "build_theta", "draw_theta",
+           "ffbs_paths", "max_letters", "sample_draws", "scratch", "sweeps"]
