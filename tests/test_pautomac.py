@@ -401,3 +401,52 @@ def test_pautomac_path_errors(tmp_path):
         pautomac_path(24, "test", tmp_path)
     assert str(tmp_path / "24.pautomac.test") in str(exc_info.value)
 
+
+
+# -- the vectorised sample reader (issue 41 item 2) -------------------------------------------
+def _line_by_line(text: str, alphabet: int) -> Corpus:
+    """The reference: the file's lines split in Python (written apart from the parser)."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return Corpus.from_strings([[int(v) for v in ln.split()[1:]] for ln in lines[1:]], alphabet)
+
+
+@settings(max_examples=150, deadline=None)
+@given(strings=st.lists(st.lists(st.integers(0, 1234), max_size=12), max_size=30),
+       crlf=st.booleans(), pad=st.sampled_from(["", " ", "\t", "  \t"]),
+       tail=st.sampled_from(["", "\n", "\n\n", "\n \n"]), chunk=st.sampled_from([1, 7, 64, 1 << 22]))
+def test_the_vectorised_reader_is_the_line_reader(strings, crlf, pad, tail, chunk):
+    import bayesfa.pautomac as pa
+
+    alphabet = 1235
+    lines = [f"{len(strings)} {alphabet}"] + [pad + " ".join(map(str, [len(s), *s])) + pad for s in strings]
+    text = ("\r\n" if crlf else "\n").join(lines) + tail
+    old = pa._CHUNK_BYTES
+    pa._CHUNK_BYTES = chunk  # chunks of whole lines, whatever their size
+    try:
+        fast = pa._read_sample_fast(text.encode())
+    finally:
+        pa._CHUNK_BYTES = old
+    assert fast is not None
+    assert fast == _line_by_line(text, alphabet)
+    assert fast.n_strings == len(strings)  # every string, the empty ones included
+
+
+@pytest.mark.parametrize("body", [
+    "2 3\n1 0\n\n0\n",          # a blank line inside
+    "2 3\n1 0\n2 0\n",          # a length field that disagrees
+    "2 3\n1 0\n1 3\n",          # a symbol outside the alphabet
+    "2 3\n1 0\n1 -1\n",         # a sign
+    "2 3\n1 0\n1 x\n",          # not a number
+    "3 3\n1 0\n0\n",            # fewer lines than the header says
+    "2 3\n1 0\n1 1234567890\n",  # a value of ten digits
+])
+def test_anything_unusual_goes_to_the_line_reader(tmp_path, body):
+    import bayesfa.pautomac as pa
+
+    assert pa._read_sample_fast(body.encode()) is None
+    path = tmp_path / "bad.pautomac.train"
+    path.write_text(body)
+    with pytest.raises(InputError, match=r"bad\.pautomac\.train(:[0-9]+)?: "):
+        read_sample(path)
