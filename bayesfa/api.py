@@ -375,17 +375,59 @@ class Run:
 
     @property
     def trace(self):
-        """The per-draw diagnostics as an ArviZ ``InferenceData`` (group ``sample_stats``, dims
-        ``(chain, draw)``); None for a method that records none (the greedy learners)."""
+        """The run's trace as ArviZ data (``InferenceData``; an ``xarray.DataTree`` under ArviZ
+        1.x), None for a method that records none (the greedy learners, the memoizer).
+
+        A sampler's: ``posterior`` holds each draw's model quantities (log joint, states or
+        tables in use, sampled hyperparameters and, for models with ``A * N * N <= 10**4``
+        (:data:`bayesfa.rundir.PLUGIN_MAX`), each draw's plug-in parameters ``trans [chain,
+        draw, letter, state, next_state]`` and ``stop [chain, draw, state]``, the automata of
+        :meth:`components`),
+        ``sample_stats`` the sampler's own statistics (:data:`bayesfa.rundir.SAMPLE_STATS`), so
+        ``az.summary``, ``az.rhat``, ``az.ess`` and ``az.plot_trace`` take it as it is. An
+        optimiser's (cvb0, gcvb0, cvb2, hmm-em): the group ``optimisation_history`` with the
+        dim ``iteration``, and no posterior (its iterations are not draws)."""
+        from bayesfa.rundir import HISTORY, trace_datasets
+
         arrays = self._trace_arrays()
         if not arrays:
             return None
+        groups = trace_datasets(arrays)
+        if HISTORY not in groups:
+            plugin = self._plugin_trace(*np.shape(next(iter(arrays.values())))[:2])
+            if plugin:
+                groups["posterior"] = groups["posterior"].assign(plugin) if "posterior" in groups \
+                    else trace_datasets(plugin)["posterior"]
         import arviz as az
 
-        stats = {k: np.asarray(v) for k, v in arrays.items()}
-        if int(az.__version__.split(".")[0]) >= 1:  # arviz 1.x: {group: {variable: array}}
-            return az.from_dict({"sample_stats": stats})
-        return az.from_dict(sample_stats=stats)  # arviz 0.2x: one keyword per group
+        if int(az.__version__.split(".")[0]) >= 1:  # arviz 1.x: an xarray DataTree of groups
+            import xarray as xr
+
+            return xr.DataTree.from_dict({f"/{g}": ds for g, ds in groups.items()})
+        return az.InferenceData(**groups)  # arviz 0.2x
+
+    def _plugin_trace(self, chains: int, draws: int) -> dict[str, Any]:
+        """``{"trans": (dims, [chain, draw, A, Q, Q]), "stop": ...}``: the plug-in parameters of
+        each draw (:meth:`components`, one automaton a draw) when ``A * Q * Q <=``
+        :data:`bayesfa.rundir.PLUGIN_MAX`; empty for a method without per-draw automata of
+        one size (a model without ``states``: ipfa, pdia, the n-grams)."""
+        from bayesfa.rundir import PLUGIN_MAX, TRACE_DIMS
+
+        states, letters = self.options.get("states"), self.manifest.get("train", {}).get("alphabet_size")
+        if not isinstance(states, int) or (isinstance(letters, int) and letters * states * states > PLUGIN_MAX):
+            return {}  # checked before building any automaton: Q >= states
+        try:
+            comps = self.components()
+        except InputError:
+            return {}
+        if (len(comps) != chains * draws or len({c.trans.shape for c in comps}) != 1
+                or comps[0].trans.size > PLUGIN_MAX):
+            return {}
+        out = {}
+        for name in ("trans", "stop"):
+            values = np.stack([getattr(c, name) for c in comps])
+            out[name] = (("chain", "draw") + TRACE_DIMS[name], values.reshape((chains, draws) + values.shape[1:]))
+        return out
 
     def __repr__(self) -> str:
         where = str(self.path) if self.path is not None else "in memory"
@@ -535,8 +577,10 @@ class Run:
     def diagnose(self) -> dict[str, Any]:
         """``bayesfa diagnose --json`` as a dict. A sampler: ``{"kind": "sampler", "variables"
         (R-hat and ESS of every traced variable, per chain and across chains), "verdict",
-        "warnings"}``; an optimiser (cvb0, gcvb0, cvb2): ``{"kind": "optimiser", "status"
-        (objective, iterations, converged or not), "variables"}``."""
+        "warnings", "notes"}`` (``notes``: what cannot be diagnosed and why, e.g. R-hat with one
+        chain; not a fault); an optimiser (cvb0, gcvb0, cvb2, hmm-em): ``{"kind":
+        "optimiser", "status" (objective, iterations, converged or not; its ``message`` says
+        the trace is an optimisation history, not draws), "variables"}``."""
         from bayesfa.validation import diagnostics
 
         trace = self.scalar_trace()
@@ -545,7 +589,7 @@ class Run:
                     "variables": diagnostics.optimiser_variables(trace)}
         summary = diagnostics.diagnose_trace(trace)
         return {"kind": "sampler", "variables": summary, "verdict": diagnostics.verdict(summary),
-                "warnings": diagnostics.warnings(summary)}
+                "warnings": diagnostics.warnings(summary), "notes": diagnostics.notes(summary)}
 
     # -- the automaton
     def automaton(self):
