@@ -426,6 +426,11 @@ class Run:
         out = {}
         for name in ("trans", "stop"):
             values = np.stack([getattr(c, name) for c in comps])
+            # an entry whose draws differ by rounding only (a few ulps: e.g. the initial state's
+            # stop probability, one ratio summed in different orders) is one value: ArviZ's
+            # KDE (az.plot_trace) overflows on such a spread
+            same = np.ptp(values, axis=0) <= 8 * np.finfo(np.float64).eps * np.abs(values).max(axis=0)
+            values = np.where(same, values[0], values)
             out[name] = (("chain", "draw") + TRACE_DIMS[name], values.reshape((chains, draws) + values.shape[1:]))
         return out
 
