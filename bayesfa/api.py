@@ -426,12 +426,19 @@ class Run:
         out = {}
         for name in ("trans", "stop"):
             values = np.stack([getattr(c, name) for c in comps])
-            # an entry whose draws differ by rounding only (a few ulps: e.g. the initial state's
-            # stop probability, one ratio summed in different orders) is one value: ArviZ's
-            # KDE (az.plot_trace) overflows on such a spread
-            same = np.ptp(values, axis=0) <= 8 * np.finfo(np.float64).eps * np.abs(values).max(axis=0)
-            values = np.where(same, values[0], values)
-            out[name] = (("chain", "draw") + TRACE_DIMS[name], values.reshape((chains, draws) + values.shape[1:]))
+            values = values.reshape((chains, draws) + values.shape[1:])
+            # an entry whose draws differ by no more than the rounding of its row's
+            # normalisation (A * Q + 1 terms summed, in different orders: e.g. the initial
+            # state's stop probability, an unvisited transition), in a chain or in all, is
+            # one value: ArviZ's KDE (az.plot_trace, per chain or combined) overflows on such
+            # a spread of a few ulps
+            rounding = 4 * (comps[0].trans.shape[0] * comps[0].trans.shape[2] + 1) * np.finfo(np.float64).eps
+            for axes in ((1,), (0, 1)):
+                first = values[:, :1] if axes == (1,) else values[:1, :1]
+                spread = np.ptp(values, axis=axes, keepdims=True)
+                same = spread <= rounding * np.abs(values).max(axis=axes, keepdims=True)
+                values = np.where(same, first, values)
+            out[name] = (("chain", "draw") + TRACE_DIMS[name], values)
         return out
 
     def __repr__(self) -> str:

@@ -157,6 +157,37 @@ def test_small_models_carry_each_draws_plugin_parameters():
     np.testing.assert_allclose(mixture, run.predict(test), rtol=1e-9)
 
 
+@pytest.mark.slow
+def test_plot_trace_of_a_pautomac_fit_with_plugin_parameters():
+    """PAutomaC problem 24, 8 states (5 letters: 405 transition parameters), 2 chains of 100
+    draws: entries that differ within a chain by rounding only (unvisited transitions) are
+    stored as one value, so ArviZ's KDE draws every panel, per chain and combined (it
+    overflowed on a spread of a few ulps)."""
+    import arviz as az
+    import matplotlib
+
+    from bayesfa.datasets import pautomac_path
+
+    matplotlib.use("Agg")
+    run = bayesfa.fit(pautomac_path(24, "train"), method="cgs-pfa", states=8, beta=0.05,
+                      iterations=300, burn_in=100, period=2, chains=2, seed=1)
+    trace = run.trace
+    trans = np.asarray(trace.posterior["trans"])
+    assert trans.shape == (2, 100, 5, 9, 9)
+    rounding = 4 * (5 * 9 + 1) * np.finfo(np.float64).eps
+    spread = np.ptp(trans, axis=1)
+    assert np.all((spread == 0) | (spread > rounding * np.abs(trans).max(axis=1)))
+    assert (spread == 0).any() and (spread > 0).any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert az.plot_trace(trace) is not None
+        assert az.plot_trace(trace, combined=True) is not None
+    if int(az.__version__.split(".")[0]) < 1:
+        import matplotlib.pyplot as plt
+
+        plt.close("all")
+
+
 def test_large_models_leave_the_plugin_parameters_out(monkeypatch):
     import bayesfa.rundir
 
