@@ -382,7 +382,8 @@ class Run:
         tables in use, sampled hyperparameters and, for models with ``A * N * N <= 10**4``
         (:data:`bayesfa.rundir.PLUGIN_MAX`), each draw's plug-in parameters ``trans [chain,
         draw, letter, state, next_state]`` and ``stop [chain, draw, state]``, the automata of
-        :meth:`components`),
+        :meth:`components`; under ArviZ 1.x only while the posterior's scalars stay within
+        ``az.rcParams["plot.max_subplots"]``, as its ``plot_trace`` refuses more panels),
         ``sample_stats`` the sampler's own statistics (:data:`bayesfa.rundir.SAMPLE_STATS`), so
         ``az.summary``, ``az.rhat``, ``az.ess`` and ``az.plot_trace`` take it as it is. An
         optimiser's (cvb0, gcvb0, cvb2, hmm-em): the group ``optimisation_history`` with the
@@ -392,15 +393,21 @@ class Run:
         arrays = self._trace_arrays()
         if not arrays:
             return None
+        import arviz as az
+
+        arviz_1 = int(az.__version__.split(".")[0]) >= 1
         groups = trace_datasets(arrays)
         if HISTORY not in groups:
-            plugin = self._plugin_trace(*np.shape(next(iter(arrays.values())))[:2])
+            chains, draws = np.shape(next(iter(arrays.values())))[:2]
+            plugin = self._plugin_trace(chains, draws)
+            panels = sum(int(np.prod(v.shape[2:])) for v in groups.get("posterior", {}).values())
+            panels += sum(int(np.prod(v.shape[2:])) for _, v in plugin.values())
+            if arviz_1 and panels > az.rcParams["plot.max_subplots"]:
+                plugin = {}  # arviz 1.x's plot_trace refuses more panels than that (0.2x: warns)
             if plugin:
                 groups["posterior"] = groups["posterior"].assign(plugin) if "posterior" in groups \
                     else trace_datasets(plugin)["posterior"]
-        import arviz as az
-
-        if int(az.__version__.split(".")[0]) >= 1:  # arviz 1.x: an xarray DataTree of groups
+        if arviz_1:  # arviz 1.x: an xarray DataTree of groups
             import xarray as xr
 
             return xr.DataTree.from_dict({f"/{g}": ds for g, ds in groups.items()})
