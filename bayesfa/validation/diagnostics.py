@@ -59,7 +59,7 @@ CHAIN_RHAT_MAX = 1.05
 CHAIN_ESS_MIN = 100.0
 MIN_CHAIN_DRAWS = 8  # fewer draws in a chain: no within-chain figures
 
-#: The sampler's own statistics (NUTS bookkeeping of the oracles, acceptance, timings: the
+#: The sampler's own statistics (today the NUTS bookkeeping of the oracles: the
 #: ``sample_stats`` group of a run's trace, :data:`bayesfa.rundir.SAMPLE_STATS`): not
 #: quantities of the posterior, so :func:`warnings` holds no R-hat/ESS against them
 #: (``diverging`` is reported as a count).
@@ -433,11 +433,6 @@ def format_table(summary: dict[str, dict[str, Any]]) -> str:
 
 
 # -- optimisers --------------------------------------------------------------------------
-
-#: The objective CVB0, GCVB0 and CVB2 record (``D0``); :data:`bayesfa.rundir.OBJECTIVES`
-#: lists every optimiser's.
-OPTIMISER_OBJECTIVE = "d0"
-
 
 def is_optimiser(trace: dict[str, np.ndarray]) -> bool:
     """Whether ``trace`` is an optimiser's history (it records an objective of
