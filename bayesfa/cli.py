@@ -503,7 +503,8 @@ def cmd_diagnose(args) -> int:
         for note in report.get("notes", []):
             print(f"note: {note}")
     if report["kind"] == "optimiser" and report["status"]["converged"] is False:
-        print(f"bayesfa: warning: {run.method} did not converge within --iterations "
+        print(f"bayesfa: warning: {run.method} did not converge within "
+              f"{report['status'].get('iterations_option', '--iterations')} "
               f"{report['status']['iterations']}", file=sys.stderr)
     for warning in report.get("warnings", []):
         print(f"bayesfa: warning: {warning}", file=sys.stderr)
