@@ -504,17 +504,78 @@ class Run:
 
     @property
     def trace(self):
-        """The per-draw diagnostics as an ArviZ ``InferenceData`` (group ``sample_stats``, dims
-        ``(chain, draw)``); None for a method that records none (the greedy learners)."""
+        """The run's trace as ArviZ data (``InferenceData``; an ``xarray.DataTree`` under ArviZ
+        1.x), None for a method that records none (the greedy learners, the memoizer).
+
+        A sampler's: ``posterior`` holds each draw's model quantities (log joint, states or
+        tables in use, sampled hyperparameters and, for models with ``A * N * N <= 10**4``
+        (:data:`bayesfa.rundir.PLUGIN_MAX`), each draw's plug-in parameters ``trans [chain,
+        draw, letter, state, next_state]`` and ``stop [chain, draw, state]``, the automata of
+        :meth:`components`; under ArviZ 1.x only while the posterior's scalars stay within
+        ``az.rcParams["plot.max_subplots"]``, as its ``plot_trace`` refuses more panels),
+        ``sample_stats`` the sampler's own statistics (:data:`bayesfa.rundir.SAMPLE_STATS`), so
+        ``az.summary``, ``az.rhat``, ``az.ess`` and ``az.plot_trace`` take it as it is. An
+        optimiser's (cvb0, gcvb0, cvb2, hmm-em): the group ``optimisation_history`` with the
+        dim ``iteration``, and no posterior (its iterations are not draws)."""
+        from bayesfa.rundir import HISTORY, trace_datasets
+
         arrays = self._trace_arrays()
         if not arrays:
             return None
         import arviz as az
 
-        stats = {k: np.asarray(v) for k, v in arrays.items()}
-        if int(az.__version__.split(".")[0]) >= 1:  # arviz 1.x: {group: {variable: array}}
-            return az.from_dict({"sample_stats": stats})
-        return az.from_dict(sample_stats=stats)  # arviz 0.2x: one keyword per group
+        arviz_1 = int(az.__version__.split(".")[0]) >= 1
+        groups = trace_datasets(arrays)
+        if HISTORY not in groups:
+            chains, draws = np.shape(next(iter(arrays.values())))[:2]
+            plugin = self._plugin_trace(chains, draws)
+            panels = sum(int(np.prod(v.shape[2:])) for v in groups.get("posterior", {}).values())
+            panels += sum(int(np.prod(v.shape[2:])) for _, v in plugin.values())
+            if arviz_1 and panels > az.rcParams["plot.max_subplots"]:
+                plugin = {}  # arviz 1.x's plot_trace refuses more panels than that (0.2x: warns)
+            if plugin:
+                groups["posterior"] = groups["posterior"].assign(plugin) if "posterior" in groups \
+                    else trace_datasets(plugin)["posterior"]
+        if arviz_1:  # arviz 1.x: an xarray DataTree of groups
+            import xarray as xr
+
+            return xr.DataTree.from_dict({f"/{g}": ds for g, ds in groups.items()})
+        return az.InferenceData(**groups)  # arviz 0.2x
+
+    def _plugin_trace(self, chains: int, draws: int) -> dict[str, Any]:
+        """``{"trans": (dims, [chain, draw, A, Q, Q]), "stop": ...}``: the plug-in parameters of
+        each draw (:meth:`components`, one automaton a draw) when ``A * Q * Q <=``
+        :data:`bayesfa.rundir.PLUGIN_MAX`; empty for a method without per-draw automata of
+        one size (a model without ``states``: ipfa, pdia, the n-grams)."""
+        from bayesfa.rundir import PLUGIN_MAX, TRACE_DIMS
+
+        states, letters = self.options.get("states"), self.manifest.get("train", {}).get("alphabet_size")
+        if not isinstance(states, int) or (isinstance(letters, int) and letters * states * states > PLUGIN_MAX):
+            return {}  # checked before building any automaton: Q >= states
+        try:
+            comps = self.components()
+        except InputError:
+            return {}
+        if (len(comps) != chains * draws or len({c.trans.shape for c in comps}) != 1
+                or comps[0].trans.size > PLUGIN_MAX):
+            return {}
+        out = {}
+        for name in ("trans", "stop"):
+            values = np.stack([getattr(c, name) for c in comps])
+            values = values.reshape((chains, draws) + values.shape[1:])
+            # an entry whose draws differ by no more than the rounding of its row's
+            # normalisation (A * Q + 1 terms summed, in different orders: e.g. the initial
+            # state's stop probability, an unvisited transition), in a chain or in all, is
+            # one value: ArviZ's KDE (az.plot_trace, per chain or combined) overflows on such
+            # a spread of a few ulps
+            rounding = 4 * (comps[0].trans.shape[0] * comps[0].trans.shape[2] + 1) * np.finfo(np.float64).eps
+            for axes in ((1,), (0, 1)):
+                first = values[:, :1] if axes == (1,) else values[:1, :1]
+                spread = np.ptp(values, axis=axes, keepdims=True)
+                same = spread <= rounding * np.abs(values).max(axis=axes, keepdims=True)
+                values = np.where(same, first, values)
+            out[name] = (("chain", "draw") + TRACE_DIMS[name], values)
+        return out
 
     def __repr__(self) -> str:
         where = str(self.path) if self.path is not None else "in memory"
@@ -691,8 +752,10 @@ class Run:
     def diagnose(self) -> dict[str, Any]:
         """``bayesfa diagnose --json`` as a dict. A sampler: ``{"kind": "sampler", "variables"
         (R-hat and ESS of every traced variable, per chain and across chains), "verdict",
-        "warnings"}``; an optimiser (cvb0, gcvb0, cvb2): ``{"kind": "optimiser", "status"
-        (objective, iterations, converged or not), "variables"}``."""
+        "warnings", "notes"}`` (``notes``: what cannot be diagnosed and why, e.g. R-hat with one
+        chain; not a fault); an optimiser (cvb0, gcvb0, cvb2, hmm-em): ``{"kind":
+        "optimiser", "status" (objective, iterations, converged or not; its ``message`` says
+        the trace is an optimisation history, not draws), "variables"}``."""
         from bayesfa.validation import diagnostics
 
         trace = self.scalar_trace()
@@ -701,7 +764,7 @@ class Run:
                     "variables": diagnostics.optimiser_variables(trace)}
         summary = diagnostics.diagnose_trace(trace)
         return {"kind": "sampler", "variables": summary, "verdict": diagnostics.verdict(summary),
-                "warnings": diagnostics.warnings(summary)}
+                "warnings": diagnostics.warnings(summary), "notes": diagnostics.notes(summary)}
 
     # -- the automaton
     def automaton(self, which: str = "map"):

@@ -204,9 +204,12 @@ def build_parser(method: str | None = None) -> argparse.ArgumentParser:
     p = sub.add_parser("diagnose", help="convergence of a run: R-hat and ESS (samplers), "
                                         "objective and convergence (optimisers)",
                        description="Samplers: mean, R-hat and bulk ESS of every trace variable "
-                                   "of RUN_DIR; warns when R-hat > 1.01 or ESS < 400. Optimisers "
-                                   "(cvb0, gcvb0, cvb2): the objective D0, the iterations used "
-                                   "and whether the run converged (--tol) before --iterations.")
+                                   "of RUN_DIR; warns when R-hat > 1.01 or ESS < 400 (R-hat "
+                                   "needs 2 chains or more: a run of one chain gets a note). "
+                                   "Optimisers (cvb0, gcvb0, cvb2, hmm-em) record an "
+                                   "optimisation history, not draws: the objective (D0, or "
+                                   "hmm-em's log-likelihood), the iterations used and whether "
+                                   "the run converged (--tol).")
     p.add_argument("run", metavar="RUN_DIR")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="DIR",
@@ -537,8 +540,11 @@ def cmd_diagnose(args) -> int:
     else:
         print(diagnostics.format_table(report["variables"]))
         print(f"verdict ({report['verdict']['kind']}): {report['verdict']['message']}")
+        for note in report.get("notes", []):
+            print(f"note: {note}")
     if report["kind"] == "optimiser" and report["status"]["converged"] is False:
-        print(f"bayesfa: warning: {run.method} did not converge within --iterations "
+        print(f"bayesfa: warning: {run.method} did not converge within "
+              f"{report['status'].get('iterations_option', '--iterations')} "
               f"{report['status']['iterations']}", file=sys.stderr)
     for warning in report.get("warnings", []):
         print(f"bayesfa: warning: {warning}", file=sys.stderr)

@@ -8,8 +8,10 @@ A run directory holds
   ``symbols`` / ``corpus`` (Python data), ``train.alphabet`` the symbols (strings of any
   length, or integers) of letters ``0, 1, ...`` or null;
 - ``arrays.npz``: the arrays the method's ``predict_log_prob`` needs;
-- ``trace.nc`` (where the method has a trace): per-sample diagnostics with dims
-  ``(chain, draw)`` in the NetCDF group ``posterior``, so ``arviz.from_netcdf`` reads it.
+- ``trace.nc`` (where the method has a trace): a sampler's draws with dims ``(chain, draw)``
+  in the NetCDF groups ``posterior`` (model quantities) and ``sample_stats`` (the sampler's
+  own statistics), split by :data:`SAMPLE_STATS`, so ``arviz.from_netcdf`` reads it; an
+  optimiser's iterations in the group ``optimisation_history`` (dim ``iteration``).
 
 Every file is written to a temporary name and renamed into place, and the manifest is
 written last: a directory with a manifest is a finished run. While a fit runs, the directory
@@ -267,36 +269,110 @@ def _json_default(obj):
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-def write_trace(path: str | os.PathLike, trace: dict[str, np.ndarray]) -> None:
-    """Write ``(chain, draw)`` arrays as the ``posterior`` group of a NetCDF file."""
+#: The one split of a trace into ArviZ groups (every writer and reader of traces uses it).
+#: A trace's variables are ``[chain, draw, ...]`` arrays named as below; the sampler's own
+#: statistics (how it moved, not what it drew: today the NUTS bookkeeping of the oracles) go
+#: to ``sample_stats``, every other variable (log joint, states or tables in use,
+#: hyperparameters; the oracles' ``potential_energy``, the negative log joint density) to
+#: ``posterior``. A front that records a new per-draw statistic of its sampler adds its name here.
+SAMPLE_STATS = frozenset({"diverging", "accept_prob", "num_steps", "step_size", "tree_depth",
+                          "mean_tree_accept", "energy"})
+#: An optimiser's objective, by trace name: a trace that records one is an optimisation
+#: history (one value per iteration, never draws of a posterior) and goes to the group
+#: :data:`HISTORY` with the dim ``iteration``. The first one present is the objective
+#: reported (CVB0, GCVB0, CVB2 record ``d0`` beside ``log_lik``; HMM-EM ``log_lik``).
+OBJECTIVES = {"d0": ("D0", "minimised"), "log_lik": ("training log-likelihood", "maximised")}
+HISTORY = "optimisation_history"
+#: Names of the dims after ``(chain, draw)`` of the variables that have them (others:
+#: ``NAME_dim_0``, ...).
+TRACE_DIMS = {"trans": ("letter", "state", "next_state"), "stop": ("state",), "init": ("state",)}
+#: ``Run.trace`` adds each draw's plug-in parameters to the posterior of models with at most
+#: this many transition parameters (``A * N * N``, letters times states squared).
+PLUGIN_MAX = 10_000
+
+
+def is_history(trace: dict[str, np.ndarray]) -> bool:
+    """Whether ``trace`` is an optimiser's history (it records an :data:`OBJECTIVES` name,
+    as one ``[1, iteration]`` row) rather than a sampler's draws."""
+    return any(name in trace and np.ndim(trace[name]) == 2 and np.shape(trace[name])[0] == 1
+               for name in OBJECTIVES)
+
+
+def trace_datasets(trace: dict[str, np.ndarray]) -> dict[str, Any]:
+    """``{group: xarray.Dataset}`` of a trace: ``posterior`` and ``sample_stats`` (dims
+    ``chain, draw``; split by :data:`SAMPLE_STATS`) for a sampler, ``optimisation_history``
+    (dim ``iteration``) for an optimiser (:func:`is_history`). Empty groups are left out."""
     import xarray as xr
 
-    first = next(iter(trace.values()))
-    n_chain, n_draw = np.shape(first)
-    data = {}
+    first = np.asarray(next(iter(trace.values())))
+    if first.ndim < 2:
+        raise ValueError(f"trace variables must be (chain, draw, ...) arrays, got shape {first.shape}")
+    n_chain, n_draw = first.shape[:2]
+    history = is_history(trace)
+    groups: dict[str, dict] = {}
     for name, values in trace.items():
         values = np.asarray(values)
         if values.shape[:2] != (n_chain, n_draw):
             raise ValueError(f"trace variable {name} has shape {values.shape}, expected (chain, draw, ...)")
-        dims = ("chain", "draw") + tuple(f"{name}_dim_{i}" for i in range(values.ndim - 2))
-        data[name] = (dims, values)
-    ds = xr.Dataset(data, coords={"chain": np.arange(n_chain), "draw": np.arange(n_draw)})
-    ds.attrs["created_by"] = "bayesfa"
-    atomic_write(path, lambda tmp: ds.to_netcdf(tmp, group="posterior", engine="h5netcdf", mode="w"))
+        extra = TRACE_DIMS.get(name, ())
+        if len(extra) != values.ndim - 2:
+            extra = tuple(f"{name}_dim_{i}" for i in range(values.ndim - 2))
+        if history:
+            group, dims, values = HISTORY, ("iteration",) + extra, values[0]
+        else:
+            group = "sample_stats" if name in SAMPLE_STATS else "posterior"
+            dims = ("chain", "draw") + extra
+        groups.setdefault(group, {})[name] = (dims, values)
+    coords = ({"iteration": np.arange(n_draw)} if history
+              else {"chain": np.arange(n_chain), "draw": np.arange(n_draw)})
+    out = {}
+    for group, data in groups.items():
+        ds = xr.Dataset(data, coords=coords)
+        ds.attrs["created_by"] = "bayesfa"
+        out[group] = ds
+    return out
+
+
+def write_trace(path: str | os.PathLike, trace: dict[str, np.ndarray]) -> None:
+    """Write ``(chain, draw, ...)`` arrays as the groups of :func:`trace_datasets` of one
+    NetCDF file (``arviz.from_netcdf`` reads a sampler's)."""
+    datasets = trace_datasets(trace)
+
+    def write(tmp):
+        for k, (group, ds) in enumerate(datasets.items()):
+            ds.to_netcdf(tmp, group=group, engine="h5netcdf", mode="w" if k == 0 else "a")
+
+    atomic_write(path, write)
+
+
+#: The groups :func:`read_trace` reads (a trace written before the split holds only ``posterior``).
+TRACE_GROUPS = ("posterior", "sample_stats", HISTORY)
+
+
+def _trace_groups(path: Path) -> list[str]:
+    import h5netcdf
+
+    with h5netcdf.File(path, "r") as f:
+        return [g for g in TRACE_GROUPS if g in f.groups]
 
 
 def read_trace(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """The ``(chain, draw, ...)`` arrays of a ``trace.nc``."""
+    """The ``(chain, draw, ...)`` arrays of a ``trace.nc``, every group in one dict (an
+    optimisation history as one ``[1, iteration]`` row, as its method recorded it)."""
     import xarray as xr
 
     path = Path(path)
     if not path.is_file():
         raise InputError("no such file", path)
     failure = None
+    trace: dict[str, np.ndarray] = {}
     with _quiet_h5netcdf_cleanup() as state:
         try:
-            with xr.open_dataset(path, group="posterior", engine="h5netcdf") as ds:
-                trace = {name: np.asarray(ds[name].values) for name in ds.data_vars}
+            for group in _trace_groups(path):
+                with xr.open_dataset(path, group=group, engine="h5netcdf") as ds:
+                    for name in ds.data_vars:
+                        values = np.asarray(ds[name].values)
+                        trace[name] = values[None] if group == HISTORY else values
         except _UNREADABLE as err:
             failure = state["failure"] = _reason(err)  # raised below, once the file is collected
     if failure is not None:

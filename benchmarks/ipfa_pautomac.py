@@ -167,7 +167,7 @@ def _states_draws(out: Path) -> list[list[int]]:
     """The states in use at each draw (after burn-in), chain by chain: the posterior of K."""
     import bayesfa
 
-    k = bayesfa.load(out).trace.sample_stats["n_states"].values
+    k = bayesfa.load(out).trace.posterior["n_states"].values
     return [[int(x) for x in chain] for chain in k]
 
 
@@ -183,7 +183,7 @@ def record(problem: str, args, out: Path, cmd: list[str], cpu_process: float) ->
         log_pred, n_draws = npz["log_mean"], int(npz["n_draws"])
     sol = read_solution(Path(args.data) / f"{problem}.pautomac_solution.txt", log=True)
     score = score_all_log(np.minimum(log_pred, 0.0), sol).as_dict()
-    stats = bayesfa.load(out).trace.sample_stats
+    stats = bayesfa.load(out).trace.posterior
     k = np.asarray(stats["n_states"].values, dtype=float)
     info = manifest["info"]
     opts = manifest["options"]

@@ -113,8 +113,8 @@ def test_a_cli_run_loads_and_predicts_as_the_cli(tmp_path):
 def test_trace_is_inference_data_and_diagnose_gives_the_verdict():
     run = bayesfa.fit(WORDS, method="cgs-pfa", seed=0, chains=2, **SMALL["cgs-pfa"])
     trace = run.trace
-    assert "log_joint" in trace.sample_stats
-    assert trace.sample_stats["log_joint"].shape == (2, 4)
+    assert "log_joint" in trace.posterior  # a model quantity: posterior (tests/test_trace_arviz.py)
+    assert trace.posterior["log_joint"].shape == (2, 4)
     report = run.diagnose()
     assert {"variables", "verdict", "warnings"} <= set(report)
     assert "log_joint" in report["variables"]

@@ -207,3 +207,24 @@ def test_quickstart_ends_without_a_false_alarm(tmp_path):
     assert "verdict (converged)" in done.stdout
     assert "warning" not in done.stderr
     assert (tmp_path / "qs" / "plots" / "trace.png").is_file()
+
+
+def test_optimiser_status_reads_the_objective_of_the_table():
+    """An optimisation history (bayesfa.rundir.OBJECTIVES): D0 first when recorded (cvb, beside
+    log_lik), else the log-likelihood (hmm-em), each moved the wrong way counted; never a
+    chain."""
+    from bayesfa.rundir import is_history
+
+    em = {"log_lik": np.array([[-10.0, -8.0, -8.5, -7.0]])}
+    assert diagnostics.is_optimiser(em) and is_history(em)
+    s = diagnostics.optimiser_status(em, {"method": "hmm-em", "options": {"n_iter": 4, "tol": 1e-3},
+                                          "info": {"converged": False}})
+    assert (s["objective"], s["direction"]) == ("training log-likelihood", "maximised")
+    assert s["objective_reversals"] == 1 and s["objective_increases"] == 2
+    assert s["iterations"] == 4 and s["max_iterations"] == 4
+    assert s["message"].startswith("optimisation history, not draws: not converged: used all 4 --n-iter")
+    cvb = {"d0": np.array([[5.0, 4.0, 4.5]]), "log_lik": np.array([[-3.0, -2.0, -2.5]])}
+    s = diagnostics.optimiser_status(cvb, {"options": {"iterations": 3}, "info": {"converged": True}})
+    assert (s["objective"], s["direction"], s["objective_reversals"]) == ("D0", "minimised", 1)
+    assert "final D0 4.5" in s["message"]
+    assert not diagnostics.is_optimiser({"log_joint": np.zeros((2, 5)), "log_lik": np.zeros((2, 5))})

@@ -270,8 +270,13 @@ class _HMMEM(DrawAutomata):
         best = int(np.argmax([s["log_likelihood"] for s in summaries]))
         info = {"n_states": int(options["states"]), "best_restart": best,
                 "train_log_likelihood": summaries[best]["log_likelihood"], "restarts": summaries,
-                "data_shape": "sequence" if options.get("sequence", False) else "sentences"}
-        return FitResult({k: np.asarray(v, dtype=np.float64) for k, v in arrays.items()}, {}, info)
+                "data_shape": "sequence" if options.get("sequence", False) else "sentences",
+                # the kept restart's, for diagnose (an optimisation history, not draws)
+                "iterations_run": summaries[best]["iterations"],
+                "converged": summaries[best]["converged"]}
+        # the kept restart's log-likelihood per EM iteration, one row (bayesfa.rundir.OBJECTIVES)
+        trace = {"log_lik": np.asarray(model.monitor_.history, dtype=np.float64)[None, :]}
+        return FitResult({k: np.asarray(v, dtype=np.float64) for k, v in arrays.items()}, trace, info)
 
     def predict_log_prob(self, arrays, options, corpus: Corpus) -> np.ndarray:
         """Sentences: ``log Pr(x)`` of each string from the initial distribution. Sequence: the

@@ -24,12 +24,15 @@ samplers that hold some out) is diagnosed beside the log joint: two chains in mo
 predict alike agree on it even when their log joints differ.
 
 R-hat is reported as ``None`` (JSON ``null``) whenever it is undefined: one chain, or a
-variable that is constant within every chain. :func:`warnings` says which case it is.
+variable that is constant within every chain. :func:`warnings` says which case it is, except
+for one chain (a choice of the run, e.g. hpyp's default ``--chains 1``, not a fault):
+:func:`notes` says that R-hat needs two chains or more.
 
-Optimisers (CVB0, GCVB0, CVB2: a trace of ``d0`` per iteration, one "chain") are not Markov
+Optimisers (CVB0, GCVB0, CVB2: ``d0`` per iteration; HMM-EM: the kept restart's ``log_lik``
+per iteration; :data:`bayesfa.rundir.OBJECTIVES`) record an optimisation history, not Markov
 chains: R-hat, ESS and the advice about burn-in and chains do not apply. For them
-:func:`optimiser_status` reports the objective (``D0``, Eq. 15 of Shibata & Yoshinaka 2013),
-the iterations used out of ``--iterations``, and whether the run converged (``--tol``).
+:func:`optimiser_status` reports the objective (``D0``, Eq. 15 of Shibata & Yoshinaka 2013, or
+the log-likelihood), the iterations used, and whether the run converged (``--tol``).
 Rank plots compare chains, so single-chain runs get none.
 """
 
@@ -43,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from bayesfa.rundir import OBJECTIVES, SAMPLE_STATS, is_history
+
 RHAT_MAX = 1.01
 ESS_MIN = 400.0
 #: Within-chain thresholds: split R-hat of one chain alone (:func:`chain_rhat`) and its own
@@ -54,10 +59,11 @@ CHAIN_RHAT_MAX = 1.05
 CHAIN_ESS_MIN = 100.0
 MIN_CHAIN_DRAWS = 8  # fewer draws in a chain: no within-chain figures
 
-#: NUTS bookkeeping that oracle runs save in their trace: not quantities of the posterior, so
-#: :func:`warnings` holds no R-hat/ESS against them (``diverging`` is reported as a count).
-SAMPLER_STATISTICS = frozenset({"diverging", "accept_prob", "num_steps", "step_size",
-                                "tree_depth", "mean_tree_accept", "energy"})
+#: The sampler's own statistics (today the NUTS bookkeeping of the oracles: the
+#: ``sample_stats`` group of a run's trace, :data:`bayesfa.rundir.SAMPLE_STATS`): not
+#: quantities of the posterior, so :func:`warnings` holds no R-hat/ESS against them
+#: (``diverging`` is reported as a count).
+SAMPLER_STATISTICS = SAMPLE_STATS
 
 
 # -- numbers -----------------------------------------------------------------------------
@@ -331,10 +337,7 @@ def warnings(summary: dict[str, dict[str, Any]], *, rhat_max: float = RHAT_MAX,
             out.append(problem)
         r = s.get("rhat")
         if r is None:
-            if s.get("chains", 0) < 2:
-                out.append(f"{name}: R-hat is undefined with one chain; run at least 4 chains "
-                           f"to check that chains agree")
-            else:
+            if s.get("chains", 0) >= 2:  # one chain: a note (:func:`notes`), not a fault
                 out.append(f"{name}: R-hat is undefined")
             continue
         low = [(label, s.get(key)) for key, label in (("ess_bulk", "bulk"), ("ess_tail", "tail"))
@@ -351,6 +354,16 @@ def warnings(summary: dict[str, dict[str, Any]], *, rhat_max: float = RHAT_MAX,
                 out.append(f"{name}: {label} ESS {e:.0f} < {ess_min:.0f} over all chains "
                            f"(too few effective draws): run more --iterations or --chains")
     return out
+
+
+def notes(summary: dict[str, dict[str, Any]]) -> list[str]:
+    """What a :func:`diagnose` summary cannot tell and why, one line each; empty when
+    nothing is missing. Not faults: a run of one chain has no R-hat (it compares chains)."""
+    chains = max([s.get("chains", 0) for s in _checked(summary).values()] or [2])
+    if chains >= 2:
+        return []
+    return [f"R-hat needs >= 2 chains; this run has {chains} (use --chains 4 to check that "
+            f"chains agree); the within-chain figures are reported"]
 
 
 def verdict(summary: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -375,8 +388,8 @@ def verdict(summary: dict[str, dict[str, Any]]) -> dict[str, Any]:
                            f"(a longer --burn-in and more --iterations)"}
     if max(s.get("chains", 0) for s in checked.values()) < 2:
         return {"kind": "one-chain", "variables": list(checked),
-                "message": "the chain converged on its own, but with one chain agreement between "
-                           "chains cannot be checked - run 4 chains or more"}
+                "message": "the chain converged on its own; R-hat needs >= 2 chains, so agreement "
+                           "between chains is not checked (use --chains 4)"}
     between = [n for n, s in checked.items() if s.get("rhat") is not None and s["rhat"] > RHAT_MAX]
     if between:
         worst = max(checked[n]["rhat"] for n in between)
@@ -421,44 +434,51 @@ def format_table(summary: dict[str, dict[str, Any]]) -> str:
 
 # -- optimisers --------------------------------------------------------------------------
 
-#: The objective an optimiser's trace records (CVB0, GCVB0, CVB2: ``D0``, never a chain).
-OPTIMISER_OBJECTIVE = "d0"
-
-
 def is_optimiser(trace: dict[str, np.ndarray]) -> bool:
-    """Whether ``trace`` is an optimiser's (one row of iterations with the objective ``d0``)
-    rather than a sampler's draws."""
-    d0 = trace.get(OPTIMISER_OBJECTIVE)
-    return d0 is not None and np.ndim(d0) == 2 and np.shape(d0)[0] == 1
+    """Whether ``trace`` is an optimiser's history (it records an objective of
+    :data:`bayesfa.rundir.OBJECTIVES`, one row of iterations) rather than a sampler's draws."""
+    return is_history(trace)
 
 
 def optimiser_status(trace: dict[str, np.ndarray], manifest: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The convergence status of an optimiser's run: ``{"kind": "optimiser", "objective",
-    "objective_first", "objective_final", "objective_increases", "iterations",
-    "max_iterations", "converged", "tol", "last_change", "log_lik_final", "message"}``.
+    """The convergence status of an optimiser's run: ``{"kind": "optimiser", "history",
+    "objective", "direction", "objective_first", "objective_final", "objective_increases",
+    "objective_reversals", "iterations", "max_iterations", "iterations_option", "converged",
+    "tol", "last_change", "log_lik_final", "message"}``.
 
-    ``iterations``: the run's ``info.iterations_run`` (else the trace's length);
-    ``converged``: the run's ``info.converged`` (``--tol`` met before ``--iterations`` ran
-    out), None when the manifest does not say; ``objective_increases``: iterations where
-    ``D0`` rose (CVB0 and CVB2 need not descend; GCVB0's L-BFGS-B does)."""
+    ``objective``: the first of :data:`bayesfa.rundir.OBJECTIVES` the trace records (``D0``,
+    minimised; HMM-EM's training log-likelihood, maximised); ``objective_reversals``:
+    iterations where it moved the wrong way (CVB0 and CVB2 need not descend; GCVB0's
+    L-BFGS-B and EM do), ``objective_increases``: where it rose. ``iterations``: the run's
+    ``info.iterations_run`` (else the trace's length); ``converged``: the run's
+    ``info.converged`` (``--tol`` met before the iterations ran out), None when the manifest
+    does not say. ``history``: that the trace is an optimisation history, not draws."""
     manifest = manifest or {}
     info, options = manifest.get("info") or {}, manifest.get("options") or {}
-    d0 = np.asarray(trace[OPTIMISER_OBJECTIVE], dtype=np.float64).reshape(-1)
-    finite = d0[np.isfinite(d0)]
+    key = next(k for k in OBJECTIVES if k in trace)
+    label, direction = OBJECTIVES[key]
+    values = np.asarray(trace[key], dtype=np.float64).reshape(-1)
+    finite = values[np.isfinite(values)]
     n = info.get("iterations_run")
-    n = int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else int(d0.size)
-    limit = options.get("iterations")
+    n = int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else int(values.size)
+    limit = options.get("iterations", options.get("n_iter"))
     limit = int(limit) if isinstance(limit, int) and not isinstance(limit, bool) else None
     converged = info.get("converged") if isinstance(info.get("converged"), bool) else None
     tol = info.get("tol", options.get("tol"))
     change = trace.get("change")
     last_change = _finite(np.asarray(change).reshape(-1)[-1]) if change is not None and np.size(change) else None
     log_lik = trace.get("log_lik")
-    out = {"kind": "optimiser", "method": manifest.get("method"), "objective": "D0",
+    steps = np.diff(finite) if finite.size > 1 else np.zeros(0)
+    out = {"kind": "optimiser", "method": manifest.get("method"),
+           "history": f"an optimisation history of {int(values.size)} iterations, not posterior "
+                      f"draws: R-hat and ESS do not apply",
+           "objective": label, "direction": direction,
            "objective_first": _finite(finite[0]) if finite.size else None,
            "objective_final": _finite(finite[-1]) if finite.size else None,
-           "objective_increases": int(np.sum(np.diff(finite) > 0)) if finite.size > 1 else 0,
+           "objective_increases": int(np.sum(steps > 0)),
+           "objective_reversals": int(np.sum(steps > 0 if direction == "minimised" else steps < 0)),
            "iterations": n, "max_iterations": limit, "converged": converged,
+           "iterations_option": "--n-iter" if "n_iter" in options else "--iterations",
            "tol": tol if isinstance(tol, (int, float)) else None, "last_change": last_change,
            "log_lik_final": _finite(np.asarray(log_lik).reshape(-1)[-1])
            if log_lik is not None and np.size(log_lik) else None}
@@ -468,17 +488,21 @@ def optimiser_status(trace: dict[str, np.ndarray], manifest: dict[str, Any] | No
 
 def _optimiser_message(s: dict[str, Any], detail) -> str:
     final = "-" if s["objective_final"] is None else f"{s['objective_final']:.6g}"
+    name = s.get("objective", "D0")
     limit = f" of at most {s['max_iterations']}" if s["max_iterations"] else ""
     tol = "the tolerance" if s["tol"] is None else f"--tol {s['tol']:.3g}"
     why = "; ".join(x for x in ("" if s["last_change"] is None else f"last change {s['last_change']:.3g}",
                                 detail if isinstance(detail, str) else "") if x)
     why = f" ({why})" if why else ""
     if s["converged"] is True:
-        return f"converged: {tol} met after {s['iterations']}{limit} iterations{why}; final D0 {final}"
+        return (f"optimisation history, not draws: converged: {tol} met after "
+                f"{s['iterations']}{limit} iterations{why}; final {name} {final}")
     if s["converged"] is False:
-        return (f"not converged: used all {s['iterations']} --iterations without meeting {tol}"
-                f"{why}; final D0 {final} - run more --iterations")
-    return f"{s['iterations']} iterations, final D0 {final} (the run does not say whether it converged)"
+        flag = s.get("iterations_option", "--iterations")
+        return (f"optimisation history, not draws: not converged: used all {s['iterations']} "
+                f"{flag} without meeting {tol}{why}; final {name} {final} - run more {flag}")
+    return (f"optimisation history, not draws: {s['iterations']} iterations, final {name} "
+            f"{final} (the run does not say whether it converged)")
 
 
 def optimiser_table(trace: dict[str, np.ndarray]) -> str:
