@@ -380,9 +380,8 @@ def test_argument_checks(monkeypatch):
             cgs_pfa.sample_cgs_pfa(TRAIN, **{**good, key: bad})
     with pytest.raises(InputError, match="keeps no sample"):
         cgs_pfa.sample_cgs_pfa(TRAIN, **{**good, "burn_in": 10})
-    monkeypatch.setattr(cgs_pfa, "_MAX_TOKENS", TRAIN.n_tokens)
-    with pytest.raises(InputError, match="float32"):
-        cgs_pfa.sample_cgs_pfa(TRAIN, **good)
+    monkeypatch.setattr(cgs_pfa, "FLOAT32_EXACT_TOKENS", TRAIN.n_tokens)  # no longer a refusal:
+    assert cgs_pfa.sample_cgs_pfa(TRAIN, **good).info["count_dtype"] == "float64"  # wider counts
     monkeypatch.undo()
     res = cgs_pfa.sample_cgs_pfa(TRAIN, **good)
     with pytest.raises(InputError, match="letters"):

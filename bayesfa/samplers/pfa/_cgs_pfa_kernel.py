@@ -18,7 +18,9 @@ Counts are whole numbers stored in float32, which holds every integer up to 2**2
 count exceeds T, so for T < 2**24 (16.7 million tokens; the largest PAutomaC training set has
 1.6 million) the counts, the recorded ``C_iaj``, the plug-in ``xi~`` and the log joint (Eq. 4,
 float64) are exact, and the sampled conditional is exact up to float32 rounding of the weights
-(relative error ~1e-7). The front refuses larger corpora.
+(relative error ~1e-7). A larger corpus gets float64 ``c``, ``ct`` and ``recip``
+(:func:`bayesfa.samplers.pfa.cgs_pfa.count_dtype`, exact to 2**53), for which numba compiles
+the same sweep; the plain ``gibbs`` sweep runs them, one chain at a time.
 
 Callers of the sweep (:func:`sweeps`, :func:`tempered_sweeps`, :func:`sample_draws`, and the
 like in the split-merge and multi-chain kernels) are compiled in each process (``cache=False``),

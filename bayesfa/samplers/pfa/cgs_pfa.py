@@ -44,7 +44,17 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
 # Sweeps are run in blocks of about this many (N x T) units between progress updates
 # (about 0.05 s at 2 ns per unit); the block size never changes the result.
 _BLOCK_UNITS = 25_000_000
-_MAX_TOKENS = 1 << 24  # float32 counts are exact below this (see _cgs_pfa_kernel)
+#: float32 counts are exact below this many tokens (see _cgs_pfa_kernel); a larger corpus
+#: gets float64 counts (:func:`count_dtype`), which the plain gibbs sweep runs
+FLOAT32_EXACT_TOKENS = 1 << 24
+_MAX_TOKENS = FLOAT32_EXACT_TOKENS  # --auto's limit (auto.py)
+
+
+def count_dtype(n_tokens: int) -> type:
+    """The type of the chain's counts ``c``, ``ct``, ``recip`` for ``n_tokens`` tokens:
+    float32 (exact, and faster) below :data:`FLOAT32_EXACT_TOKENS`, float64 (exact up to
+    2**53) above; ``ci`` stays int32 (the token limit of :func:`_check_arguments`)."""
+    return np.float32 if n_tokens < FLOAT32_EXACT_TOKENS else np.float64
 _XI_CHUNK_BYTES = 1 << 26  # plug-in xi~ built for at most 64 MiB of samples at a time
 #: Default fraction of the training strings held out for ``heldout_log_pred`` (``--holdout``),
 #: and the most strings held out whatever the fraction.
@@ -150,11 +160,30 @@ def predict_log_prob(counts: np.ndarray, beta: float, corpus: Corpus) -> np.ndar
 
 
 def _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs) -> int:
-    """:func:`bayesfa.samplers.chains.check_chain_arguments` with the float32 counts' limit."""
-    return check_chain_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs,
-                                 max_tokens=_MAX_TOKENS,
-                                 too_many=f"; the sampler keeps its counts in float32, exact "
-                                          f"below {_MAX_TOKENS} tokens")
+    """:func:`bayesfa.samplers.chains.check_chain_arguments` (below 2**31 tokens: ``ci`` and
+    ``z`` are int32)."""
+    return check_chain_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs)
+
+
+def _wide_counts_options(n_tokens: int, kernel: str, interleave, anneal, split_merge,
+                         blocked_every) -> tuple[str, int | None]:
+    """``(kernel, interleave)`` for a corpus of ``n_tokens``: unchanged below
+    :data:`FLOAT32_EXACT_TOKENS`; above, the float64 counts run in the plain gibbs sweep one
+    chain at a time (``auto`` resolves to that), and an option that needs float32 counts is a
+    one-line error."""
+    if count_dtype(n_tokens) is np.float32:
+        return kernel, interleave
+    kernel = "gibbs" if kernel == "auto" else kernel
+    interleave = 1 if interleave is None else interleave
+    other = [name for name, on in (("--kernel " + kernel, kernel != "gibbs"),
+                                   ("--interleave", interleave != 1), ("--anneal", bool(anneal)),
+                                   ("--split-merge", bool(split_merge)),
+                                   ("--blocked-every", bool(blocked_every))) if on]
+    if other:
+        raise InputError(f"the training corpus has {n_tokens} tokens: from {FLOAT32_EXACT_TOKENS} "
+                         f"tokens on the counts are float64, which only the plain gibbs sweep runs "
+                         f"(not {', '.join(other)})")
+    return kernel, interleave
 
 
 #: The sweep kernels (``--kernel``): ``gibbs``, Algorithm 1's O(N)-per-token Gibbs sweep
@@ -195,15 +224,16 @@ def kernel_module(kernel: str):
     return module
 
 
-def new_counts(n_states: int, n_symbols: int):
-    """Zeroed ``(c, ct, ci, recip)`` of the kernel's chain state (see ``_cgs_pfa_kernel``)."""
+def new_counts(n_states: int, n_symbols: int, dtype: type = np.float32):
+    """Zeroed ``(c, ct, ci, recip)`` of the kernel's chain state (see ``_cgs_pfa_kernel``),
+    the counts in ``dtype`` (:func:`count_dtype`)."""
     from bayesfa.samplers.pfa._cgs_pfa_kernel import padded_width
 
     width = padded_width(n_states)
-    return (np.zeros((n_states + 1, n_symbols, width), dtype=np.float32),
-            np.zeros((n_symbols, n_states + 1, width), dtype=np.float32),
+    return (np.zeros((n_states + 1, n_symbols, width), dtype=dtype),
+            np.zeros((n_symbols, n_states + 1, width), dtype=dtype),
             np.zeros(n_states + 1, dtype=np.int32),
-            np.zeros(width, dtype=np.float32))
+            np.zeros(width, dtype=dtype))
 
 
 def holdout_split(n_strings: int, fraction: float, seed_seq: np.random.SeedSequence):
@@ -389,7 +419,7 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         acc = LogMeanAccumulator.from_state(resume["pred_log_sum"], d)
     else:
         z = random_path(tokens, n_states, rng) if init_z is None else np.array(init_z, dtype=np.int32)
-    c, ct, ci, recip = new_counts(n_states, n_symbols)
+    c, ct, ci, recip = new_counts(n_states, n_symbols, count_dtype(tokens.size))
     kernel.fill_counts(tokens, z, c, ct, ci, recip, float(beta))
     state = (positions, tokens, z, c, ct, ci, recip, rng, float(beta))
 
@@ -773,6 +803,8 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     :mod:`bayesfa.samplers.pfa._ffbs_kernel`).
     """
     n_draws = _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs)
+    kernel, interleave = _wide_counts_options(corpus.n_tokens, kernel, interleave, anneal,
+                                              split_merge, blocked_every)
     setup = _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdout,
                    predict, max_draws, kernel, checkpoint_every, anneal, anneal_start,
                    split_merge, split_merge_scans, blocked_every)
@@ -982,6 +1014,7 @@ def _result(setup: _Setup, outs: list, run: dict, holdout: float, max_draws) -> 
         "n_draws_per_chain": int(setup.n_draws),
         "n_free_positions": int(free_positions(tokens).size),
         "n_tokens": int(tokens.size),
+        "count_dtype": np.dtype(count_dtype(tokens.size)).name,  # the chains' counts (c, ct)
         "holdout": float(holdout),
         "holdout_strings": int(setup.held_idx.size),
         "holdout_letters": 0 if held is None else int(held.corpus().n_letters),
@@ -1121,7 +1154,8 @@ class _CGSPFA(DrawAutomata):
         size = (n + 1) * a * (n + 1)                       # one recorded C_iaj (int32)
         chain = kept * size * 4 + draws * 16              # + log joint, states and edges used
         scratch = 0 if kept == draws else min(draws, _SCRATCH_DRAWS) * size * 4
-        state = 2 * (n + 1) * a * padded_width(n) * 4 + corpus.n_tokens * 20 + scratch
+        width = np.dtype(count_dtype(corpus.n_tokens)).itemsize  # c and ct: float32 or float64
+        state = 2 * (n + 1) * a * padded_width(n) * width + corpus.n_tokens * 20 + scratch
         if options.get("split_merge"):  # the move's scratch: members (int64) and saved (int32)
             state += corpus.n_tokens * 12
         if options.get("blocked_every"):  # the blocked move's theta and filters (float64)
