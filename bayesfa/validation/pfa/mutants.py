@@ -26,7 +26,10 @@ bucket-MH kernel (``--kernel bucket-mh``, :mod:`bayesfa.samplers.pfa._cgs_pfa_bu
 :data:`BUCKET_MUTANTS`. The split-merge move (``--split-merge``,
 :mod:`bayesfa.samplers.pfa._split_merge_kernel`) has :data:`SPLIT_MERGE_MUTANTS`
 (``cgs-pfa:mutant-sm-...``): their sweep is the production one, and the split-merge checks of
-:mod:`bayesfa.validation.pfa.split_merge` run their move.
+:mod:`bayesfa.validation.pfa.split_merge` run their move. :data:`RECORD_MUTANTS` (``cgs-pfa:mutant-log-joint-end-prior``) leave the
+sampling alone and slip in what is recorded: their fit runs the production sweep and writes
+the trace's log joint with the mutant :func:`bayesfa.samplers.pfa._cgs_pfa_kernel.build_log_joint`,
+which only the harness's ``recorded`` check (every recorded quantity recomputed) can see.
 """
 
 from __future__ import annotations
@@ -53,17 +56,20 @@ BUCKET_MUTANTS: dict[str, str] = dict(bucket_kernel.MUTATIONS)
 #: Mutants of the split-merge move (``cgs-pfa --split-merge``): the Gibbs sweep is the
 #: production one; :mod:`bayesfa.validation.pfa.split_merge`'s checks run the mutant move.
 SPLIT_MERGE_MUTANTS: dict[str, str] = dict(split_merge_kernel.MUTATIONS)
+#: Mutants of what the front records (the trace's log joint), not of the sweep.
+RECORD_MUTANTS: dict[str, str] = dict(kernel.RECORD_MUTATIONS)
 #: The Metropolis-Hastings kernels' modules, which build their own ``sweeps`` (mutants included).
 MH_KERNELS = {"alias-mh": alias_kernel, "bucket-mh": bucket_kernel}
 #: Not a mutant: the production sweep through this module's driver.
-VARIANTS = (*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS, "control")
+VARIANTS = (*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS, *RECORD_MUTANTS,
+            "control")
 PREFIX = "cgs-pfa:mutant-"
 
 
 def _check_variant(variant: str | None) -> None:
     if variant is not None and variant not in VARIANTS:
         raise ValueError(f"unknown mutant {variant!r}; choose from "
-                         f"{', '.join([*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS])}")
+                         f"{', '.join([*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS, *RECORD_MUTANTS])}")
 
 
 def kernel_of(variant: str | None, kernel_name: str = "gibbs") -> str:
@@ -140,7 +146,8 @@ class Kernel:
         if self.kernel_name in MH_KERNELS:
             module = MH_KERNELS[self.kernel_name]
             self._alias = module.build_sweep(variant if variant in module.MUTATIONS else None)
-        elif variant is None or variant == "control" or variant in SPLIT_MERGE_MUTANTS:
+        elif variant is None or variant == "control" or variant in (*SPLIT_MERGE_MUTANTS,
+                                                                     *RECORD_MUTANTS):
             self._sweep = kernel.sweep_positions
         else:
             self._sweep = kernel.build_sweep(variant)
@@ -226,7 +233,11 @@ def sample_variant(corpus: Corpus, variant: str, n_states: int, beta: float, ite
         state = kern.init(tokens, z, n_states, n_symbols, beta)
         paths = kern.draw_paths(burn_in, n_draws, period, positions, tokens, z, state, rng, beta)
         counts[ch] = batch_counts(tokens, paths, n_states, n_symbols)
-    log_joint = batch_log_joint(counts, beta)
+    if variant in RECORD_MUTANTS:  # the front's recording, with the mutant log joint
+        lj = kernel.build_log_joint(variant)
+        log_joint = np.array([[lj(c, float(beta)) for c in chain] for chain in counts])
+    else:
+        log_joint = batch_log_joint(counts, beta)
     used = (counts[:, :, 1:].sum(axis=(3, 4)) > 0).sum(axis=2).astype(np.int32)
     edges = (counts > 0).sum(axis=(2, 3, 4)).astype(np.int32)
     return counts, log_joint, used, edges
@@ -236,7 +247,8 @@ class MutantMethod:
     """A mutant CGS-PFA as a :class:`bayesfa.methods.Method` (``cgs-pfa`` options)."""
 
     def __init__(self, variant: str):
-        described = {**MUTANTS, **ALIAS_MUTANTS, **BUCKET_MUTANTS, **SPLIT_MERGE_MUTANTS}
+        described = {**MUTANTS, **ALIAS_MUTANTS, **BUCKET_MUTANTS, **SPLIT_MERGE_MUTANTS,
+                     **RECORD_MUTANTS}
         if variant not in described:
             raise ValueError(f"unknown mutant {variant!r}; choose from {', '.join(described)}")
         self.variant = variant
@@ -271,9 +283,10 @@ def mutant_names() -> list[str]:
 
 def all_mutant_names() -> list[str]:
     """Every mutant ``bayesfa validate`` knows: the Gibbs kernel's, then the alias-MH
-    kernel's (:data:`ALIAS_MUTANTS`), the bucket-MH kernel's (:data:`BUCKET_MUTANTS`) and the
-    split-merge move's (:data:`SPLIT_MERGE_MUTANTS`)."""
-    return [PREFIX + v for v in (*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS)]
+    kernel's (:data:`ALIAS_MUTANTS`), the bucket-MH kernel's (:data:`BUCKET_MUTANTS`), the
+    split-merge move's (:data:`SPLIT_MERGE_MUTANTS`) and the recording's (:data:`RECORD_MUTANTS`)."""
+    return [PREFIX + v for v in (*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS,
+                                 *RECORD_MUTANTS)]
 
 
 def get_mutant(name: str) -> MutantMethod:
