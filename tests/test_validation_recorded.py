@@ -68,3 +68,22 @@ def test_counts_consistency_sees_a_corrupted_state():
     moved[i[0], i[1] + 1, i[2] + 1] -= 1
     moved[i[0], i[1] + 1, 2 if i[2] + 1 == 1 else 1] += 1  # one transition to another state
     assert not reference.counts_consistency(moved[None, None], toy.train.tokens)["pass"]
+
+
+@pytest.mark.parametrize("name", ["cgs-hmm", "cgs-hmm-star", "cgs-sg"])
+def test_variants_recorded_quantities_recomputed_and_a_slip_seen(name):
+    """CGS-HMM(*) and CGS-SG: every trace entry recomputed from the recorded counts (and
+    graph); a trace entry changed on one draw, by a slip of the recording, fails the check."""
+    toy = get_toy("tiny")
+    report = compare(name, toy, seed=0, options=SHORT)
+    check = recorded_check(name, report, toy)
+    assert check.passed, check.to_table()
+    assert {r["quantity"] for r in check.rows} >= set(report.fit.trace)
+    fit = report.fit
+    for key in fit.trace:
+        trace = dict(fit.trace)
+        trace[key] = np.array(trace[key], dtype=np.float64)
+        trace[key][1, 7] += 1.0
+        report.fit = fit._replace(trace=trace)
+        bad = recorded_check(name, report, toy)
+        assert not bad.passed and bad.summary["failed_quantities"] == [key], key

@@ -202,26 +202,33 @@ def counts_consistency(counts: np.ndarray, tokens: np.ndarray) -> dict:
                    "out-flow per state (draws breaking any: max_diff)"}
 
 
-def recompute_trace(arrays: dict, trace: dict, options: dict, train: Corpus):
-    """``(recomputed, extra_rows)`` for the ``recorded`` check of CGS-PFA and its mutants: the
-    trace's ``log_joint`` (Eq. 4 by :func:`batch_log_joint`, scipy's ``gammaln``: not the
-    kernel's ``math.lgamma`` loop), ``n_states`` (states ``i >= 1`` with ``C_i > 0``) and
-    ``n_edges`` (cells ``C_iaj > 0``) from the recorded counts ``[chain, draw, N+1, A, N+1]``,
-    on the draws whose counts are kept (``--max-draws``), and :func:`counts_consistency`."""
+def counts_trace(counts: np.ndarray, trace: dict, options: dict, log_joint: np.ndarray,
+                 how: str) -> dict:
+    """The trace entries every sampler of the PFA family records from its counts
+    ``[chain, draw, N+1, A, N+1]``, as :class:`~bayesfa.validation.recorded.Recomputed`:
+    ``log_joint`` (given, recomputed by the caller's formula, ``how``), ``n_states`` (states
+    ``i >= 1`` with ``C_i > 0``), ``n_edges`` (cells ``C_iaj > 0``); on the draws whose counts
+    are kept (``--max-draws``: the front's documented rule)."""
     from bayesfa.samplers.pfa.cgs_pfa import kept_draw_indices  # which draws kept counts
     from bayesfa.validation.recorded import Recomputed
 
-    counts = np.asarray(arrays["counts"])
     kept = kept_draw_indices(np.shape(trace["log_joint"])[1], options.get("max_draws"))
 
     def rec(name):
         return np.asarray(trace[name])[:, kept]
 
-    out = {"log_joint": Recomputed(batch_log_joint(counts, options["beta"]), rec("log_joint"), 1e-9,
-                                   "Eq. 4 from the recorded counts (reference.batch_log_joint)"),
-           "n_states": Recomputed((counts[:, :, 1:].sum(axis=(3, 4)) > 0).sum(axis=2),
-                                  rec("n_states"), 0.0, "states i >= 1 with C_i > 0"),
-           "n_edges": Recomputed((counts > 0).sum(axis=(2, 3, 4)), rec("n_edges"), 0.0,
-                                 "cells with C_iaj > 0")}
-    return out, [counts_consistency(counts, train.tokens)]
+    return {"log_joint": Recomputed(log_joint, rec("log_joint"), 1e-9, how),
+            "n_states": Recomputed((counts[:, :, 1:].sum(axis=(3, 4)) > 0).sum(axis=2),
+                                   rec("n_states"), 0.0, "states i >= 1 with C_i > 0"),
+            "n_edges": Recomputed((counts > 0).sum(axis=(2, 3, 4)), rec("n_edges"), 0.0,
+                                  "cells with C_iaj > 0")}
 
+
+def recompute_trace(arrays: dict, trace: dict, options: dict, train: Corpus):
+    """``(recomputed, extra_rows)`` for the ``recorded`` check of CGS-PFA and its mutants:
+    :func:`counts_trace` with the log joint of Eq. 4 by :func:`batch_log_joint` (scipy's
+    ``gammaln``, not the kernel's ``math.lgamma`` loop), and :func:`counts_consistency`."""
+    counts = np.asarray(arrays["counts"])
+    out = counts_trace(counts, trace, options, batch_log_joint(counts, options["beta"]),
+                       "Eq. 4 from the recorded counts (reference.batch_log_joint)")
+    return out, [counts_consistency(counts, train.tokens)]
