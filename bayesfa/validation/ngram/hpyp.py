@@ -312,7 +312,7 @@ def hyper_conditional_check(*, seed: int = 0, alpha: float = 1e-3, variant: int 
 
     from bayesfa.samplers.ngram._hpyp_kernel import sample_hyper
     from bayesfa.samplers.ngram.hpyp import PRIOR
-    from bayesfa.validation.checks import Check
+    from bayesfa.validation.checks import Check, log_p_margin
 
     depth, c, t, cs, ts, sizes, off = hyper_seating()
     per_depth = []
@@ -353,7 +353,8 @@ def hyper_conditional_check(*, seed: int = 0, alpha: float = 1e-3, variant: int 
                      f"{HYPER_DRAWS} exact draws of their conditional given a fixed seating "
                      f"(depth 0 and depth 1) vs {HYPER_DRAWS} fresh exact draws: two-sample KS"),
         alpha=alpha, columns=["parameter", "exact_mean", "moved_mean", "ks", "p_value", "pass"],
-        rows=rows, summary={"min_p_value": min(r["p_value"] for r in rows)},
+        rows=rows, summary={"min_p_value": min(r["p_value"] for r in rows),
+                            "margin": log_p_margin(min(r["p_value"] for r in rows), alpha / tests)},
         notes=[f"false-alarm rate {alpha:g}: each KS test at p > {alpha / tests:g} (Bonferroni "
                f"over {tests}); the exact draws are rejection samples from the prior"])
 
