@@ -70,12 +70,15 @@ def test_counts_consistency_sees_a_corrupted_state():
     assert not reference.counts_consistency(moved[None, None], toy.train.tokens)["pass"]
 
 
-@pytest.mark.parametrize("name", ["cgs-hmm", "cgs-hmm-star", "cgs-sg"])
-def test_variants_recorded_quantities_recomputed_and_a_slip_seen(name):
-    """CGS-HMM(*) and CGS-SG: every trace entry recomputed from the recorded counts (and
-    graph); a trace entry changed on one draw, by a slip of the recording, fails the check."""
+@pytest.mark.parametrize("name,options", [("cgs-hmm", SHORT), ("cgs-hmm-star", SHORT),
+                                          ("cgs-sg", SHORT),
+                                          ("pdia", {"iterations": 300, "burn_in": 100})])
+def test_recorded_quantities_recomputed_and_a_slip_seen(name, options):
+    """CGS-HMM(*), CGS-SG and the PDIA: every trace entry recomputed from the recorded state
+    (counts, graph; the PDIA's transitions, seating, emission counts and hyperparameters); a
+    trace entry changed on one draw, by a slip of the recording, fails the check."""
     toy = get_toy("tiny")
-    report = compare(name, toy, seed=0, options=SHORT)
+    report = compare(name, toy, seed=0, options=options)
     check = recorded_check(name, report, toy)
     assert check.passed, check.to_table()
     assert {r["quantity"] for r in check.rows} >= set(report.fit.trace)
