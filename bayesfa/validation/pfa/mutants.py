@@ -26,10 +26,11 @@ bucket-MH kernel (``--kernel bucket-mh``, :mod:`bayesfa.samplers.pfa._cgs_pfa_bu
 :data:`BUCKET_MUTANTS`. The split-merge move (``--split-merge``,
 :mod:`bayesfa.samplers.pfa._split_merge_kernel`) has :data:`SPLIT_MERGE_MUTANTS`
 (``cgs-pfa:mutant-sm-...``): their sweep is the production one, and the split-merge checks of
-:mod:`bayesfa.validation.pfa.split_merge` run their move. :data:`RECORD_MUTANTS` (``cgs-pfa:mutant-log-joint-end-prior``) leave the
-sampling alone and slip in what is recorded: their fit runs the production sweep and writes
-the trace's log joint with the mutant :func:`bayesfa.samplers.pfa._cgs_pfa_kernel.build_log_joint`,
-which only the harness's ``recorded`` check (every recorded quantity recomputed) can see.
+:mod:`bayesfa.validation.pfa.split_merge` run their move. :data:`RECORD_MUTANTS`
+(``cgs-pfa:mutant-log-joint-end-prior``) leave the sampling alone and slip in what is
+recorded: their fit runs the production sweep and writes the trace's log joint with the mutant
+:func:`bayesfa.samplers.pfa._cgs_pfa_kernel.build_log_joint`, which only the harness's
+``recorded`` check (every recorded quantity recomputed) can see.
 """
 
 from __future__ import annotations
