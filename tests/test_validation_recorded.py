@@ -72,7 +72,8 @@ def test_counts_consistency_sees_a_corrupted_state():
 
 @pytest.mark.parametrize("name,options", [("cgs-hmm", SHORT), ("cgs-hmm-star", SHORT),
                                           ("cgs-sg", SHORT),
-                                          ("pdia", {"iterations": 300, "burn_in": 100})])
+                                          ("pdia", {"iterations": 300, "burn_in": 100}),
+                                          ("pdia-smoothed", {"iterations": 300, "burn_in": 100})])
 def test_recorded_quantities_recomputed_and_a_slip_seen(name, options):
     """CGS-HMM(*), CGS-SG and the PDIA: every trace entry recomputed from the recorded state
     (counts, graph; the PDIA's transitions, seating, emission counts and hyperparameters); a
@@ -90,3 +91,21 @@ def test_recorded_quantities_recomputed_and_a_slip_seen(name, options):
         report.fit = fit._replace(trace=trace)
         bad = recorded_check(name, report, toy)
         assert not bad.passed and bad.summary["failed_quantities"] == [key], key
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,check", [
+    ("cgs-pfa:mutant-log-joint-end-prior", "recorded"),
+    ("hpyp:mutant-hyper-skip-two-customers", "hyper-conditional"),
+    ("pdia:mutant-top-seating-d-for-d0", "move-table"),
+])
+def test_validate_catches_the_audits_slips(name, check):
+    """The three slips of issue 39's audit, now named mutants, fail ``bayesfa validate`` by
+    the check meant for them with a margin (statistic over threshold) of at least 1.5."""
+    from bayesfa.validation.checks import margin
+    from bayesfa.validation.harness import validate
+
+    report = validate(name, "tiny", 0)
+    assert not report.passed
+    failed = report.check(check)
+    assert not failed.passed and margin(failed) >= 1.5, failed.to_table()

@@ -775,24 +775,28 @@ class Simulator:
 _PDIA_HYP_SLOTS = {"alpha": 0, "beta": 1, "alpha0": 2, "d": 3, "d0": 4}
 
 
-def pdia_draw_log_joint(delta, seat, counts, tdish, n_tab, hyp) -> tuple[float, int, int]:
+def pdia_draw_log_joint(delta, seat, counts, tdish, n_tab, hyp,
+                        lpi0=None) -> tuple[float, int, int]:
     """``(log p(x, configuration | hyperparameters), states emitting, tables)`` of one
     recorded PDIA draw, from the paper's formulas in plain Python (not the kernel): the
     Dirichlet-multinomial of each state's emissions (Eq. x:end, ``beta / S`` per symbol), the
     Pitman-Yor EPPF (:func:`_log_eppf`) of each column's tables (their sizes: the instantiated
     entries ``(q, s)`` seated there; ``alpha, d``) and of the top level (the tables per dish;
-    ``alpha0, d0``). ``delta``, ``seat``, ``counts`` ``[rows, S]``; ``tdish [>= n_tab]``."""
+    ``alpha0, d0``). ``delta``, ``seat``, ``counts`` ``[rows, S]``; ``tdish [>= n_tab]``.
+    ``lpi0`` (the smoothed PDIA): ``log pi0`` ``[S]``, the pseudo-counts ``beta pi0_s`` in
+    place of ``beta / S``."""
     h = {k: float(hyp[i]) for k, i in _PDIA_HYP_SLOTS.items()}
     counts = np.asarray(counts, dtype=np.int64)
     n_sym = counts.shape[1]
-    b = h["beta"] / n_sym
+    b = (np.full(n_sym, h["beta"] / n_sym) if lpi0 is None
+         else h["beta"] * np.exp(np.asarray(lpi0, dtype=np.float64)))
     out = 0.0
     for row in counts:
         n = int(row.sum())
         if n == 0:
             continue
         out += math.lgamma(h["beta"]) - math.lgamma(h["beta"] + n)
-        out += sum(math.lgamma(b + c) - math.lgamma(b) for c in row if c > 0)
+        out += sum(math.lgamma(b[s] + c) - math.lgamma(b[s]) for s, c in enumerate(row) if c > 0)
     used = np.asarray(delta) >= 0
     for s in range(n_sym):
         tables = np.asarray(seat)[used[:, s], s]
@@ -807,9 +811,15 @@ def pdia_recompute_trace(arrays, trace, options, train):
     """The ``recorded`` check's recomputations (:mod:`bayesfa.validation.recorded`) for the
     PDIA: the log joint by :func:`pdia_draw_log_joint`, the states emitting and the tables,
     the hyperparameters from the recorded ones; row: each draw's emission counts are the
-    data's (every symbol's total; the end marker's: the number of strings)."""
+    data's (every symbol's total; the end marker's: the number of strings). With ``lpi0`` in
+    the arrays (the smoothed PDIA), the emissions back off to ``pi0``, the log joint gains
+    ``log Dir(pi0 | beta0 / S)`` and the trace's ``beta0`` and ``pi0_entropy`` (nats) are
+    recomputed from the recorded ``beta0`` and ``log pi0``."""
+    from scipy.special import gammaln
+
     from bayesfa.validation.recorded import Recomputed
 
+    smoothed = "lpi0" in arrays
     shape = np.shape(arrays["log_joint"])
     lj = np.empty(shape)
     states = np.empty(shape, dtype=np.int64)
@@ -818,8 +828,19 @@ def pdia_recompute_trace(arrays, trace, options, train):
         for d in range(shape[1]):
             lj[c, d], states[c, d], tables[c, d] = pdia_draw_log_joint(
                 arrays["delta"][c, d], arrays["seat"][c, d], arrays["counts"][c, d],
-                arrays["tdish"][c, d], arrays["n_tab"][c, d], arrays["hyp"][c, d])
-    out = {"log_joint": Recomputed(lj, trace["log_joint"], 1e-9,
+                arrays["tdish"][c, d], arrays["n_tab"][c, d], arrays["hyp"][c, d],
+                arrays["lpi0"][c, d] if smoothed else None)
+    out = {}
+    if smoothed:  # log Dir(pi0 | beta0 / S), written from the density
+        lpi0, beta0 = np.asarray(arrays["lpi0"]), np.asarray(arrays["beta0"], dtype=np.float64)
+        n_sym = lpi0.shape[-1]
+        lj += (gammaln(beta0) - n_sym * gammaln(beta0 / n_sym)
+               + (beta0 / n_sym - 1.0) * lpi0.sum(axis=-1))
+        p0 = np.exp(lpi0)
+        out["pi0_entropy"] = Recomputed(-(p0 * np.where(p0 > 0, lpi0, 0.0)).sum(axis=-1),
+                                        trace["pi0_entropy"], 1e-9, "-sum pi0 log pi0")
+        out["beta0"] = Recomputed(beta0, trace["beta0"], 0.0, "the recorded beta0")
+    out |= {"log_joint": Recomputed(lj, trace["log_joint"], 1e-9,
                                    "emission Dirichlet-multinomials + Pitman-Yor EPPFs of the "
                                    "columns and the top level (pdfa.pdia_draw_log_joint)"),
            "n_states": Recomputed(states, trace["n_states"], 0.0, "states with emissions"),

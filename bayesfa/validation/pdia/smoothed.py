@@ -276,6 +276,13 @@ class SmoothedSpec:
             method.emission_variant = code
         return carry_spec(method, spec, f"pdia-smoothed:mutant-{variant}")
 
+    def recompute_trace(self, arrays, trace, options, train):
+        """The ``recorded`` check (:func:`bayesfa.validation.pdia.pdfa.pdia_recompute_trace`,
+        with the emissions backing off to the recorded ``pi0``)."""
+        from bayesfa.validation.pdia.pdfa import pdia_recompute_trace
+
+        return pdia_recompute_trace(arrays, trace, options, train)
+
     def exact_reference(self, toy, test, options):
         hyp = {k: options[k] for k in FIXED}
         ref, info = exact_predictive(toy.train, test, hyp)
