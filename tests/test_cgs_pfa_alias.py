@@ -254,8 +254,8 @@ def test_validate_alias_kernel_passes(kernel):
     """``bayesfa validate cgs-pfa --kernel KERNEL``: every check passes (about 2 minutes)."""
     out = json.loads(validate_main("cgs-pfa", "tiny", True, seed=0, kernel=kernel)[0])
     assert out["passed"], [c["name"] for c in out["checks"] if not c["passed"]]
-    assert [c["name"] for c in out["checks"]] == ["predictive", "path-gof", "path-gof-uniform-start",
-                                                  "geweke", "sbc"]
+    assert [c["name"] for c in out["checks"]] == ["predictive", "recorded", "path-gof",
+                                                  "path-gof-uniform-start", "geweke", "sbc"]
 
 
 @pytest.mark.slow

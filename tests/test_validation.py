@@ -212,8 +212,8 @@ def test_validate_cgs_pfa_passes(cgs_validation):
     assert passed and out["passed"]
     assert out["method"] == "cgs-pfa" and out["toy"] == "tiny"
     names = [c["name"] for c in out["checks"]]
-    assert names == ["predictive", "path-gof", "path-gof-uniform-start", "geweke", "sbc",
-                     "split-merge-rows", "split-merge-invariance", "ffbs-given-theta",
+    assert names == ["predictive", "recorded", "path-gof", "path-gof-uniform-start", "geweke",
+                     "sbc", "split-merge-rows", "split-merge-invariance", "ffbs-given-theta",
                      "blocked-invariance", "blocked-chain"]
     assert all(c["passed"] for c in out["checks"])
     rows = out["checks"][0]["rows"]

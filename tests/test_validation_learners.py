@@ -87,13 +87,36 @@ def test_memoizer_agrees_with_the_hpyp_and_its_mutant_does_not(monkeypatch):
     assert not bad.check("joint-vs-hpyp").passed
 
 
-@pytest.mark.parametrize("variant,ok", [(0, True), (2, False), (3, False)])
+@pytest.mark.parametrize("variant,ok", [(0, True), (2, False), (3, False), (4, False)])
 def test_hpyp_hyperparameter_move_against_its_exact_conditional(variant, ok):
+    """Variant 4 (``hyper-skip-two-customers``, the audit's slip of issue 39) is caught because
+    the fixed seating holds restaurants of exactly two customers: p < 1e-12 against a
+    threshold of 2.5e-4 at seed 0 (seeds 0 and 1: p 1.5e-18, 1.5e-15 for d_1)."""
     from bayesfa.validation.ngram.hpyp import hyper_conditional_check
 
     check = hyper_conditional_check(seed=0, variant=variant)
     assert check.passed == ok, check.to_table()
     assert {r["parameter"] for r in check.rows} == {"d_0", "theta_0", "d_1", "theta_1"}
+    if variant == 4:
+        assert check.summary["min_p_value"] < 1e-12
+
+
+def test_hpyp_hyper_seating_covers_every_case_of_the_move():
+    """Restaurants of 1 customer, of exactly 2 (at one table and at two), and of many, with
+    one table and several; table sizes 1, 2 and more; and the root's customers are the
+    children's tables plus one datum (the seating is a valid HPYP state)."""
+    from bayesfa.validation.ngram.hpyp import hyper_seating
+
+    depth, c, t, cs, ts, sizes, off = hyper_seating()
+    children = depth == 1
+    assert {1, 2} <= set(cs[children].tolist()) and cs[children].max() >= 4
+    two = children & (cs == 2)
+    assert set(ts[two].tolist()) == {1, 2}
+    assert {1} < set(ts.tolist())
+    table_sizes = {int(x) for u in range(depth.size) for w in range(c.shape[1])
+                   for x in sizes[off[u, w]:off[u, w] + t[u, w]]}
+    assert {1, 2, 3} <= table_sizes
+    np.testing.assert_array_equal(c[0] - t[children].sum(axis=0), [1, 0, 0])
 
 
 def test_exact_hyper_draws_match_the_grid_posterior():

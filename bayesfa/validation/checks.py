@@ -105,3 +105,45 @@ def chi2_row(name: str, observed, probs, threshold: float) -> dict:
     chi2, dof, p, cells = pooled_chi2(observed, probs)
     return {"test": name, "cells": cells, "chi2": chi2, "dof": dof, "p_value": p,
             "threshold": threshold, "pass": bool(p >= threshold)}
+
+
+def log_p_margin(p: float, threshold: float) -> float:
+    """A p-value test's statistic over its threshold, ``log p / log threshold`` (``-log p``
+    against ``-log threshold``): above 1 exactly when ``p < threshold``; ``inf`` for p = 0."""
+    if p <= 0.0:
+        return math.inf
+    if p >= 1.0:
+        return 0.0
+    return math.log(p) / math.log(threshold)
+
+
+def _row_margin(row: dict, critical_z) -> float | None:
+    if isinstance(row.get("p_value"), (int, float)) and isinstance(row.get("threshold"), (int, float)):
+        return log_p_margin(float(row["p_value"]), float(row["threshold"]))
+    if isinstance(row.get("z"), (int, float)) and isinstance(critical_z, (int, float)) and critical_z > 0:
+        return abs(float(row["z"])) / float(critical_z)
+    for diff in ("max_diff", "abs_error", "error", "max_error"):
+        if isinstance(row.get(diff), (int, float)) and isinstance(row.get("tolerance"), (int, float)):
+            tol = float(row["tolerance"])
+            return (math.inf if row[diff] > 0 else 0.0) if tol == 0 else float(row[diff]) / tol
+    return None
+
+
+def margin(check: Check) -> float | None:
+    """How far a check's statistic is from its threshold, as statistic over threshold (above 1
+    when the check fails; issue 39, item 4): ``summary["margin"]`` when the check states it
+    (the checks whose thresholds are not in their rows do), else ``max_abs_z / critical_z``
+    (or ``max_z``) of the summary, else the largest over the rows of ``|z| / critical_z``,
+    ``log p / log threshold`` (:func:`log_p_margin`) or ``difference / tolerance``, the rows
+    of a failing check restricted to its failing rows. None when the check's form is not
+    one of these (reported as unmeasured, never as a margin)."""
+    s = check.summary
+    if isinstance(s.get("margin"), (int, float)) and not isinstance(s.get("margin"), bool):
+        return float(s["margin"])
+    crit = s.get("critical_z")
+    for key in ("max_abs_z", "max_z"):
+        if isinstance(s.get(key), (int, float)) and isinstance(crit, (int, float)) and crit > 0:
+            return abs(float(s[key])) / float(crit)
+    rows = [r for r in check.rows if r.get("pass") is False] if not check.passed else check.rows
+    values = [m for m in (_row_margin(r, crit) for r in rows) if m is not None]
+    return max(values) if values else None

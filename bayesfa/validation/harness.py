@@ -50,6 +50,10 @@ returns, may carry them itself):
     ``predictive`` included when it is run), for ``bayesfa validate --list`` without running
     anything. A spec without it is listed with the names known without running
     (``predictive``) and a note that its ``kernel_checks`` add checks named when run;
+``recompute_trace(arrays, trace, options, train) -> (recomputed, extra_rows)``
+    every per-draw quantity of the fit's trace recomputed from its recorded state by code
+    written apart from the sampler (:mod:`bayesfa.validation.recorded`): the ``recorded``
+    check, which fails on any trace entry it does not recompute;
 ``not_applicable`` : str
     the reason why the method has no exact reference: ``validate`` then reports "not
     applicable" with the reason and succeeds (exit 0), never FAILED.
@@ -112,6 +116,8 @@ class Report:
     checks: list[Check]
     info: dict[str, Any] = field(default_factory=dict)
     not_applicable: str | None = None
+    #: the fit the checks ran on (:func:`compare`'s), for the ``recorded`` check; not reported
+    fit: Any = field(default=None, repr=False, compare=False)
 
     @property
     def passed(self) -> bool:
@@ -213,7 +219,7 @@ def hooks(method):
 
 #: The hooks a validation spec may define, which a mutant method carries itself.
 SPEC_HOOKS = ("validation_budget", "exact_reference", "per_sample_log_prob", "kernel_checks",
-              "deterministic_checks", "check_names", "not_applicable")
+              "deterministic_checks", "check_names", "not_applicable", "recompute_trace")
 
 
 def carry_spec(method, spec, name: str):
@@ -489,7 +495,24 @@ def compare(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha: 
         notes=notes)
     info = {"options": opts, "seed": seed, "toy": toy.description, "diagnostics": diag,
             "warnings": warnings(diag) if diag else [], "fit_info": fit.info}
-    return Report(method_name, toy.name, [check], info)
+    return Report(method_name, toy.name, [check], info, fit=fit)
+
+
+def recorded_check(method_name: str, report: Report, toy: Toy) -> Check | None:
+    """The ``recorded`` check (:mod:`bayesfa.validation.recorded`) of the fit behind
+    ``report`` (:func:`compare`'s): the spec's ``recompute_trace`` (CGS-PFA and its mutants:
+    :func:`bayesfa.validation.pfa.reference.recompute_trace`). None when the method has no
+    ``recompute_trace`` (not yet every method's: see docs/validation.md)."""
+    from bayesfa.validation.recorded import recorded_check as build
+
+    fit = report.fit
+    hook = getattr(hooks(resolve_method(method_name)), "recompute_trace", None)
+    if hook is None and method_family(method_name) == "cgs-pfa":
+        from bayesfa.validation.pfa.reference import recompute_trace as hook
+    if hook is None:
+        return None
+    recomputed, extra = hook(fit.arrays, fit.trace, report.info["options"], toy.train)
+    return build(fit.trace, recomputed, extra)
 
 
 # -- everything -----------------------------------------------------------------------------
@@ -506,6 +529,8 @@ def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha:
 
     ``kernel`` (``cgs-pfa`` only): the sweep kernel, ``gibbs``, ``alias-mh`` or ``bucket-mh``
     (``bayesfa validate cgs-pfa --kernel alias-mh``); the fit and every kernel check use it.
+    After the predictive comparison, the ``recorded`` check (:func:`recorded_check`) of the
+    same fit: every quantity of its trace recomputed from its recorded state (exact).
     None: the method's default for the toy (the alias-MH and bucket-MH mutants imply their kernel)."""
     toy = get_toy(toy) if isinstance(toy, str) else toy
     if kernel is not None and method_name != "cgs-pfa":
@@ -526,6 +551,9 @@ def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha:
         return Report(method_name, toy.name, checks, info)
     options = None if kernel is None else {"kernel": kernel}
     report = compare(method_name, toy, seed, alpha=alpha, options=options)
+    recorded = recorded_check(method_name, report, toy)
+    if recorded is not None:
+        report.checks.append(recorded)
     if kernel is not None:
         report.method = f"{method_name} --kernel {kernel}"
     hook = getattr(hooks(resolve_method(method_name)), "kernel_checks", None)
@@ -565,6 +593,8 @@ def method_listing(name: str) -> dict[str, Any]:
                                    or method_family(name) == "cgs-pfa") else "")
     if callable(names):
         entry["checks"] = list(names())
+        if getattr(spec, "recompute_trace", None) is not None and "recorded" not in entry["checks"]:
+            entry["checks"].insert(1, "recorded")
     elif not reason:
         if getattr(spec, "deterministic_checks", None) is None:
             entry["checks"] = ["predictive"]

@@ -46,7 +46,7 @@ the parent restaurant. The one piece both need, the log EPPF of a Pitman-Yor par
 
 ``variant`` (validation mutant) 1: the join weight forgets the discount (``c_uw`` instead of
 ``c_uw - d t_uw``) while the predictive keeps it, so the sampler targets the wrong posterior;
-2 and 3: a wrong auxiliary variable in the ``d, theta`` move (:func:`sample_hyper`). Checked by
+2, 3 and 4: a wrong auxiliary variable in the ``d, theta`` move (:func:`sample_hyper`). Checked by
 :mod:`bayesfa.validation.ngram.hpyp`.
 """
 
@@ -287,7 +287,8 @@ def sample_hyper(rng, depth, c, t, cs, ts, sizes, off, disc, conc, fixed_d, fixe
     ``d ~ Beta(a + sum(1 - y), b + sum(1 - z))`` and
     ``theta ~ Gamma(alpha + sum y, beta - sum log x)``. ``prior = (a, b, alpha, beta)``.
     ``variant`` (validation mutants; 0 and 1 are the method here): 2 draws
-    ``x_u ~ Beta(theta, c_u. - 1)``, 3 draws ``y_ui ~ Bern(d i / (theta + d i))``."""
+    ``x_u ~ Beta(theta, c_u. - 1)``, 3 draws ``y_ui ~ Bern(d i / (theta + d i))``, 4 leaves out
+    the restaurants with exactly two customers (an off-by-one on ``c_u. >= 2``)."""
     m = disc.shape[0]
     sy = np.zeros(m)
     s1y = np.zeros(m)
@@ -295,7 +296,7 @@ def sample_hyper(rng, depth, c, t, cs, ts, sizes, off, disc, conc, fixed_d, fixe
     slx = np.zeros(m)
     n_sym = c.shape[1]
     for u in range(depth.shape[0]):
-        if cs[u] < 2:
+        if cs[u] < 2 or (variant == 4 and cs[u] == 2):
             continue
         k = depth[u]
         d = disc[k]

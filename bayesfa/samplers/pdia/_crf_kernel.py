@@ -40,7 +40,8 @@ same id and dish* (its reverse proposal), and :func:`end_move` frees what is sti
 draws a new customer's seat (a new table's dish) without the discount ``d`` (``d0``) while
 :func:`add` still scores the seating with it (the proposal and its probability in the MH ratio
 disagree); 10 draws a finite-model seat from ``alpha / |Q| + v_kj`` instead of ``alpha mu_k +
-v_kj`` (likewise).
+v_kj`` (likewise); 14 scores the top-level seating (:func:`_top_add`, :func:`_top_rem`) with the
+lower level's ``d`` where ``d0`` belongs (the audit's slip of issue 39).
 
 Every seating function returns the log probability of the seating event given the
 configuration without that customer, so that the log EPPF of a configuration changes by
@@ -96,10 +97,16 @@ def _disc(hyp, which, variant):
 
 
 @njit(cache=True)
+def _top_disc(hyp, variant):
+    """``d0``, the top level's discount (14: mutant, ``d`` in its place)."""
+    return _disc(hyp, H_D if variant == 14 else H_D0, variant)
+
+
+@njit(cache=True)
 def _top_add(k, sts, meta, hyp, variant):
     """Seat one more table at dish ``k`` (reviving ``k`` if dead); its log probability."""
     a0 = hyp[H_ALPHA0]
-    d0 = _disc(hyp, H_D0, variant)
+    d0 = _top_disc(hyp, variant)
     big_m = meta[M_TABLES]
     _claim_state(k, sts)
     if sts[S_M, k] > 0:
@@ -116,7 +123,7 @@ def _top_add(k, sts, meta, hyp, variant):
 def _top_rem(k, sts, meta, hyp, variant):
     """Remove one table from dish ``k``; the log probability of seating it back there."""
     a0 = hyp[H_ALPHA0]
-    d0 = _disc(hyp, H_D0, variant)
+    d0 = _top_disc(hyp, variant)
     sts[S_M, k] -= 1
     meta[M_TABLES] -= 1
     big_m = meta[M_TABLES]

@@ -89,7 +89,8 @@ prior term from the MH ratio of ``alpha``, 4 drops the Jacobian from the logit-s
 :func:`move_hyper` only. 5 skips the ambiguity rule (:func:`_ambiguous`: the historical
 detailed-balance bug), 6 leaves ``|V| / |V'|`` (``M / M'``) out of the random-scan ratio, 9
 leaves out the term of unseating ``O``; 7, 8 and 10 change a proposal but not its probability
-(``_crf_kernel``); 12 and 13 change the ``mu`` step (:func:`move_mu`).
+(``_crf_kernel``); 12 and 13 change the ``mu`` step (:func:`move_mu`); 14 scores the top-level
+seating with ``d`` where ``d0`` belongs (``_crf_kernel``).
 """
 
 from __future__ import annotations

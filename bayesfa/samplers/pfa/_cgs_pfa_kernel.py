@@ -319,34 +319,57 @@ def tempered_sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta,
         sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta, b)
 
 
-@njit(cache=True)
-def log_joint(c, beta):
-    """``log Pr(alpha, z)`` of Eq. 4 (with ``R(beta)`` of Eq. 2) from ``C_iaj``.
+#: Deliberate errors in what the front *records* (not in the sweep): :func:`build_log_joint`
+#: compiles one into the log joint written to the trace, so that ``bayesfa validate`` shows it
+#: recomputes every recorded quantity (issue 39). Sampling is untouched by these.
+RECORD_MUTATIONS: dict[str, str] = {
+    "log-joint-end-prior": "the recorded log joint (Eq. 4) with beta instead of N beta as the "
+                           "end transition's prior (sampling untouched)",
+}
 
-    c ``[N+1, A, W]`` with ``W >= N + 1`` (columns past ``N`` ignored), any numeric dtype.
-    """
-    n_states = c.shape[0] - 1
-    n_symbols = c.shape[1]
-    nbeta = n_states * beta
-    nab = n_states * n_symbols * beta
-    lg_beta = math.lgamma(beta)
-    lg_nbeta = math.lgamma(nbeta)
-    lg_nab = math.lgamma(nab)
-    out = 0.0
-    for i in range(n_states + 1):
-        total = 0.0
-        for a in range(n_symbols):
-            for j in range(n_states + 1):
-                cnt = float(c[i, a, j])
-                if cnt == 0.0:
-                    continue
-                total += cnt
-                if a == 0:  # only (i, 0, 0) is possible
-                    out += math.lgamma(cnt + nbeta) - lg_nbeta
-                else:
-                    out += math.lgamma(cnt + beta) - lg_beta
-        out += lg_nab - math.lgamma(total + nab)
-    return out
+
+def build_log_joint(mutation: str | None = None):
+    """:func:`log_joint`, compiled with ``mutation`` (a key of :data:`RECORD_MUTATIONS`) or,
+    for ``None``, without any: that one is :func:`log_joint`. The switch is a closure
+    constant that numba folds away, as in :func:`build_sweep`."""
+    if mutation is not None and mutation not in RECORD_MUTATIONS:
+        raise ValueError(f"unknown mutation {mutation!r}; choose from {', '.join(RECORD_MUTATIONS)}")
+    end_beta = mutation == "log-joint-end-prior"
+
+    @njit(cache=True)
+    def log_joint(c, beta):
+        """``log Pr(alpha, z)`` of Eq. 4 (with ``R(beta)`` of Eq. 2) from ``C_iaj``.
+
+        c ``[N+1, A, W]`` with ``W >= N + 1`` (columns past ``N`` ignored), any numeric dtype.
+        """
+        n_states = c.shape[0] - 1
+        n_symbols = c.shape[1]
+        nbeta = beta if end_beta else n_states * beta
+        nab = n_states * n_symbols * beta
+        lg_beta = math.lgamma(beta)
+        lg_nbeta = math.lgamma(nbeta)
+        lg_nab = math.lgamma(nab)
+        out = 0.0
+        for i in range(n_states + 1):
+            total = 0.0
+            for a in range(n_symbols):
+                for j in range(n_states + 1):
+                    cnt = float(c[i, a, j])
+                    if cnt == 0.0:
+                        continue
+                    total += cnt
+                    if a == 0:  # only (i, 0, 0) is possible
+                        out += math.lgamma(cnt + nbeta) - lg_nbeta
+                    else:
+                        out += math.lgamma(cnt + beta) - lg_beta
+            out += lg_nab - math.lgamma(total + nab)
+        return out
+
+    return log_joint
+
+
+#: The production log joint (no mutation); see :func:`build_log_joint`.
+log_joint = build_log_joint(None)
 
 
 @njit(cache=True)

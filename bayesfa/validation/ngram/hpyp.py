@@ -21,7 +21,8 @@ discount) must fail it.
 ``hyper-conditional`` (a kernel check of ``hpyp``): the auxiliary-variable move of the per-depth
 ``d_m, theta_m`` (Teh 2006 TR, App. C; :func:`bayesfa.samplers.ngram._hpyp_kernel.sample_hyper`)
 must leave their exact conditional given a seating invariant. On a fixed seating with table
-sizes (:func:`hyper_seating`: a root and three depth-1 restaurants), that conditional is, per
+sizes (:func:`hyper_seating`: a root and six depth-1 restaurants of 1, 2, 2, 3, 4 and 6
+customers), that conditional is, per
 depth ``m``, ``p(d, theta | seating) prop. Beta(d; a, b) Gamma(theta; alpha, beta) prod_{|u| = m}
 [prod_{i=1}^{t_u.-1} (theta + i d) / prod_{i=1}^{c_u.-1} (theta + i)] prod_{tables} prod_{l=1}^{n-1}
 (l - d)`` (the Pitman-Yor EPPF); it is bounded by the prior times ``prod_u prod_{i=t_u.}^{c_u.-1}
@@ -29,8 +30,9 @@ depth ``m``, ``p(d, theta | seating) prop. Beta(d; a, b) Gamma(theta; alpha, bet
 :data:`HYPER_DRAWS` exact ``(d, theta)`` pairs, applies one move to each, and compares the moved
 values with an independent set of exact draws by two-sample Kolmogorov-Smirnov tests of
 ``d_0, theta_0, d_1, theta_1`` (Bonferroni over the four; false-alarm rate ``alpha``). Mutants
-``hyper-x-shape`` (``x_u ~ Beta(theta, c_u. - 1)``) and ``hyper-y-swapped`` (``y_ui ~ Bern(d i /
-(theta + d i))``) fail it.
+``hyper-x-shape`` (``x_u ~ Beta(theta, c_u. - 1)``), ``hyper-y-swapped`` (``y_ui ~ Bern(d i /
+(theta + d i))``) and ``hyper-skip-two-customers`` (restaurants of exactly two customers left
+out) fail it.
 
 The memoizer (:class:`MemoizerSpec`, ``bayesfa validate memoizer``) is checked against the HPYP
 with the same per-depth discounts and concentration 0, on data whose longest context (a
@@ -63,9 +65,11 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 
-#: mutant -> ``variant`` of :mod:`bayesfa.samplers.ngram._hpyp_kernel` (1: the seating; 2, 3:
-#: the hyperparameter move)
-MUTANTS = {"no-join-discount": 1, "hyper-x-shape": 2, "hyper-y-swapped": 3}
+#: mutant -> ``variant`` of :mod:`bayesfa.samplers.ngram._hpyp_kernel` (1: the seating; 2, 3, 4:
+#: the hyperparameter move; 4 is the audit's slip of issue 39, restaurants with exactly two
+#: customers left out of the auxiliary variables)
+MUTANTS = {"no-join-discount": 1, "hyper-x-shape": 2, "hyper-y-swapped": 3,
+           "hyper-skip-two-customers": 4}
 HYPER_DRAWS = 10_000
 MEMOIZER_PARTICLES = 2_000
 MEMOIZER_TEST_LENGTH = 2  # the training set plus each string up to this length
@@ -226,18 +230,26 @@ HPYP = HPYPSpec()
 # -- the d and theta move against its exact conditional -----------------------------------------
 
 def hyper_seating():
-    """A fixed seating with table sizes: node 0 the root (depth 0), nodes 1-3 at depth 1, three
+    """A fixed seating with table sizes: node 0 the root (depth 0), nodes 1-6 at depth 1, three
     symbols; ``(depth, c, t, cs, ts, sizes, off)`` in the layout of
     :mod:`bayesfa.samplers.ngram._hpyp_kernel` (the root's customers: one datum of symbol 0
-    plus the children's tables)."""
+    plus the children's tables).
+
+    Every case the move's formula distinguishes is there: restaurants with one customer (node
+    4: no auxiliary variable at all), two customers at one table (node 5: ``x_u`` and one
+    ``z``, no ``y``) and at two tables (node 6: ``x_u`` and one ``y``, no ``z``), and with 3 to
+    14 customers at one to eight tables; tables of one customer (no ``z``), two, three."""
     tables = {  # (node, symbol) -> table sizes
         (1, 0): [2, 1], (1, 1): [1],
         (2, 1): [3, 1], (2, 2): [2],
         (3, 0): [1], (3, 2): [1, 1],
-        (0, 0): [3, 1], (0, 1): [2, 1], (0, 2): [3],
+        (4, 1): [1],
+        (5, 2): [2],
+        (6, 0): [1], (6, 1): [1],
+        (0, 0): [3, 1, 1], (0, 1): [2, 2, 1], (0, 2): [3, 1],
     }
-    depth = np.array([0, 1, 1, 1], dtype=np.int64)
-    n_nodes, n_sym = 4, 3
+    depth = np.array([0, 1, 1, 1, 1, 1, 1], dtype=np.int64)
+    n_nodes, n_sym = 7, 3
     c = np.zeros((n_nodes, n_sym), dtype=np.int32)
     t = np.zeros((n_nodes, n_sym), dtype=np.int32)
     off = np.zeros((n_nodes, n_sym), dtype=np.int64)
@@ -300,7 +312,7 @@ def hyper_conditional_check(*, seed: int = 0, alpha: float = 1e-3, variant: int 
 
     from bayesfa.samplers.ngram._hpyp_kernel import sample_hyper
     from bayesfa.samplers.ngram.hpyp import PRIOR
-    from bayesfa.validation.checks import Check
+    from bayesfa.validation.checks import Check, log_p_margin
 
     depth, c, t, cs, ts, sizes, off = hyper_seating()
     per_depth = []
@@ -341,7 +353,8 @@ def hyper_conditional_check(*, seed: int = 0, alpha: float = 1e-3, variant: int 
                      f"{HYPER_DRAWS} exact draws of their conditional given a fixed seating "
                      f"(depth 0 and depth 1) vs {HYPER_DRAWS} fresh exact draws: two-sample KS"),
         alpha=alpha, columns=["parameter", "exact_mean", "moved_mean", "ks", "p_value", "pass"],
-        rows=rows, summary={"min_p_value": min(r["p_value"] for r in rows)},
+        rows=rows, summary={"min_p_value": min(r["p_value"] for r in rows),
+                            "margin": log_p_margin(min(r["p_value"] for r in rows), alpha / tests)},
         notes=[f"false-alarm rate {alpha:g}: each KS test at p > {alpha / tests:g} (Bonferroni "
                f"over {tests}); the exact draws are rejection samples from the prior"])
 

@@ -36,7 +36,8 @@ def family_move_checks(family: str, mutant: str | None, *, seed: int, alpha: flo
 MATRIX = {"pdfa": ("no-proposal-ratio", "no-unseat-term", "seat-proposal-uniform-mu",
                    "mu-customers-not-tables", "mu-prior-gamma"),
           "pdia": ("no-proposal-ratio", "no-discount", "no-ambiguity-rule", "no-size-ratio",
-                   "seat-proposal-no-discount", "dish-proposal-no-discount", "no-unseat-term"),
+                   "seat-proposal-no-discount", "dish-proposal-no-discount", "no-unseat-term",
+                   "top-seating-d-for-d0"),
           "pdia-smoothed": ("no-ambiguity-rule", "no-size-ratio", "seat-proposal-no-discount",
                             "dish-proposal-no-discount", "no-unseat-term")}
 

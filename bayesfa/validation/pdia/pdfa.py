@@ -79,7 +79,9 @@ its Jacobian: an asymmetric proposal in ``d`` left uncorrected), ``no-ambiguity-
 historical bug of the Status paragraph: ``_ambiguous`` skipped), ``no-size-ratio`` (the
 random scan's ``|V| / |V'|``, ``M / M'`` left out), ``seat-proposal-no-discount`` and
 ``dish-proposal-no-discount`` (a seat, a dish proposed without ``d``, ``d0`` but scored with
-it) for ``pdia``; ``seat-proposal-uniform-mu`` (a seat proposed from ``alpha / |Q| + v_kj``
+it), ``top-seating-d-for-d0`` (the top-level seating scored with ``d`` where ``d0`` belongs:
+the audit's slip of issue 39, invisible wherever ``d = d0``, which is why every move check and
+fixed-hyperparameter toy here has ``d != d0`` and ``alpha != alpha0``) for ``pdia``; ``seat-proposal-uniform-mu`` (a seat proposed from ``alpha / |Q| + v_kj``
 but scored with ``alpha mu_k + v_kj``), ``mu-customers-not-tables`` and ``mu-prior-gamma`` (the Gibbs step's Dirichlet with the
 customers ``v_kj`` instead of the tables, with ``gamma`` instead of ``gamma / |Q|``) for
 ``pdfa``. The former sampler's MH step on ``mu`` (a ``Dir(eta mu)`` proposal, replaced by
@@ -109,7 +111,7 @@ MUTANTS = {"pdfa": {"no-proposal-ratio": 1, "no-unseat-term": 9,
            "pdia": {"no-proposal-ratio": 1, "no-discount": 2, "no-alpha-prior": 3,
                     "d-no-jacobian": 4, "no-ambiguity-rule": 5, "no-size-ratio": 6,
                     "seat-proposal-no-discount": 7, "dish-proposal-no-discount": 8,
-                    "no-unseat-term": 9}}
+                    "no-unseat-term": 9, "top-seating-d-for-d0": 14}}
 
 
 def _check(**kwargs):
@@ -249,7 +251,9 @@ def pdia_exact_hyper(train: Corpus, test: Corpus, hyp: dict[str, float], which: 
 # -- specs -------------------------------------------------------------------------------------
 
 _FIXED_PDFA = {"alpha": 1.0, "beta": 1.0, "gamma": 1.0}
-_FIXED_PDIA = {"alpha": 1.0, "beta": 1.0, "alpha0": 1.0, "d": 0.3, "d0": 0.3}
+#: the PDIA's fixed hyperparameters on toys: ``d != d0``, ``alpha != alpha0`` (issue 39: a slip
+#: that swaps the two levels' values is invisible where they are equal)
+_FIXED_PDIA = {"alpha": 1.0, "beta": 1.0, "alpha0": 0.6, "d": 0.3, "d0": 0.5}
 
 
 class _Spec:
@@ -333,6 +337,9 @@ class PDIASpec(_Spec):
     family = "pdia"
     model = 1
     fixed = _FIXED_PDIA
+
+    def recompute_trace(self, arrays, trace, options, train):
+        return pdia_recompute_trace(arrays, trace, options, train)
     validation_budget = {"iterations": 10_100, "burn_in": 100, "period": 2, "chains": 4,
                          "predict_draws": 4, **_FIXED_PDIA}
 
@@ -759,3 +766,94 @@ class Simulator:
             for k in chain[0]:
                 out.setdefault(k, []).append([r[k] for r in chain])
         return {k: np.array(v) for k, v in out.items()}
+
+
+# -- the recorded check of the PDIA ---------------------------------------------------------------
+
+#: slots of the recorded ``hyp [chain, draw, 5]``, as the PDIA front documents them
+#: (``alpha, beta, gamma | alpha0, d, d0``; the PDIA's ``alpha0`` sits in ``gamma``'s slot)
+_PDIA_HYP_SLOTS = {"alpha": 0, "beta": 1, "alpha0": 2, "d": 3, "d0": 4}
+
+
+def pdia_draw_log_joint(delta, seat, counts, tdish, n_tab, hyp,
+                        lpi0=None) -> tuple[float, int, int]:
+    """``(log p(x, configuration | hyperparameters), states emitting, tables)`` of one
+    recorded PDIA draw, from the paper's formulas in plain Python (not the kernel): the
+    Dirichlet-multinomial of each state's emissions (Eq. x:end, ``beta / S`` per symbol), the
+    Pitman-Yor EPPF (:func:`_log_eppf`) of each column's tables (their sizes: the instantiated
+    entries ``(q, s)`` seated there; ``alpha, d``) and of the top level (the tables per dish;
+    ``alpha0, d0``). ``delta``, ``seat``, ``counts`` ``[rows, S]``; ``tdish [>= n_tab]``.
+    ``lpi0`` (the smoothed PDIA): ``log pi0`` ``[S]``, the pseudo-counts ``beta pi0_s`` in
+    place of ``beta / S``."""
+    h = {k: float(hyp[i]) for k, i in _PDIA_HYP_SLOTS.items()}
+    counts = np.asarray(counts, dtype=np.int64)
+    n_sym = counts.shape[1]
+    b = (np.full(n_sym, h["beta"] / n_sym) if lpi0 is None
+         else h["beta"] * np.exp(np.asarray(lpi0, dtype=np.float64)))
+    out = 0.0
+    for row in counts:
+        n = int(row.sum())
+        if n == 0:
+            continue
+        out += math.lgamma(h["beta"]) - math.lgamma(h["beta"] + n)
+        out += sum(math.lgamma(b[s] + c) - math.lgamma(b[s]) for s, c in enumerate(row) if c > 0)
+    used = np.asarray(delta) >= 0
+    for s in range(n_sym):
+        tables = np.asarray(seat)[used[:, s], s]
+        out += _log_eppf(np.bincount(tables).tolist(), h["alpha"], h["d"]) if tables.size else 0.0
+    dishes = np.asarray(tdish)[:int(n_tab)]
+    if dishes.size:
+        out += _log_eppf(np.bincount(dishes).tolist(), h["alpha0"], h["d0"])
+    return out, int((counts.sum(axis=1) > 0).sum()), int(n_tab)
+
+
+def pdia_recompute_trace(arrays, trace, options, train):
+    """The ``recorded`` check's recomputations (:mod:`bayesfa.validation.recorded`) for the
+    PDIA: the log joint by :func:`pdia_draw_log_joint`, the states emitting and the tables,
+    the hyperparameters from the recorded ones; row: each draw's emission counts are the
+    data's (every symbol's total; the end marker's: the number of strings). With ``lpi0`` in
+    the arrays (the smoothed PDIA), the emissions back off to ``pi0``, the log joint gains
+    ``log Dir(pi0 | beta0 / S)`` and the trace's ``beta0`` and ``pi0_entropy`` (nats) are
+    recomputed from the recorded ``beta0`` and ``log pi0``."""
+    from scipy.special import gammaln
+
+    from bayesfa.validation.recorded import Recomputed
+
+    smoothed = "lpi0" in arrays
+    shape = np.shape(arrays["log_joint"])
+    lj = np.empty(shape)
+    states = np.empty(shape, dtype=np.int64)
+    tables = np.empty(shape, dtype=np.int64)
+    for c in range(shape[0]):
+        for d in range(shape[1]):
+            lj[c, d], states[c, d], tables[c, d] = pdia_draw_log_joint(
+                arrays["delta"][c, d], arrays["seat"][c, d], arrays["counts"][c, d],
+                arrays["tdish"][c, d], arrays["n_tab"][c, d], arrays["hyp"][c, d],
+                arrays["lpi0"][c, d] if smoothed else None)
+    out = {}
+    if smoothed:  # log Dir(pi0 | beta0 / S), written from the density
+        lpi0, beta0 = np.asarray(arrays["lpi0"]), np.asarray(arrays["beta0"], dtype=np.float64)
+        n_sym = lpi0.shape[-1]
+        lj += (gammaln(beta0) - n_sym * gammaln(beta0 / n_sym)
+               + (beta0 / n_sym - 1.0) * lpi0.sum(axis=-1))
+        p0 = np.exp(lpi0)
+        out["pi0_entropy"] = Recomputed(-(p0 * np.where(p0 > 0, lpi0, 0.0)).sum(axis=-1),
+                                        trace["pi0_entropy"], 1e-9, "-sum pi0 log pi0")
+        out["beta0"] = Recomputed(beta0, trace["beta0"], 0.0, "the recorded beta0")
+    out |= {"log_joint": Recomputed(lj, trace["log_joint"], 1e-9,
+                                   "emission Dirichlet-multinomials + Pitman-Yor EPPFs of the "
+                                   "columns and the top level (pdfa.pdia_draw_log_joint)"),
+           "n_states": Recomputed(states, trace["n_states"], 0.0, "states with emissions"),
+           "n_tables": Recomputed(tables, trace["n_tables"], 0.0, "tables of the franchise")}
+    hyp = np.asarray(arrays["hyp"])
+    for name, slot in _PDIA_HYP_SLOTS.items():
+        if name in trace:
+            out[name] = Recomputed(hyp[:, :, slot], trace[name], 0.0,
+                                   f"the recorded hyperparameters' {name} (slot {slot})")
+    n_sym = arrays["counts"].shape[-1]
+    letters = np.bincount(np.asarray(train.tokens, dtype=np.int64), minlength=n_sym)
+    bad = (np.asarray(arrays["counts"]).sum(axis=2) != letters).any(axis=-1)
+    extra = [{"quantity": "counts (the recorded state)", "draws": int(bad.size),
+              "max_diff": float(bad.sum()), "tolerance": 0.0, "pass": not bool(bad.any()),
+              "how": "each symbol's emissions = its tokens in the data (draws breaking it)"}]
+    return out, extra

@@ -46,7 +46,9 @@ from bayesfa.validation.pdia.pdfa import (ALPHA, TRUNCATION_RESOLUTION, Simulato
 KERNEL_MUTANTS = {"no-ambiguity-rule": 5, "no-size-ratio": 6, "seat-proposal-no-discount": 7,
                   "dish-proposal-no-discount": 8, "no-unseat-term": 9}
 
-FIXED = {"alpha": 1.0, "beta": 1.0, "alpha0": 1.0, "d": 0.3, "d0": 0.3, "beta0": 1.0}
+#: fixed hyperparameters on toys, distinct where the model has two of a kind (``d != d0``,
+#: ``alpha != alpha0``, ``beta != beta0``; issue 39)
+FIXED = {"alpha": 1.0, "beta": 1.0, "alpha0": 0.6, "d": 0.3, "d0": 0.5, "beta0": 1.5}
 
 
 def _stirling_first(n_max: int) -> list[list[int]]:
@@ -234,7 +236,8 @@ def geweke(variant: int = 0, *, sample_emission_hyper: bool = True, n_strings: i
     return geweke_table(sim, rng, n_forward, n_chains, n_iterations, alpha,
                         f"pdia-smoothed{'' if variant == 0 else f' variant {variant}'}: "
                         f"Geweke joint test, {n_strings} strings of <= {cap} letters over 2 "
-                        f"letters, {what}, transitions alpha=1 alpha0=1 d=d0=0.3")
+                        f"letters, {what}, transitions alpha={hyp['alpha']:g} "
+                        f"alpha0={hyp['alpha0']:g} d={hyp['d']:g} d0={hyp['d0']:g}")
 
 
 # -- the spec -----------------------------------------------------------------------------------
@@ -272,6 +275,13 @@ class SmoothedSpec:
             spec = type(self)(code, variant)
             method.emission_variant = code
         return carry_spec(method, spec, f"pdia-smoothed:mutant-{variant}")
+
+    def recompute_trace(self, arrays, trace, options, train):
+        """The ``recorded`` check (:func:`bayesfa.validation.pdia.pdfa.pdia_recompute_trace`,
+        with the emissions backing off to the recorded ``pi0``)."""
+        from bayesfa.validation.pdia.pdfa import pdia_recompute_trace
+
+        return pdia_recompute_trace(arrays, trace, options, train)
 
     def exact_reference(self, toy, test, options):
         hyp = {k: options[k] for k in FIXED}

@@ -29,6 +29,10 @@ bucket-MH kernel (``--kernel bucket-mh``, :mod:`bayesfa.samplers.pfa._cgs_pfa_bu
 :mod:`bayesfa.validation.pfa.split_merge` run their move. Likewise the blocked whole-string
 move (``--blocked-every``, :mod:`bayesfa.samplers.pfa._ffbs_kernel`) has :data:`BLOCKED_MUTANTS`
 (``cgs-pfa:mutant-blocked-...``), run by the checks of :mod:`bayesfa.validation.pfa.blocked`.
+:data:`RECORD_MUTANTS` (``cgs-pfa:mutant-log-joint-end-prior``) leave the sampling alone and
+slip in what is recorded: their fit runs the production sweep and writes the trace's log joint
+with the mutant :func:`bayesfa.samplers.pfa._cgs_pfa_kernel.build_log_joint`, which only the
+harness's ``recorded`` check (every recorded quantity recomputed) can see.
 """
 
 from __future__ import annotations
@@ -59,10 +63,13 @@ SPLIT_MERGE_MUTANTS: dict[str, str] = dict(split_merge_kernel.MUTATIONS)
 #: Mutants of the blocked move (``cgs-pfa --blocked-every``): the Gibbs sweep is the production
 #: one; :mod:`bayesfa.validation.pfa.blocked`'s checks run the mutant move.
 BLOCKED_MUTANTS: dict[str, str] = dict(blocked_kernel.MUTATIONS)
+#: Mutants of what the front records (the trace's log joint), not of the sweep.
+RECORD_MUTANTS: dict[str, str] = dict(kernel.RECORD_MUTATIONS)
 #: The Metropolis-Hastings kernels' modules, which build their own ``sweeps`` (mutants included).
 MH_KERNELS = {"alias-mh": alias_kernel, "bucket-mh": bucket_kernel}
 #: Not a mutant: the production sweep through this module's driver.
 VARIANTS = (*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS, *BLOCKED_MUTANTS,
+            *RECORD_MUTANTS,
             "control")
 PREFIX = "cgs-pfa:mutant-"
 
@@ -70,7 +77,7 @@ PREFIX = "cgs-pfa:mutant-"
 def _check_variant(variant: str | None) -> None:
     if variant is not None and variant not in VARIANTS:
         raise ValueError(f"unknown mutant {variant!r}; choose from "
-                         f"{', '.join([*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS, *BLOCKED_MUTANTS])}")
+                         f"{', '.join(v for v in VARIANTS if v != 'control')}")
 
 
 def kernel_of(variant: str | None, kernel_name: str = "gibbs") -> str:
@@ -147,8 +154,9 @@ class Kernel:
         if self.kernel_name in MH_KERNELS:
             module = MH_KERNELS[self.kernel_name]
             self._alias = module.build_sweep(variant if variant in module.MUTATIONS else None)
-        elif (variant is None or variant == "control" or variant in SPLIT_MERGE_MUTANTS
-              or variant in BLOCKED_MUTANTS):
+        elif variant is None or variant == "control" or variant in (*SPLIT_MERGE_MUTANTS,
+                                                                     *BLOCKED_MUTANTS,
+                                                                     *RECORD_MUTANTS):
             self._sweep = kernel.sweep_positions
         else:
             self._sweep = kernel.build_sweep(variant)
@@ -234,7 +242,11 @@ def sample_variant(corpus: Corpus, variant: str, n_states: int, beta: float, ite
         state = kern.init(tokens, z, n_states, n_symbols, beta)
         paths = kern.draw_paths(burn_in, n_draws, period, positions, tokens, z, state, rng, beta)
         counts[ch] = batch_counts(tokens, paths, n_states, n_symbols)
-    log_joint = batch_log_joint(counts, beta)
+    if variant in RECORD_MUTANTS:  # the front's recording, with the mutant log joint
+        lj = kernel.build_log_joint(variant)
+        log_joint = np.array([[lj(c, float(beta)) for c in chain] for chain in counts])
+    else:
+        log_joint = batch_log_joint(counts, beta)
     used = (counts[:, :, 1:].sum(axis=(3, 4)) > 0).sum(axis=2).astype(np.int32)
     edges = (counts > 0).sum(axis=(2, 3, 4)).astype(np.int32)
     return counts, log_joint, used, edges
@@ -244,7 +256,8 @@ class MutantMethod:
     """A mutant CGS-PFA as a :class:`bayesfa.methods.Method` (``cgs-pfa`` options)."""
 
     def __init__(self, variant: str):
-        described = {**MUTANTS, **ALIAS_MUTANTS, **BUCKET_MUTANTS, **SPLIT_MERGE_MUTANTS, **BLOCKED_MUTANTS}
+        described = {**MUTANTS, **ALIAS_MUTANTS, **BUCKET_MUTANTS, **SPLIT_MERGE_MUTANTS,
+                     **BLOCKED_MUTANTS, **RECORD_MUTANTS}
         if variant not in described:
             raise ValueError(f"unknown mutant {variant!r}; choose from {', '.join(described)}")
         self.variant = variant
@@ -279,11 +292,11 @@ def mutant_names() -> list[str]:
 
 def all_mutant_names() -> list[str]:
     """Every mutant ``bayesfa validate`` knows: the Gibbs kernel's, then the alias-MH
-    kernel's (:data:`ALIAS_MUTANTS`), the bucket-MH kernel's (:data:`BUCKET_MUTANTS`) and the
-    split-merge move's (:data:`SPLIT_MERGE_MUTANTS`) and the blocked move's
-    (:data:`BLOCKED_MUTANTS`)."""
+    kernel's (:data:`ALIAS_MUTANTS`), the bucket-MH kernel's (:data:`BUCKET_MUTANTS`), the
+    split-merge move's (:data:`SPLIT_MERGE_MUTANTS`), the blocked move's
+    (:data:`BLOCKED_MUTANTS`) and the recording's (:data:`RECORD_MUTANTS`)."""
     return [PREFIX + v for v in (*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS,
-                                 *BLOCKED_MUTANTS)]
+                                 *BLOCKED_MUTANTS, *RECORD_MUTANTS)]
 
 
 def get_mutant(name: str) -> MutantMethod:

@@ -182,3 +182,53 @@ def path_posterior(train: Corpus, n_states: int, beta: float) -> PathPosterior:
             _CACHE.clear()
         _CACHE[key] = PathPosterior.build(train, n_states, beta)
     return _CACHE[key]
+
+
+def counts_consistency(counts: np.ndarray, tokens: np.ndarray) -> dict:
+    """A row of the ``recorded`` check (:mod:`bayesfa.validation.recorded`): are the recorded
+    ``C[..., i, a, j]`` the counts of *some* path through ``tokens``? Each letter's total is
+    its number of tokens (the end marker's: the number of strings), the end marker goes to
+    state 0 and only there, no letter enters state 0, and each state is left as often as it is
+    entered (Definition 2). Exact; the number of draws that break any of these."""
+    c = np.asarray(counts, dtype=np.int64)
+    n_symbols = c.shape[-2]
+    letters = np.bincount(np.asarray(tokens, dtype=np.int64), minlength=n_symbols)
+    bad = (c.sum(axis=(-3, -1)) != letters).any(axis=-1)
+    bad |= (c[..., :, 0, 1:] != 0).any(axis=(-2, -1)) | (c[..., :, 1:, 0] != 0).any(axis=(-2, -1))
+    bad |= (c.sum(axis=(-3, -2)) != c.sum(axis=(-2, -1))).any(axis=-1)
+    return {"quantity": "counts (the recorded state)", "draws": int(bad.size),
+            "max_diff": float(bad.sum()), "tolerance": 0.0, "pass": not bool(bad.any()),
+            "how": "per letter totals = the data's, end marker to state 0 only, in-flow = "
+                   "out-flow per state (draws breaking any: max_diff)"}
+
+
+def counts_trace(counts: np.ndarray, trace: dict, options: dict, log_joint: np.ndarray,
+                 how: str) -> dict:
+    """The trace entries every sampler of the PFA family records from its counts
+    ``[chain, draw, N+1, A, N+1]``, as :class:`~bayesfa.validation.recorded.Recomputed`:
+    ``log_joint`` (given, recomputed by the caller's formula, ``how``), ``n_states`` (states
+    ``i >= 1`` with ``C_i > 0``), ``n_edges`` (cells ``C_iaj > 0``); on the draws whose counts
+    are kept (``--max-draws``: the front's documented rule)."""
+    from bayesfa.samplers.pfa.cgs_pfa import kept_draw_indices  # which draws kept counts
+    from bayesfa.validation.recorded import Recomputed
+
+    kept = kept_draw_indices(np.shape(trace["log_joint"])[1], options.get("max_draws"))
+
+    def rec(name):
+        return np.asarray(trace[name])[:, kept]
+
+    return {"log_joint": Recomputed(log_joint, rec("log_joint"), 1e-9, how),
+            "n_states": Recomputed((counts[:, :, 1:].sum(axis=(3, 4)) > 0).sum(axis=2),
+                                   rec("n_states"), 0.0, "states i >= 1 with C_i > 0"),
+            "n_edges": Recomputed((counts > 0).sum(axis=(2, 3, 4)), rec("n_edges"), 0.0,
+                                  "cells with C_iaj > 0")}
+
+
+def recompute_trace(arrays: dict, trace: dict, options: dict, train: Corpus):
+    """``(recomputed, extra_rows)`` for the ``recorded`` check of CGS-PFA and its mutants:
+    :func:`counts_trace` with the log joint of Eq. 4 by :func:`batch_log_joint` (scipy's
+    ``gammaln``, not the kernel's ``math.lgamma`` loop), and :func:`counts_consistency`."""
+    counts = np.asarray(arrays["counts"])
+    out = counts_trace(counts, trace, options, batch_log_joint(counts, options["beta"]),
+                       "Eq. 4 from the recorded counts (reference.batch_log_joint)")
+    return out, [counts_consistency(counts, train.tokens)]

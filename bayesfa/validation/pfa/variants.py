@@ -424,6 +424,50 @@ class _Spec:
     def mutant_names(self) -> list[str]:
         return list(self._mutants())
 
+    def recompute_trace(self, arrays, trace, options, train):
+        """The ``recorded`` check's recomputations (:mod:`bayesfa.validation.recorded`) from
+        the recorded counts (and, for CGS-SG, graph): the log joint by
+        :func:`~bayesfa.validation.pfa.variants_reference.hmm_log_joint` (the collapsed HMM of
+        Sect. 4.4) or :func:`~bayesfa.validation.pfa.variants_reference.sg_log_joint` (Eq. 18),
+        the states, pairs and edges in use, the graph's size, the determinacy; rows: the
+        counts are those of a path through the data, and (CGS-SG) the graph holds every used
+        edge and only edges of the fully connected NFA."""
+        from bayesfa.validation.pfa import variants_reference as ref_mod
+        from bayesfa.validation.pfa.reference import counts_consistency, counts_trace
+        from bayesfa.validation.recorded import Recomputed
+
+        counts = np.asarray(arrays["counts"])
+        extra = [counts_consistency(counts, train.tokens)]
+        if self.kind != "sg":
+            lj = ref_mod.hmm_log_joint(counts, options["alpha"], options["beta"])
+            return counts_trace(counts, trace, options, lj,
+                                "collapsed HMM joint (variants_reference.hmm_log_joint)"), extra
+        graph = np.asarray(arrays["graph"]).astype(bool)
+        lj = ref_mod.sg_log_joint(counts, graph, options["beta"])
+        out = counts_trace(counts, trace, options, lj, "Eq. 18 (variants_reference.sg_log_joint)")
+        kept = slice(None) if counts.shape[1] == np.shape(trace["n_pairs"])[1] else None
+        if kept is None:  # the draws' counts thinned: align as counts_trace does
+            from bayesfa.samplers.pfa.cgs_pfa import kept_draw_indices
+
+            kept = kept_draw_indices(np.shape(trace["n_pairs"])[1], options.get("max_draws"))
+        pairs = (counts > 0).any(axis=-1).sum(axis=(-2, -1))
+        edges = (counts > 0).sum(axis=(-3, -2, -1))
+        out["n_pairs"] = Recomputed(pairs, np.asarray(trace["n_pairs"])[:, kept], 0.0,
+                                    "pairs (i, a) with some C_iaj > 0")
+        out["n_graph_edges"] = Recomputed(graph.sum(axis=(-3, -2, -1)),
+                                          np.asarray(trace["n_graph_edges"])[:, kept], 0.0,
+                                          "edges of the recorded graph G")
+        out["determinacy"] = Recomputed(edges / np.maximum(pairs, 1),
+                                        np.asarray(trace["determinacy"])[:, kept], 1e-12,
+                                        "n_edges / max(n_pairs, 1)")
+        mask = ref_mod.edge_mask(counts.shape[-3] - 1, counts.shape[-2])
+        bad = ((counts > 0) & ~graph).any(axis=(-3, -2, -1)) | (graph & ~mask).any(axis=(-3, -2, -1))
+        extra.append({"quantity": "graph (the recorded state)", "draws": int(bad.size),
+                      "max_diff": float(bad.sum()), "tolerance": 0.0, "pass": not bool(bad.any()),
+                      "how": "G holds every edge with C_iaj > 0 and only NFA edges (draws "
+                             "breaking it: max_diff)"})
+        return out, extra
+
     def mutant(self, variant: str):
         code, plugin, _ = self._mutants()[variant]
         return _Mutant(_Spec(self.kind, code, variant, plugin), f"{self.base_name}:mutant-{variant}")

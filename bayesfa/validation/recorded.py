@@ -1,0 +1,82 @@
+"""The ``recorded`` check: every per-draw quantity a method writes to its trace, recomputed.
+
+A sampler records more than its draws: the log joint (which picks the draw ``decode`` uses
+and feeds the convergence diagnostics), the states or tables in use, hyperparameters,
+per-draw predictive terms. A slip in what is *recorded* leaves the sampling, hence every
+statistical check, untouched (issue 39). So ``validate`` recomputes each recorded quantity
+from the recorded state (the draws' counts or seatings, kept in the fit's arrays) by code
+written apart from the sampler, and compares it with the trace entry, draw by draw.
+
+A method's validation spec (or, for ``cgs-pfa``, :mod:`bayesfa.validation.pfa.reference`)
+provides ``recompute_trace(arrays, trace, options, train) -> {name: Recomputed}``. The check
+fails when any recorded value differs from its recomputation by more than the stated
+tolerance, and when the trace holds a quantity that is not recomputed (nothing was checked:
+not a pass). It reads the fit's raw per-draw arrays (``FitResult.trace``), never a
+presentation of them (the arviz object).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bayesfa.validation.checks import Check
+
+
+@dataclass
+class Recomputed:
+    """A trace entry's recomputation: ``values`` aligned with ``recorded`` (both
+    ``[chain, draw]`` or the draws the arrays keep), agreement within ``rtol`` relative to
+    ``max(1, |value|)`` (0: exact), and ``how`` it was recomputed (the formula, the module)."""
+
+    values: np.ndarray
+    recorded: np.ndarray
+    rtol: float
+    how: str
+
+
+def recorded_check(trace: dict[str, Any], recomputed: dict[str, Recomputed],
+                   extra_rows: list[dict[str, Any]] | None = None) -> Check:
+    """One row per trace entry (``recomputed`` must cover every one) plus ``extra_rows``
+    (consistency checks of the recorded state itself, same columns); exact: alpha 0."""
+    rows = []
+    ratios: list[float] = []  # max |recorded - recomputed| / tolerance per quantity
+    for name in sorted(set(trace) | set(recomputed)):
+        if name not in recomputed:
+            rows.append({"quantity": name, "draws": int(np.size(trace[name])), "max_diff": None,
+                         "tolerance": None, "pass": False, "how": "NOT recomputed"})
+            continue
+        r = recomputed[name]
+        got = np.asarray(r.recorded, dtype=np.float64)
+        want = np.asarray(r.values, dtype=np.float64)
+        if got.shape != want.shape:
+            rows.append({"quantity": name, "draws": int(got.size), "max_diff": None,
+                         "tolerance": r.rtol, "pass": False,
+                         "how": f"shape {got.shape} recorded, {want.shape} recomputed"})
+            continue
+        both_nan = np.isnan(got) & np.isnan(want)
+        diff = np.where(both_nan, 0.0, np.abs(got - want))
+        bound = r.rtol * np.maximum(1.0, np.abs(want))
+        bad = ~(diff <= bound)  # NaN on one side only: a failure
+        ratio = np.where(bad, np.inf, 0.0) if r.rtol == 0 else diff / bound
+        ratios.append(float(np.max(ratio)) if ratio.size else 0.0)
+        rows.append({"quantity": name, "draws": int(got.size),
+                     "max_diff": float(np.nanmax(np.where(np.isnan(diff), np.inf, diff)))
+                     if diff.size else 0.0,
+                     "tolerance": r.rtol, "pass": not bool(bad.any()),
+                     "how": r.how + (f"; {int(bad.sum())} draws differ" if bad.any() else "")})
+    rows += list(extra_rows or [])
+    passed = bool(rows) and all(r["pass"] for r in rows)
+    return Check(
+        name="recorded", passed=passed,
+        description="every per-draw quantity of the trace recomputed from the recorded state "
+                    "by code written apart from the sampler",
+        alpha=0.0, columns=["quantity", "draws", "max_diff", "tolerance", "pass", "how"],
+        rows=rows,
+        summary={"failed_quantities": [r["quantity"] for r in rows if not r["pass"]],
+                 "margin": max(ratios, default=0.0) if passed else
+                 max([x for x in ratios if x > 1] or [np.inf])},
+        notes=["exact check: tolerance relative to max(1, |value|) covers floating-point "
+               "rounding only (0 for integers); a correct method never fails it"])

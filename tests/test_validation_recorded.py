@@ -1,0 +1,111 @@
+"""The ``recorded`` check of ``bayesfa validate``: every per-draw quantity of a trace
+recomputed from the recorded state (issue 39, item 1). Exact checks: no false alarm."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bayesfa.validation.harness import compare, recorded_check
+from bayesfa.validation.pfa import mutants, reference
+from bayesfa.validation.recorded import Recomputed, recorded_check as build
+from bayesfa.validation.toys import get_toy
+
+SHORT = {"iterations": 2_200, "burn_in": 200}
+
+
+@pytest.fixture(scope="module")
+def cgs_fits():
+    toy = get_toy("tiny")
+    return toy, {name: compare(name, toy, seed=0, options=SHORT)
+                 for name in ("cgs-pfa", mutants.PREFIX + "log-joint-end-prior")}
+
+
+def test_cgs_pfa_recorded_quantities_recomputed(cgs_fits):
+    toy, reports = cgs_fits
+    check = recorded_check("cgs-pfa", reports["cgs-pfa"], toy)
+    assert check.passed, check.to_table()
+    assert {r["quantity"] for r in check.rows} >= {"log_joint", "n_states", "n_edges"}
+
+
+def test_log_joint_mutant_samples_alike_and_is_caught(cgs_fits):
+    """The audit's missed slip: a wrong prior term in the log joint written to the trace.
+    Sampling is untouched (the same counts draw for draw), so only the recorded check sees
+    it, and it sees it on every draw."""
+    toy, reports = cgs_fits
+    good, bad = reports["cgs-pfa"].fit, reports[mutants.PREFIX + "log-joint-end-prior"].fit
+    np.testing.assert_array_equal(good.arrays["counts"], bad.arrays["counts"])
+    assert reports[mutants.PREFIX + "log-joint-end-prior"].check("predictive").passed
+    check = recorded_check(mutants.PREFIX + "log-joint-end-prior",
+                           reports[mutants.PREFIX + "log-joint-end-prior"], toy)
+    assert not check.passed
+    assert check.summary["failed_quantities"] == ["log_joint"]
+    row = next(r for r in check.rows if r["quantity"] == "log_joint")
+    assert row["max_diff"] > 0.1 and check.summary["margin"] > 1e6
+
+
+def test_quantity_not_recomputed_fails():
+    trace = {"a": np.zeros((2, 3)), "b": np.ones((2, 3))}
+    ok = build(trace, {"a": Recomputed(np.zeros((2, 3)), trace["a"], 0.0, "zero")})
+    assert not ok.passed and ok.summary["failed_quantities"] == ["b"]
+    both = {"a": Recomputed(np.zeros((2, 3)), trace["a"], 0.0, "zero"),
+            "b": Recomputed(np.ones((2, 3)), trace["b"], 0.0, "one")}
+    assert build(trace, both).passed
+    nan = {**both, "b": Recomputed(np.ones((2, 3)), np.where([[1, 0, 0], [0, 0, 0]], np.nan, 1.0),
+                                   1e-9, "one")}
+    assert not build(trace, nan).passed
+
+
+def test_counts_consistency_sees_a_corrupted_state():
+    toy = get_toy("tiny")
+    from bayesfa.exact import counts as path_counts, enumerate_paths
+
+    z = next(iter(enumerate_paths(toy.train, toy.n_states)))
+    c = path_counts(toy.train.tokens, np.asarray(z), toy.n_states, toy.train.alphabet_size + 1)
+    assert reference.counts_consistency(c[None, None], toy.train.tokens)["pass"]
+    moved = c.copy()
+    i = np.argwhere(moved[:, 1:, 1:] > 0)[0]
+    moved[i[0], i[1] + 1, i[2] + 1] -= 1
+    moved[i[0], i[1] + 1, 2 if i[2] + 1 == 1 else 1] += 1  # one transition to another state
+    assert not reference.counts_consistency(moved[None, None], toy.train.tokens)["pass"]
+
+
+@pytest.mark.parametrize("name,options", [("cgs-hmm", SHORT), ("cgs-hmm-star", SHORT),
+                                          ("cgs-sg", SHORT),
+                                          ("pdia", {"iterations": 300, "burn_in": 100}),
+                                          ("pdia-smoothed", {"iterations": 300, "burn_in": 100})])
+def test_recorded_quantities_recomputed_and_a_slip_seen(name, options):
+    """CGS-HMM(*), CGS-SG and the PDIA: every trace entry recomputed from the recorded state
+    (counts, graph; the PDIA's transitions, seating, emission counts and hyperparameters); a
+    trace entry changed on one draw, by a slip of the recording, fails the check."""
+    toy = get_toy("tiny")
+    report = compare(name, toy, seed=0, options=options)
+    check = recorded_check(name, report, toy)
+    assert check.passed, check.to_table()
+    assert {r["quantity"] for r in check.rows} >= set(report.fit.trace)
+    fit = report.fit
+    for key in fit.trace:
+        trace = dict(fit.trace)
+        trace[key] = np.array(trace[key], dtype=np.float64)
+        trace[key][1, 7] += 1.0
+        report.fit = fit._replace(trace=trace)
+        bad = recorded_check(name, report, toy)
+        assert not bad.passed and bad.summary["failed_quantities"] == [key], key
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,check", [
+    ("cgs-pfa:mutant-log-joint-end-prior", "recorded"),
+    ("hpyp:mutant-hyper-skip-two-customers", "hyper-conditional"),
+    ("pdia:mutant-top-seating-d-for-d0", "move-table"),
+])
+def test_validate_catches_the_audits_slips(name, check):
+    """The three slips of issue 39's audit, now named mutants, fail ``bayesfa validate`` by
+    the check meant for them with a margin (statistic over threshold) of at least 1.5."""
+    from bayesfa.validation.checks import margin
+    from bayesfa.validation.harness import validate
+
+    report = validate(name, "tiny", 0)
+    assert not report.passed
+    failed = report.check(check)
+    assert not failed.passed and margin(failed) >= 1.5, failed.to_table()
