@@ -120,6 +120,11 @@ REGISTRY: dict[str, str] = {
 }
 
 
+#: About how many seconds a method's kernels take numba to compile on first use (an empty
+#: cache), for the notice ``bayesfa fit`` prints then (:mod:`bayesfa.compiling`).
+COMPILE_SECONDS: dict[str, float] = {}
+
+
 def method_names() -> list[str]:
     return list(REGISTRY)
 
