@@ -24,9 +24,9 @@ pytestmark = pytest.mark.slow
 #: the oracles' NUTS budget (tests/test_api.py::test_the_oracles_fit_python_strings)
 ORACLE = {"states": 2, "iterations": 40, "burn_in": 20}
 
-#: the greedy learners keep no trace (diagnose says so in one line); the optimisers' trace is
-#: their iterations
-NO_TRACE = {"estatemerge", "evgram", "cvgram", "alergia"}
+#: methods that keep no trace (diagnose says so in one line): the greedy learners, hmm-em,
+#: the memoizer and the PDFA oracle; the optimisers' trace is their iterations
+NO_TRACE = {"estatemerge", "evgram", "cvgram", "alergia", "hmm-em", "memoizer", "oracle-pdfa"}
 OPTIMISERS = {"cvb0", "gcvb0", "cvb2"}
 
 TRAIN = "12 2\n2 0 1\n0\n1 1\n4 0 1 0 1\n3 0 0 1\n1 1\n2 0 1\n0\n3 0 1 1\n2 0 1\n1 0\n2 1 1\n"
