@@ -51,9 +51,10 @@ from typing import Any, Iterable, NamedTuple
 import numpy as np
 
 from bayesfa import method_options as _options
+from bayesfa.compiling import compile_notice
 from bayesfa.corpus import CORPUS, FILE_FORMATS, SYMBOLS, Corpus
 from bayesfa.errors import InputError
-from bayesfa.methods import get_method, method_names
+from bayesfa.methods import COMPILE_SECONDS, get_method, method_names
 
 DataLike = "str | os.PathLike | Corpus | Sequence[Sequence]"
 
@@ -359,18 +360,19 @@ class _Fit:
     def _run_method(self, workdir: Path | None):
         extra = {"workdir": workdir} if workdir is not None and getattr(self.entry, "resumable", False) else {}
         start = time.perf_counter()
-        if self.test is None:
-            result, prediction = self.entry.fit(self.corpus, self.options, self.seed, self.progress, **extra), None
-        else:
-            from bayesfa.online import fit_and_predict
+        with compile_notice(self.method, self.say, COMPILE_SECONDS.get(self.method)):
+            if self.test is None:
+                result, prediction = self.entry.fit(self.corpus, self.options, self.seed, self.progress, **extra), None
+            else:
+                from bayesfa.online import fit_and_predict
 
-            prediction, result = fit_and_predict(self.method, self.corpus, self.options, self.seed,
-                                                 self.test, progress=self.progress,
-                                                 workdir=extra.get("workdir"), return_fit=True)
-            about = {**self.test_record, "n_strings": self.test.n_strings,
-                     "n_draws": prediction.n_draws, "online": prediction.info["online"],
-                     "max_draws": self.options.get("max_draws")}
-            result = result._replace(info={**result.info, "predict": about})
+                prediction, result = fit_and_predict(self.method, self.corpus, self.options, self.seed,
+                                                     self.test, progress=self.progress,
+                                                     workdir=extra.get("workdir"), return_fit=True)
+                about = {**self.test_record, "n_strings": self.test.n_strings,
+                         "n_draws": prediction.n_draws, "online": prediction.info["online"],
+                         "max_draws": self.options.get("max_draws")}
+                result = result._replace(info={**result.info, "predict": about})
         seconds = time.perf_counter() - start
         return result._replace(info={"seconds": round(seconds, 3), **result.info}), prediction, seconds
 

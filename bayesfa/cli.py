@@ -740,9 +740,9 @@ def _quiet_stdout() -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _Parser.help_hint = _help_hint(argv)
-    parser = build_parser(_method_from_argv(argv))
-    args = parser.parse_args(argv)
     try:
+        # the parser imports the method's module (numba: seconds), so a Ctrl-C there too is caught
+        args = build_parser(_method_from_argv(argv)).parse_args(argv)
         if args.command != "pautomac":  # pautomac run checks its own paths (bayesfa.production)
             _check_paths(args)
         rc = args.func(args)

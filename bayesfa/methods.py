@@ -120,6 +120,17 @@ REGISTRY: dict[str, str] = {
 }
 
 
+#: About how many CPU seconds numba takes to compile a method's fit kernels on first use (an
+#: empty cache; a toy fit, 2026-11-28, numba 0.68 on Python 3.11), for the notice ``bayesfa
+#: fit`` prints then (:mod:`bayesfa.compiling`); a busy machine takes longer. The oracles and
+#: hmm-em compile no numba kernel.
+COMPILE_SECONDS: dict[str, float] = {
+    "cgs-pfa": 3, "ipfa": 10, "cgs-sg": 8, "cgs-hmm": 2, "cgs-hmm-star": 2, "cvb0": 3, "gcvb0": 1,
+    "cvb2": 5, "pdfa": 40, "pdia": 40, "pdia-smoothed": 40, "estatemerge": 12, "evgram": 8,
+    "cvgram": 8, "alergia": 10, "hpyp": 9, "memoizer": 3,
+}
+
+
 def method_names() -> list[str]:
     return list(REGISTRY)
 

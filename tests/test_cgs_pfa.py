@@ -106,6 +106,7 @@ def test_predictive_matches_exact_enumeration():
     ("no-correction", True),  # Eq. 9 without the delta correction
     ("end-beta", True),  # beta instead of N beta on the end transition (Eq. 2)
 ])
+@pytest.mark.slow
 def test_check_detects_broken_kernels(variant, broken):
     """The deliberately broken kernels of :mod:`bayesfa.validation.pfa.mutants` fail the check."""
     counts, *_ = mutants.sample_variant(TRAIN, variant, N, BETA, iterations=BURN_IN + DRAWS,

@@ -212,6 +212,7 @@ def test_two_step_variant_against_its_exact_sweep_distribution():
     assert kernel_tests.pooled_chi2(observed, target)[2] >= 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", MH_MUTANTS)
 def test_alias_mutants_fail_the_uniform_start_check(variant):
     """Each MH mutant (delta term dropped; the proposal's own probabilities replaced by the

@@ -199,6 +199,7 @@ def test_gibbs_sweep_fast_passes_for_the_oracle():
     assert check.passed, check.to_table()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["no-mu", "end-mass"])
 def test_gibbs_sweep_fast_catches_model_mutants(variant):
     check = oracle.gibbs_sweep_check(None, seed=0, variant=variant, **FAST)

@@ -385,6 +385,7 @@ AUTO = ["--method", "cgs-pfa", "--auto", "--budget", str(AUTO_BUDGET), "--chains
         "--scheduler", "local", "--workers", "1", "--quiet"]
 
 
+@pytest.mark.slow
 def test_auto_budget_is_shared_by_size_decisions_recorded_and_a_rerun_resumes(data_dir, tmp_path):
     """``pautomac run --auto --budget TOTAL``: one unit per problem with its share of TOTAL
     (in proportion to its training tokens), its decisions in problems/NAME/auto.json and its
@@ -434,6 +435,7 @@ def test_auto_options_refused_in_one_line(data_dir, tmp_path, args, message):
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.slow
 def test_ipfa_summary_reports_the_states_in_use_not_its_start(data_dir, tmp_path):
     """ipfa infers N: the summary's ``states`` is the mean number of states in use over the
     final chains' draws (read here from the unit files' traces), not ``--states``."""

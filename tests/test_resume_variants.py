@@ -215,6 +215,7 @@ def _fit_args(method):
     return fit_args
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 def test_kill_9_of_bayesfa_fit_then_resume_is_bit_identical(tmp_path, capsys, method):
     """1,000 strings of problem 24, blocks of a few sweeps: checkpoints come often."""

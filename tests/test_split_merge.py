@@ -66,6 +66,7 @@ def test_the_move_passes_its_exact_checks():
     assert starts["splits"][1] > 1000 and starts["merges"][1] > 100
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", list(SPLIT_MERGE_MUTANTS))
 def test_each_mutant_of_the_move_fails(variant):
     rows, inv = check.split_merge_checks(variant, seed=0)

@@ -276,6 +276,7 @@ def test_frozen_kernel_passes_invariance_but_not_the_uniform_start():
     assert not check.passed and max(r["p_value"] for r in check.rows) < 1e-100
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", list(CHEAPEST))
 def test_every_mutant_fails_a_validate_check(variant):
     """Each mutant fails the check of ``bayesfa validate`` named in :data:`CHEAPEST`, with the

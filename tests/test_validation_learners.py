@@ -44,6 +44,7 @@ def test_validate_passes_with_exact_checks(method):
     assert [c.name for c in report.checks] == hooks(get_method(method)).check_names()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mutant", sorted(MUTANT_CATCHER))
 def test_mutant_fails_its_check(mutant):
     assert mutant in mutant_names_of(mutant.partition(":")[0])
