@@ -428,6 +428,8 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=1, help="units at once")
     p.add_argument("--timeout", type=float, default=3600.0, help="wall seconds per unit")
     p.add_argument("--out", default=str(OUT))
+    p.add_argument("--summarize-only", action="store_true",
+                   help="run nothing: rebuild the summary from OUT/units (a run stopped early)")
     p.add_argument("--unit", help=argparse.SUPPRESS)  # P:METHOD, one unit, its row on stdout
     args = p.parse_args(argv)
     if args.unit:
@@ -447,8 +449,9 @@ def main(argv=None) -> int:
     out, units = Path(args.out), Path(args.out) / "units"
     check_out(out / "summary.csv", out / "summary.json")
     jobs = [(q, m) for m in methods for q in problems]  # each peer on every problem in turn
-    with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
-        list(pool.map(lambda job: drive_unit(*job, args, units), jobs))
+    if not args.summarize_only:
+        with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
+            list(pool.map(lambda job: drive_unit(*job, args, units), jobs))
     done = [json.loads(f.read_text()) for f in sorted(units.glob("*.json"))]
     done_problems = sorted({r["problem"] for r in done}, key=lambda s: int(s) if s.isdigit() else 0)
     rows = merge_rows(committed_rows(done_problems) + done)
@@ -458,7 +461,10 @@ def main(argv=None) -> int:
     write_out_json(out / "summary.json", {
         "commit": git_commit(), "command": _portable([sys.executable] + sys.argv),
         "machine": cpu_name(), "partial": len(complete) < 47,
-        "problems": complete, "methods_run": ran, "methods_committed": COMMITTED,
+        "problems": complete, "methods_run": ran,
+        "problems_by_method": {m: [r["problem"] for r in rows if r["method"] == m] for m in ran},
+        "methods_committed": COMMITTED,
+        "unit_commands": "each unit's row in units/P.METHOD.json has its command",
         "grids": GRIDS, "heldout_fraction": HELDOUT, "not_run": NOT_RUN,
         "mean_ratio_minus_one": {m: _mean(rows, m) for m in ran + COMMITTED},
         "rows": rows})
