@@ -404,8 +404,11 @@ def drive_unit(problem, method, args, units: Path) -> dict:
             res = row(problem, method, status=f"error: {why}")
     except subprocess.TimeoutExpired:
         proc.kill()
-        proc.communicate()
-        res = row(problem, method, cpu_seconds=None, status=f"time-out ({args.timeout:g} s)")
+        _, _, usage = os.wait4(proc.pid, 0)  # the CPU it had spent (imports included)
+        proc.stdout.close()
+        proc.stderr.close()
+        res = row(problem, method, status=f"time-out ({args.timeout:g} s wall, "
+                  f"{usage.ru_utime + usage.ru_stime:.0f} CPU s)")
     res["command"] = _portable(cmd)
     with _lock:
         write_out_json(path, res)
@@ -454,7 +457,7 @@ def main(argv=None) -> int:
     if not args.summarize_only:
         with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
             list(pool.map(lambda job: drive_unit(*job, args, units), jobs))
-    done = [json.loads(f.read_text()) for f in sorted(units.glob("*.json"))]
+    done = [json.loads(f.read_text()) for f in sorted(units.glob("[!.]*.json"))]
     done_problems = sorted({r["problem"] for r in done}, key=lambda s: int(s) if s.isdigit() else 0)
     missing = [row(q, m, status="not run yet (partial run)") for q in done_problems for m in RUN
                if not (units / f"{q}.{m}.json").exists()]
