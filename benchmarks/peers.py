@@ -433,6 +433,7 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=1, help="units at once")
     p.add_argument("--timeout", type=float, default=3600.0, help="wall seconds per unit")
     p.add_argument("--out", default=str(OUT))
+    p.add_argument("--note", default="", help="a note for summary.json (e.g. where the units ran)")
     p.add_argument("--summarize-only", action="store_true",
                    help="run nothing: rebuild the summary from OUT/units (a run stopped early)")
     p.add_argument("--unit", help=argparse.SUPPRESS)  # P:METHOD, one unit, its row on stdout
@@ -470,9 +471,11 @@ def main(argv=None) -> int:
         "commit": git_commit(), "command": _portable([sys.executable] + sys.argv),
         "machine": cpu_name(), "partial": len(complete) < 47,
         "problems": complete, "methods_run": RUN, "methods_with_rows": ran,
-        "problems_by_method": {m: [r["problem"] for r in rows if r["method"] == m] for m in ran},
+        "problems_by_method": {m: [r["problem"] for r in merge_rows(done) if r["method"] == m]
+                               for m in ran},
         "methods_committed": COMMITTED,
         "unit_commands": "each unit's row in units/P.METHOD.json has its command",
+        "note": args.note,
         "grids": GRIDS, "heldout_fraction": HELDOUT, "not_run": NOT_RUN,
         "mean_ratio_minus_one": {m: _mean(over, m) for m in RUN + COMMITTED} if complete else {},
         "mean_over": "the problems every method has a row for (problems); None: a failed row",
