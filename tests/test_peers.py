@@ -1,0 +1,123 @@
+"""benchmarks/peers.py: one row per (problem, method), failures included; the held-out choice;
+the spectral method (Balle, Carreras, Luque & Quattoni 2014) recovers a toy PFA's string
+probabilities from its exact Hankel blocks. All deterministic (no sampling, no error rate)."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import itertools
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def peers():
+    path = list(sys.path)
+    try:
+        spec = importlib.util.spec_from_file_location("peers", BENCH / "peers.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = path
+    return module
+
+
+def test_rows_one_per_problem_and_method_failures_kept(peers):
+    rows = [peers.row("12", "spectral", status="zero probability (3 of 1000 test strings)"),
+            peers.row("5", "alergia", ratio_minus_one=0.01, cpu_seconds=2.0, size=14),
+            peers.row("12", "hmm-em", status="time-out (3600 s)"),
+            peers.row("12", "spectral", ratio_minus_one=0.5, cpu_seconds=1.0, size=2),  # a rerun
+            peers.row("5", "auto", ratio_minus_one=0.001, cpu_seconds=300.0, size=30)]
+    merged = peers.merge_rows(rows)
+    assert [(r["problem"], r["method"]) for r in merged] == [
+        ("5", "alergia"), ("5", "auto"), ("12", "spectral"), ("12", "hmm-em")]
+    table = list(csv.DictReader(io.StringIO(peers.rows_csv(merged))))
+    assert list(table[0]) == peers.COLUMNS
+    timed_out = next(r for r in table if r["method"] == "hmm-em")
+    assert timed_out["ratio_minus_one"] == "" and timed_out["status"] == "time-out (3600 s)"
+    assert next(r for r in table if r["method"] == "spectral")["ratio_minus_one"] == "0.5"
+
+
+def test_failed_problem_has_no_mean(peers):
+    rows = [peers.row("1", "alergia", ratio_minus_one=0.1), peers.row("2", "alergia", status="error: x")]
+    assert peers._mean(rows, "alergia") is None
+    assert peers._mean(rows[:1], "alergia") == pytest.approx(0.1)
+
+
+def test_choose_fewest_zeros_then_likelihood_then_smaller(peers):
+    trials = [{"value": 2, "zeros": 0, "loglik": -10.0}, {"value": 4, "zeros": 1, "loglik": -1.0},
+              {"value": 8, "zeros": 0, "loglik": -5.0}, {"value": 16, "zeros": 0, "loglik": -5.0}]
+    assert peers.choose(trials)["value"] == 8
+    assert peers.heldout_fit([0.0, -np.inf, np.nan, -2.0]) == (2, -2.0)
+
+
+def test_heldout_split_fixed_and_disjoint(peers):
+    fit, held = peers.heldout_split(1000, 1, "24")
+    assert held.size == 200 and np.intersect1d(fit, held).size == 0 and fit.size + held.size == 1000
+    again_fit, again_held = peers.heldout_split(1000, 1, "24")
+    assert np.array_equal(held, again_held)
+    assert not np.array_equal(held, peers.heldout_split(1000, 1, "12")[1])
+
+
+# -- the spectral method on a toy PFA ---------------------------------------------------------
+
+# A 3-state PFA over 2 letters, written here (not read from the package): M[a][q, r] the
+# probability of emitting a and moving q -> r, tau[q] of stopping; rows of sum_a M_a + tau = 1.
+PI = np.array([0.6, 0.3, 0.1])
+M = np.array([[[0.10, 0.30, 0.00], [0.00, 0.20, 0.10], [0.25, 0.00, 0.05]],
+              [[0.20, 0.00, 0.10], [0.30, 0.00, 0.10], [0.00, 0.30, 0.10]]])
+TAU = 1.0 - M.sum(axis=(0, 2))
+
+
+def _prob(x) -> float:
+    v = PI
+    for a in x:
+        v = v @ M[a]
+    return float(v @ TAU)
+
+
+def _substring_expectation(x) -> float:
+    """E[number of occurrences of x in a string] = pi^T (I - M)^-1 M_x (I - M)^-1 tau."""
+    inv = np.linalg.inv(np.eye(3) - M.sum(axis=0))
+    v = PI @ inv
+    for a in x:
+        v = v @ M[a]
+    return float(v @ inv @ TAU)
+
+
+def _strings(max_len):
+    return [x for n in range(max_len + 1) for x in itertools.product(range(2), repeat=n)]
+
+
+def test_spectral_recovers_toy_pfa_from_exact_hankel(peers):
+    assert np.all(TAU > 0)
+    f = {x: _substring_expectation(x) for x in _strings(5)}  # basis length 2: uv, u a v <= 5
+    basis = [x for x in _strings(2)]
+    blocks = peers.hankel_blocks(f, basis, basis, 2)
+    wfa = peers.substring_to_string(peers.spectral_wfa(*blocks, 3))  # the PFA's rank
+    xs = _strings(6)
+    got = peers.wfa_values(wfa, [list(x) for x in xs])
+    want = np.array([_prob(x) for x in xs])
+    np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-12)
+    # rank 2 is too small: the same blocks then miss some string's probability by > 1e-4
+    low = peers.wfa_values(peers.substring_to_string(peers.spectral_wfa(*blocks, 2)),
+                           [list(x) for x in xs])
+    assert np.max(np.abs(low - want)) > 1e-4
+
+
+def test_spectral_empirical_expectations_match_counts(peers):
+    from bayesfa.corpus import Corpus
+
+    corpus = Corpus.from_strings([[0, 1, 0], [], [1, 1]], alphabet_size=2)
+    f = peers.substring_expectations(corpus, 3)
+    assert f[()] == pytest.approx((4 + 1 + 3) / 3)  # len + 1 per string
+    assert f[(0,)] == pytest.approx(2 / 3) and f[(1, 1)] == pytest.approx(1 / 3)
+    assert f[(0, 1, 0)] == pytest.approx(1 / 3) and (1, 0, 1) not in f
+    assert peers.frequent_basis(f, 3, 1) == [(), (1,), (0,)]
