@@ -28,7 +28,10 @@ bucket-MH kernel (``--kernel bucket-mh``, :mod:`bayesfa.samplers.pfa._cgs_pfa_bu
 (``cgs-pfa:mutant-sm-...``): their sweep is the production one, and the split-merge checks of
 :mod:`bayesfa.validation.pfa.split_merge` run their move. Likewise the blocked whole-string
 move (``--blocked-every``, :mod:`bayesfa.samplers.pfa._ffbs_kernel`) has :data:`BLOCKED_MUTANTS`
-(``cgs-pfa:mutant-blocked-...``), run by the checks of :mod:`bayesfa.validation.pfa.blocked`.
+(``cgs-pfa:mutant-blocked-...``), run by the checks of :mod:`bayesfa.validation.pfa.blocked`,
+and replica exchange (``--replicas``, :mod:`bayesfa.samplers.pfa._replica_kernel`) has
+:data:`REPLICA_MUTANTS` (``cgs-pfa:mutant-rex-...``), run by the checks of
+:mod:`bayesfa.validation.pfa.replica`.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from bayesfa.samplers.pfa import _cgs_pfa_alias_kernel as alias_kernel
 from bayesfa.samplers.pfa import _cgs_pfa_bucket_kernel as bucket_kernel
 from bayesfa.samplers.pfa import _cgs_pfa_kernel as kernel
 from bayesfa.samplers.pfa import _ffbs_kernel as blocked_kernel
+from bayesfa.samplers.pfa import _replica_kernel as replica_kernel
 from bayesfa.samplers.pfa import _split_merge_kernel as split_merge_kernel
 from bayesfa.samplers.pfa.cgs_pfa import KERNELS  # the sweep kernels a Kernel can run
 
@@ -59,18 +63,21 @@ SPLIT_MERGE_MUTANTS: dict[str, str] = dict(split_merge_kernel.MUTATIONS)
 #: Mutants of the blocked move (``cgs-pfa --blocked-every``): the Gibbs sweep is the production
 #: one; :mod:`bayesfa.validation.pfa.blocked`'s checks run the mutant move.
 BLOCKED_MUTANTS: dict[str, str] = dict(blocked_kernel.MUTATIONS)
+#: Mutants of replica exchange (``cgs-pfa --replicas``): the Gibbs sweep is the production one;
+#: :mod:`bayesfa.validation.pfa.replica`'s checks run the mutant swap or ladder.
+REPLICA_MUTANTS: dict[str, str] = dict(replica_kernel.MUTATIONS)
 #: The Metropolis-Hastings kernels' modules, which build their own ``sweeps`` (mutants included).
 MH_KERNELS = {"alias-mh": alias_kernel, "bucket-mh": bucket_kernel}
 #: Not a mutant: the production sweep through this module's driver.
 VARIANTS = (*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS, *BLOCKED_MUTANTS,
-            "control")
+            *REPLICA_MUTANTS, "control")
 PREFIX = "cgs-pfa:mutant-"
 
 
 def _check_variant(variant: str | None) -> None:
     if variant is not None and variant not in VARIANTS:
         raise ValueError(f"unknown mutant {variant!r}; choose from "
-                         f"{', '.join([*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS, *BLOCKED_MUTANTS])}")
+                         f"{', '.join([*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS, *BLOCKED_MUTANTS, *REPLICA_MUTANTS])}")
 
 
 def kernel_of(variant: str | None, kernel_name: str = "gibbs") -> str:
@@ -148,7 +155,7 @@ class Kernel:
             module = MH_KERNELS[self.kernel_name]
             self._alias = module.build_sweep(variant if variant in module.MUTATIONS else None)
         elif (variant is None or variant == "control" or variant in SPLIT_MERGE_MUTANTS
-              or variant in BLOCKED_MUTANTS):
+              or variant in BLOCKED_MUTANTS or variant in REPLICA_MUTANTS):
             self._sweep = kernel.sweep_positions
         else:
             self._sweep = kernel.build_sweep(variant)
@@ -244,7 +251,8 @@ class MutantMethod:
     """A mutant CGS-PFA as a :class:`bayesfa.methods.Method` (``cgs-pfa`` options)."""
 
     def __init__(self, variant: str):
-        described = {**MUTANTS, **ALIAS_MUTANTS, **BUCKET_MUTANTS, **SPLIT_MERGE_MUTANTS, **BLOCKED_MUTANTS}
+        described = {**MUTANTS, **ALIAS_MUTANTS, **BUCKET_MUTANTS, **SPLIT_MERGE_MUTANTS, **BLOCKED_MUTANTS,
+                     **REPLICA_MUTANTS}
         if variant not in described:
             raise ValueError(f"unknown mutant {variant!r}; choose from {', '.join(described)}")
         self.variant = variant
@@ -280,10 +288,10 @@ def mutant_names() -> list[str]:
 def all_mutant_names() -> list[str]:
     """Every mutant ``bayesfa validate`` knows: the Gibbs kernel's, then the alias-MH
     kernel's (:data:`ALIAS_MUTANTS`), the bucket-MH kernel's (:data:`BUCKET_MUTANTS`) and the
-    split-merge move's (:data:`SPLIT_MERGE_MUTANTS`) and the blocked move's
-    (:data:`BLOCKED_MUTANTS`)."""
+    split-merge move's (:data:`SPLIT_MERGE_MUTANTS`), the blocked move's
+    (:data:`BLOCKED_MUTANTS`) and replica exchange's (:data:`REPLICA_MUTANTS`)."""
     return [PREFIX + v for v in (*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS,
-                                 *BLOCKED_MUTANTS)]
+                                 *BLOCKED_MUTANTS, *REPLICA_MUTANTS)]
 
 
 def get_mutant(name: str) -> MutantMethod:
