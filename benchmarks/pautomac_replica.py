@@ -54,14 +54,16 @@ def calibrate(u: _Unit, replicas: int, min_b: float, sweeps: int = 30) -> dict:
     tokens, n_symbols = u.train.tokens, u.train.alphabet_size + 1
     rng = np.random.default_rng(12345)
     positions = free_positions(tokens)
-    zs = [random_path(tokens, u.n_states, rng) for _ in range(replicas)]
-    state = new_counts(u.n_states, n_symbols)
-    gibbs.fill_counts(tokens, zs[0], *state, u.beta)
-    rex = Replicas(tokens, positions, zs, u.n_states, n_symbols, u.beta, rng, 0, 1, min_b)
-    gibbs.sweeps(1, positions, tokens, zs[0], *state, rng, u.beta)
+    zs = [random_path(tokens, u.n_states, rng) for _ in range(replicas + 1)]
+    states = [(z, *new_counts(u.n_states, n_symbols)) for z in zs]
+    for z, *counts in states:
+        gibbs.fill_counts(tokens, z, *counts, u.beta)
+    zp, *state = states.pop()  # the plain chain's
+    rex = Replicas(tokens, positions, states, u.beta, rng, 0, 1, min_b)
+    gibbs.sweeps(1, positions, tokens, zp, *state, rng, u.beta)
     rex.sweeps(1)
     t = time.process_time()
-    gibbs.sweeps(sweeps, positions, tokens, zs[0], *state, rng, u.beta)
+    gibbs.sweeps(sweeps, positions, tokens, zp, *state, rng, u.beta)
     sweep = (time.process_time() - t) / sweeps
     t = time.process_time()
     rex.sweeps(sweeps)

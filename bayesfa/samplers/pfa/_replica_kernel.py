@@ -123,24 +123,18 @@ def update_ladder(b: np.ndarray, tried: np.ndarray, accepted: np.ndarray, min_b:
 class Replicas:
     """``R`` replicas of one CGS-PFA chain (module docstring), run interleaved in this process.
 
-    ``zs``: the initial paths (int32 ``[T + 1]`` each, copied), slot 0 first. ``done``: the
-    sweeps already made (the burn-in sweeps left and the swap rounds' parity follow from it).
+    ``states``: each replica's ``(z, c, ct, ci, recip)`` with the counts filled from ``z``
+    (``_cgs_pfa_kernel.fill_counts``), slot 0 first; they are swept in place. ``done``: the
+    sweeps made (the burn-in sweeps left and the swap rounds' parity follow from it).
     :meth:`sweeps` runs sweeps, each followed by a swap round every ``swap_every`` sweeps;
     slot 0 (``b = 1``) is the chain to record (:attr:`state`)."""
 
-    def __init__(self, tokens, positions, zs, n_states: int, n_symbols: int, beta: float,
-                 rng: np.random.Generator, burn_in: int, swap_every: int = SWAP_EVERY,
-                 min_b: float = MIN_B, mutation: str | None = None):
-        from bayesfa.samplers.pfa.cgs_pfa import new_counts
-
+    def __init__(self, tokens, positions, states: list, beta: float, rng: np.random.Generator,
+                 burn_in: int, swap_every: int = SWAP_EVERY, min_b: float = MIN_B,
+                 mutation: str | None = None):
         self.tokens, self.positions, self.rng, self.beta = tokens, positions, rng, float(beta)
         self.burn_in, self.swap_every, self.min_b = int(burn_in), int(swap_every), float(min_b)
-        self.states = []
-        for z in zs:
-            z = np.array(z, dtype=np.int32)
-            c, ct, ci, recip = new_counts(n_states, n_symbols)
-            gibbs.fill_counts(tokens, z, c, ct, ci, recip, self.beta)
-            self.states.append((z, c, ct, ci, recip))
+        self.states = list(states)
         n = len(self.states)
         self.b = initial_ladder(n, self.min_b)
         self.swap = build_swap(mutation)

@@ -430,9 +430,12 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
 
         if checkpoint is not None or resume is not None:
             raise ValueError("a replica-exchange chain is not checkpointed")
-        rex = Replicas(tokens, positions, [z] + [random_path(tokens, n_states, rng)
-                                                 for _ in range(replicas - 1)],
-                       n_states, n_symbols, beta, rng, burn_in, swap_every, replica_min_b,
+        states = []
+        for zr in [z.copy()] + [random_path(tokens, n_states, rng) for _ in range(replicas - 1)]:
+            counts_r = new_counts(n_states, n_symbols)
+            kernel.fill_counts(tokens, zr, *counts_r, float(beta))
+            states.append((zr, *counts_r))
+        rex = Replicas(tokens, positions, states, beta, rng, burn_in, swap_every, replica_min_b,
                        replica_mutation)
     c, ct, ci, recip = new_counts(n_states, n_symbols)
     kernel.fill_counts(tokens, z, c, ct, ci, recip, float(beta))
