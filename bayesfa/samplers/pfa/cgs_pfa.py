@@ -32,6 +32,7 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
 from bayesfa.methods import FitResult, add_mcmc_arguments, nonnegative_int, positive_int
+from bayesfa.samplers.pfa._replica_kernel import MIN_B as REPLICA_MIN_B, SWAP_EVERY
 from bayesfa.samplers.pfa._split_merge_kernel import SCANS as SPLIT_MERGE_SCANS
 from bayesfa.samplers.plugin import DrawAutomata
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
@@ -166,7 +167,7 @@ def _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains
 
 
 def _wide_counts_options(n_tokens: int, kernel: str, interleave, anneal, split_merge,
-                         blocked_every) -> tuple[str, int | None]:
+                         blocked_every, replicas=1) -> tuple[str, int | None]:
     """``(kernel, interleave)`` for a corpus of ``n_tokens``: unchanged below
     :data:`FLOAT32_EXACT_TOKENS`; above, the float64 counts run in the plain gibbs sweep one
     chain at a time (``auto`` resolves to that), and an option that needs float32 counts is a
@@ -178,7 +179,8 @@ def _wide_counts_options(n_tokens: int, kernel: str, interleave, anneal, split_m
     other = [name for name, on in (("--kernel " + kernel, kernel != "gibbs"),
                                    ("--interleave", interleave != 1), ("--anneal", bool(anneal)),
                                    ("--split-merge", bool(split_merge)),
-                                   ("--blocked-every", bool(blocked_every))) if on]
+                                   ("--blocked-every", bool(blocked_every)),
+                                   ("--replicas", replicas != 1)) if on]
     if other:
         raise InputError(f"the training corpus has {n_tokens} tokens: from {FLOAT32_EXACT_TOKENS} "
                          f"tokens on the counts are float64, which only the plain gibbs sweep runs "
@@ -348,11 +350,34 @@ def check_blocked(blocked_every, kernel: str, anneal, split_merge) -> None:
         raise InputError("--blocked-every is not available with --split-merge")
 
 
+def check_replicas(replicas, swap_every, min_b, kernel: str, anneal, split_merge,
+                   blocked_every) -> None:
+    """One-line :class:`InputError` unless ``replicas`` (``--replicas``) and ``swap_every``
+    (``--swap-every``) are integers >= 1 and ``min_b`` (``--replica-min-b``) a number in
+    (0, 1); replica exchange runs with the plain ``gibbs`` kernel only: neither with
+    ``--anneal``, ``--split-merge`` nor ``--blocked-every``."""
+    for name, value in (("--replicas", replicas), ("--swap-every", swap_every)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise InputError(f"{name} must be an integer >= 1, got {value!r}")
+    if (isinstance(min_b, bool) or not isinstance(min_b, (int, float, np.integer, np.floating))
+            or not 0.0 < min_b < 1.0):
+        raise InputError(f"--replica-min-b must be a number in (0, 1), got {min_b!r}")
+    if replicas == 1:
+        return
+    if kernel != "gibbs":
+        raise InputError(f"--replicas needs --kernel gibbs (not {kernel})")
+    for name, value in (("--anneal", anneal), ("--split-merge", split_merge),
+                        ("--blocked-every", blocked_every)):
+        if value:
+            raise InputError(f"--replicas is not available with {name}")
+
+
 def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed_seq, on_sweeps=None,
                held=None, checkpoint=None, checkpoint_every=CHECKPOINT_EVERY, fingerprint=None,
                resume=None, predict=None, max_draws=None, kernel="gibbs", init_z=None,
                anneal=0, anneal_start=ANNEAL_START, split_merge=0, split_merge_scans=SPLIT_MERGE_SCANS,
-               blocked_every=0):
+               blocked_every=0, replicas=1, swap_every=SWAP_EVERY, replica_min_b=REPLICA_MIN_B,
+               replica_mutation=None):
     """One chain from its ``SeedSequence``: random init, burn-in, ``n_draws`` recorded draws,
     by the sweeps of ``kernel`` (a name of :data:`KERNELS`, see :func:`kernel_module`).
 
@@ -392,9 +417,20 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     dropped), which leaves Eq. 4's posterior invariant; with 0 the chain is the plain Gibbs
     chain bit for bit.
 
+    ``replicas = R > 1`` (``gibbs`` kernel only; 1: off): replica exchange
+    (:class:`bayesfa.samplers.pfa._replica_kernel.Replicas`): slot 0 starts from the path a
+    plain chain starts from, the other ``R - 1`` from uniformly random paths drawn next; each
+    sweep of the chain is a tempered sweep of every replica, a swap round follows every
+    ``swap_every`` sweeps, the ladder (from 1 down to ``replica_min_b``) adapts during burn-in
+    only, and the draws are slot 0's (``b = 1``). ``replica_mutation``: a mutant of
+    :data:`~bayesfa.samplers.pfa._replica_kernel.MUTATIONS` (validation only). Such a chain
+    is not checkpointed (``checkpoint`` and ``resume`` must be None): an interrupted fit
+    reruns it from its seed, to the same result.
+
     Returns ``(counts, log_joint, used, edges, heldout, z, seconds, pred_log_sum)``;
     ``pred_log_sum`` is ``log sum_draws Pr(b | xi~)`` per test string (empty without
-    ``predict``).
+    ``predict``). With replicas a ninth item follows: the swap statistics and ladders of
+    :meth:`~bayesfa.samplers.pfa._replica_kernel.Replicas.stats`.
     """
     from bayesfa.online import LogMeanAccumulator
     kernel = kernel_module(kernel) if isinstance(kernel, str) else kernel  # or a _Lockstep
@@ -419,6 +455,19 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         acc = LogMeanAccumulator.from_state(resume["pred_log_sum"], d)
     else:
         z = random_path(tokens, n_states, rng) if init_z is None else np.array(init_z, dtype=np.int32)
+    rex = None
+    if replicas > 1:
+        from bayesfa.samplers.pfa._replica_kernel import Replicas
+
+        if checkpoint is not None or resume is not None:
+            raise ValueError("a replica-exchange chain is not checkpointed")
+        states = []
+        for zr in [z.copy()] + [random_path(tokens, n_states, rng) for _ in range(replicas - 1)]:
+            counts_r = new_counts(n_states, n_symbols, count_dtype(tokens.size))
+            kernel.fill_counts(tokens, zr, *counts_r, float(beta))
+            states.append((zr, *counts_r))
+        rex = Replicas(tokens, positions, states, beta, rng, burn_in, swap_every, replica_min_b,
+                       replica_mutation)
     c, ct, ci, recip = new_counts(n_states, n_symbols, count_dtype(tokens.size))
     kernel.fill_counts(tokens, z, c, ct, ci, recip, float(beta))
     state = (positions, tokens, z, c, ct, ci, recip, rng, float(beta))
@@ -452,7 +501,14 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
 
     def draws(d, e):
         made = scratch[:e - d] if capped else counts[d:e]
-        if blk_args:
+        if rex is not None:
+            from bayesfa.samplers.pfa._cgs_pfa_kernel import record_draw
+
+            for k in range(e - d):
+                rex.sweeps(period)
+                _, rc, _, rci, _ = rex.state
+                record_draw(k, rc, rci, float(beta), made, log_joint[d:e], used[d:e], edges[d:e])
+        elif blk_args:
             blk_kernel.sample_draws(period, burn_in + d * period, int(blocked_every), *state,
                                     *blk_args, made, log_joint[d:e], used[d:e], edges[d:e])
         elif sm_args:
@@ -470,7 +526,9 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         hot = min(n, max(0, anneal - loop.done))  # the annealed sweeps of this block, one call each
         for s in range(loop.done, loop.done + hot):
             kernel.tempered_sweeps(1, *state, anneal_b(s, anneal, anneal_start))
-        if n > hot and blk_args:
+        if rex is not None:
+            rex.sweeps(n)
+        elif n > hot and blk_args:
             blk_kernel.sweeps(n - hot, loop.done + hot, int(blocked_every), *state, *blk_args)
         elif n > hot and sm_args:
             sm_kernel.sweeps(n - hot, *state, *sm_args)
@@ -481,6 +539,9 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
                        n_draws=n_draws, block=block, per_block=per_block,
                        save=None if checkpoint is None else save,
                        checkpoint_every=checkpoint_every, on_sweeps=on_sweeps)
+    if rex is not None:
+        return (counts, log_joint, used, edges, heldout, rex.state[0], seconds, acc.log_sum,
+                rex.stats())
     return counts, log_joint, used, edges, heldout, z, seconds, acc.log_sum
 
 
@@ -685,7 +746,9 @@ def _chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_dra
                        predict: _Held | None = None, max_draws: int | None = None,
                        kernel: str = "gibbs", anneal: int = 0,
                        anneal_start: float = ANNEAL_START, split_merge: float = 0,
-                       split_merge_scans: int = SPLIT_MERGE_SCANS, blocked_every: int = 0) -> str:
+                       split_merge_scans: int = SPLIT_MERGE_SCANS, blocked_every: int = 0,
+                       replicas: int = 1, swap_every: int = SWAP_EVERY,
+                       replica_min_b: float = REPLICA_MIN_B) -> str:
     """What determines a chain's output, as a string (the data by SHA-256): the training
     tokens, the held-out slice, the test strings predicted online, the cap on kept draws,
     the settings and the chain's seed; not ``jobs`` nor the checkpoint interval."""
@@ -701,7 +764,9 @@ def _chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_dra
                        **({"anneal": int(anneal), "anneal_start": float(anneal_start)} if anneal else {}),
                        **({"split_merge": float(split_merge), "split_merge_scans": int(split_merge_scans)}
                           if split_merge else {}),
-                       **({"blocked_every": int(blocked_every)} if blocked_every else {})},
+                       **({"blocked_every": int(blocked_every)} if blocked_every else {}),
+                       **({"replicas": int(replicas), "swap_every": int(swap_every),
+                           "replica_min_b": float(replica_min_b)} if replicas > 1 else {})},
                       sort_keys=True)
 
 
@@ -744,7 +809,9 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
                    max_draws: int | None = None, kernel: str = "gibbs",
                    interleave: int | None = None, anneal: int = 0,
                    anneal_start: float = ANNEAL_START, split_merge: float = 0,
-                   split_merge_scans: int = SPLIT_MERGE_SCANS, blocked_every: int = 0) -> CGSResult:
+                   split_merge_scans: int = SPLIT_MERGE_SCANS, blocked_every: int = 0,
+                   replicas: int = 1, swap_every: int = SWAP_EVERY,
+                   replica_min_b: float = REPLICA_MIN_B) -> CGSResult:
     """Run CGS-PFA (Algorithm 1) on ``corpus`` with ``N = n_states`` states besides state 0.
 
     Each chain starts from a uniformly random ``z``, runs ``burn_in`` sweeps, then records the
@@ -801,19 +868,28 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     ``blocked_every`` (``--blocked-every K``, 0: off; ``gibbs`` kernel, one chain at a time):
     one blocked whole-string move after every ``K`` sweeps (:func:`_run_chain`,
     :mod:`bayesfa.samplers.pfa._ffbs_kernel`).
+
+    ``replicas = R`` (``--replicas``, 1: off; plain ``gibbs`` kernel, one chain at a time):
+    each chain is a replica exchange of ``R`` tempered copies (:func:`_run_chain`,
+    :mod:`bayesfa.samplers.pfa._replica_kernel`), a swap round every ``swap_every`` sweeps,
+    the ladder from 1 to ``replica_min_b`` adapted during burn-in; only ``b = 1`` is recorded,
+    the swap rates and ladders are in ``info["replica_stats"]`` (one dict per chain). Such
+    chains keep no checkpoint in ``checkpoint_dir``: an interrupted fit reruns them from the
+    seed, to the same result.
     """
     n_draws = _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs)
     kernel, interleave = _wide_counts_options(corpus.n_tokens, kernel, interleave, anneal,
-                                              split_merge, blocked_every)
+                                              split_merge, blocked_every, replicas)
     setup = _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdout,
                    predict, max_draws, kernel, checkpoint_every, anneal, anneal_start,
-                   split_merge, split_merge_scans, blocked_every)
+                   split_merge, split_merge_scans, blocked_every, replicas, swap_every,
+                   replica_min_b)
     jobs = min(jobs, chains)
     if on_sweeps is not None and jobs > 1:
         raise ValueError("on_sweeps is called only when the chains run in this process (jobs=1)")
     context = mp_context() if jobs > 1 else None  # before the bar starts its monitor thread
     bar = _progress_bar(progress, chains * setup.sweeps_per_chain)
-    book = _Book.of(setup, checkpoint_dir)
+    book = _Book.of(setup, None if setup.replicas > 1 else checkpoint_dir)
     todo = book.todo()
     resumed_mid = book.resumed_mid_chain(todo)
     if bar is not None:
@@ -825,6 +901,8 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
         raise InputError("--split-merge runs one chain at a time (no --interleave)")
     if blocked_every and chains > 1 and group > 1:
         raise InputError("--blocked-every runs one chain at a time (no --interleave)")
+    if setup.replicas > 1 and chains > 1 and group > 1:
+        raise InputError("--replicas runs one chain at a time (no --interleave)")
     t0 = time.perf_counter()
     try:
         if jobs == 1 or len(todo) <= 1:
@@ -864,6 +942,9 @@ class _Setup(NamedTuple):
     split_merge: float = 0.0
     split_merge_scans: int = SPLIT_MERGE_SCANS
     blocked_every: int = 0
+    replicas: int = 1
+    swap_every: int = SWAP_EVERY
+    replica_min_b: float = REPLICA_MIN_B
 
     @property
     def sweeps_per_chain(self) -> int:
@@ -880,7 +961,8 @@ class _Setup(NamedTuple):
 
 def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdout, predict,
            max_draws, kernel, checkpoint_every, anneal=0, anneal_start=ANNEAL_START,
-           split_merge=0, split_merge_scans=SPLIT_MERGE_SCANS, blocked_every=0) -> _Setup:
+           split_merge=0, split_merge_scans=SPLIT_MERGE_SCANS, blocked_every=0, replicas=1,
+           swap_every=SWAP_EVERY, replica_min_b=REPLICA_MIN_B) -> _Setup:
     """Check the remaining arguments, split off the held-out strings, seed the chains
     (``SeedSequence(seed).spawn(chains)``) and fingerprint them."""
     if kernel not in KERNELS:
@@ -888,6 +970,7 @@ def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdo
     check_anneal(anneal, anneal_start, burn_in, kernel)
     check_split_merge(split_merge, split_merge_scans, kernel)
     check_blocked(blocked_every, kernel, anneal, split_merge)
+    check_replicas(replicas, swap_every, replica_min_b, kernel, anneal, split_merge, blocked_every)
     from bayesfa.online import check_online_arguments
 
     test = check_online_arguments(corpus, predict, max_draws)
@@ -898,11 +981,12 @@ def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdo
     tokens, n_symbols = corpus.tokens, corpus.alphabet_size + 1
     prints = [_chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, s,
                                  held, predict, max_draws, kernel, anneal, anneal_start,
-                                 split_merge, split_merge_scans, blocked_every) for s in children]
+                                 split_merge, split_merge_scans, blocked_every, replicas,
+                                 swap_every, replica_min_b) for s in children]
     return _Setup(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, children, held,
                   held_idx, predict, max_draws, kernel, float(checkpoint_every), prints,
                   int(anneal), float(anneal_start), float(split_merge), int(split_merge_scans),
-                  int(blocked_every))
+                  int(blocked_every), int(replicas), int(swap_every), float(replica_min_b))
 
 
 def _progress_bar(progress: bool, total: int):
@@ -949,7 +1033,9 @@ class _Book(ChainBook):
                 **({"anneal": s.anneal, "anneal_start": s.anneal_start} if s.anneal else {}),
                 **({"split_merge": s.split_merge, "split_merge_scans": s.split_merge_scans}
                    if s.split_merge else {}),
-                **({"blocked_every": s.blocked_every} if s.blocked_every else {})}
+                **({"blocked_every": s.blocked_every} if s.blocked_every else {}),
+                **({"replicas": s.replicas, "swap_every": s.swap_every,
+                    "replica_min_b": s.replica_min_b} if s.replicas > 1 else {})}
 
 
 def _run_here(setup: _Setup, book: _Book, todo: list, group: int, bar, on_sweeps) -> None:
@@ -1002,7 +1088,7 @@ def _result(setup: _Setup, outs: list, run: dict, holdout: float, max_draws) -> 
     over every draw of every chain for the strings predicted online."""
     chains = len(outs)
     counts, log_joint, used, edges, heldout, z, chain_seconds, pred_log_sum = (
-        np.stack(x) for x in zip(*outs))
+        np.stack(x) for x in zip(*(out[:8] for out in outs)))
     held, tokens = setup.held, setup.tokens
     info = {
         "kernel": setup.kernel,
@@ -1011,6 +1097,9 @@ def _result(setup: _Setup, outs: list, run: dict, holdout: float, max_draws) -> 
         "split_merge": float(setup.split_merge),
         "split_merge_scans": int(setup.split_merge_scans),
         "blocked_every": int(setup.blocked_every),
+        **({"replicas": int(setup.replicas), "swap_every": int(setup.swap_every),
+            "replica_min_b": float(setup.replica_min_b),
+            "replica_stats": [out[8] for out in outs]} if setup.replicas > 1 else {}),
         "n_draws_per_chain": int(setup.n_draws),
         "n_free_positions": int(free_positions(tokens).size),
         "n_tokens": int(tokens.size),
@@ -1047,6 +1136,13 @@ def _unit_interval(text: str) -> float:
     value = float(text)
     if not 0.0 < value <= 1.0:
         raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text}")
+    return value
+
+
+def _open_unit_interval(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text}")
     return value
 
 
@@ -1108,6 +1204,20 @@ class _CGSPFA(DrawAutomata):
                                  "sampling, the parameters dropped (an exact Gibbs step that "
                                  "keeps Eq. 4's posterior, checked by bayesfa validate cgs-pfa); "
                                  "gibbs kernel only; default 0 (off)")
+        parser.add_argument("--replicas", type=positive_int, default=1, metavar="R",
+                            help="replica exchange: R copies of each chain at inverse temperatures "
+                                 "1 > ... > --replica-min-b on Pr(alpha, z)^b (Eq. 4), neighbours "
+                                 "swapping states (non-reversible even/odd scheme), the ladder "
+                                 "adapted during burn-in only; only b = 1 is recorded (checked by "
+                                 "bayesfa validate cgs-pfa); plain gibbs kernel only, no "
+                                 "mid-chain checkpoints; default 1 (off)")
+        parser.add_argument("--swap-every", type=positive_int, default=SWAP_EVERY, metavar="K",
+                            help=f"with --replicas, a swap round after every K sweeps; default "
+                                 f"{SWAP_EVERY}")
+        parser.add_argument("--replica-min-b", type=_open_unit_interval, default=REPLICA_MIN_B,
+                            metavar="B",
+                            help=f"with --replicas, the inverse temperature of the hottest "
+                                 f"replica, in (0, 1); default {REPLICA_MIN_B}")
         parser.add_argument("--kernel", choices=(*KERNELS, "auto"), default="auto",
                             help=f"the sweep: gibbs (Algorithm 1, O(N) per token), alias-mh "
                                  f"(Metropolis-Hastings within Gibbs, O(1) alias-table proposals) "
@@ -1161,6 +1271,9 @@ class _CGSPFA(DrawAutomata):
         if options.get("blocked_every"):  # the blocked move's theta and filters (float64)
             longest = int(np.diff(corpus.offsets).max()) if corpus.n_strings else 0
             state += ((n + 1) * a + max(1, longest)) * (n + 1) * 8
+        if options.get("replicas", 1) > 1:  # every replica's z and counts
+            state += (options["replicas"] - 1) * (2 * (n + 1) * a * padded_width(n) * 4
+                                                  + corpus.n_tokens * 4)
         if choose_kernel(options.get("kernel", "gibbs"), n) == "alias-mh":
             # the other block's counts and the alias tables (2 A (N+1) tables of N slots)
             state += 2 * (n + 1) * a * padded_width(n) * 4 + 2 * a * (n + 1) * n * 12
@@ -1203,6 +1316,8 @@ class _CGSPFA(DrawAutomata):
                 raise InputError("--split-merge is not available with --auto")
             if options.get("blocked_every"):
                 raise InputError("--blocked-every is not available with --auto")
+            if options.get("replicas", 1) > 1:
+                raise InputError("--replicas is not available with --auto")
             from bayesfa.samplers.pfa.auto import check_auto_options, fit_auto
 
             check_auto_options(options)
@@ -1220,7 +1335,10 @@ class _CGSPFA(DrawAutomata):
                              anneal_start=options.get("anneal_start", ANNEAL_START),
                              split_merge=options.get("split_merge", 0),
                              split_merge_scans=options.get("split_merge_scans", SPLIT_MERGE_SCANS),
-                             blocked_every=options.get("blocked_every", 0))
+                             blocked_every=options.get("blocked_every", 0),
+                             replicas=options.get("replicas", 1),
+                             swap_every=options.get("swap_every", SWAP_EVERY),
+                             replica_min_b=options.get("replica_min_b", REPLICA_MIN_B))
         trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges}
         if res.heldout_log_pred is not None:
             trace["heldout_log_pred"] = res.heldout_log_pred

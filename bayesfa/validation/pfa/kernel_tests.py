@@ -554,15 +554,18 @@ def cgs_pfa_checks(toy, variant: str | None = None, *, seed: int = 0, alpha: flo
     ``gibbs`` kernel, for the production kernel and the split-merge mutants, also the two exact
     checks of the split-merge move (``--split-merge``,
     :func:`bayesfa.validation.pfa.split_merge.split_merge_checks`) and the three of the blocked
-    move (``--blocked-every``, :func:`bayesfa.validation.pfa.blocked.blocked_checks`), each
-    with the move's mutant when ``variant`` is one."""
-    from bayesfa.validation.pfa.mutants import BLOCKED_MUTANTS, SPLIT_MERGE_MUTANTS, kernel_of
+    move (``--blocked-every``, :func:`bayesfa.validation.pfa.blocked.blocked_checks`) and the
+    two of replica exchange (``--replicas``,
+    :func:`bayesfa.validation.pfa.replica.replica_checks`), each with the move's mutant when
+    ``variant`` is one."""
+    from bayesfa.validation.pfa.mutants import (BLOCKED_MUTANTS, REPLICA_MUTANTS, SPLIT_MERGE_MUTANTS,
+                                                kernel_of)
 
     checks = [path_gof(toy, variant, seed=seed, alpha=alpha, kernel=kernel),
               path_gof(toy, variant, start="uniform", seed=seed, alpha=alpha, kernel=kernel),
               geweke(variant, seed=seed, alpha=alpha, kernel=kernel),
               sbc(variant, seed=seed, alpha=alpha, kernel=kernel)]
-    moves = (None, "control", *SPLIT_MERGE_MUTANTS, *BLOCKED_MUTANTS)
+    moves = (None, "control", *SPLIT_MERGE_MUTANTS, *BLOCKED_MUTANTS, *REPLICA_MUTANTS)
     if kernel_of(variant, kernel) == "gibbs" and variant in moves:
         from bayesfa.validation.pfa.blocked import blocked_checks
         from bayesfa.validation.pfa.split_merge import split_merge_checks
@@ -570,5 +573,9 @@ def cgs_pfa_checks(toy, variant: str | None = None, *, seed: int = 0, alpha: flo
         checks += split_merge_checks(variant if variant in SPLIT_MERGE_MUTANTS else None,
                                      seed=seed, alpha=alpha)
         checks += blocked_checks(variant if variant in BLOCKED_MUTANTS else None,
+                                 seed=seed, alpha=alpha)
+        from bayesfa.validation.pfa.replica import replica_checks
+
+        checks += replica_checks(variant if variant in REPLICA_MUTANTS else None,
                                  seed=seed, alpha=alpha)
     return checks

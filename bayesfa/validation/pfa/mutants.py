@@ -28,11 +28,14 @@ bucket-MH kernel (``--kernel bucket-mh``, :mod:`bayesfa.samplers.pfa._cgs_pfa_bu
 (``cgs-pfa:mutant-sm-...``): their sweep is the production one, and the split-merge checks of
 :mod:`bayesfa.validation.pfa.split_merge` run their move. Likewise the blocked whole-string
 move (``--blocked-every``, :mod:`bayesfa.samplers.pfa._ffbs_kernel`) has :data:`BLOCKED_MUTANTS`
-(``cgs-pfa:mutant-blocked-...``), run by the checks of :mod:`bayesfa.validation.pfa.blocked`.
-:data:`RECORD_MUTANTS` (``cgs-pfa:mutant-log-joint-end-prior``) leave the sampling alone and
-slip in what is recorded: their fit runs the production sweep and writes the trace's log joint
-with the mutant :func:`bayesfa.samplers.pfa._cgs_pfa_kernel.build_log_joint`, which only the
-harness's ``recorded`` check (every recorded quantity recomputed) can see.
+(``cgs-pfa:mutant-blocked-...``), run by the checks of :mod:`bayesfa.validation.pfa.blocked`,
+and replica exchange (``--replicas``, :mod:`bayesfa.samplers.pfa._replica_kernel`) has
+:data:`REPLICA_MUTANTS` (``cgs-pfa:mutant-rex-...``), run by the checks of
+:mod:`bayesfa.validation.pfa.replica`. :data:`RECORD_MUTANTS`
+(``cgs-pfa:mutant-log-joint-end-prior``) leave the sampling alone and slip in what is recorded:
+their fit runs the production sweep and writes the trace's log joint with the mutant
+:func:`bayesfa.samplers.pfa._cgs_pfa_kernel.build_log_joint`, which only the harness's
+``recorded`` check (every recorded quantity recomputed) can see.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from bayesfa.samplers.pfa import _cgs_pfa_alias_kernel as alias_kernel
 from bayesfa.samplers.pfa import _cgs_pfa_bucket_kernel as bucket_kernel
 from bayesfa.samplers.pfa import _cgs_pfa_kernel as kernel
 from bayesfa.samplers.pfa import _ffbs_kernel as blocked_kernel
+from bayesfa.samplers.pfa import _replica_kernel as replica_kernel
 from bayesfa.samplers.pfa import _split_merge_kernel as split_merge_kernel
 from bayesfa.samplers.pfa.cgs_pfa import KERNELS  # the sweep kernels a Kernel can run
 
@@ -63,14 +67,16 @@ SPLIT_MERGE_MUTANTS: dict[str, str] = dict(split_merge_kernel.MUTATIONS)
 #: Mutants of the blocked move (``cgs-pfa --blocked-every``): the Gibbs sweep is the production
 #: one; :mod:`bayesfa.validation.pfa.blocked`'s checks run the mutant move.
 BLOCKED_MUTANTS: dict[str, str] = dict(blocked_kernel.MUTATIONS)
+#: Mutants of replica exchange (``cgs-pfa --replicas``): the Gibbs sweep is the production one;
+#: :mod:`bayesfa.validation.pfa.replica`'s checks run the mutant swap or ladder.
+REPLICA_MUTANTS: dict[str, str] = dict(replica_kernel.MUTATIONS)
 #: Mutants of what the front records (the trace's log joint), not of the sweep.
 RECORD_MUTANTS: dict[str, str] = dict(kernel.RECORD_MUTATIONS)
 #: The Metropolis-Hastings kernels' modules, which build their own ``sweeps`` (mutants included).
 MH_KERNELS = {"alias-mh": alias_kernel, "bucket-mh": bucket_kernel}
 #: Not a mutant: the production sweep through this module's driver.
 VARIANTS = (*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS, *BLOCKED_MUTANTS,
-            *RECORD_MUTANTS,
-            "control")
+            *REPLICA_MUTANTS, *RECORD_MUTANTS, "control")
 PREFIX = "cgs-pfa:mutant-"
 
 
@@ -156,6 +162,7 @@ class Kernel:
             self._alias = module.build_sweep(variant if variant in module.MUTATIONS else None)
         elif variant is None or variant == "control" or variant in (*SPLIT_MERGE_MUTANTS,
                                                                      *BLOCKED_MUTANTS,
+                                                                     *REPLICA_MUTANTS,
                                                                      *RECORD_MUTANTS):
             self._sweep = kernel.sweep_positions
         else:
@@ -257,7 +264,7 @@ class MutantMethod:
 
     def __init__(self, variant: str):
         described = {**MUTANTS, **ALIAS_MUTANTS, **BUCKET_MUTANTS, **SPLIT_MERGE_MUTANTS,
-                     **BLOCKED_MUTANTS, **RECORD_MUTANTS}
+                     **BLOCKED_MUTANTS, **REPLICA_MUTANTS, **RECORD_MUTANTS}
         if variant not in described:
             raise ValueError(f"unknown mutant {variant!r}; choose from {', '.join(described)}")
         self.variant = variant
@@ -294,9 +301,10 @@ def all_mutant_names() -> list[str]:
     """Every mutant ``bayesfa validate`` knows: the Gibbs kernel's, then the alias-MH
     kernel's (:data:`ALIAS_MUTANTS`), the bucket-MH kernel's (:data:`BUCKET_MUTANTS`), the
     split-merge move's (:data:`SPLIT_MERGE_MUTANTS`), the blocked move's
-    (:data:`BLOCKED_MUTANTS`) and the recording's (:data:`RECORD_MUTANTS`)."""
+    (:data:`BLOCKED_MUTANTS`), replica exchange's (:data:`REPLICA_MUTANTS`) and the
+    recording's (:data:`RECORD_MUTANTS`)."""
     return [PREFIX + v for v in (*MUTANTS, *ALIAS_MUTANTS, *BUCKET_MUTANTS, *SPLIT_MERGE_MUTANTS,
-                                 *BLOCKED_MUTANTS, *RECORD_MUTANTS)]
+                                 *BLOCKED_MUTANTS, *REPLICA_MUTANTS, *RECORD_MUTANTS)]
 
 
 def get_mutant(name: str) -> MutantMethod:

@@ -1,0 +1,187 @@
+"""One plain CGS-PFA chain against one replica-exchange chain, at equal CPU (issue 37, item 1).
+
+    nice -n 19 python benchmarks/pautomac_replica.py [--problem 5] [--seeds 0,1,2]
+        [--sweeps 10000] [--replicas 4] [--min-b 0.5] [--period 100] [--beta 0.05]
+        [--data ../shared/data/pautomac] [--out benchmarks/results/pautomac_replica/results.json]
+
+Two arms per seed, one chain each, on all training strings of PAutomaC ``--problem`` at Table
+3's N (problem 5: N = 10) and ``--beta``, in the harness of ``benchmarks/pautomac_mixing.py``
+(its :class:`_Unit`: data, Eq. 6 of the test strings over the draws of the chain's second
+half, ``score - min``, the recorded chain's log joint of Eq. 4; BLAS on one thread), as
+``benchmarks/pautomac_blocked.py`` does:
+
+``plain``
+    ``--sweeps`` collapsed Gibbs sweeps (Algorithm 1), draws from sweep 0, Eq. 6 over the
+    second half: pautomac_mixing's ``single``.
+``replica``
+    the same seed (slot 0 starts from the plain chain's random start), ``cgs-pfa --replicas R
+    --replica-min-b B``: every chain sweep is one tempered sweep of each of the R replicas and a
+    swap round; the ladder adapts over the first half (burn-in), Eq. 6 over the b = 1 draws of
+    the second half. It runs ``round(sweeps * s / x)`` chain sweeps, ``s`` the CPU of a plain
+    sweep and ``x`` that of a chain sweep with its swap round, both measured in this process
+    before the units (``calibration`` in the output): equal CPU by construction; each unit's
+    CPU seconds are recorded to check it.
+
+The output (``--out`` and its ``.md``) holds the commit and the command; reruns of the same
+command skip finished units.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pautomac_mixing import _Unit, chain_plan  # noqa: E402  (this folder's script)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def calibrate(u: _Unit, replicas: int, min_b: float, sweeps: int = 30) -> dict:
+    """CPU seconds of one plain sweep and of one replica-exchange chain sweep (R tempered
+    sweeps and a swap round) on ``u``'s training strings, after a first call of each (so that
+    compiling is not timed); ``x`` their ratio."""
+    from bayesfa.samplers.chains import free_positions, random_path
+    from bayesfa.samplers.pfa import _cgs_pfa_kernel as gibbs
+    from bayesfa.samplers.pfa._replica_kernel import Replicas
+    from bayesfa.samplers.pfa.cgs_pfa import new_counts
+
+    tokens, n_symbols = u.train.tokens, u.train.alphabet_size + 1
+    rng = np.random.default_rng(12345)
+    positions = free_positions(tokens)
+    zs = [random_path(tokens, u.n_states, rng) for _ in range(replicas + 1)]
+    states = [(z, *new_counts(u.n_states, n_symbols)) for z in zs]
+    for z, *counts in states:
+        gibbs.fill_counts(tokens, z, *counts, u.beta)
+    zp, *state = states.pop()  # the plain chain's
+    rex = Replicas(tokens, positions, states, u.beta, rng, 0, 1, min_b)
+    gibbs.sweeps(1, positions, tokens, zp, *state, rng, u.beta)
+    rex.sweeps(1)
+    t = time.process_time()
+    gibbs.sweeps(sweeps, positions, tokens, zp, *state, rng, u.beta)
+    sweep = (time.process_time() - t) / sweeps
+    t = time.process_time()
+    rex.sweeps(sweeps)
+    chain_sweep = (time.process_time() - t) / sweeps
+    return {"sweep_cpu_s": sweep, "chain_sweep_cpu_s": chain_sweep, "x": chain_sweep / sweep}
+
+
+def run_arm(u: _Unit, sweeps: int, replicas: int, min_b: float) -> dict:
+    """One chain of ``sweeps`` sweeps (chain sweeps of ``replicas`` replicas; 1: plain),
+    scored; CPU seconds of the fit and its scoring."""
+    from bayesfa.samplers.pfa import auto, cgs_pfa
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    with auto.front_session(cgs_pfa):
+        period, n_draws, first = chain_plan(sweeps, u.settings["period"])
+        if replicas == 1:
+            res = cgs_pfa.sample_cgs_pfa(u.train, u.n_states, u.beta, n_draws * period, 0, period, 1,
+                                         u.seed, kernel=u.kernel, holdout=0.0)
+            tests, _, recs = u.scored_chains(res, period, first)
+        else:  # the first half is burn-in (the ladder adapts there): only the second half's draws
+            res = cgs_pfa.sample_cgs_pfa(u.train, u.n_states, u.beta, n_draws * period, first * period,
+                                         period, 1, u.seed, kernel=u.kernel, holdout=0.0,
+                                         replicas=replicas, replica_min_b=min_b)
+            tests, _, recs = u.scored_chains(res, period, 0)
+            recs[0]["sweeps"] = n_draws * period
+    out = {**recs[0], "replicas": replicas, **u.score(tests[0])}
+    out.pop("log_joint_trace")
+    out["log_joint_trace_every_10th"] = [float(v) for v in res.log_joint[0][::10]]
+    if replicas > 1:
+        out["replica_stats"] = res.info["replica_stats"][0]
+    out["cpu_seconds"] = round(time.process_time() - cpu, 2)
+    out["wall_seconds"] = round(time.perf_counter() - wall, 2)
+    return out
+
+
+def table(rows: dict, seeds: list[int]) -> str:
+    head = ("| seed | arm | chain sweeps | replicas | cpu s | score - min | ratio - 1 | "
+            "final log joint | mean log joint (Eq. 6 draws) | swap rates | ladder |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for seed in seeds:
+        for arm in ("plain", "replica"):
+            r = rows.get(f"{seed}/{arm}")
+            if r is None:
+                continue
+            st = r.get("replica_stats")
+            rates = "" if st is None else ", ".join(f"{x:.2f}" for x in st["swap_rate"])
+            ladder = "" if st is None else ", ".join(f"{x:.3f}" for x in st["ladder"])
+            lines.append(f"| {seed} | {arm} | {r['sweeps']} | {r['replicas']} | {r['cpu_seconds']:.1f} "
+                         f"| {r['excess']:.4f} | {r['ratio_minus_1']:.5f} | {r['final_log_joint']:.1f} "
+                         f"| {r['mean_log_joint']:.1f} | {rates} | {ladder} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    from guarded_out import check_out, write_out_json, write_out_text
+    from machine import git_commit, missing_pautomac_file
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--problem", type=int, default=5)
+    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--sweeps", type=int, default=10_000, help="the plain chain's sweeps")
+    p.add_argument("--replicas", type=int, default=4)
+    p.add_argument("--min-b", type=float, default=0.5)
+    p.add_argument("--period", type=int, default=100)
+    p.add_argument("--beta", type=float, default=0.05)
+    p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pautomac"))
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pautomac_replica" / "results.json"))
+    args = p.parse_args(argv)
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")]
+    except ValueError:
+        p.error(f"--seeds: expected comma-separated integers, got {args.seeds!r}")
+    if args.sweeps < 2 or args.replicas < 2 or args.period < 1 or not args.beta > 0 or not 0 < args.min_b < 1:
+        p.error("--sweeps >= 2, --replicas >= 2, --period >= 1, --beta > 0 and --min-b in (0, 1) are required")
+    missing = missing_pautomac_file(args.data, args.problem)
+    if missing:
+        p.error(f"--data {args.data}: no file {missing}")
+    out = Path(args.out)
+    check_out(out, out.with_suffix(".md"))
+    settings = {"problem": args.problem, "sweeps": args.sweeps, "replicas": args.replicas,
+                "min_b": args.min_b, "period": args.period, "beta": args.beta}
+    done = json.loads(out.read_text()) if out.exists() else {"settings": settings, "rows": {}}
+    if done["settings"] != settings:
+        p.error(f"--out {out} holds results for other settings {done['settings']}")
+    done["commit"] = git_commit()
+    done["command"] = ("python benchmarks/pautomac_replica.py " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+    if "calibration" not in done:
+        done["calibration"] = calibrate(_Unit.load(args.problem, seeds[0], args.data, settings, ""),
+                                        args.replicas, args.min_b)
+    x = done["calibration"]["x"]
+    rex_sweeps = int(round(args.sweeps / x))
+    done["replica_sweeps"] = rex_sweeps
+    for seed in seeds:
+        for arm, sweeps, replicas in (("plain", args.sweeps, 1), ("replica", rex_sweeps, args.replicas)):
+            key = f"{seed}/{arm}"
+            if key in done["rows"]:
+                continue
+            u = _Unit.load(args.problem, seed, args.data, settings, "")
+            row = run_arm(u, sweeps, replicas, args.min_b)
+            row.update(seed=seed, arm=arm, states=u.n_states, commit=done["commit"],
+                       finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            done["rows"][key] = row
+            write_out_json(out, done)
+            print(f"seed {seed} {arm}: {row['sweeps']} sweeps, {row['cpu_seconds']:.1f} cpu s, "
+                  f"score - min {row['excess']:.4f}, final log joint {row['final_log_joint']:.1f}",
+                  flush=True)
+    text = table(done["rows"], seeds)
+    cal = done["calibration"]
+    head = (f"Command: `{done['command']}` at {done['commit']}\n\n"
+            f"PAutomaC problem {args.problem}, N = {done['rows'][f'{seeds[0]}/plain']['states']}, "
+            f"beta = {args.beta}; calibration: a plain sweep {cal['sweep_cpu_s'] * 1e3:.2f} ms CPU, a "
+            f"chain sweep of {args.replicas} replicas with its swap round {cal['chain_sweep_cpu_s'] * 1e3:.2f} ms "
+            f"(x = {x:.2f} sweeps), so the replica arm runs {rex_sweeps} chain sweeps (ladder from 1 to "
+            f"{args.min_b}, adapted over the first half). Shared, loaded 2-core machine, run under nice.\n\n")
+    print(head + text)
+    write_out_text(out.with_suffix(".md"), head + text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

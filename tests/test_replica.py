@@ -1,0 +1,161 @@
+"""Replica exchange for CGS-PFA (issue 37, item 1): ``_replica_kernel`` and ``--replicas``.
+
+The exact checks (:mod:`bayesfa.validation.pfa.replica`) compare (a) every slot after swap
+rounds from exact draws of the product of tempered posteriors with its enumerated tempered
+posterior, and (b) the b = 1 draws of full replica-exchange chains with the enumerated
+posterior of Eq. 4 (and the ladder frozen after burn-in, an exact row); each chi-square check
+has a false-failure rate of 1e-3 on a correct move, at fixed seeds. The fast tests run seed 0
+for the move and one mutant; the slow one runs every mutant on seeds 0-4.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bayesfa.errors import InputError
+from bayesfa.method_options import resolve
+from bayesfa.samplers.pfa import _cgs_pfa_kernel as gibbs
+from bayesfa.samplers.pfa import _replica_kernel as rex
+from bayesfa.samplers.pfa import cgs_pfa
+from bayesfa.validation.pfa import replica as check
+from bayesfa.validation.pfa.mutants import REPLICA_MUTANTS, Kernel, all_mutant_names
+from bayesfa.validation.toys import get_toy
+
+
+def _fit(**kw):
+    toy = get_toy("small")
+    return cgs_pfa.sample_cgs_pfa(toy.train, 4, 0.5, 120, 40, 8, 2, 11, **kw)
+
+
+def test_the_move_passes_its_exact_checks():
+    checks = check.replica_checks(None, seed=0)
+    assert [c.name for c in checks] == ["replica-swap-invariance", "replica-chain"]
+    assert all(c.passed for c in checks), [c.rows for c in checks if not c.passed]
+    rates = checks[1].summary["mean_swap_rate"]
+    assert all(0.2 < r < 0.95 for r in rates)  # the swaps do happen, and are not all accepted
+
+
+def test_swap_without_the_temperature_difference_fails_detailed_balance():
+    assert not check.swap_invariance("rex-no-temperature-difference", seed=0).passed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(5))
+def test_move_passes_and_every_mutant_fails_on_seeds_0_to_4(seed):
+    """Seeds 0-4: the move passes both checks, each mutant fails one at least. Run at 3ee5d65
+    (5 passed, 14 min on the loaded shared machine): the move passed at every seed; at seed 0,
+    ``rex-no-temperature-difference`` failed the swap check (p = 0 on every slot),
+    ``rex-swap-temperatures`` the chain check (p ~ 1e-18 on the b = 1 draws) and
+    ``rex-adapt-after-burn-in`` the chain check's exact ladder row only (its b = 1 draws passed
+    the chi-square: adapting after burn-in is not visible in these draws)."""
+    assert all(c.passed for c in check.replica_checks(None, seed=seed))
+    for variant in REPLICA_MUTANTS:
+        assert not all(c.passed for c in check.replica_checks(variant, seed=seed)), variant
+
+
+def test_mutants_are_known_to_validate_and_run_the_production_sweep():
+    names = all_mutant_names()
+    for variant in REPLICA_MUTANTS:
+        assert f"cgs-pfa:mutant-{variant}" in names
+        assert Kernel(variant)._sweep is gibbs.sweep_positions
+    assert rex.build_swap("rex-adapt-after-burn-in") is rex.build_swap(None)
+    with pytest.raises(ValueError):
+        rex.build_swap("no-such-mutation")
+
+
+def test_ladder_update_equalises_the_rejections():
+    """Equal rejection rates keep the ladder; a pair that rejects more gets its temperatures
+    closer (Syed et al. 2022, Algorithm 4); the ends stay 1 and the minimum."""
+    b = rex.initial_ladder(4, 0.5)
+    assert b[0] == 1.0 and b[-1] == 0.5 and np.all(np.diff(b) < 0)
+    tried = np.array([100, 100, 100])
+    np.testing.assert_allclose(rex.update_ladder(b, tried, np.array([50, 50, 50]), 0.5), b)
+    new = rex.update_ladder(b, tried, np.array([10, 90, 90]), 0.5)
+    assert new[0] == 1.0 and new[-1] == 0.5 and np.all(np.diff(new) < 0)
+    assert 1.0 - new[1] < 1.0 - b[1]
+    np.testing.assert_array_equal(rex.update_ladder(b, np.array([0, 1, 1]), np.array([0, 1, 1]), 0.5), b)
+
+
+def test_replicas_1_is_no_option_and_a_seed_gives_one_result():
+    """``replicas=1`` is the plain chain bit for bit, with the same fingerprint (so earlier
+    checkpoints and tests/test_layout_reference.py are unchanged); R > 1 is reproducible, the
+    same with jobs=2, records b = 1 (the log joint is Eq. 4 of the recorded counts) and keeps
+    its ladder frozen after burn-in."""
+    base, one = _fit(), _fit(replicas=1)
+    for name in ("counts", "log_joint", "n_states", "n_edges", "z"):
+        np.testing.assert_array_equal(getattr(base, name), getattr(one, name))
+    assert "replicas" not in base.info
+    toy = get_toy("small")
+    seed = np.random.SeedSequence(3)
+    assert (cgs_pfa._chain_fingerprint(toy.train.tokens, 3, 4, 0.5, 40, 8, 10, seed)
+            == cgs_pfa._chain_fingerprint(toy.train.tokens, 3, 4, 0.5, 40, 8, 10, seed, replicas=1))
+    on, again, pool = _fit(replicas=3), _fit(replicas=3), _fit(replicas=3, jobs=2)
+    for other in (again, pool):
+        for name in ("counts", "log_joint", "z"):
+            np.testing.assert_array_equal(getattr(on, name), getattr(other, name))
+        assert other.info["replica_stats"] == on.info["replica_stats"]
+    assert not np.array_equal(on.counts, base.counts)
+    assert on.info["replicas"] == 3 and len(on.info["replica_stats"]) == 2
+    for st in on.info["replica_stats"]:
+        assert st["ladder"] == st["ladder_at_burn_in"] and st["ladder"][0] == 1.0
+        assert sum(st["swap_tried"]) == 80  # one pair per swap round of the 80 recorded sweeps
+    width = gibbs.padded_width(4)
+    for c in range(2):
+        for d in range(on.counts.shape[1]):
+            padded = np.zeros((5, on.counts.shape[3], width))
+            padded[:, :, :5] = on.counts[c, d]
+            assert gibbs.log_joint(padded, 0.5) == on.log_joint[c, d]
+    assert resolve("cgs-pfa", {})["replicas"] == 1
+
+
+def test_checkpoint_dir_is_not_used_and_results_do_not_change(tmp_path):
+    full = _fit(replicas=2)
+    again = _fit(replicas=2, checkpoint_dir=tmp_path, checkpoint_every=0.0)
+    np.testing.assert_array_equal(full.counts, again.counts)
+    assert not any(tmp_path.iterdir())
+
+
+def test_bad_values_are_refused():
+    with pytest.raises(InputError, match="--replicas needs --kernel gibbs"):
+        _fit(replicas=2, kernel="alias-mh")
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(InputError, match="--replicas must be"):
+            _fit(replicas=bad)
+    with pytest.raises(InputError, match="--swap-every must be"):
+        _fit(replicas=2, swap_every=0)
+    for bad in (0.0, 1.0, 1.5):
+        with pytest.raises(InputError, match="--replica-min-b must be"):
+            _fit(replicas=2, replica_min_b=bad)
+    for kw in ({"anneal": 10}, {"split_merge": 0.5}, {"blocked_every": 2}):
+        with pytest.raises(InputError, match=f"--{next(iter(kw)).replace('_', '-')}"):
+            _fit(replicas=2, **kw)
+    with pytest.raises(InputError, match="--interleave"):
+        _fit(replicas=2, interleave=2)
+    with pytest.raises(InputError, match="--replicas"):
+        resolve("cgs-pfa", {"replicas": 0})
+    with pytest.raises(InputError, match="--replicas is not available with --auto"):
+        cgs_pfa.METHOD.fit(get_toy("small").train, {**resolve("cgs-pfa", {"replicas": 2}), "auto": True},
+                           0, False)
+
+
+def test_cli_fit_with_replicas(tmp_path, capsys):
+    """``bayesfa fit --replicas 2`` writes a run whose info holds the swap statistics; a
+    refused combination is one line on standard error, exit 2."""
+    from bayesfa.cli import main
+
+    train = tmp_path / "train.txt"
+    train.write_text("3 2\n2 0 1\n0\n1 1\n")
+    out = tmp_path / "run"
+    assert main(["fit", str(train), "--method", "cgs-pfa", "--states", "2", "--iterations", "40",
+                 "--burn-in", "20", "--period", "5", "--chains", "1", "--seed", "1",
+                 "--replicas", "2", "--out", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["info"]["replicas"] == 2 and len(manifest["info"]["replica_stats"]) == 1
+    capsys.readouterr()
+    assert main(["fit", str(train), "--method", "cgs-pfa", "--replicas", "2", "--kernel", "alias-mh",
+                 "--out", str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--replicas needs --kernel gibbs" in err
