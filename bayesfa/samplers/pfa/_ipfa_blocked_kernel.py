@@ -73,7 +73,7 @@ MUTATIONS: dict[str, str] = {
 def draw_theta(c, beta, alpha, rng, theta):
     """Step 1: ``theta_i ~ Dir(alpha H + C_i)`` for ``i = 0..L``, rows in order ``i``, each
     ``(0, 0)`` first then ``(a, j)`` in row-major order; cells outside Sect. 2.1's constraints
-    are 0. c float32 ``[L+1, A, W]``, beta ``[L+1]``, theta float64 ``[L+1, A, L+1]``."""
+    are 0, and so is a cell of shape 0. c float32 ``[L+1, A, W]``, beta ``[L+1]``, theta float64 ``[L+1, A, L+1]``."""
     n_st = theta.shape[0]
     n_sym = theta.shape[1]
     x = alpha / n_sym
@@ -83,7 +83,9 @@ def draw_theta(c, beta, alpha, rng, theta):
         top = theta[i, 0, 0]
         for a in range(1, n_sym):
             for j in range(1, n_st):
-                v = _log_gamma(rng, x * beta[j] + c[i, a, j])
+                shape = x * beta[j] + c[i, a, j]
+                # Gamma(0) is the point mass at 0 (beta_j underflowed to 0, no count)
+                v = _log_gamma(rng, shape) if shape > 0.0 else -math.inf
                 theta[i, a, j] = v
                 top = max(top, v)
         total = 0.0
