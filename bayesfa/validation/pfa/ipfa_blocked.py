@@ -48,7 +48,6 @@ from bayesfa.exact import free_positions
 from bayesfa.samplers.pfa._cgs_pfa_kernel import count_transitions, padded_width
 from bayesfa.samplers.pfa import _ipfa_blocked_kernel as kern
 from bayesfa.validation.checks import Check, chi2_row
-from bayesfa.validation.pfa.ipfa import _stirling
 from bayesfa.validation.pfa.reference import all_paths, batch_counts, path_codes
 
 ALPHA = 1e-3
@@ -95,7 +94,6 @@ def exact_posterior(train: Corpus, n_states: int, alpha, gamma):
     n_sym = train.alphabet_size + 1
     paths = all_paths(tokens, n_states)
     counts = batch_counts(tokens, paths, n_states, n_sym)
-    stir = _stirling(tokens.size + 1)
     a_val, a_lw, a_bin = _nodes(alpha)
     g_val, g_lw, g_bin = _nodes(gamma)
     x = a_val / n_sym
@@ -111,7 +109,8 @@ def exact_posterior(train: Corpus, n_states: int, alpha, gamma):
             poly = np.ones(1)
             for c in cnt[:, 1:, j].ravel():
                 if c:
-                    poly = np.convolve(poly, stir[c, :c + 1])
+                    # y (y + 1) .. (y + c - 1): coefficients s(c, 0..c), lowest first
+                    poly = np.convolve(poly, np.poly(-np.arange(c))[::-1])
             t = np.arange(poly.size)
             d = poly[None] * np.exp(gammaln(g_l[:, None] + t[None]) - gammaln(g_l)[:, None])
             e = _conv_rows(e, d)
