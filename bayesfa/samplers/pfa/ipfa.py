@@ -10,6 +10,13 @@ as future work). This front checks arguments, spawns one Generator per chain fro
 states in use), and records each draw's counts and the posterior mean of ``beta`` given its
 table counts.
 
+``--sampler blocked`` (``sampler="blocked"``) runs the weak-limit blocked sampler of
+:mod:`bayesfa.samplers.pfa._ipfa_blocked_kernel` instead (Fox, Sudderth, Jordan & Willsky
+2011): the model truncated to ``L = --truncate`` states (0: :func:`default_truncation`), every
+string's path redrawn by forward filtering-backward sampling each sweep, ``alpha`` and
+``gamma`` sampled or fixed; its draws are stored as the truncated direct sampler's, with the
+states in use (not ``L``) as ``n_states``.
+
 Prediction (Eq. 6): the mean over draws of ``Pr(b | xi~(s))`` with each draw's plug-in
 ``xi~ = E[xi | z, m, alpha, gamma]`` (``m`` the draw's table counts),
 
