@@ -87,7 +87,9 @@ def test_blocked_checks_on_seeds_0_to_4(variant, seed):
     fixed and the sampled check; p-values): the sampler 0.43 / 0.64, 0.72, 0.84 (paths; paths,
     alpha, gamma); ``blocked-no-beta`` and ``blocked-untruncated-prior`` below 1e-40 in every
     test; ``blocked-no-top-tables`` passes the fixed check (gamma is not updated there:
-    p = 0.43) and fails the sampled one (paths and gamma p < 1e-10, alpha 0.02)."""
+    p = 0.43) and fails the sampled one (paths and gamma p < 1e-10, alpha 0.02). Run in full
+    on 2026-11-28 (busy shared machine, about 15 minutes): the sampler passed at every seed,
+    each mutant failed at every seed."""
     checks = check.blocked_checks(variant, seed=seed)
     if variant is None:
         assert all(c.passed for c in checks), [c.to_table() for c in checks]
