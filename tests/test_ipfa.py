@@ -60,15 +60,17 @@ def test_registry_options_and_spec():
     options = _options()
     assert options["truncate"] == 0 and options["alpha_prior"] == "1,0.1"
     assert method.validation == "bayesfa.validation.pfa.ipfa:SPEC"
+    from bayesfa.samplers.pfa._ipfa_blocked_kernel import MUTATIONS as BLOCKED
     from bayesfa.validation.harness import mutant_names_of
 
-    assert set(mutant_names_of("ipfa")) == {f"ipfa:mutant-{m}" for m in kern.MUTATIONS}
+    assert set(mutant_names_of("ipfa")) == {f"ipfa:mutant-{m}" for m in [*kern.MUTATIONS, *BLOCKED]}
     assert method.estimate_memory(get_toy("tiny").train, options) > 0
     from bayesfa.online import supports_online
     from bayesfa.validation.harness import method_listing
 
     assert supports_online(method)
-    assert method_listing("ipfa")["checks"] == ["predictive", "geweke", "geweke-hyper"]
+    assert method_listing("ipfa")["checks"] == ["predictive", "geweke", "geweke-hyper",
+                                                "blocked-posterior", "blocked-posterior-hyper"]
     # a cap on kept draws lowers the estimate; online prediction raises it
     big = _options(iterations=10_000, burn_in=5_000, period=10)
     train = get_toy("tiny").train

@@ -10,6 +10,13 @@ as future work). This front checks arguments, spawns one Generator per chain fro
 states in use), and records each draw's counts and the posterior mean of ``beta`` given its
 table counts.
 
+``--sampler blocked`` (``sampler="blocked"``) runs the weak-limit blocked sampler of
+:mod:`bayesfa.samplers.pfa._ipfa_blocked_kernel` instead (Fox, Sudderth, Jordan & Willsky
+2011): the model truncated to ``L = --truncate`` states (0: :func:`default_truncation`), every
+string's path redrawn by forward filtering-backward sampling each sweep, ``alpha`` and
+``gamma`` sampled or fixed; its draws are stored as the truncated direct sampler's, with the
+states in use (not ``L``) as ``n_states``.
+
 Prediction (Eq. 6): the mean over draws of ``Pr(b | xi~(s))`` with each draw's plug-in
 ``xi~ = E[xi | z, m, alpha, gamma]`` (``m`` the draw's table counts),
 
@@ -42,6 +49,7 @@ import argparse
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -69,6 +77,17 @@ _XI_CHUNK_BYTES = 1 << 26
 #: Default Gamma (shape, rate) hyperpriors of alpha and gamma (mean 10, sd 10).
 ALPHA_PRIOR = "1,0.1"
 GAMMA_PRIOR = "1,0.1"
+#: ``--sampler`` values of ``ipfa`` (the first the default).
+SAMPLERS = ("direct", "blocked")
+#: The blocked sampler warns when the states in use reach this fraction of its truncation.
+TRUNCATION_WARN = 0.9
+
+
+def default_truncation(states: int) -> int:
+    """The blocked sampler's truncation ``L`` when ``--truncate`` is 0: ``max(2 states, 20)``."""
+    return max(2 * int(states), 20)
+
+
 #: States in use assumed by :meth:`_IPFA.estimate_memory` (they are not known before the fit).
 MEMORY_STATES_FACTOR, MEMORY_STATES_MIN = 4, 100
 
@@ -187,7 +206,8 @@ def predict_log_prob(arrays: dict[str, np.ndarray], corpus: Corpus) -> np.ndarra
 class _Chain:
     """One chain's kernel state (module docstring of the kernel), grown on demand."""
 
-    def __init__(self, tokens, n_symbols, k0, rng, alpha, gamma, truncate, capacity=None):
+    def __init__(self, tokens, n_symbols, k0, rng, alpha, gamma, truncate, capacity=None,
+                 start=None):
         from bayesfa.samplers.pfa import _ipfa_kernel as kern
 
         self.tokens = tokens
@@ -195,8 +215,9 @@ class _Chain:
         self.uniforms = np.zeros(self.positions.size)
         self.truncated = truncate > 0
         z = np.zeros(tokens.size + 1, dtype=np.int32)
-        if self.truncated:
-            z[self.positions] = rng.integers(1, truncate + 1, size=self.positions.size, dtype=np.int32)
+        if self.truncated:  # the initial path over states 1..start (all L when None)
+            z[self.positions] = rng.integers(1, (start or truncate) + 1, size=self.positions.size,
+                                             dtype=np.int32)
             cap = truncate
             beta = np.zeros(cap + 1)
             beta[1:] = 1.0 / truncate
@@ -301,6 +322,37 @@ class _Chain:
         return counts, beta_bar, lj, int(self.meta[0])
 
 
+class _BlockedChain(_Chain):
+    """One chain of the weak-limit blocked sampler (:mod:`bayesfa.samplers.pfa._ipfa_blocked_kernel`):
+    the truncated chain state, its initial path over states ``1..k0`` of the ``L``, and the
+    FFBS scratch. Its draws report the states in use (``C_k > 0``), not ``L``."""
+
+    def __init__(self, tokens, n_symbols, k0, rng, alpha, gamma, truncate):
+        super().__init__(tokens, n_symbols, k0, rng, alpha, gamma, truncate, start=k0)
+        self._scratch(n_symbols)
+
+    @classmethod
+    def restore(cls, tokens, n_symbols, z, beta, hyper, truncate):
+        self = super().restore(tokens, n_symbols, z, beta, hyper, truncate)
+        self._scratch(n_symbols)
+        return self
+
+    def _scratch(self, n_symbols):
+        from bayesfa.samplers.pfa._ipfa_blocked_kernel import scratch
+
+        self.theta, self.filt = scratch(self.tokens, self.capacity, n_symbols)
+
+    def run(self, n_sweeps, rng, priors, sweeps):
+        sweeps(n_sweeps, self.tokens, self.z, self.c, self.ct, self.ci, self.beta, self.meta,
+               self.mcol, self.mrow, self.hyper, priors, rng, self.theta, self.filt)
+
+    def draw(self):
+        from bayesfa.samplers.pfa._ipfa_blocked_kernel import states_in_use
+
+        counts, beta_bar, lj, _ = super().draw()
+        return counts, beta_bar, lj, int(states_in_use(self.ci))
+
+
 _CHAIN_FORMAT = "bayesfa-ipfa-chain/2"
 _TRACE_FIELDS = ("log_joint", "n_states", "alpha", "gamma")  # every draw
 _KEPT_FIELDS = ("counts", "beta_bar")  # the kept draws only
@@ -366,8 +418,9 @@ def _load_chain(path, fingerprint: str, *, n_draws: int, z_size: int, burn_in: i
 def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, period, n_draws,
                seed_seq, mutation=None, capacity=None, checkpoint=None,
                checkpoint_every=CHECKPOINT_EVERY, fingerprint=None, resume=None, predict=None,
-               max_draws=None, on_sweeps=None, alpha_hold=0):
-    """One chain: random initial ``z`` over ``k0`` states (or the ``truncate`` states), burn-in,
+               max_draws=None, on_sweeps=None, alpha_hold=0, sampler="direct"):
+    """One chain (``sampler``: ``direct`` or ``blocked``, the weak limit's blocked sampler
+    with ``truncate`` states, its initial path over ``k0`` of them): random initial ``z`` over ``k0`` states (or the ``truncate`` states), burn-in,
     then ``n_draws`` draws ``period`` sweeps apart. Returns a dict of per-draw lists
     (``counts`` and ``beta_bar`` of the kept draws only) and ``pred_log_sum``.
     ``alpha_hold``: the first that many sweeps (all in the burn-in) keep ``alpha`` at its
@@ -391,7 +444,12 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
     change the chain.
     """
     from bayesfa.online import LogMeanAccumulator
-    from bayesfa.samplers.pfa._ipfa_kernel import build_sweeps
+    if sampler == "blocked":
+        from bayesfa.samplers.pfa._ipfa_blocked_kernel import build_sweeps
+        chain_type = _BlockedChain
+    else:
+        from bayesfa.samplers.pfa._ipfa_kernel import build_sweeps
+        chain_type = _Chain
 
     sweeps = build_sweeps(mutation)
     rng = np.random.default_rng(seed_seq)
@@ -400,11 +458,13 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
     acc = LogMeanAccumulator(0 if predict is None else predict.n_strings)
     out = {k: [] for k in _DRAW_FIELDS}
     if resume is None:
-        chain = _Chain(tokens, n_symbols, k0, rng, alpha, gamma, truncate, capacity)
+        chain = (_BlockedChain(tokens, n_symbols, k0, rng, alpha, gamma, truncate)
+                 if sampler == "blocked" else
+                 _Chain(tokens, n_symbols, k0, rng, alpha, gamma, truncate, capacity))
         done, seconds_before = 0, 0.0
     else:
         rng.bit_generator.state = json.loads(str(resume["rng_state"]))
-        chain = _Chain.restore(tokens, n_symbols, resume["z"], np.asarray(resume["beta"]),
+        chain = chain_type.restore(tokens, n_symbols, resume["z"], np.asarray(resume["beta"]),
                                resume["hyper"], truncate)
         out = _unpack(resume)
         acc = LogMeanAccumulator.from_state(resume["pred_log_sum"], int(resume["draws_done"]))
@@ -476,14 +536,18 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
                 checkpoint_dir: str | os.PathLike | None = None,
                 checkpoint_every: float = CHECKPOINT_EVERY, predict: Corpus | None = None,
                 max_draws: int | None = None, progress: bool = False,
-                alpha_hold: int = 0) -> IPFAResult:
+                alpha_hold: int = 0, sampler: str = "direct") -> IPFAResult:
     """Run ``chains`` chains of the iPFA sampler on ``corpus``.
 
     states : states of the random initial ``z`` (the sampler adds and removes states).
     alpha, gamma : initial concentrations (their values throughout when the prior is ``fixed``).
     alpha_prior, gamma_prior : ``"SHAPE,RATE"`` of a Gamma hyperprior, or ``"fixed"``.
     truncate : 0 for the HDP; ``L > 0`` for the weak-limit model with ``L`` states
-        (``gamma`` then fixed).
+        (``gamma`` then fixed with the direct sampler). With ``sampler="blocked"``, ``L``
+        (0: :func:`default_truncation` of ``states``), ``gamma`` sampled or fixed.
+    sampler : ``"direct"`` (collapsed direct-assignment Gibbs, :mod:`._ipfa_kernel`) or
+        ``"blocked"`` (the weak limit's blocked sampler, :mod:`._ipfa_blocked_kernel`: every
+        path redrawn by FFBS each sweep; ``states`` then only starts the path).
     alpha_hold : the first ``alpha_hold`` sweeps of each chain (at most ``burn_in``) keep
         ``alpha`` at ``alpha``; ``alpha_prior`` applies after them. A start of the burn-in
         only: the draws are of the same posterior.
@@ -507,7 +571,18 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         raise InputError(f"truncate must be an integer >= 0, got {truncate!r}")
     a_prior = parse_gamma_prior(alpha_prior)
     g_prior = parse_gamma_prior(gamma_prior)
-    if truncate and g_prior is not None:
+    from bayesfa.samplers.pfa._ipfa_blocked_kernel import MUTATIONS as BLOCKED_MUTATIONS
+
+    if sampler not in SAMPLERS:
+        raise InputError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+    if mutation is not None and (mutation in BLOCKED_MUTATIONS) != (sampler == "blocked"):
+        raise InputError(f"mutation {mutation!r} is not of the {sampler} sampler")
+    if sampler == "blocked":
+        truncate = int(truncate) or default_truncation(states)
+        if states > truncate:
+            raise InputError(f"--states {states} exceeds the truncation --truncate {truncate} "
+                             f"of the blocked sampler")
+    elif truncate and g_prior is not None:
         raise InputError("--truncate keeps gamma fixed: give --gamma-prior fixed with it")
     if isinstance(alpha_hold, bool) or not isinstance(alpha_hold, (int, np.integer)) \
             or not 0 <= alpha_hold <= burn_in:
@@ -531,6 +606,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
                 "max_draws": None if max_draws is None else int(max_draws)}
     if alpha_hold:  # (absent when 0: the fingerprints of earlier checkpoints stay as they were)
         settings["alpha_hold"] = int(alpha_hold)
+    if sampler != "direct":  # (likewise)
+        settings["sampler"] = sampler
     prints = [_chain_fingerprint(tokens, settings, s) for s in children]
     paths: list = [None] * chains
     saved: list = [None] * chains
@@ -557,7 +634,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         on_sweeps((chains - len(todo)) * sweeps_per_chain)
     args = [(tokens, n_symbols, int(states), float(alpha), float(gamma), priors, int(truncate),
              int(burn_in), int(period), int(n_draws), children[c], mutation, None, paths[c],
-             checkpoint_every, prints[c], saved[c], predict, max_draws, on_sweeps, int(alpha_hold))
+             checkpoint_every, prints[c], saved[c], predict, max_draws, on_sweeps, int(alpha_hold),
+             sampler)
             for c in todo]
     t0 = time.perf_counter()
     try:
@@ -591,7 +669,17 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         "kept_draws_per_chain": int(kept.size),
         "kept_draws_rule": KEPT_DRAWS_RULE,
         "predict_strings": None if predict is None else int(predict.n_strings),
+        "sampler": sampler,
     }
+    if sampler == "blocked":  # the weak limit: are the L states enough?
+        used = int(stack["n_states"].max())
+        info["truncation_used_fraction"] = used / truncate
+        if used >= TRUNCATION_WARN * truncate:
+            msg = (f"ipfa --sampler blocked: up to {used} of the {truncate} states in use "
+                   f"(>= {TRUNCATION_WARN:.0%}); the truncation may bind: rerun with a larger "
+                   f"--truncate")
+            info["warning"] = msg
+            warnings.warn(msg, stacklevel=2)
     predict_log_mean = None
     if predict is not None:  # Eq. 6 over every draw of every chain (same count per chain)
         from bayesfa.online import combine_log_means
@@ -648,9 +736,15 @@ class _IPFA(DrawAutomata):
                             metavar="SHAPE,RATE|fixed",
                             help=f"Gamma hyperprior of gamma, or fixed; default {GAMMA_PRIOR}")
         parser.add_argument("--truncate", type=nonnegative_int, default=0, metavar="L",
-                            help="0 (default): the HDP, states added and removed; L > 0: the "
-                                 "weak-limit model with L states, beta ~ Dir(gamma/L, ...) "
-                                 "(needs --gamma-prior fixed)")
+                            help="direct sampler: 0 (default) the HDP, states added and removed; "
+                                 "L > 0 the weak-limit model with L states, beta ~ Dir(gamma/L, "
+                                 "...) (needs --gamma-prior fixed). Blocked sampler: its L "
+                                 "(0: max(2 x --states, 20)), gamma sampled or fixed")
+        parser.add_argument("--sampler", choices=SAMPLERS, default=SAMPLERS[0],
+                            help="direct (default): collapsed direct-assignment Gibbs, one "
+                                 "position at a time; blocked: the weak-limit blocked sampler "
+                                 "(Fox et al. 2011), every string's path redrawn by forward "
+                                 "filtering-backward sampling each sweep, O(L^2) per token")
         parser.add_argument("--alpha-hold", type=nonnegative_int, default=0, metavar="SWEEPS",
                             help="keep alpha at --alpha for the first SWEEPS sweeps of the "
                                  "burn-in, its prior applying after (a start that mixes faster "
@@ -666,7 +760,15 @@ class _IPFA(DrawAutomata):
                     gamma_prior=options.get("gamma_prior", GAMMA_PRIOR),
                     truncate=options.get("truncate", 0), jobs=options.get("jobs", 1),
                     max_draws=options.get("max_draws"),
-                    alpha_hold=options.get("alpha_hold", 0))
+                    alpha_hold=options.get("alpha_hold", 0), sampler=self._sampler(options))
+
+    def _sampler(self, options: dict[str, Any]) -> str:
+        """The blocked sampler for its own mutants, else ``--sampler``."""
+        from bayesfa.samplers.pfa._ipfa_blocked_kernel import MUTATIONS as BLOCKED_MUTATIONS
+
+        if self.mutation in BLOCKED_MUTATIONS:
+            return "blocked"
+        return options.get("sampler", SAMPLERS[0])
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """Peak bytes of ``fit`` and ``predict_log_prob``, for ``K = max(4 x --states, 100)``
@@ -682,7 +784,9 @@ class _IPFA(DrawAutomata):
         from bayesfa.memory import forward_bytes
         from bayesfa.samplers.pfa._ipfa_kernel import padded_width
 
-        k = options.get("truncate") or max(MEMORY_STATES_FACTOR * options["states"], MEMORY_STATES_MIN)
+        k = options.get("truncate") or (default_truncation(options["states"])
+                                        if self._sampler(options) == "blocked" else
+                                        max(MEMORY_STATES_FACTOR * options["states"], MEMORY_STATES_MIN))
         a, chains = corpus.alphabet_size + 1, options["chains"]
         draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
         kept = len(kept_draw_indices(draws, options.get("max_draws")))
@@ -690,6 +794,8 @@ class _IPFA(DrawAutomata):
         stored = 2 * chains * (kept * (size * 4 + (k + 1) * 8) + draws * 40)
         cap = padded_width(2 * k)
         state = 2 * (cap + 1) * a * cap * 4 + corpus.n_tokens * 16
+        if self._sampler(options) == "blocked":  # theta and the FFBS filter (at most T rows)
+            state += (k + 1) ** 2 * a * 8 + corpus.n_tokens * (k + 1) * 8
         if options.get("predict_sha256"):  # one draw's xi~ (two copies) and forward pass
             state += (2 * (k + 2) ** 2 * a * 8 + forward_bytes(1, k + 2, corpus)
                       + corpus.n_strings * 8)

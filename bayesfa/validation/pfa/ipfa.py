@@ -44,8 +44,15 @@
     the chain mixes slowly (an error of ergodicity, which a test started at stationarity
     barely sees); ``predictive`` fails it (|z| 33 at seed 0).
 
-Mutants (``ipfa:mutant-NAME``, :data:`bayesfa.samplers.pfa._ipfa_kernel.MUTATIONS`) run the
-same checks on deliberately wrong kernels and must fail.
+``blocked-posterior``, ``blocked-posterior-hyper``
+    the weak-limit blocked sampler (``--sampler blocked``) against the truncated model's exact
+    posterior of the paths (and of ``alpha``, ``gamma`` when sampled) on its own toy:
+    :mod:`bayesfa.validation.pfa.ipfa_blocked`. Its fit has no predictive reference here (the
+    enumeration above is of the HDP, not of the weak limit).
+
+Mutants (``ipfa:mutant-NAME``, :data:`bayesfa.samplers.pfa._ipfa_kernel.MUTATIONS` and the
+blocked sampler's :data:`bayesfa.samplers.pfa._ipfa_blocked_kernel.MUTATIONS`, ``blocked-...``)
+run the checks of their sampler on deliberately wrong kernels and must fail.
 """
 
 from __future__ import annotations
@@ -726,21 +733,43 @@ class _Spec:
     validation_budget = BUDGET
 
     def __init__(self, variant: str | None = None):
+        from bayesfa.samplers.pfa._ipfa_blocked_kernel import MUTATIONS as BLOCKED
+
         self.variant = variant
+        self.blocked = variant in BLOCKED  # a mutant of the weak limit's blocked sampler
+        if self.blocked:  # its fit has no exact reference (below): a short one
+            self.validation_budget = {**BUDGET, "iterations": 2_200, "chains": 2,
+                                      "sampler": "blocked"}
 
     def check_names(self) -> list[str]:
-        return ["predictive", "geweke", "geweke-hyper"]
+        blocked = ["blocked-posterior", "blocked-posterior-hyper"]
+        return (["predictive"] + blocked if self.blocked else
+                ["predictive", "geweke", "geweke-hyper"] + ([] if self.variant else blocked))
 
     def kernel_checks(self, toy, *, seed: int = 0, alpha: float = 1e-3) -> list[Check]:
-        """Geweke's joint test with ``alpha``, ``gamma`` fixed (:data:`GEWEKE_FIXED`) and
-        with both sampled under :data:`GEWEKE_PRIORS` (:func:`geweke`); each has false-alarm
-        rate ``alpha``. Their data are their own (the lengths), not the toy's."""
-        return [geweke(self.variant, seed=seed, alpha=alpha),
-                geweke(self.variant, priors=GEWEKE_PRIORS, seed=seed + 1, alpha=alpha)]
+        """Geweke's joint test of the direct sampler with ``alpha``, ``gamma`` fixed
+        (:data:`GEWEKE_FIXED`) and with both sampled under :data:`GEWEKE_PRIORS`
+        (:func:`geweke`), then the blocked sampler's exact checks on its own toy
+        (:func:`bayesfa.validation.pfa.ipfa_blocked.blocked_checks`); a mutant runs those of
+        its sampler only. Each has false-alarm rate ``alpha``. Their data are their own, not
+        the toy's."""
+        from bayesfa.validation.pfa.ipfa_blocked import blocked_checks
+
+        if self.blocked:
+            return blocked_checks(self.variant, seed=seed, alpha=alpha)
+        checks = [geweke(self.variant, seed=seed, alpha=alpha),
+                  geweke(self.variant, priors=GEWEKE_PRIORS, seed=seed + 1, alpha=alpha)]
+        if self.variant is None:
+            checks += blocked_checks(None, seed=seed, alpha=alpha)
+        return checks
 
     def exact_reference(self, toy, test: Corpus, options: dict[str, Any]) -> dict[str, Any]:
         from bayesfa.samplers.pfa.ipfa import parse_gamma_prior
 
+        if self.blocked or options.get("sampler", "direct") == "blocked":
+            return {"reference": None, "exact": None,
+                    "kind": "unavailable (the blocked sampler's model is the weak limit; its "
+                            "exact checks are blocked-posterior and blocked-posterior-hyper)"}
         if options.get("truncate", 0):
             return {"reference": None, "exact": None,
                     "kind": "unavailable (the enumeration is for the HDP, not --truncate)"}
@@ -774,9 +803,10 @@ class _Spec:
         return per_sample_log_prob(arrays, test)
 
     def mutant_names(self) -> list[str]:
+        from bayesfa.samplers.pfa._ipfa_blocked_kernel import MUTATIONS as BLOCKED
         from bayesfa.samplers.pfa._ipfa_kernel import MUTATIONS
 
-        return list(MUTATIONS)
+        return list(MUTATIONS) + list(BLOCKED)
 
     def mutant(self, variant: str):
         from bayesfa.samplers.pfa.ipfa import _IPFA

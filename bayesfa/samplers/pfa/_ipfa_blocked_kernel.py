@@ -1,0 +1,185 @@
+"""Numba kernel of the iPFA's weak-limit blocked sampler (issue 38, item 1; Fox, Sudderth,
+Jordan & Willsky 2011, Sect. 4 and App.).
+
+Model: the weak limit of :mod:`bayesfa.samplers.pfa._ipfa_kernel`'s HDP-PFA with ``L`` states
+(the same model as the direct sampler's ``--truncate L``): ``beta ~ Dir(gamma/L, .., gamma/L)``
+over the states ``1..L``; each state's row ``theta_i ~ Dir(alpha H)`` over ``(a, j)`` with
+``H(a, j) = beta_j / A`` for a letter ``a != 0`` and ``j >= 1`` and ``H(0, 0) = 1 / A`` (the end
+marker back to state 0); ``alpha ~ Gamma``, ``gamma ~ Gamma`` (shape, rate; shape <= 0: fixed).
+
+One sweep (:func:`build_sweeps`), each step an exact draw from its conditional:
+
+1. ``theta_i ~ Dir(alpha H + C_i)`` for ``i = 0..L`` (gammas in log space, each row normalised
+   by its largest, as :func:`bayesfa.samplers.pfa._ffbs_kernel.draw_theta`);
+2. every string's path ``z ~ Pr(z | theta)`` by forward filtering-backward sampling
+   (:func:`bayesfa.samplers.pfa._ffbs_kernel.ffbs_paths`, CGS-PFA's blocked move's kernel);
+   ``theta`` is then dropped and the counts ``C`` rebuilt from ``z``;
+3. the franchise's table counts ``m | z, beta, alpha`` (``theta`` integrated out;
+   :func:`bayesfa.samplers.pfa._ipfa_kernel.sample_tables`);
+4. ``gamma | m`` with ``beta`` integrated out: ``Pr(gamma | m) ∝ Pr(gamma) Gamma(gamma) /
+   Gamma(gamma + m..) prod_k Gamma(gamma/L + m_.k) / Gamma(gamma/L)``. Expanding each
+   ``Gamma(gamma/L + m_.k) / Gamma(gamma/L) = sum_r s(m_.k, r) (gamma/L)^r`` (top-level tables
+   ``r_k``, drawn as ``r_k ~ CRT(m_.k, gamma/L)``: ``m_.k`` customers, the ``l``-th opening a
+   table with probability ``(gamma/L) / (gamma/L + l)``), ``gamma`` given ``R = sum_k r_k`` has
+   the density of Escobar & West (1995) with ``K = R`` and ``n = m..``, which
+   :func:`bayesfa.samplers.pfa._ipfa_kernel.resample_gamma` draws;
+5. ``beta | m, gamma ~ Dir(gamma/L + m_.1, .., gamma/L + m_.L)`` (steps 4-5: a blocked draw of
+   ``(gamma, beta)``);
+6. ``alpha | m, C`` by Teh et al. (2006), App. A
+   (:func:`bayesfa.samplers.pfa._ipfa_kernel.resample_alpha`; ``beta`` factors out).
+
+Steps 1-2 are Gibbs steps of ``Pr(z, theta | beta, alpha)``; 3-6 of ``Pr(z, m, beta, alpha,
+gamma)`` with ``theta`` integrated out, each drawing a block whose old value no later step
+reads before it is redrawn (a partially collapsed Gibbs sampler whose stationary law is the
+truncated model's posterior).
+
+Chain state: as the truncated direct sampler's (:mod:`bayesfa.samplers.pfa._ipfa_kernel`:
+``z``, ``c``, ``ct``, ``ci``, ``beta [L+1]`` with ``beta[0] = 0``, ``meta = (L, L)``, ``mcol``,
+``mrow``, ``hyper``, ``priors``), plus scratch ``theta`` float64 ``[L+1, A, L+1]`` and ``filt``
+float64 ``[max letters, L+1]``. A sweep's state at its boundary is ``(z, beta, alpha,
+gamma)`` and the Generator: ``theta``, the counts and the tables are recomputed from them.
+
+:data:`MUTATIONS` are compile-time switches of this one source (:func:`build_sweeps`);
+production has none. :mod:`bayesfa.validation.pfa.ipfa_blocked` checks it exactly on toys.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from bayesfa.samplers.pfa._cgs_pfa_kernel import count_transitions
+from bayesfa.samplers.pfa._ffbs_kernel import _log_gamma, ffbs_paths, max_letters
+from bayesfa.samplers.pfa._ipfa_kernel import (ALPHA_AUX_ITERATIONS, resample_alpha,
+                                               resample_gamma, sample_tables)
+
+__all__ = ["MUTATIONS", "build_sweeps", "draw_theta", "scratch", "sweeps", "states_in_use"]
+
+#: Deliberate errors for ``bayesfa validate ipfa:mutant-NAME`` (all named ``blocked-...``).
+MUTATIONS: dict[str, str] = {
+    "blocked-no-beta": "blocked sampler: the weights beta never resampled (kept at their "
+                       "initial uniform 1/L)",
+    "blocked-untruncated-prior": "blocked sampler: truncation ignored in the prior, beta | m "
+                                 "~ Dir(gamma + m_.k) instead of Dir(gamma/L + m_.k)",
+    "blocked-no-top-tables": "blocked sampler: gamma's update without its auxiliary top-level "
+                             "tables r_k ~ CRT(m_.k, gamma/L), the states in use standing for "
+                             "their sum (the HDP's formula)",
+}
+
+
+@njit(cache=True)
+def draw_theta(c, beta, alpha, rng, theta):
+    """Step 1: ``theta_i ~ Dir(alpha H + C_i)`` for ``i = 0..L``, rows in order ``i``, each
+    ``(0, 0)`` first then ``(a, j)`` in row-major order; cells outside Sect. 2.1's constraints
+    are 0, and so is a cell of shape 0. c float32 ``[L+1, A, W]``, beta ``[L+1]``, theta float64 ``[L+1, A, L+1]``."""
+    n_st = theta.shape[0]
+    n_sym = theta.shape[1]
+    x = alpha / n_sym
+    theta[:] = 0.0
+    for i in range(n_st):
+        theta[i, 0, 0] = _log_gamma(rng, x + c[i, 0, 0])
+        top = theta[i, 0, 0]
+        for a in range(1, n_sym):
+            for j in range(1, n_st):
+                shape = x * beta[j] + c[i, a, j]
+                # Gamma(0) is the point mass at 0 (beta_j underflowed to 0, no count)
+                v = _log_gamma(rng, shape) if shape > 0.0 else -math.inf
+                theta[i, a, j] = v
+                top = max(top, v)
+        total = 0.0
+        for a in range(n_sym):
+            for j in range(n_st):
+                if (a == 0) != (j == 0):
+                    continue
+                v = math.exp(theta[i, a, j] - top)
+                theta[i, a, j] = v
+                total += v
+        for a in range(n_sym):
+            for j in range(n_st):
+                theta[i, a, j] /= total
+
+
+@njit(cache=True)
+def states_in_use(ci):
+    """States ``k >= 1`` that ``z`` visits (``C_k > 0``)."""
+    n = 0
+    for k in range(1, ci.shape[0]):
+        if ci[k] > 0:
+            n += 1
+    return n
+
+
+def scratch(tokens: np.ndarray, truncation: int, n_symbols: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(theta, filt)``: the sweep's scratch for ``tokens`` with ``L = truncation``."""
+    return (np.zeros((truncation + 1, n_symbols, truncation + 1)),
+            np.zeros((max(1, int(max_letters(tokens))), truncation + 1)))
+
+
+_BUILT: dict = {}
+
+
+def build_sweeps(mutation: str | None = None):
+    """``sweeps(n_sweeps, tokens, z, c, ct, ci, beta, meta, mcol, mrow, hyper, priors, rng,
+    theta, filt)``: ``n_sweeps`` sweeps of the module docstring, compiled with ``mutation`` (a
+    key of :data:`MUTATIONS`) or, for None, without. Returns ``log Pr(data | theta)`` of the
+    last sweep's ``theta`` (step 2)."""
+    if mutation is not None and mutation not in MUTATIONS:
+        raise ValueError(f"unknown mutation {mutation!r}; choose from {', '.join(MUTATIONS)}")
+    if mutation in _BUILT:
+        return _BUILT[mutation]
+    no_beta = mutation == "blocked-no-beta"
+    untruncated = mutation == "blocked-untruncated-prior"
+    no_top = mutation == "blocked-no-top-tables"
+
+    @njit(cache=True)
+    def sweeps(n_sweeps, tokens, z, c, ct, ci, beta, meta, mcol, mrow, hyper, priors, rng,
+               theta, filt):
+        n_st = c.shape[0] - 1
+        log_lik = 0.0
+        for _ in range(n_sweeps):
+            alpha = hyper[0]
+            gamma = hyper[1]
+            draw_theta(c, beta, alpha, rng, theta)
+            log_lik = ffbs_paths(theta, tokens, z, filt, rng)
+            count_transitions(tokens, z, c, ct, ci)
+            m_total = sample_tables(c, ci, beta, meta, mcol, mrow, alpha, rng)
+            if priors[2] > 0:
+                if no_top:
+                    r_total = states_in_use(ci)
+                else:  # r_k ~ CRT(m_.k, gamma / L)
+                    g = gamma / n_st
+                    r_total = 0
+                    for k in range(1, n_st + 1):
+                        for l in range(mcol[k]):
+                            if rng.random() * (g + l) < g:
+                                r_total += 1
+                gamma = resample_gamma(r_total, m_total, gamma, priors[2], priors[3], rng,
+                                       ALPHA_AUX_ITERATIONS)
+            if not no_beta:  # beta ~ Dir(gamma / L + m_.k), in log space
+                base = gamma if untruncated else gamma / n_st
+                top = -math.inf
+                for k in range(1, n_st + 1):
+                    beta[k] = _log_gamma(rng, base + mcol[k])
+                    top = max(top, beta[k])
+                s_b = 0.0
+                for k in range(1, n_st + 1):
+                    beta[k] = math.exp(beta[k] - top)
+                    s_b += beta[k]
+                beta[0] = 0.0
+                for k in range(1, n_st + 1):
+                    beta[k] /= s_b
+            if priors[0] > 0:
+                alpha = resample_alpha(ci, mrow, meta, alpha, priors[0], priors[1], rng,
+                                       ALPHA_AUX_ITERATIONS)
+            hyper[0] = alpha
+            hyper[1] = gamma
+        return log_lik
+
+    _BUILT[mutation] = sweeps
+    return sweeps
+
+
+#: The production sweeps (no mutation); see :func:`build_sweeps`.
+sweeps = build_sweeps(None)

@@ -1,0 +1,134 @@
+"""The iPFA's weak-limit blocked sampler against its direct sampler, from starts of 10 and 100
+states, on a generated 40-state PFA (issue 38, item 1: a first measurement).
+
+    nice -n 19 python benchmarks/ipfa_blocked.py [--strings 2000] [--heldout 500]
+        [--sweeps 200] [--truncate 120] [--seed 0]
+        [--out benchmarks/results/ipfa_blocked/results.json]
+
+Data: a random PFA with 40 states and 8 letters (:func:`generator`: from each state 6 random
+(letter, next state) transitions with Dirichlet(1) weights sharing 0.9, the end 0.1), from
+which ``--strings + --heldout`` strings are drawn; the last ``--heldout`` are held out. They
+are *training* strings of the generator (no test set is read): everything reported is chosen
+on them only.
+
+Arms (each ``bayesfa fit --method ipfa`` with 2 chains, ``--sweeps`` sweeps, the first half
+burn-in, a draw every 10 sweeps, alpha and gamma sampled under the default hyperpriors, one
+``--seed``): ``--sampler blocked --truncate L`` from ``--states 10`` and from ``--states 100``
+(the same ``L`` for both), and ``--sampler direct`` from the same two starts. Each records the
+states in use of every draw (per chain: min, 5 %, median, 95 %, max), the mean held-out
+log-likelihood per string (Eq. 6 over the draws, accumulated online), the generator's own on
+the held-out strings, and the process CPU seconds. The output (``--out`` and its ``.md``)
+holds the commit, the command and the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import git_commit  # noqa: E402  (this folder's script)
+
+from bayesfa.automata import PFA  # noqa: E402
+from bayesfa.samplers.pfa.ipfa import sample_ipfa  # noqa: E402
+
+N_STATES, N_LETTERS, FAN_OUT, END = 40, 8, 6, 0.1
+
+
+def generator(seed: int) -> PFA:
+    """The 40-state, 8-letter PFA of the module docstring (state 0 initial)."""
+    rng = np.random.default_rng(seed)
+    xi = np.zeros((N_STATES + 1, N_LETTERS + 1, N_STATES + 1))
+    for i in range(N_STATES + 1):
+        cells = rng.choice(N_LETTERS * N_STATES, size=FAN_OUT, replace=False)
+        w = (1.0 - END) * rng.dirichlet(np.ones(FAN_OUT))
+        for cell, p in zip(cells, w):
+            a, j = divmod(int(cell), N_STATES)
+            xi[i, a + 1, j + 1] += p
+        xi[i, 0, 0] = END
+    return PFA.from_xi(xi)
+
+
+def _quantiles(x) -> dict:
+    x = np.asarray(x)
+    q = np.quantile(x, [0.0, 0.05, 0.5, 0.95, 1.0])
+    return dict(zip(("min", "q05", "median", "q95", "max"), (float(v) for v in q)))
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--strings", type=int, default=2000)
+    ap.add_argument("--heldout", type=int, default=500)
+    ap.add_argument("--sweeps", type=int, default=200)
+    ap.add_argument("--truncate", type=int, default=120)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--arms", default="blocked:10,blocked:100,direct:10,direct:100")
+    ap.add_argument("--out", default="benchmarks/results/ipfa_blocked/results.json")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = json.loads(out.read_text()) if out.exists() else {"arms": {}}
+    command = ("python benchmarks/ipfa_blocked.py " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+    done.update(commit=git_commit(), command=command, settings=vars(args))
+    pfa = generator(args.seed)
+    data = pfa.sample(args.strings + args.heldout, np.random.default_rng(args.seed + 1))
+    train = data.subset(np.arange(args.strings))
+    held = data.subset(np.arange(args.strings, args.strings + args.heldout))
+    done["data"] = {"train_strings": train.n_strings, "train_tokens": int(train.tokens.size),
+                    "heldout_strings": held.n_strings,
+                    "generator_heldout_loglik_per_string": float(pfa.log_prob(held).mean())}
+    for arm in args.arms.split(","):
+        if arm in done["arms"]:
+            continue
+        sampler, states = arm.split(":")
+        load0 = os.getloadavg()
+        t0 = time.process_time()
+        res = sample_ipfa(train, states=int(states), iterations=args.sweeps,
+                          burn_in=args.sweeps // 2, period=10, chains=2, seed=args.seed,
+                          sampler=sampler, truncate=args.truncate if sampler == "blocked" else 0,
+                          predict=held, max_draws=2)
+        cpu = time.process_time() - t0
+        done["arms"][arm] = {
+            "sampler": sampler, "start_states": int(states),
+            "truncate": args.truncate if sampler == "blocked" else 0,
+            "states_in_use_per_chain": [_quantiles(ch) for ch in res.n_states],
+            "states_in_use_trace": res.n_states.tolist(),
+            "alpha_median": float(np.median(res.alpha)), "gamma_median": float(np.median(res.gamma)),
+            "heldout_loglik_per_string": float(np.mean(res.predict_log_mean)),
+            "cpu_seconds": cpu, "load_average_before": list(load0),
+            "load_average_after": list(os.getloadavg())}
+        out.write_text(json.dumps(done, indent=1))
+        print(arm, json.dumps({k: v for k, v in done["arms"][arm].items()
+                               if k != "states_in_use_trace"}), flush=True)
+    _markdown(done, out.with_suffix(".md"))
+    return done
+
+
+def _markdown(done: dict, path: Path) -> None:
+    d = done["data"]
+    lines = [f"Command: `{done['command']}` at {done['commit']}", "",
+             f"Generated 40-state, 8-letter PFA: {d['train_strings']} training strings "
+             f"({d['train_tokens']} tokens), {d['heldout_strings']} held-out training strings; "
+             f"the generator's held-out log-likelihood {d['generator_heldout_loglik_per_string']:.4f} "
+             f"per string.", "",
+             "| arm | truncation | states in use per chain (q05-median-q95) | held-out loglik / string | "
+             "alpha (median) | gamma (median) | CPU s | load avg (1 min) before/after |",
+             "|---|---|---|---|---|---|---|---|"]
+    for arm, r in done["arms"].items():
+        ranges = "; ".join(f"{q['q05']:.0f}-{q['median']:.0f}-{q['q95']:.0f}"
+                           for q in r["states_in_use_per_chain"])
+        lines.append(f"| {arm} | {r['truncate'] or '-'} | {ranges} | "
+                     f"{r['heldout_loglik_per_string']:.4f} | {r['alpha_median']:.3g} | "
+                     f"{r['gamma_median']:.3g} | {r['cpu_seconds']:.0f} | "
+                     f"{r['load_average_before'][0]:.1f}/{r['load_average_after'][0]:.1f} |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
