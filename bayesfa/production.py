@@ -403,11 +403,11 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
         bar.update(sum(u is not None for u in units))
     todo = [c for c in range(len(units)) if units[c] is None]
     if todo:
-        from bayesfa.selection import results_resubmitting
+        from bayesfa.selection import results_resubmitting, scatter_everywhere
 
         # on every worker: data scattered to one worker die with it (scattered data cannot be
         # recomputed), and the units that need them fail instead of moving elsewhere
-        corpus_f, test_f = client.scatter([train, test], hash=False, broadcast=True)
+        corpus_f, test_f = scatter_everywhere(client, [train, test])
 
         def submit(c):
             return client.submit(_final_unit, spec.method, corpus_f, test_f, options,

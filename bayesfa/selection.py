@@ -310,6 +310,26 @@ def cross_validate(method_name, corpus: Corpus, base_options: dict[str, Any],
 TASK_RESUBMITS = 3
 
 
+#: tries of :func:`scatter_everywhere` while workers die under it
+SCATTER_TRIES = 5
+
+
+def scatter_everywhere(client, data: list) -> list:
+    """``client.scatter(data, broadcast=True, hash=False)``: the data on every worker (a fresh
+    key per call, so a release from an earlier stage cannot race it). A worker that dies during
+    the broadcast closes its connection (distributed's ``CommClosedError``, an ``OSError``);
+    the scheduler then drops it and the broadcast is tried again on the workers left, at most
+    :data:`SCATTER_TRIES` times."""
+    for attempt in range(SCATTER_TRIES):
+        try:
+            return client.scatter(data, broadcast=True, hash=False)
+        except OSError:
+            if attempt == SCATTER_TRIES - 1 or client.status != "running":
+                raise
+            time.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
 def results_resubmitting(client, futures: dict, submit):
     """``(futures[f], f.result())`` for each Dask future as it finishes. A task the scheduler
     cancelled because a worker died under it (seen as "already forgotten") is submitted again
@@ -341,8 +361,7 @@ def results_resubmitting(client, futures: dict, submit):
 
 
 def _run_on_dask(client, method, corpus, splits, pending, finish, bar) -> None:
-    # hash=False: a fresh key per call, so a release from an earlier stage cannot race it
-    [corpus_f] = client.scatter([corpus], broadcast=True, hash=False)
+    [corpus_f] = scatter_everywhere(client, [corpus])
 
     def submit(i):
         t = pending[i]

@@ -332,3 +332,32 @@ def test_a_task_dropped_with_its_worker_is_submitted_again(monkeypatch):
     losses = {0: selection.TASK_RESUBMITS + 1}  # lost once more than allowed
     with pytest.raises(concurrent.futures.CancelledError):
         list(selection.results_resubmitting(Client(), {submit(0): 0}, submit))
+
+
+def test_scatter_is_tried_again_when_a_worker_dies_under_it(monkeypatch):
+    """A worker killed during the broadcast closes its connection (an OSError): the broadcast
+    is tried again on the workers left, at most SCATTER_TRIES times (tests/test_production.py
+    kills a worker of a real scheduler mid-run)."""
+    from bayesfa import selection
+
+    monkeypatch.setattr(selection.time, "sleep", lambda s: None)
+
+    class Client:
+        status = "running"
+
+        def __init__(self, failures):
+            self.failures, self.calls = failures, []
+
+        def scatter(self, data, broadcast, hash):
+            self.calls.append((broadcast, hash))
+            if len(self.calls) <= self.failures:
+                raise OSError("Stream is closed")
+            return [f"future-{x}" for x in data]
+
+    client = Client(failures=2)
+    assert selection.scatter_everywhere(client, ["a", "b"]) == ["future-a", "future-b"]
+    assert client.calls == [(True, False)] * 3
+    client = Client(failures=selection.SCATTER_TRIES)
+    with pytest.raises(OSError, match="Stream is closed"):
+        selection.scatter_everywhere(client, ["a"])
+    assert len(client.calls) == selection.SCATTER_TRIES
