@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from guarded_out import check_out, write_out_json  # noqa: E402
 from machine import cpu_name, git_commit  # noqa: E402
 from read_speed import generate  # noqa: E402
 
@@ -72,6 +73,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
+    if args.out:  # refused before any work when bayesfa did not write it
+        check_out(args.out)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for tokens in args.tokens:
@@ -87,7 +90,7 @@ def main(argv=None) -> int:
     result = {"commit": git_commit(), "command": portable_command([sys.executable, *sys.argv]),
               "cpu": cpu_name(), "states": args.states, "rows": rows}
     if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+        write_out_json(args.out, result)
     return 0
 
 

@@ -10,7 +10,6 @@ else counts)."""
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from guarded_out import check_out, write_out_json  # noqa: E402
 from machine import cpu_name, git_commit  # noqa: E402
 
 from bayesfa import pautomac  # noqa: E402
@@ -67,6 +67,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None, help="JSON result (optional)")
     args = ap.parse_args(argv)
+    if args.out:  # refused before any work when bayesfa did not write it
+        check_out(args.out)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "big.pautomac.train"
         corpus = generate(path, args.tokens, args.letters, args.seed)
@@ -95,7 +97,7 @@ def main(argv=None) -> int:
           f"{(peak - base) / 2**20:.0f} MiB over the import = {result['peak_over_final_arrays']:.1f} x "
           f"the final arrays ({final / 2**20:.0f} MiB), the file's bytes included")
     if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+        write_out_json(args.out, result)
     return 0
 
 
