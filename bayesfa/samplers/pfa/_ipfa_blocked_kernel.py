@@ -50,7 +50,7 @@ import math
 import numpy as np
 from numba import njit
 
-from bayesfa.samplers.pfa._cgs_pfa_kernel import count_transitions
+from bayesfa.samplers.pfa._cgs_pfa_kernel import count_transitions, n_states_used
 from bayesfa.samplers.pfa._ffbs_kernel import _log_gamma, ffbs_paths, max_letters
 from bayesfa.samplers.pfa._ipfa_kernel import (ALPHA_AUX_ITERATIONS, resample_alpha,
                                                resample_gamma, sample_tables)
@@ -101,16 +101,6 @@ def draw_theta(c, beta, alpha, rng, theta):
                 theta[i, a, j] /= total
 
 
-@njit(cache=True)
-def states_in_use(ci):
-    """States ``k >= 1`` that ``z`` visits (``C_k > 0``)."""
-    n = 0
-    for k in range(1, ci.shape[0]):
-        if ci[k] > 0:
-            n += 1
-    return n
-
-
 def scratch(tokens: np.ndarray, truncation: int, n_symbols: int) -> tuple[np.ndarray, np.ndarray]:
     """``(theta, filt)``: the sweep's scratch for ``tokens`` with ``L = truncation``."""
     return (np.zeros((truncation + 1, n_symbols, truncation + 1)),
@@ -147,7 +137,7 @@ def build_sweeps(mutation: str | None = None):
             m_total = sample_tables(c, ci, beta, meta, mcol, mrow, alpha, rng)
             if priors[2] > 0:
                 if no_top:
-                    r_total = states_in_use(ci)
+                    r_total = n_states_used(ci)
                 else:  # r_k ~ CRT(m_.k, gamma / L)
                     g = gamma / n_st
                     r_total = 0

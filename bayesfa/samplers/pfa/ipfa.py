@@ -347,10 +347,10 @@ class _BlockedChain(_Chain):
                self.mcol, self.mrow, self.hyper, priors, rng, self.theta, self.filt)
 
     def draw(self):
-        from bayesfa.samplers.pfa._ipfa_blocked_kernel import states_in_use
+        from bayesfa.samplers.pfa._cgs_pfa_kernel import n_states_used
 
         counts, beta_bar, lj, _ = super().draw()
-        return counts, beta_bar, lj, int(states_in_use(self.ci))
+        return counts, beta_bar, lj, int(n_states_used(self.ci))
 
 
 _CHAIN_FORMAT = "bayesfa-ipfa-chain/2"
