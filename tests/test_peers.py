@@ -121,3 +121,39 @@ def test_spectral_empirical_expectations_match_counts(peers):
     assert f[(0,)] == pytest.approx(2 / 3) and f[(1, 1)] == pytest.approx(1 / 3)
     assert f[(0, 1, 0)] == pytest.approx(1 / 3) and (1, 0, 1) not in f
     assert peers.frequent_basis(f, 3, 1) == [(), (1,), (0,)]
+
+
+@pytest.fixture(scope="module")
+def front():
+    path = list(sys.path)
+    try:
+        spec = importlib.util.spec_from_file_location("front", BENCH / "front.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = path
+    return module
+
+
+def test_front_summary_counts_failures_apart_and_never_best(front):
+    """benchmarks/front.py: a failed row is never averaged nor best; 'auto ahead on' counts a
+    peer's failure as auto ahead; the mean against auto's is over the problems both are ok on."""
+    rows = [
+        {"problem": "1", "method": "auto", "ratio_minus_one": 0.001, "cpu_seconds": 10.0},
+        {"problem": "1", "method": "peer", "ratio_minus_one": 0.004, "cpu_seconds": 1.0},
+        {"problem": "2", "method": "auto", "ratio_minus_one": 0.003, "cpu_seconds": 20.0},
+        {"problem": "2", "method": "peer", "ratio_minus_one": 0.002, "cpu_seconds": 2.0},
+        {"problem": "3", "method": "auto", "ratio_minus_one": 0.010, "cpu_seconds": 30.0},
+        {"problem": "3", "method": "peer", "ratio_minus_one": None, "cpu_seconds": None},
+    ]
+    s = front.summarize(rows)
+    auto, peer = s["per_method"]["auto"], s["per_method"]["peer"]
+    assert (peer["ok"], peer["failed"]) == (2, 1)
+    assert peer["mean"] == pytest.approx(0.003)
+    assert peer["median_failures_worst"] == pytest.approx(0.004)
+    assert (auto["best_on"], peer["best_on"]) == (2, 1)
+    assert (peer["ref_ahead"], peer["ref_compared"]) == (2, 3)
+    assert peer["mean_over_ref"] == pytest.approx(0.003 / 0.002)
+    assert peer["cpu_total"] == pytest.approx(3.0)
+    text = front.table(s)
+    assert text.splitlines()[2].startswith("| auto |")  # best median first
