@@ -4,6 +4,11 @@ accuracy-against-CPU plot, made from ``benchmarks/results/peers/summary.csv`` (t
 ``benchmarks/peers.py``: one per problem and method, a failed unit a row that says why).
 
     python benchmarks/front.py            # writes benchmarks/results/front/{summary.md,summary.json,accuracy_cpu.png}
+    python benchmarks/front.py --results benchmarks/RESULTS.md   # and puts the table in RESULTS
+
+With ``--results FILE``, the table replaces what stands between the lines :data:`BEGIN` and
+:data:`END` of FILE (written atomically; FILE without both lines is an error), so RESULTS'
+opening screen is always the table of the committed summary.csv.
 
 Definitions (each printed under the table):
 
@@ -42,6 +47,9 @@ from machine import git_commit  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "benchmarks/results/peers/summary.csv"
 OUT = ROOT / "benchmarks/results/front"
+#: The lines of RESULTS.md between which ``--results`` writes the table.
+BEGIN = "<!-- front table: made by benchmarks/front.py -->"
+END = "<!-- end of the front table -->"
 #: Who made each method, for the table (bayesfa's own methods and the peers a user could pick).
 ORIGIN = {"auto": "bayesfa (cgs-pfa --auto)", "ipfa": "bayesfa", "cvb0": "bayesfa",
           "estatemerge": "bayesfa", "spectral": "peer (Balle et al. 2014)",
@@ -167,10 +175,21 @@ def plot(rows: list[dict], s: dict, path: Path) -> None:
     tmp.replace(path)
 
 
+def put_table(text: str, md: str) -> str:
+    """``text`` with what stands between its :data:`BEGIN` and :data:`END` lines replaced by
+    ``md``; ``ValueError`` when either line is missing or they are out of order."""
+    i, j = text.find(BEGIN), text.find(END)
+    if i < 0 or j < 0 or j < i:
+        raise ValueError(f"needs the lines {BEGIN!r} and {END!r}, in that order")
+    return text[:i + len(BEGIN)] + "\n" + md.rstrip("\n") + "\n" + text[j:]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--peers", default=str(PEERS), help="a peers summary.csv")
     p.add_argument("--out", default=str(OUT))
+    p.add_argument("--results", default=None,
+                   help="a markdown file (benchmarks/RESULTS.md) whose front-table lines get the table")
     args = p.parse_args(argv)
     rows = read_rows(Path(args.peers))
     if not rows:
@@ -193,6 +212,15 @@ def main(argv=None) -> int:
     write_out_json(out / "summary.json", {"commit": git_commit(), "command": command,
                                           "peers_commit": peers_meta.get("commit"), **s})
     plot(rows, s, out / "accuracy_cpu.png")
+    if args.results:
+        results = Path(args.results)
+        try:
+            text = put_table(results.read_text(encoding="utf-8"), md)
+        except (OSError, ValueError) as e:
+            p.error(f"--results: {results}: {e}")
+        tmp = results.with_name("." + results.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(results)
     print(md)
     return 0
 

@@ -157,3 +157,16 @@ def test_front_summary_counts_failures_apart_and_never_best(front):
     assert peer["cpu_total"] == pytest.approx(3.0)
     text = front.table(s)
     assert text.splitlines()[2].startswith("| auto |")  # best median first
+
+
+def test_front_puts_its_table_between_the_markers_only(front):
+    """``--results``: the table replaces what stands between the two marker lines, the rest
+    of the file is kept byte for byte; a file without the markers is refused."""
+    text = f"# head\n\nbefore\n{front.BEGIN}\nold table\n{front.END}\n\nafter\n"
+    new = front.put_table(text, "| a |\n|---|\n")
+    assert new == f"# head\n\nbefore\n{front.BEGIN}\n| a |\n|---|\n{front.END}\n\nafter\n"
+    assert front.put_table(new, "| b |\n") == f"# head\n\nbefore\n{front.BEGIN}\n| b |\n{front.END}\n\nafter\n"
+    with pytest.raises(ValueError):
+        front.put_table("no markers\n", "| a |\n")
+    with pytest.raises(ValueError):
+        front.put_table(f"{front.END}\n{front.BEGIN}\n", "| a |\n")
