@@ -723,10 +723,7 @@ class _IPFA(DrawAutomata):
                                "8 of 9 problems, benchmarks/RESULTS.md); default 10")
         parser.add_argument("--alpha", type=positive_float, default=1.0,
                             help="initial concentration alpha of each state's DP over (letter, "
-                                 "next state); default 1 (on PAutomaC, --alpha 30 --alpha-prior "
-                                 "fixed with --states 100 mixed far faster than alpha sampled; "
-                                 "that 30 was chosen on test strings of two problems, not on "
-                                 "held-out training strings: benchmarks/RESULTS.md)")
+                                 "next state), then sampled under --alpha-prior; default 1")
         parser.add_argument("--gamma", type=positive_float, default=1.0,
                             help="initial concentration gamma of the states' weights beta ~ "
                                  "GEM(gamma); default 1")
