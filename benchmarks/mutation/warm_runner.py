@@ -14,7 +14,9 @@ import socket
 import sys
 
 
-CHILD_TIMEOUT = 100.0  # seconds; below cosmic-ray's own timeout, so a hung mutant is killed here
+# seconds; below cosmic-ray's own timeout, so a hung mutant is killed here (WARM_TIMEOUT: longer,
+# for tests that compile numba kernels)
+CHILD_TIMEOUT = float(os.environ.get("WARM_TIMEOUT", "100"))
 
 
 def _wait(pid: int, timeout: float) -> int:

@@ -1,0 +1,408 @@
+"""Mutation testing of every kernel and front (issue 39, item 3): one resumable command over
+``bayesfa/samplers/`` and ``bayesfa/learners/``, with the fast tests and ``bayesfa validate``
+as the killer. Not in CI (hours of CPU); its per-file score goes to RESULTS.
+
+    pip install cosmic-ray                     # not a bayesfa dependency (any venv: --cosmic-ray)
+    python benchmarks/mutation/run.py plan     # files, their killer tests and methods, no run
+    nice -n 19 python benchmarks/mutation/run.py run [--files PATTERN ...] [--sample K]
+    python benchmarks/mutation/run.py report   # benchmarks/results/mutation/summary.{json,md}
+
+How. ``run`` copies the repository at HEAD (``git archive``) to ``--work`` once (default
+``../mutation-work`` beside the repository; the copy's commit is recorded in
+``WORK/commit`` and a later ``run`` at another commit is refused, so one session's verdicts
+are all about one commit) and makes, per target file, a cosmic-ray session
+(``WORK/sessions/SLUG.{toml,sqlite,sh}``). cosmic-ray mutates the copy in place, one mutant at
+a time, and runs the file's test command:
+
+1. the fast tests that import the file's module (directly, by its dotted name or ``from
+   PACKAGE import NAME``), through ``warm_runner.py``, ``-x``: a failure is a kill. numba's JIT
+   is off where those tests pass so on the unmutated copy (each mutant would otherwise
+   recompile the kernels), else on;
+2. if they pass, ``bayesfa validate METHOD --seed 0`` for each method whose front reaches the
+   file through bayesfa's imports (:func:`methods_of`; JIT on): a failing check is a kill.
+   ``--no-validate`` leaves this step out (a quick look).
+
+numba's cache lives in ``WORK/numba-cache``; before each mutant the entries of the mutated
+file and of every file that imports it (directly or not: numba does not notice a changed
+callee in another file) are removed, so no mutant runs another's compiled code.
+
+Before a file's mutants run, its test command must pass on the unmutated copy (else every
+"kill" would be a false one, and ``run`` stops). Resumable: a session's sqlite keeps every verdict; ``run`` again continues with the pending
+mutants (``cosmic-ray exec`` skips finished jobs). ``--sample K`` keeps a seeded random sample
+of K mutants per file (the rest marked skipped, never counted).
+
+Score per file: killed / (killed + survived), over the mutants that ran (an incompetent
+mutant, one that does not import, is counted apart; a time-out is a kill, as cosmic-ray
+counts it). Survivors shown equivalent (no behaviour can tell them apart) are listed, with
+the reason, in ``benchmarks/mutation/equivalent.json`` as ``{"FILE": {"JOB_ID": "reason"}}``
+and are left out of the denominator; ``report`` lists every other survivor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+TARGETS = ("bayesfa/samplers", "bayesfa/learners")
+OUT = ROOT / "benchmarks/results/mutation"
+EQUIVALENT = HERE / "equivalent.json"
+#: Seconds a mutant's tests may take with numba's JIT on (they compile the mutated kernels).
+JIT_TIMEOUT = 850
+
+
+# -- what a file is tested by ---------------------------------------------------------------
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    """``bayesfa/samplers/pfa/cgs_pfa.py`` -> ``bayesfa.samplers.pfa.cgs_pfa``."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path, root: Path = ROOT) -> set[str]:
+    """The bayesfa modules ``path`` imports anywhere in it (function-local imports too),
+    relative imports resolved; ``from P import N`` counts ``P.N`` when that is a module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = module_name(path, root).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names)
+    return {m for m in out if m == "bayesfa" or m.startswith("bayesfa.")}
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the bayesfa modules it imports (only those that exist as files)."""
+    files = {module_name(p, root): p for p in (root / "bayesfa").rglob("*.py")}
+    return {m: {i for i in imports_of(p, root) if i in files} for m, p in files.items()}
+
+
+def reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        todo.extend(graph.get(m, ()))
+    return seen
+
+
+def registry(root: Path = ROOT) -> dict[str, str]:
+    """``bayesfa.methods.REGISTRY`` read from the source (method -> its front's module)."""
+    tree = ast.parse((root / "bayesfa/methods.py").read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "REGISTRY" for t in targets):
+                value = ast.literal_eval(node.value)
+                return {name: target.split(":")[0] for name, target in value.items()}
+    raise SystemExit("bayesfa/methods.py has no REGISTRY")
+
+
+def methods_of(module: str, graph: dict[str, set[str]], methods: dict[str, str]) -> list[str]:
+    """The methods whose front reaches ``module`` through bayesfa's imports."""
+    return sorted(name for name, front in methods.items() if module in reach(graph, front))
+
+
+def tests_of(module: str, root: Path = ROOT) -> list[str]:
+    """The test files that import ``module`` directly (its dotted name, or ``from PARENT
+    import LEAF``)."""
+    parent, _, leaf = module.rpartition(".")
+    pats = [re.compile(rf"\b{re.escape(module)}(?!\w)(?!\.\w)"),  # not a submodule's name
+            re.compile(rf"from\s+{re.escape(parent)}\s+import\s+[^\n]*\b{re.escape(leaf)}\b")]
+    return sorted(str(p.relative_to(root)) for p in (root / "tests").glob("test_*.py")
+                  if any(pat.search(p.read_text(encoding="utf-8")) for pat in pats))
+
+
+def targets(root: Path = ROOT, patterns: list[str] | None = None) -> list[Path]:
+    files = sorted(p for t in TARGETS for p in (root / t).rglob("*.py"))
+    files = [p for p in files if p.read_text(encoding="utf-8").strip()]  # an empty __init__: no mutants
+    if patterns:
+        files = [p for p in files if any(Path(str(p.relative_to(root))).match(pat) or pat in str(p)
+                                         for pat in patterns)]
+    return files
+
+
+def plan(root: Path = ROOT, patterns: list[str] | None = None) -> list[dict]:
+    graph, methods = import_graph(root), registry(root)
+    rows = []
+    for p in targets(root, patterns):
+        m = module_name(p, root)
+        rows.append({"file": str(p.relative_to(root)), "module": m, "tests": tests_of(m, root),
+                     "methods": methods_of(m, graph, methods)})
+    return rows
+
+
+def slug(file: str) -> str:
+    return file.replace("/", "__").removesuffix(".py")
+
+
+# -- running ---------------------------------------------------------------------------------
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(ROOT), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def prepare_work(work: Path) -> str:
+    """The repository's HEAD copied to ``work/main`` once; its commit."""
+    head = _git("rev-parse", "--short", "HEAD")
+    stamp = work / "commit"
+    if stamp.exists():
+        have = stamp.read_text().strip()
+        if have != head:
+            raise SystemExit(f"run.py: {work} holds commit {have}, HEAD is {head}: finish or move "
+                             f"that work folder (its verdicts are about {have}), or give --work")
+        return head
+    (work / "main").mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD", "bayesfa", "tests",
+                              "pyproject.toml"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(work / "main")], input=archive, check=True)
+    stamp.write_text(head + "\n")
+    return head
+
+
+def dependents(module: str, graph: dict[str, set[str]]) -> set[str]:
+    """``module`` and every bayesfa module that reaches it through imports (whose numba cache
+    may hold its compiled code: numba does not track a callee in another file)."""
+    return {m for m in graph if module in reach(graph, m)}
+
+
+def session_files(work: Path, row: dict, python: str, validate: bool, jit: bool,
+                  graph: dict[str, set[str]]) -> tuple[Path, Path, Path]:
+    sessions = work / "sessions"
+    sessions.mkdir(exist_ok=True)
+    s = slug(row["file"])
+    toml, db, script, sock = (sessions / f"{s}.toml", sessions / f"{s}.sqlite",
+                              sessions / f"{s}.sh", sessions / f"{s}.sock")
+    main, cache = work / "main", work / "numba-cache"
+    stems = sorted({m.rpartition(".")[2] for m in dependents(row["module"], graph)})
+    names = " -o ".join(f"-name '{st}.*'" for st in stems)
+    lines = ["#!/bin/bash", f"# killer of {row['file']}: its tests (numba JIT "
+             f"{'on' if jit else 'off'}), then validate of its methods", f"cd {main}",
+             f"export PYTHONPATH={main} NUMBA_CACHE_DIR={cache}",
+             # compiled code of the mutated file, and of files that may have inlined it, is stale
+             f"find {cache} \\( {names} \\) -delete 2>/dev/null"]
+    if row["tests"]:
+        lines.append(f"{python} -S {HERE / 'warm_runner.py'} run {sock} "
+                     f"{JIT_TIMEOUT + 10 if jit else 110} || exit 1")
+    if validate:
+        lines += [f"{python} -m bayesfa.cli validate {m} --seed 0 >/dev/null 2>&1 || exit 1"
+                  for m in row["methods"]]
+    if not row["tests"] and not (validate and row["methods"]):
+        lines.append("exit 0  # nothing tests this file: every mutant survives")
+    script.write_text("\n".join(lines) + "\n")
+    script.chmod(0o755)
+    toml.write_text(f'[cosmic-ray]\nmodule-path = "{main / row["file"]}"\ntimeout = {JIT_TIMEOUT + 60:.1f}\n'
+                    f'excluded-modules = []\ntest-command = "bash {script}"\n\n'
+                    f'[cosmic-ray.distributor]\nname = "local"\n')
+    return toml, db, sock
+
+
+def _serve(row: dict, work: Path, python: str, sock: Path, jit: bool):
+    """The warm test server of ``row``'s tests, or None when no test imports the file."""
+    if not row["tests"]:
+        return None
+    env = dict(os.environ, NUMBA_DISABLE_JIT="0" if jit else "1", PYTHONPATH=str(work / "main"),
+               WARM_TIMEOUT=str(JIT_TIMEOUT if jit else 100),
+               NUMBA_CACHE_DIR=str(work / "numba-cache"))
+    if sock.exists():
+        sock.unlink()
+    server = subprocess.Popen([python, str(HERE / "warm_runner.py"), "serve", str(sock),
+                               str(work / "main"), "--", *row["tests"]], env=env)
+    for _ in range(1200):
+        if sock.exists():
+            break
+        time.sleep(0.1)
+    return server
+
+
+def _stop(server) -> None:
+    if server is not None:
+        server.send_signal(signal.SIGTERM)
+        server.wait()
+
+
+def run_file(row: dict, work: Path, args, graph: dict[str, set[str]]) -> None:
+    """``row``'s session: made and sampled once, its killer checked on the unmutated copy
+    (numba's JIT off where its tests pass so, which is much faster; else on), then run."""
+    validate = not args.no_validate
+    server = None
+    try:
+        for jit in (False, True):
+            toml, db, sock = session_files(work, row, args.python, validate, jit, graph)
+            server = _serve(row, work, args.python, sock, jit)
+            # the killer must pass on the unmutated copy, or every "kill" would be a false one
+            if subprocess.run(["bash", str(toml.with_suffix(".sh"))], cwd=work).returncode == 0:
+                break
+            _stop(server)
+            server = None
+        else:
+            raise SystemExit(f"run.py: {row['file']}: its test command fails on the unmutated "
+                             f"copy (bash {toml.with_suffix('.sh')}): fix that first")
+        if not db.exists():
+            subprocess.run([args.cosmic_ray, "init", str(toml), str(db)], check=True, cwd=work)
+            if args.sample:
+                subprocess.run([cr_python(args.cosmic_ray), __file__, "_sample", str(db),
+                                str(args.sample), str(args.seed)], check=True, cwd=work)
+        print(f"run.py: {row['file']}: tests {len(row['tests'])} (JIT {'on' if jit else 'off'}), "
+              f"validate {','.join(row['methods']) if validate and row['methods'] else '-'}",
+              file=sys.stderr)
+        subprocess.run([args.cosmic_ray, "exec", str(toml), str(db)], check=True, cwd=work)
+    finally:
+        _stop(server)
+
+
+def cr_python(cr: str) -> str:
+    """The interpreter cosmic-ray runs in (its API reads the sessions)."""
+    return str(Path(shutil.which(cr) or cr).with_name("python"))
+
+
+def sample(db: Path, k: int, seed: int) -> None:
+    """Keep a seeded random sample of ``k`` of a new session's jobs; mark the rest skipped."""
+    import random
+
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    with use_db(str(db), WorkDB.Mode.open) as wdb:
+        items = sorted(wdb.pending_work_items, key=lambda x: x.job_id)
+        keep = set(random.Random(seed).sample(range(len(items)), min(k, len(items))))
+        for i, item in enumerate(items):
+            if i not in keep:
+                wdb.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
+                                                       output="not in the random sample"))
+
+
+# -- report ----------------------------------------------------------------------------------
+
+def outcomes(db: Path) -> dict:
+    """Counts of a session's verdicts and its survivors' job ids (read with cosmic-ray's API)."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+
+    n = {"killed": 0, "survived": 0, "incompetent": 0, "skipped": 0, "pending": 0}
+    survivors = []
+    with use_db(str(db), WorkDB.Mode.open) as wdb:
+        n["pending"] = sum(1 for _ in wdb.pending_work_items)
+        for item, result in wdb.completed_work_items:
+            if result.worker_outcome == WorkerOutcome.SKIPPED:
+                n["skipped"] += 1
+            elif result.test_outcome == TestOutcome.INCOMPETENT:
+                n["incompetent"] += 1
+            elif result.test_outcome == TestOutcome.SURVIVED:
+                n["survived"] += 1
+                m = item.mutations[0]
+                survivors.append({"job": item.job_id, "line": m.start_pos[0],
+                                  "operator": m.operator_name, "occurrence": m.occurrence})
+            else:
+                n["killed"] += 1
+    return {**n, "survivors": survivors}
+
+
+def report(work: Path, out: Path) -> dict:
+    equivalent = json.loads(EQUIVALENT.read_text()) if EQUIVALENT.exists() else {}
+    commit = (work / "commit").read_text().strip()
+    rows = []
+    for row in plan(work / "main"):
+        db = work / "sessions" / f"{slug(row['file'])}.sqlite"
+        if not db.exists():
+            continue
+        o = outcomes(db)
+        eq = equivalent.get(row["file"], {})
+        live = [s for s in o["survivors"] if s["job"] not in eq]
+        denom = o["killed"] + len(live)
+        rows.append({"file": row["file"], **{k: o[k] for k in ("killed", "survived", "incompetent",
+                                                                "skipped", "pending")},
+                     "equivalent": len(o["survivors"]) - len(live),
+                     "score": o["killed"] / denom if denom else None, "survivors": live})
+    summary = {"commit": commit, "command": "python benchmarks/mutation/run.py run; "
+               "python benchmarks/mutation/run.py report", "files": rows}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    md = [f"Mutation score per file at `{commit}` (`python benchmarks/mutation/run.py run`, then "
+          "`report`): killed / (killed + survived), equivalent survivors left out.", "",
+          "| file | killed | survived | equivalent | incompetent | pending | skipped | score |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        score = "-" if r["score"] is None else f"{100 * r['score']:.1f} %"
+        md.append(f"| {r['file']} | {r['killed']} | {len(r['survivors'])} | {r['equivalent']} | "
+                  f"{r['incompetent']} | {r['pending']} | {r['skipped']} | {score} |")
+    (out / "summary.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+    return summary
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["_sample"]:  # in cosmic-ray's interpreter, from run_file
+        sample(Path(argv[1]), int(argv[2]), int(argv[3]))
+        return 0
+    p.add_argument("command", choices=("plan", "run", "report"))
+    p.add_argument("--files", nargs="*", help="only files matching these patterns (glob or substring)")
+    p.add_argument("--work", default=str(ROOT.parent / "mutation-work"))
+    p.add_argument("--out", default=str(OUT))
+    p.add_argument("--python", default=os.environ.get("BAYESFA_PYTHON", sys.executable),
+                   help="the interpreter with bayesfa's dependencies")
+    p.add_argument("--cosmic-ray", default=shutil.which("cosmic-ray") or "cosmic-ray")
+    p.add_argument("--sample", type=int, default=0, help="K mutants per file (0: all)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--no-validate", action="store_true", help="the fast tests only")
+    args = p.parse_args(argv)
+    work = Path(args.work).resolve()
+    if args.command == "plan":
+        for row in plan(ROOT, args.files):
+            print(f"{row['file']}\n  methods: {', '.join(row['methods']) or '-'}\n  tests: "
+                  f"{', '.join(row['tests']) or '- (no test imports it)'}")
+        return 0
+    if args.command in ("run", "report"):
+        try:
+            import cosmic_ray  # noqa: F401
+        except ImportError:  # read the sessions in cosmic-ray's own interpreter
+            if shutil.which(args.cosmic_ray) is None:
+                p.error("--cosmic-ray: cosmic-ray not found (pip install cosmic-ray, or give its path)")
+            report_cmd = [cr_python(args.cosmic_ray), __file__, "report", "--work", str(work),
+                          "--out", args.out]
+        else:
+            report_cmd = None
+    if args.command == "report":
+        if report_cmd:
+            return subprocess.run(report_cmd).returncode
+        report(work, Path(args.out))
+        return 0
+    if shutil.which(args.cosmic_ray) is None:
+        p.error("--cosmic-ray: cosmic-ray not found (pip install cosmic-ray, or give its path)")
+    prepare_work(work)
+    graph = import_graph(work / "main")
+    for row in plan(work / "main", args.files):
+        run_file(row, work, args, graph)
+    if report_cmd:
+        return subprocess.run(report_cmd).returncode
+    report(work, Path(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

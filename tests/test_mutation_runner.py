@@ -1,0 +1,50 @@
+"""benchmarks/mutation/run.py (issue 39 item 3): which tests and which methods kill the mutants
+of each file. The run itself (hours of CPU, cosmic-ray) is not in CI."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def run():
+    spec = importlib.util.spec_from_file_location("mutation_run", ROOT / "benchmarks/mutation/run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_file_of_the_samplers_and_learners_is_a_target(run):
+    files = {r["file"] for r in run.plan()}
+    expected = {str(p.relative_to(ROOT)) for t in run.TARGETS for p in (ROOT / t).rglob("*.py")
+                if p.read_text().strip()}
+    assert files == expected
+    assert "bayesfa/samplers/pfa/_cgs_pfa_kernel.py" in files
+
+
+def test_a_kernel_is_killed_by_the_tests_that_import_it_and_its_methods(run):
+    rows = {r["file"]: r for r in run.plan()}
+    kernel = rows["bayesfa/samplers/pfa/_cgs_pfa_kernel.py"]
+    assert "tests/test_cgs_pfa.py" in kernel["tests"]
+    assert "cgs-pfa" in kernel["methods"] and "alergia" not in kernel["methods"]
+    assert rows["bayesfa/learners/greedy/estatemerge.py"]["methods"] == ["estatemerge"]
+
+
+def test_a_package_name_does_not_match_its_submodules(run, tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests/test_a.py").write_text("from bayesfa.samplers.pfa import cgs_pfa\n")
+    (tmp_path / "tests/test_b.py").write_text("import bayesfa.samplers\n")
+    assert run.tests_of("bayesfa.samplers", tmp_path) == ["tests/test_b.py"]
+    assert run.tests_of("bayesfa.samplers.pfa.cgs_pfa", tmp_path) == ["tests/test_a.py"]
+
+
+def test_relative_imports_are_resolved(run, tmp_path):
+    pkg = tmp_path / "bayesfa/samplers/pfa"
+    pkg.mkdir(parents=True)
+    (pkg / "front.py").write_text("from . import _k\nfrom ._other import f\n\ndef g():\n"
+                                  "    from bayesfa.scoring import x\n")
+    assert run.imports_of(pkg / "front.py", tmp_path) >= {
+        "bayesfa.samplers.pfa._k", "bayesfa.samplers.pfa._other", "bayesfa.scoring"}
