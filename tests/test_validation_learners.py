@@ -92,7 +92,8 @@ def test_memoizer_agrees_with_the_hpyp_and_its_mutant_does_not(monkeypatch):
 def test_hpyp_hyperparameter_move_against_its_exact_conditional(variant, ok):
     """Variant 4 (``hyper-skip-two-customers``, the audit's slip of issue 39) is caught because
     the fixed seating holds restaurants of exactly two customers: p < 1e-12 against a
-    threshold of 2.5e-4 at seed 0 (seeds 0 and 1: p 1.5e-18, 1.5e-15 for d_1)."""
+    threshold of 2.5e-4 at seed 0 (seeds 0-4: p 1e-33 to 6e-30 for d_1 against the exact
+    CDF). The correct move fails with probability 1e-3 (the check's alpha)."""
     from bayesfa.validation.ngram.hpyp import hyper_conditional_check
 
     check = hyper_conditional_check(seed=0, variant=variant)
@@ -132,6 +133,31 @@ def test_exact_hyper_draws_match_the_grid_posterior():
     w = np.exp(hyper_log_likelihood(gd, gt, nodes) - gt)  # Gamma(1, 1) prior on theta
     mean_d = float((w * gd).sum() / w.sum())
     assert abs(d.mean() - mean_d) < 5 * d.std() / math.sqrt(d.size)
+
+
+def test_exact_hyper_cdfs_match_an_independent_quadrature():
+    """The check's exact marginal CDFs (midpoint rule on its grid) against scipy's adaptive
+    quadrature of the same conditional at a few points, to 2e-4 (the KS statistic at 10,000
+    draws resolves 1e-2); and each is a CDF (0 at the left end, 1 at the right)."""
+    from scipy import integrate
+
+    from bayesfa.validation.ngram.hpyp import exact_hyper_cdfs, hyper_log_likelihood
+
+    nodes = [(3, 4, [2, 1, 1]), (2, 3, [2, 1])]
+    prior = np.array([1.0, 1.0, 1.0, 1.0])
+    cdf_d, cdf_t = exact_hyper_cdfs(nodes, prior)
+
+    def dens(th, d):  # Beta(1, 1) x Gamma(1, 1) prior times the seating's factor
+        return math.exp(float(hyper_log_likelihood(np.array(d), np.array(th), nodes)) - th)
+
+    total = integrate.dblquad(dens, 0.0, 1.0, 0.0, 60.0, epsabs=1e-11)[0]
+    for x in (0.2, 0.5, 0.8):
+        want = integrate.dblquad(dens, 0.0, x, 0.0, 60.0, epsabs=1e-11)[0] / total
+        assert abs(float(cdf_d(x)) - want) < 2e-4
+    for x in (0.5, 1.5, 4.0):
+        want = integrate.dblquad(dens, 0.0, 1.0, 0.0, x, epsabs=1e-11)[0] / total
+        assert abs(float(cdf_t(x)) - want) < 2e-4
+    assert float(cdf_d(0.0)) == 0.0 and float(cdf_t(100.0)) == 1.0
 
 
 def test_greedy_reference_evidence_by_hand():
