@@ -267,7 +267,7 @@ def test_blocked_final_chains_recorded_reproducible_and_switched_off(tmp_path):
     runs = {name: tmp_path / name for name in ("blocked", "again", "off")}
     common = ["fit", str(small), "--method", "cgs-pfa", "--auto", "--chains", "1", "--seed", "2",
               "--quiet"]
-    assert main([*common, "--budget", "1.5", "--final-blocked-every", "3",
+    assert main([*common, "--budget", "4", "--final-blocked-every", "3",
                  "--out", str(runs["blocked"])]) == 0
     manifest = json.loads((runs["blocked"] / "manifest.json").read_text())
     assert manifest["options"]["final_blocked_every"] == 3
