@@ -788,7 +788,7 @@ def add_cli(parser: argparse.ArgumentParser, method: str | None) -> None:
 def spec_from_args(args) -> RunSpec:
     defaults = args._method_defaults
     options = {k: getattr(args, k) for k in defaults}
-    for key in ("auto", "budget", "schedule"):  # --auto's options are absent unless given
+    for key in ("auto", "budget", "schedule", "final_blocked_every"):  # --auto's: absent unless given
         if hasattr(args, key):
             options[key] = getattr(args, key)
     if options.get("auto") or "budget" in options or "schedule" in options:

@@ -29,32 +29,45 @@ Three phases, all on the training file only (the test and solution files are nev
 3. **Final chains** of the winner (``chains`` of them) on all training strings, each from the
    winner's path with the held-out strings' states drawn by Gibbs sweeps over their positions
    only, then as many sweeps as the rest of the budget buys (:func:`final_plan`); Eq. 6 over
-   every draw of every chain. Predicting test strings online (``bayesfa fit --predict``, and
-   ``pautomac run``) costs CPU within the budget, so it shortens the final chains; it never
-   changes phases 1-2 (the test strings are only predicted, never scored for a decision).
+   every draw of every chain. After every :data:`FINAL_BLOCKED_EVERY` collapsed sweeps (Eq. 9)
+   a final chain makes one blocked whole-string move (:mod:`bayesfa.samplers.pfa._ffbs_kernel`:
+   theta drawn from its Dirichlet posterior given the counts, Eq. 2 times Eq. 3, every
+   string's path by forward filtering-backward sampling, theta dropped: a Gibbs step of the
+   uncollapsed joint that keeps Eq. 4's posterior), the strategy benchmarks/RESULTS.md's
+   measurements favour (:data:`FINAL_BLOCKED_EVERY`); ``--final-blocked-every K`` sets K, 0
+   turns the moves off, and by default they are off when phase 3's share of the plan is under
+   :data:`BLOCKED_MIN_SECONDS` (:func:`final_blocked_every`). Predicting test strings online
+   (``bayesfa fit --predict``, and ``pautomac run``) costs CPU within the budget, so it
+   shortens the final chains; it never changes phases 1-2 (the test strings are only
+   predicted, never scored for a decision).
 
 Budget and reproducibility. The budget is CPU seconds of this process and its children
-(``os.times``), so a loaded machine does not change it much. Decisions must not depend on
-timings, or the same seed would give different results: the budget is turned into sweep counts
-once, by a short timing of fixed size (:func:`calibrate`: sweeps at N = 31 and N = 127 on at
-most :data:`CALIBRATION_POSITIONS` positions, a forward pass at N = 64), each cost rounded up to
-a power of 2**(1/4) (so small timing noise seldom changes it). From these costs the plan
-(:func:`sweep_cost`, :func:`rung_sweeps`, :func:`final_plan`) is a pure function, and every
-phase is charged its *modelled* cost, never its measured one. The calibration's random paths
-sweep slower than a mixed chain, so before phase 3 the ratio of measured to modelled CPU of the
-sweeps of phases 1-2 (rounded the same way, within [1/4, 4]) scales the final chains' sweep
-costs. Both are recorded as the run's ``schedule`` (``info.auto.schedule``); ``--schedule FILE``
-(that JSON, or the run's manifest.json) skips the timing and reproduces the run bit for bit;
-the same seed with ``--budget`` alone reproduces it whenever the rounded timings come out the
-same, which a CPU budget cannot promise (a seed alone fixing the result would need a budget in
-sweeps, not seconds).
+(``os.times``), so a loaded machine does not change it much. The same seed must give the same
+result, so timings enter the decisions only through the run's recorded ``schedule``
+(``info.auto.schedule``); ``--schedule FILE`` (that JSON, or the run's manifest.json) skips
+every timing and reproduces the run bit for bit. Phases 1-2 are sized by a short timing of
+fixed size (:func:`calibrate`: sweeps at N = 31 and N = 127 on at most
+:data:`CALIBRATION_POSITIONS` positions, a forward pass at N = 64), each cost rounded up to a
+power of 2**(1/4), within ``SAFETY`` (0.85) of the budget less the calibration's CPU; from
+these costs their plan (:func:`sweep_cost`, :func:`rung_sweeps`) is a pure function, and each
+of their steps is charged its *modelled* cost. Phase 3 is sized from measurements at the
+winner's N, recorded in the schedule before it starts: the CPU per position of the collapsed
+sweeps and per letter of the held-out forward passes of the phases 1-2 chains at that N
+(:func:`measured_costs`), the CPU of recording a draw and of one blocked move on all kept
+strings from the winner's path (:func:`calibrate_final`, which also compiles the blocked
+chain's drivers), and the CPU the fit has spent so far (``final_start_seconds``), each
+rounded to a power of 2**(1/32). The final chains then get ``TARGET * budget -
+final_start_seconds`` (:data:`TARGET` = 0.97), so whatever phases 1-2 left unspent (a ladder
+that stopped early, a cost model that erred) goes to them. The same seed with ``--budget``
+alone reproduces a run whenever the rounded timings come out the same, which a CPU budget
+cannot promise (a seed alone fixing the result would need a budget in sweeps, not seconds).
 
-The plan spends ``SAFETY`` (0.85) of the budget after the calibration; the measured CPU is
-recorded beside it. The overshoot is bounded by how far the cost model errs (and by the
-:data:`MIN_RUNG_SWEEPS` floor of a final chain when the budget is tiny); tests/test_auto.py
-allows 10%. Measured (benchmarks/results/pautomac-auto-trial, PAutomaC 1, 13, 26, 34 at 300 s):
-174-228 CPU seconds, 58-76% of the budget (the model still overestimates the final chains),
-no run over its budget.
+The measured CPU is recorded beside the plan (``cpu_planned``, ``cpu_seconds``). The overshoot
+is bounded by how far phase 3's measured costs err (and by the :data:`MIN_RUNG_SWEEPS` floor of
+a final chain when the budget is tiny); tests/test_auto.py allows 10%. Measured:
+benchmarks/RESULTS.md, "--auto spends its budget". Before phase 3 was sized so (``SAFETY``
+alone, phase 3 modelled from the calibration): 58-76% (benchmarks/results/pautomac-auto-trial,
+300 s), 67% over the 47 problems at 14,400 s.
 """
 
 from __future__ import annotations
@@ -83,12 +96,33 @@ RUNG_DRAWS = 10
 FINAL_DRAWS = 100
 MIN_RUNG_SWEEPS = 20
 LADDER_SHARE, BETA_SHARE = 0.45, 0.2
-SAFETY = 0.85
+SAFETY = 0.85   # phases 1-2 are sized within SAFETY of the budget (after the calibration)
+#: Phase 3 is sized so that the whole fit's CPU comes to TARGET of the budget: its money is
+#: TARGET * budget less the CPU measured before it, its costs measured at the winner's N.
+TARGET = 0.97
+#: The final chains' blocked whole-string moves (:mod:`bayesfa.samplers.pfa._ffbs_kernel`): one
+#: after every FINAL_BLOCKED_EVERY collapsed sweeps (``--final-blocked-every K`` overrides it,
+#: 0: off). Chosen by benchmarks/RESULTS.md, "Latest measurements", *Blocked whole-string
+#: moves* (benchmarks/results/pautomac_blocked/, at 3655558): PAutomaC 5 at N = 10, one chain
+#: per seed 0-2 at about equal CPU, K = 10 gave score - min 0.0022 / 0.0021 / 0.0021 against
+#: 0.4454 / 0.1074 / 0.0031 for plain chains, every blocked chain 8,000-11,300 nats higher in
+#: Eq. 4. K = 10 is the only ratio measured so far; a blocked move costs O(T N^2) against a
+#: sweep's O(T N), so at larger N the same K spends a larger share of the CPU on the moves
+#: (3.1 sweeps a move at N = 10 there, about 6.5 at N = 34 on the same problem).
+FINAL_BLOCKED_EVERY = 10
+#: The final chains run blocked moves only when phase 3's share of the plan (its modelled
+#: money, a function of the schedule) is at least this many CPU seconds: the blocked kernels'
+#: first use in a process costs about 2.3 CPU s (loaded from numba's cache and compiled,
+#: measured on PAutomaC 5 at N = 34), which a budget of a few seconds cannot carry.
+BLOCKED_MIN_SECONDS = 30.0
 CALIBRATION_POSITIONS = 20_000
 STORED_BYTES = 1 << 28  # counts kept by the final chains (without online prediction)
-SCHEDULE_FORMAT = "bayesfa-cgs-pfa-schedule/1"
+SCHEDULE_FORMAT = "bayesfa-cgs-pfa-schedule/2"
 _KEY = 0x6175746F  # spawn-key word of the auto phases' Generators
 _COSTS = ("position_seconds", "lane_seconds", "forward_seconds")
+#: measured before phase 3 (:func:`final_costs`) and recorded in the schedule
+_FINAL_COSTS = ("final_sweep_seconds", "final_forward_seconds", "final_draw_seconds",
+                "final_start_seconds")
 
 
 # -- options ---------------------------------------------------------------------------------
@@ -118,16 +152,37 @@ def add_auto_arguments(parser) -> None:
     parser.add_argument("--schedule", default=argparse.SUPPRESS, metavar="FILE",
                         help="--auto: the calibration a run recorded (its manifest.json or the "
                              "schedule JSON), instead of timing it here: reproduces that run")
+    parser.add_argument("--final-blocked-every", type=_nonnegative_int, default=argparse.SUPPRESS,
+                        metavar="K",
+                        help=f"--auto: the final chains run one blocked whole-string move (as "
+                             f"--blocked-every) after every K sweeps; 0: off; default "
+                             f"{FINAL_BLOCKED_EVERY} (benchmarks/RESULTS.md), then off when the "
+                             f"final chains get under {BLOCKED_MIN_SECONDS:g} CPU seconds")
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text}")
+    return value
 
 
 def check_auto_options(options: dict[str, Any]) -> None:
-    """One-line :class:`InputError` for ``--budget``/``--schedule`` without ``--auto`` or a
-    bad budget (the library path; the CLI's parser already refuses non-numbers)."""
+    """One-line :class:`InputError` for ``--budget``/``--schedule``/``--final-blocked-every``
+    without ``--auto``, a bad budget or a bad ``K`` (the library path; the CLI's parser already
+    refuses non-numbers)."""
     auto, budget, schedule = options.get("auto"), options.get("budget"), options.get("schedule")
+    every = options.get("final_blocked_every")
     if not auto:
-        if budget is not None or schedule is not None:
-            raise InputError("--budget and --schedule need --auto")
+        if budget is not None or schedule is not None or every is not None:
+            raise InputError("--budget, --schedule and --final-blocked-every need --auto")
         return
+    if every is not None and (isinstance(every, bool) or not isinstance(every, (int, np.integer))
+                              or every < 0):
+        raise InputError(f"--final-blocked-every must be an integer >= 0, got {every!r}")
     if budget is None and schedule is None:
         raise InputError("--auto needs --budget CPU_SECONDS (or --schedule FILE)")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
@@ -145,11 +200,15 @@ def read_schedule(path: str | os.PathLike) -> dict[str, Any]:
         raise InputError("not JSON", path) from None
     if isinstance(data, dict) and "info" in data:
         data = (data.get("info") or {}).get("auto", {}).get("schedule")
-    keys = ("format", "budget", *_COSTS, "overhead_seconds", "final_correction")
+    keys = ("format", "budget", *_COSTS, "overhead_seconds", *_FINAL_COSTS)
     if not isinstance(data, dict) or data.get("format") != SCHEDULE_FORMAT or any(
             not isinstance(data.get(k), (int, float)) for k in keys[1:]):
-        raise InputError(f"not a {SCHEDULE_FORMAT} schedule (nor a --auto run's manifest)", path)
-    return {k: data[k] for k in keys}
+        raise InputError(f"not a {SCHEDULE_FORMAT} schedule (nor a --auto run's manifest; "
+                         f"a schedule of an older bayesfa does not reproduce its run here)", path)
+    out = {k: data[k] for k in keys}
+    if isinstance(data.get("blocked_seconds"), (int, float)):  # timed when blocked moves ran
+        out["blocked_seconds"] = data["blocked_seconds"]
+    return out
 
 
 # -- CPU and calibration ---------------------------------------------------------------------
@@ -170,15 +229,25 @@ def _round_up(x: float) -> float:
     return float(2.0 ** (math.ceil(4 * math.log2(max(x, 1e-15))) / 4))
 
 
-def _min_time(fn, repeats: int = 3) -> float:
+def _round_fine(x: float, up: bool = False) -> float:
+    """``x`` rounded to the nearest power of 2**(1/32) (relative step 2.2%, so at most 1.1%
+    off), or up to one with ``up``: phase 3's measured costs, fine enough to size its chains
+    within a few per cent of the budget."""
+    e = 32 * math.log2(max(x, 1e-15))
+    return float(2.0 ** ((math.ceil(e) if up else round(e)) / 32))
+
+
+def _min_time(fn, repeats: int = 3, cap: float = math.inf) -> float:
     """The least CPU seconds of a call of ``fn`` over ``repeats`` timings (the least is the
-    steadiest), each timing calls ``fn`` until :data:`TIMING_WINDOW` seconds have passed.
+    steadiest), each timing calls ``fn`` until :data:`TIMING_WINDOW` seconds have passed; no
+    further timing starts once ``cap`` seconds have passed in all (a call that long is timed
+    well enough once).
 
     The clock is this thread's CPU time (the kernels run in the calling thread), and a call is
     timed over a window, not alone: a process's CPU clock can tick coarsely (measured: under
     a CPU-time limit, ``ulimit -t``, ``process_time`` read 4 microseconds for a 1 ms sweep),
     and a sweep timed as free made ``--auto`` plan far past its budget."""
-    best = math.inf
+    best, total = math.inf, 0.0
     for _ in range(repeats):
         calls, t0 = 0, time.thread_time()
         while True:
@@ -188,6 +257,9 @@ def _min_time(fn, repeats: int = 3) -> float:
             if elapsed >= TIMING_WINDOW:
                 break
         best = min(best, elapsed / calls)
+        total += elapsed
+        if total >= cap:
+            break
     return best
 
 
@@ -346,7 +418,8 @@ def _seed(seed, *index: int) -> np.random.SeedSequence:
 
 
 class _Ledger:
-    """Modelled and measured CPU of each step; decisions use only the modelled figures."""
+    """Modelled and measured CPU of each step; phases 1-2 decide by the modelled figures only
+    (phase 3 by the costs the schedule records, :func:`run_final`)."""
 
     def __init__(self, money: float):
         self.money, self.spent, self.steps = money, 0.0, []
@@ -364,11 +437,6 @@ class _Ledger:
         self.spent += cost
         self.steps.append(step)
         return out
-
-    def sweep_ratio(self) -> float:
-        """Measured / modelled CPU of the chains' sweeps of the steps so far."""
-        parts = [s for s in self.steps if "cpu_sweeps" in s]
-        return sum(s["cpu_sweeps"] for s in parts) / sum(s["cpu_model_sweeps"] for s in parts)
 
 
 def _chain(corpus: Corpus, n_states, beta, sweeps, draws, seed_seq, init_z, predict=None,
@@ -488,30 +556,124 @@ def warm_path(corpus: Corpus, z: np.ndarray, positions: np.ndarray, n_states: in
     return z
 
 
-def final_plan(schedule: dict, money: float, chains: int, n_states: int, n_symbols: int,
-               n_positions: int, held_positions: int, test_size: int, stored: bool) -> dict:
+def final_plan(costs: dict, money: float, chains: int, n_states: int, n_symbols: int,
+               stored: bool, blocked_every: int = 0) -> dict:
     """Phase 3's sweeps: ``chains`` chains of equal length within ``money`` (fewer chains when
-    one would get under :data:`MIN_RUNG_SWEEPS`; at least one of that many), a tenth as
+    one would get under :data:`MIN_RUNG_SWEEPS`; at least one of that many), about a tenth as
     burn-in, at most :data:`FINAL_DRAWS` draws each (fewer when their counts are kept and
-    would pass :data:`STORED_BYTES`)."""
+    would pass :data:`STORED_BYTES`), one blocked move after every ``blocked_every`` sweeps
+    (0: none). Every sweep the plan affords is run: the draws' period is rounded down and the
+    sweeps it leaves over go to the burn-in.
+
+    ``costs`` (CPU seconds, :func:`final_costs`): ``sweep`` one collapsed sweep of all
+    training strings, ``blocked`` one blocked move, ``draw`` recording one draw, ``forward``
+    one draw's forward pass over the test strings (0 without them), ``start`` a chain's start
+    (its warm-up sweeps and counts). A chain of ``S`` sweeps and ``D`` draws is modelled as
+    ``start + S sweep + floor(S / K) blocked + D (draw + forward)``."""
     draws = FINAL_DRAWS
     if stored:
         per_draw = (n_states + 1) ** 2 * n_symbols * 4
         draws = max(1, min(draws, STORED_BYTES // (per_draw * chains)))
-    warm = WARM_SWEEPS * sweep_cost(schedule, n_states, held_positions)
+    every = int(blocked_every)
+    record = costs["draw"] + costs["forward"]
+
+    def chain_cost(n_sweeps: int, n_draws: int) -> float:
+        moves = n_sweeps // every if every else 0
+        return (costs["start"] + n_sweeps * costs["sweep"] + moves * costs["blocked"]
+                + n_draws * record)
+
+    per_sweep = costs["sweep"] + (costs["blocked"] / every if every else 0.0)
     while True:
-        each = money / chains - warm - draws * forward_cost(schedule, n_states, test_size)
-        sweeps = int(each / sweep_cost(schedule, n_states, n_positions))
+        each = money / chains
+        sweeps = max(0, int((each - costs["start"] - draws * record) / per_sweep))
+        if sweeps - sweeps // 10 < draws:  # short chains: a draw after every recorded sweep
+            sweeps = max(0, int((each - costs["start"]) / (per_sweep + 0.9 * record)))
+
+        def n_draws_of(n_sweeps: int) -> int:
+            return max(1, min(draws, n_sweeps - n_sweeps // 10))
+
+        # the estimate above averages the blocked moves over the sweeps; floor(S / K) moves
+        # are run, so step to the longest chain whose exact cost fits
+        while chain_cost(sweeps + 1, n_draws_of(sweeps + 1)) <= each:
+            sweeps += 1
+        while sweeps > 0 and chain_cost(sweeps, n_draws_of(sweeps)) > each:
+            sweeps -= 1
         if sweeps >= MIN_RUNG_SWEEPS or chains == 1:
             break
         chains -= 1
     sweeps = max(sweeps, MIN_RUNG_SWEEPS)
-    burn = sweeps // 10
-    n_draws = max(1, min(draws, sweeps - burn))
-    period = max(1, (sweeps - burn) // n_draws)
-    cost = run_cost(schedule, n_states, n_positions, burn + n_draws * period, n_draws, test_size) + warm
+    n_draws = max(1, min(draws, sweeps - sweeps // 10))
+    period = max(1, (sweeps - sweeps // 10) // n_draws)
+    burn = sweeps - n_draws * period
     return {"chains": chains, "burn_in": burn, "period": period, "n_draws": n_draws,
-            "sweeps": burn + n_draws * period, "cpu_model_per_chain": cost}
+            "sweeps": sweeps, "blocked_every": every,
+            "blocked_moves": sweeps // every if every else 0,
+            "cpu_model_per_chain": chain_cost(sweeps, n_draws)}
+
+
+def measured_costs(steps: list[dict], n_states: int, n_positions: int, held_size: int,
+                   draw_seconds: float) -> dict[str, float]:
+    """Phase 3's sweep and forward costs at the winner's N, measured on the chains of phases
+    1-2 that ran at that N (``steps``: the ledger's; the beta phase's when it ran, else the
+    ladder's rung): ``final_sweep_seconds``, CPU seconds of a sweep per free position (their
+    sweeps' CPU less their draws' recording, ``draw_seconds`` each, over sweeps x
+    ``n_positions``), and ``final_forward_seconds``, of a forward pass per draw, padded letter
+    and ``(N+1)**2`` (their held-out scoring over ``held_size`` letters). Each rounded to the
+    nearest power of 2**(1/32) (:func:`_round_fine`)."""
+    at_n = [s for s in steps if s.get("states") == n_states and "cpu_sweeps" in s]
+    beta = [s for s in at_n if s["phase"] == "beta"]
+    use = beta or at_n
+    n_draws = [draw_plan(s["sweeps"], RUNG_DRAWS)[2] for s in use]
+    sweep_cpu = sum(s["cpu_sweeps"] for s in use) - sum(n_draws) * draw_seconds
+    work = sum(s["sweeps"] for s in use) * n_positions
+    forward_cpu = sum(s["cpu"] - s["cpu_sweeps"] for s in use)
+    forward_work = sum(n_draws) * held_size * (n_states + 1) ** 2
+    return {"final_sweep_seconds": _round_fine(max(sweep_cpu, 1e-9) / max(work, 1)),
+            "final_forward_seconds": _round_fine(max(forward_cpu, 1e-9) / max(forward_work, 1))}
+
+
+def calibrate_final(kept: Corpus, z_kept: np.ndarray, n_states: int, beta: float,
+                    blocked: bool) -> dict[str, float]:
+    """Timings at the winner's N on the kept strings from the winner's path ``z_kept`` (a copy
+    is moved, never the chain's; its Generator is seeded apart): ``final_draw_seconds``, the
+    CPU seconds of recording one draw (Eq. 4's log joint, the counts), and with ``blocked``
+    ``blocked_seconds``, of one blocked move per free position (:func:`_min_time`, rounded up
+    by :func:`_round_fine`). With ``blocked``, the blocked chain's drivers (compiled per process)
+    are first called on a few strings, so that their compiling is billed here, before phase 3
+    is sized, and not to the final chains."""
+    from bayesfa.samplers.chains import free_positions
+    from bayesfa.samplers.pfa import _cgs_pfa_kernel as kern
+
+    new_counts = _front().new_counts
+    tokens, n_symbols = kept.tokens, kept.alphabet_size + 1
+    positions = free_positions(tokens)
+    z = np.array(z_kept, dtype=np.int32)
+    state = new_counts(n_states, n_symbols)
+    kern.fill_counts(tokens, z, *state, float(beta))
+    rng = np.random.default_rng(0)
+    n = n_states + 1
+    outs = (np.zeros((1, n, n_symbols, n), dtype=np.int32), np.zeros(1), np.zeros(1, dtype=np.int32),
+            np.zeros(1, dtype=np.int32))
+    draw = _min_time(lambda: kern.sample_draws(0, positions, tokens, z, *state, rng, float(beta), *outs),
+                     cap=TIMING_WINDOW)
+    out = {"final_draw_seconds": _round_fine(draw, up=True)}
+    if blocked:
+        from bayesfa.samplers.pfa import _ffbs_kernel as blk
+
+        few = kept.subset(np.arange(min(10, kept.n_strings)))
+        zf = np.zeros(few.n_tokens + 1, dtype=np.int32)
+        pf = free_positions(few.tokens)
+        zf[pf] = 1
+        sf = new_counts(n_states, n_symbols)
+        kern.fill_counts(few.tokens, zf, *sf, float(beta))
+        scratch_f = blk.scratch(few.tokens, n_states, n_symbols)
+        blk.sweeps(1, 0, 1, pf, few.tokens, zf, *sf, rng, float(beta), *scratch_f)
+        blk.sample_draws(0, 0, 1, pf, few.tokens, zf, *sf, rng, float(beta), *scratch_f, *outs)
+        scratch = blk.scratch(tokens, n_states, n_symbols)
+        move = _min_time(lambda: blk.blocked_move(tokens, z, *state, rng, float(beta), *scratch),
+                         cap=1.0)
+        out["blocked_seconds"] = _round_fine(move / max(1, positions.size), up=True)
+    return out
 
 
 _FRONT = None  # the cgs-pfa front module while fit_auto runs (see fit_auto)
@@ -589,12 +751,10 @@ def _fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | N
     n_star = rungs[best]["states"]
     betas, beta_star, z_win = run_betas(kept, held, schedule, money * BETA_SHARE, n_star,
                                         paths[best][0], seed, ledger)
-    plan, outs = run_final(corpus, kept_idx, z_win, n_star, beta_star, schedule, ledger, options,
-                           predict, seed)
+    plan, outs = run_final(corpus, kept_idx, kept, held, z_win, n_star, beta_star, schedule, ledger,
+                           options, predict, seed, start)
     cpu = cpu_seconds() - start
-    fix = schedule["final_correction"]  # what the plan charged, phases 1-2 corrected as phase 3 saw them
-    planned = schedule["overhead_seconds"] + sum(
-        st["cpu_model"] + (fix - 1.0) * st.get("cpu_model_sweeps", 0.0) for st in ledger.steps)
+    planned = schedule["final_start_seconds"] + plan["chains"] * plan["cpu_model_per_chain"]
     auto = {"schedule": schedule, "budget": budget, "plan_money": money,
             "holdout_strings": int(held_idx.size), "ladder_sweeps": sweeps, "ladder": rungs,
             "betas": betas, "winner": {"states": int(n_star), "beta": float(beta_star)},
@@ -618,27 +778,67 @@ def _schedule(options: dict, kept: Corpus, held: Corpus, start: float) -> dict:
     return schedule
 
 
-def run_final(corpus: Corpus, kept_idx, z_win, n_states: int, beta: float, schedule: dict,
-              ledger: _Ledger, options: dict, predict: Corpus | None, seed):
-    """Phase 3 (module docstring) with what is left of ``ledger.money``; the sweeps' costs are
-    scaled by the schedule's ``final_correction`` (set here from phases 1-2 when the schedule
-    was timed in this run). Returns ``(plan, chain outputs)``."""
+def final_blocked_every(options: dict, share: float) -> tuple[int, str | None]:
+    """``(K, why off)``: the final chains' blocked moves, one after every K sweeps (0: none):
+    ``options["final_blocked_every"]`` when given, always (0 turns them off); else
+    :data:`FINAL_BLOCKED_EVERY`, unless phase 3's ``share`` of the plan (modelled CPU seconds)
+    is under :data:`BLOCKED_MIN_SECONDS`."""
+    given = options.get("final_blocked_every")
+    if given is not None:
+        return int(given), (None if given else "--final-blocked-every 0")
+    every = FINAL_BLOCKED_EVERY
+    if every and share < BLOCKED_MIN_SECONDS:
+        return 0, (f"phase 3's share of the plan, {share:.3g} CPU s, is under "
+                   f"BLOCKED_MIN_SECONDS = {BLOCKED_MIN_SECONDS:g}")
+    return every, None
+
+
+def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_states: int,
+              beta: float, schedule: dict, ledger: _Ledger, options: dict, predict: Corpus | None,
+              seed, start: float):
+    """Phase 3 (module docstring): the final chains, sized so that the fit's CPU comes to
+    :data:`TARGET` of the budget. Unless the schedule has them (``--schedule``), their costs
+    are measured here at the winner's N and recorded in it (:func:`calibrate_final`,
+    :func:`measured_costs`), then ``final_start_seconds``, the CPU the fit has spent so far
+    (``start``: the fit's CPU clock at its start; rounded up by :func:`_round_fine`); the plan
+    (:func:`final_plan`) gets ``TARGET * budget - final_start_seconds``. Returns ``(plan,
+    chain outputs)``."""
     from bayesfa.samplers.chains import free_positions
 
     front = _front()
     _Held, _run_chain = front._Held, front._run_chain
 
-    if "final_correction" not in schedule:  # measured / modelled sweeps of phases 1-2, rounded
-        schedule["final_correction"] = min(4.0, max(0.25, _round_up(ledger.sweep_ratio())))
-    fix = schedule["final_correction"]
-    scaled = {**schedule, **{k: schedule[k] * fix for k in ("position_seconds", "lane_seconds")}}
-    spent = sum(st["cpu_model"] + (fix - 1.0) * st["cpu_model_sweeps"] for st in ledger.steps)
+    every, off = final_blocked_every(options, ledger.money - ledger.spent)
+    timed = "final_sweep_seconds" not in schedule
+    calibration_cpu = 0.0  # measured; no decision reads it
+    if timed or (every and "blocked_seconds" not in schedule):
+        t0 = cpu_seconds()
+        cal = calibrate_final(kept, z_win, n_states, beta,
+                              blocked=bool(every) and "blocked_seconds" not in schedule)
+        for key, value in cal.items():
+            schedule.setdefault(key, value)
+        calibration_cpu = cpu_seconds() - t0
+    if timed:
+        schedule.update(measured_costs(ledger.steps, n_states, free_positions(kept.tokens).size,
+                                       _forward_size(held), schedule["final_draw_seconds"]))
+        schedule["final_start_seconds"] = _round_fine(cpu_seconds() - start, up=True)
     free = free_positions(corpus.tokens)
     held_pos = free[~_kept_mask(corpus, kept_idx)]
-    plan = final_plan(scaled, ledger.money - spent, int(options.get("chains", 1)), n_states,
-                      corpus.alphabet_size + 1, free.size, held_pos.size,
-                      0 if predict is None else _forward_size(predict),
-                      stored=predict is None or options.get("max_draws") is None)
+    position = schedule["final_sweep_seconds"]
+    costs = {"sweep": free.size * position,
+             "blocked": free.size * schedule["blocked_seconds"] if every else 0.0,
+             "draw": schedule["final_draw_seconds"],
+             "forward": 0.0 if predict is None else (
+                 _forward_size(predict) * (n_states + 1) ** 2 * schedule["final_forward_seconds"]),
+             # the warm-up sweeps, and the counts filled and the path embedded: one sweep's worth
+             "start": (WARM_SWEEPS * held_pos.size + free.size) * position}
+    plan = final_plan(costs, TARGET * schedule["budget"] - schedule["final_start_seconds"],
+                      int(options.get("chains", 1)), n_states, corpus.alphabet_size + 1,
+                      stored=predict is None or options.get("max_draws") is None,
+                      blocked_every=every)
+    plan["calibration_cpu"] = calibration_cpu
+    if off is not None:
+        plan["blocked_off"] = off
     test = None
     if predict is not None:
         predict = predict.with_alphabet(corpus.alphabet_size)
@@ -651,10 +851,12 @@ def run_final(corpus: Corpus, kept_idx, z_win, n_states: int, beta: float, sched
                           n_states, beta, rng)
             return _run_chain(corpus.tokens, corpus.alphabet_size + 1, n_states, beta,
                               plan["burn_in"], plan["period"], plan["n_draws"], _seed(seed, 4, c),
-                              init_z=z, predict=test, max_draws=options.get("max_draws"))
+                              init_z=z, predict=test, max_draws=options.get("max_draws"),
+                              blocked_every=every)
 
         outs.append(ledger.run({"phase": "final", "chain": c, "states": n_states, "beta": beta,
-                                "sweeps": plan["sweeps"]}, plan["cpu_model_per_chain"], one))
+                                "sweeps": plan["sweeps"], "blocked_every": every},
+                               plan["cpu_model_per_chain"], one))
     return plan, outs
 
 
@@ -667,7 +869,9 @@ def _result(outs, plan, n_states, beta, corpus, predict, auto):
     counts, log_joint, used, edges, _, _, seconds, pred_log_sum = (np.stack(x) for x in zip(*outs))
     info = {"kernel": "gibbs", "states": int(n_states), "beta": float(beta),
             "n_draws_per_chain": int(plan["n_draws"]), "n_tokens": int(corpus.n_tokens),
-            "chain_seconds": [float(s) for s in seconds], "auto": auto}
+            "chain_seconds": [float(s) for s in seconds],
+            **({"blocked_every": plan["blocked_every"]} if plan["blocked_every"] else {}),
+            "auto": auto}
     arrays = {"counts": counts, "beta": np.float64(beta)}
     if predict is not None:
         arrays["predict_log_mean"] = combine_log_means(pred_log_sum - np.log(plan["n_draws"]),
@@ -698,4 +902,7 @@ def estimate_memory(corpus: Corpus, options: dict[str, Any]) -> int:
     draw = (n + 1) * a * (n + 1) * 4
     kept = 2 * STORED_BYTES if options.get("max_draws") is None else 2 * options.get("chains", 1) * draw
     state = 4 * (n + 1) * a * padded_width(n) * 4 + corpus.n_tokens * 24
+    if options.get("final_blocked_every", FINAL_BLOCKED_EVERY):  # theta and the filters (float64)
+        longest = int(np.diff(corpus.offsets).max()) if corpus.n_strings else 0
+        state += ((n + 1) * a + max(1, longest)) * (n + 1) * 8
     return int(kept + RUNG_DRAWS * draw + state + 3 * (1 << 26) + forward_bytes(1, n + 1, corpus))

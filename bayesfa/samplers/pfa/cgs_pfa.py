@@ -1309,13 +1309,15 @@ class _CGSPFA(DrawAutomata):
         ``predict_n_draws``, which :func:`bayesfa.online.fit_and_predict` takes out.
         ``options["auto"]``: N and beta chosen within ``options["budget"]`` CPU seconds,
         :func:`bayesfa.samplers.pfa.auto.fit_auto`."""
-        if options.get("auto") or options.get("budget") is not None or options.get("schedule") is not None:
+        if options.get("auto") or any(options.get(k) is not None
+                                      for k in ("budget", "schedule", "final_blocked_every")):
             if options.get("anneal"):
                 raise InputError("--anneal is not available with --auto")
             if options.get("split_merge"):
                 raise InputError("--split-merge is not available with --auto")
             if options.get("blocked_every"):
-                raise InputError("--blocked-every is not available with --auto")
+                raise InputError("--blocked-every is not available with --auto (the final chains' "
+                                 "blocked moves: --final-blocked-every K, 0 = off)")
             if options.get("replicas", 1) > 1:
                 raise InputError("--replicas is not available with --auto")
             from bayesfa.samplers.pfa.auto import check_auto_options, fit_auto
