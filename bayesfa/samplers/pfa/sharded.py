@@ -371,9 +371,9 @@ def sample_sharded(corpus: Corpus, n_states: int, beta: float, iterations: int, 
             live = [ch for ch in runs if ch.done < total]
             if not live:
                 break
-            tables = client.scatter([ch.table for ch in live], hash=False)
-            for ch, table_f in zip(live, tables):
-                ch.shards = [client.submit(_sweep_shard, s, table_f, float(beta), dtype, pure=False,
+            for ch in live:  # the table travels with the tasks (no extra round trip)
+                table = ch.table.astype(np.int32)
+                ch.shards = [client.submit(_sweep_shard, s, table, float(beta), dtype, pure=False,
                                            workers=[placement[ch.index, k]], allow_other_workers=True)
                              for k, s in enumerate(ch.shards)]
             for ch, deltas in zip(live, _gather_deltas(client, live)):
@@ -492,6 +492,10 @@ def fit_sharded(corpus: Corpus, options: dict[str, Any], seed, progress: bool, *
     default, starts a ``LocalCluster`` of ``min(K, 2)`` processes unless ``--workers``), or on
     ``client`` when given (tests). Returns the front's ``CGSResult``."""
     shards, scheduler, workers = check_shard_options(options)
+    # the shards' strings are known before any cluster starts (the held-out slice comes first)
+    kept, _ = front.holdout_split(corpus.n_strings, float(options.get("holdout", 0.0)),
+                                  np.random.SeedSequence(seed))
+    shard_bounds(np.zeros(kept.size + 1), shards)
     kwargs = dict(n_states=options["states"], beta=options["beta"], iterations=options["iterations"],
                   burn_in=options["burn_in"], period=options["period"], chains=options["chains"],
                   seed=seed, shards=shards, front=front, holdout=options.get("holdout", 0.0),
