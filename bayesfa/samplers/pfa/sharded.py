@@ -5,10 +5,11 @@ distributed as Newman, Asuncion, Smyth & Welling (2009), "Distributed algorithms
 models", JMLR 10, distribute LDA's (AD-LDA, Sect. 2.1 there): the training strings are split
 into ``K`` shards of consecutive strings with about ``T / K`` tokens each
 (:func:`shard_bounds`); each shard's tokens, free positions, state path ``z`` and random
-number generator live on a Dask worker (futures: they are never sent again); every sweep,
+number generator live on a Dask worker, in a Dask actor (:class:`ShardActor`: sent once,
+never again); every sweep,
 
 1. the driver sends each shard the global counts ``C_iaj`` (Definition 2; one ``[N+1, A, N+1]``
-   table per chain, scattered once per sweep through Dask);
+   int32 table per chain, the argument of the actor's ``sweep`` call);
 2. each shard rebuilds its local copy ``c, ct, ci, recip`` from it and runs one sweep of the
    production kernel over its own positions (``_cgs_pfa_kernel.sweeps``, one
    ``rng.random(M_k)`` per sweep), reading the other shards' transitions as they were at the
@@ -38,7 +39,8 @@ Checkpoints. With a work folder (``bayesfa fit --out``), each chain's file
 seconds after the last save, and when the chain ends: its whole path (gathered from the
 shards), every shard's generator state, the draws so far and the sweeps done. A rerun
 resumes each chain there (the global counts are recomputed from the path) and ends bit for
-bit as the uninterrupted run.
+bit as the uninterrupted run. An actor is not moved when its worker dies: a lost worker
+stops the fit with Dask's error, and the same command then resumes from the last checkpoint.
 
 This module does not import the one-process front (:mod:`bayesfa.samplers.pfa.cgs_pfa`,
 which imports it); the front hands itself in (``front=``), as to :mod:`~bayesfa.samplers.pfa.auto`.
@@ -47,10 +49,9 @@ which imports it); the front hands itself in (``front=``), as to :mod:`~bayesfa.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import time
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 import numpy as np
 
@@ -122,38 +123,11 @@ def shard_bounds(offsets: np.ndarray, shards: int) -> np.ndarray:
 
 # -- what runs on the workers ---------------------------------------------------------------------
 
-class _Shard(NamedTuple):
-    """One shard of one chain, held on a worker: its tokens (the layout of
-    :mod:`bayesfa.corpus`), free positions, state path ``z [T_k + 1]`` and Generator, and
-    ``delta`` (int32 ``[N+1, A, N+1]``): the change of its transitions' counts in its last
-    sweep (for a new or resumed shard, its counts)."""
-
-    tokens: np.ndarray
-    positions: np.ndarray
-    z: np.ndarray
-    rng: np.random.Generator
-    delta: np.ndarray
-
-
 def count_table(tokens: np.ndarray, z: np.ndarray, n_states: int, n_symbols: int) -> np.ndarray:
     """``C_iaj`` of Definition 2 for the path ``z`` of ``tokens``, int64 ``[N+1, A, N+1]``."""
     n1 = n_states + 1
     index = (z[:-1].astype(np.int64) * n_symbols + tokens) * n1 + z[1:]
     return np.bincount(index, minlength=n1 * n_symbols * n1).reshape(n1, n_symbols, n1)
-
-
-def _start_shard(tokens, n_states, n_symbols, seed_seq=None, z=None, rng_state=None) -> _Shard:
-    """A new shard (its Generator from ``seed_seq``, which first draws a uniformly random
-    path, Algorithm 1 line 1, as the one-process chain does) or a resumed one (``z`` and the
-    Generator's saved ``rng_state``)."""
-    if rng_state is None:
-        rng = np.random.default_rng(seed_seq)
-    else:
-        rng = np.random.Generator(np.random.PCG64())
-        rng.bit_generator.state = json.loads(rng_state)
-    z = random_path(tokens, n_states, rng) if z is None else np.array(z, dtype=np.int32)
-    table = count_table(tokens, z, n_states, n_symbols).astype(np.int32)
-    return _Shard(tokens, free_positions(tokens), z, rng, table)
 
 
 def local_counts(table: np.ndarray, beta: float, dtype) -> tuple:
@@ -175,27 +149,47 @@ def local_counts(table: np.ndarray, beta: float, dtype) -> tuple:
     return c, ct, ci, recip
 
 
-def _sweep_shard(shard: _Shard, table: np.ndarray, beta: float, dtype: str) -> _Shard:
-    """One sweep of ``shard`` against the global counts ``table`` (Eq. 9 with the other shards'
-    counts as of the start of the sweep): a new shard (``shard`` is left as it was, so a task
-    that Dask runs again gives the same result), its ``delta`` the change of the counts."""
-    from bayesfa.samplers.pfa import _cgs_pfa_kernel as kernel
+class ShardActor:
+    """One shard of one chain, held on a Dask worker as an actor (``client.submit(ShardActor,
+    ..., actor=True)``): its tokens (the layout of :mod:`bayesfa.corpus`), free positions,
+    state path ``z [T_k + 1]`` and Generator stay there; the driver calls :meth:`sweep` once a
+    sweep with the global counts and gets the counts' change back. Actor calls go from the
+    driver to the worker directly (no scheduler hop): measured 4 ms a round against 60 ms for
+    a chain of futures on the loaded 2-core machine (``benchmarks/RESULTS.md``).
 
-    c, ct, ci, recip = local_counts(table, beta, np.dtype(dtype).type)
-    z, rng = shard.z.copy(), copy.deepcopy(shard.rng)
-    kernel.sweeps(1, shard.positions, shard.tokens, z, c, ct, ci, recip, rng, float(beta))
-    n1 = table.shape[0]
-    delta = (c[:, :, :n1].astype(np.int64) - table).astype(np.int32)
-    return _Shard(shard.tokens, shard.positions, z, rng, delta)
+    New (``seed_seq``: its Generator first draws a uniformly random path, Algorithm 1 line 1,
+    as the one-process chain does) or resumed (``z`` and the Generator's saved ``rng_state``)."""
 
+    def __init__(self, tokens, n_states, n_symbols, seed_seq=None, z=None, rng_state=None):
+        if rng_state is None:
+            rng = np.random.default_rng(seed_seq)
+        else:
+            rng = np.random.Generator(np.random.PCG64())
+            rng.bit_generator.state = json.loads(rng_state)
+        self.tokens = np.ascontiguousarray(tokens, dtype=np.int32)
+        self.positions = free_positions(self.tokens)
+        self.z = random_path(self.tokens, n_states, rng) if z is None else np.array(z, dtype=np.int32)
+        self.rng = rng
+        self.n_states, self.n_symbols = int(n_states), int(n_symbols)
 
-def _shard_delta(shard: _Shard) -> np.ndarray:
-    return shard.delta
+    def counts(self) -> np.ndarray:
+        """``C_iaj`` of the shard's path, int32 ``[N+1, A, N+1]``."""
+        return count_table(self.tokens, self.z, self.n_states, self.n_symbols).astype(np.int32)
 
+    def sweep(self, table: np.ndarray, beta: float, dtype: str) -> np.ndarray:
+        """One sweep of the shard's positions against the global counts ``table`` (Eq. 9 with
+        the other shards' transitions as of the start of the sweep); returns the change of
+        the counts (local after - ``table``), int32."""
+        from bayesfa.samplers.pfa import _cgs_pfa_kernel as kernel
 
-def _shard_path(shard: _Shard) -> tuple[np.ndarray, str]:
-    """The shard's path and its Generator's state (JSON): what a checkpoint keeps."""
-    return shard.z, json.dumps(shard.rng.bit_generator.state)
+        c, ct, ci, recip = local_counts(table, beta, np.dtype(dtype).type)
+        kernel.sweeps(1, self.positions, self.tokens, self.z, c, ct, ci, recip, self.rng, float(beta))
+        n1 = table.shape[0]
+        return (c[:, :, :n1].astype(np.int64) - table).astype(np.int32)
+
+    def path(self) -> tuple[np.ndarray, str]:
+        """The shard's path and its Generator's state (JSON): what a checkpoint keeps."""
+        return self.z.copy(), json.dumps(self.rng.bit_generator.state)
 
 
 # -- the driver -----------------------------------------------------------------------------------
@@ -217,7 +211,8 @@ class _Chain:
         from bayesfa.online import LogMeanAccumulator
 
         self.index = index
-        self.shards: list = []
+        self.shards: list = []  # the shards' actors (ShardActor proxies)
+        self.futures: list = []  # their futures
         self.table: np.ndarray | None = None
         self.done = 0
         self.d = 0
@@ -295,7 +290,6 @@ def sample_sharded(corpus: Corpus, n_states: int, beta: float, iterations: int, 
 
     t0 = time.perf_counter()
     runs = [_Chain(c, n_draws, kept, shape, setup.n_test) for c in range(chains)]
-    placement = {}  # (chain, shard) -> worker: chains and shards spread round-robin
     starts = []
     resumed = 0
     for ch in runs:
@@ -314,19 +308,20 @@ def sample_sharded(corpus: Corpus, n_states: int, beta: float, iterations: int, 
             ch.seconds_before = float(saved["seconds"])
         for k in range(shards):
             where = workers[(ch.index * shards + k) % len(workers)]
-            placement[ch.index, k] = where
             part = tokens[cuts[k]:cuts[k + 1]]
             [tok_f] = client.scatter([part], workers=[where], hash=False)
             extra = ({"seed_seq": seeds[k]} if saved is None else
                      {"z": saved["z"][cuts[k]:cuts[k + 1] + 1], "rng_state": saved["rng_states"][k]})
-            ch.shards.append(client.submit(_start_shard, tok_f, n_states, n_symbols, **extra,
-                                           pure=False, workers=[where], allow_other_workers=True))
+            ch.shards.append(client.submit(ShardActor, tok_f, n_states, n_symbols, **extra,
+                                           actor=True, workers=[where]))
         starts.append(ch)
-    for ch, deltas in zip(starts, _gather_deltas(client, starts)):
+    for ch in starts:  # the actors' proxies; the futures keep the actors alive until the end
+        ch.futures, ch.shards = ch.shards, [f.result() for f in ch.shards]
+    for ch, deltas in zip(starts, _results([[a.counts() for a in ch.shards] for ch in starts])):
         ch.table = np.sum(deltas, axis=0, dtype=np.int64)
 
     def gather_path(ch) -> tuple[np.ndarray, list[str]]:
-        parts = client.gather([client.submit(_shard_path, s, pure=False) for s in ch.shards])
+        parts = [f.result() for f in [a.path() for a in ch.shards]]
         z = np.concatenate([p[0][:-1] for p in parts] + [np.zeros(1, dtype=np.int32)])
         return z, [p[1] for p in parts]
 
@@ -366,17 +361,18 @@ def sample_sharded(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     every = check_checkpoint_every(checkpoint_every)
     last_save = time.monotonic()
     rounds = 0
+    round_seconds: list[float] = []  # each sweep of every chain (the first compiles on new workers)
     try:
         while True:
             live = [ch for ch in runs if ch.done < total]
             if not live:
                 break
-            for ch in live:  # the table travels with the tasks (no extra round trip)
+            t_round = time.perf_counter()
+            calls = []
+            for ch in live:  # the table to every shard of the chain, then their deltas back
                 table = ch.table.astype(np.int32)
-                ch.shards = [client.submit(_sweep_shard, s, table, float(beta), dtype, pure=False,
-                                           workers=[placement[ch.index, k]], allow_other_workers=True)
-                             for k, s in enumerate(ch.shards)]
-            for ch, deltas in zip(live, _gather_deltas(client, live)):
+                calls.append([a.sweep(table, float(beta), dtype) for a in ch.shards])
+            for ch, deltas in zip(live, _results(calls)):
                 for delta in deltas:
                     ch.table += delta
                 ch.done += 1
@@ -385,6 +381,7 @@ def sample_sharded(corpus: Corpus, n_states: int, beta: float, iterations: int, 
                 if on_sweep is not None:
                     on_sweep(ch, lambda ch=ch: gather_path(ch)[0])
             rounds += 1
+            round_seconds.append(time.perf_counter() - t_round)
             if bar is not None:
                 bar.update(len(live))
             if time.monotonic() - last_save >= every:
@@ -404,20 +401,15 @@ def sample_sharded(corpus: Corpus, n_states: int, beta: float, iterations: int, 
             "shard_tokens": np.diff(cuts).tolist(), "workers": len(workers),
             "chains_resumed_mid_chain": int(resumed), "rounds": int(rounds),
             "sweep_seconds": seconds / max(1, rounds),
+            "round_seconds_median": float(np.median(round_seconds[1:])) if rounds > 1 else None,
             # per sweep and chain: the table to each shard and each shard's delta back (int32)
             "bytes_per_sweep": 2 * int(shards) * table_bytes}
     return _result(front, setup, runs, paths, info, holdout, max_draws, seconds)
 
 
-def _gather_deltas(client, chains: list) -> list[list[np.ndarray]]:
-    """Each chain's shards' deltas (Dask tasks next to the shards: only the tables travel)."""
-    futures = [[client.submit(_shard_delta, s, pure=False) for s in ch.shards] for ch in chains]
-    flat = client.gather([f for fs in futures for f in fs])
-    out, i = [], 0
-    for fs in futures:
-        out.append(flat[i:i + len(fs)])
-        i += len(fs)
-    return out
+def _results(calls: list[list]) -> list[list]:
+    """The results of actor calls (``ActorFuture``), in the same nesting."""
+    return [[f.result() for f in fs] for fs in calls]
 
 
 def _result(front, setup, runs: list, paths: list, extra: dict, holdout: float, max_draws,
