@@ -497,52 +497,34 @@ def run(spec: RunSpec, problems: list[Problem], out: str | Path, scheduler: str 
     """Run every problem on a Dask cluster (``"local"``: a LocalCluster of ``workers``
     processes with one thread each; else the address of a running ``dask scheduler``) and
     write the summary. Returns ``(rows, failures)``; a failure is ``{"problem", "error"}``."""
-    from dask.distributed import Client, LocalCluster
+    from bayesfa.cluster import open_cluster
 
     results = open_results(out, spec)
     start = time.perf_counter()
-    cluster = None
-    if scheduler == "local":
-        import importlib.util
-
-        # a free port (the scheduler serves HTTP there, the dashboard too when bokeh is here)
-        cluster = LocalCluster(n_workers=int(workers or 1), threads_per_worker=1, processes=True,
-                               dashboard_address="127.0.0.1:0")
-        client = Client(cluster)
-        memory = {"copies": int(workers or 1)}  # this machine's available memory
-        has_dashboard = importlib.util.find_spec("bokeh") is not None
-    else:
-        client = Client(scheduler, timeout="30s")
-        has_dashboard = True
-        # one fit at a time per single-thread worker, within the smallest worker's limit
-        limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
-        memory = {"copies": 1, "available": min(limits)} if limits and min(limits) > 0 else None
-    if not quiet:
-        where = (f"dashboard at {client.dashboard_link}" if has_dashboard
-                 else "no dashboard: bokeh is not installed (pip install 'dask[diagnostics]')")
-        print(f"bayesfa: Dask scheduler {client.scheduler.address}; {where}", file=sys.stderr)
-    bar = _Bar(spec.n_units() * len(problems), quiet)
-    rows: dict[str, dict] = {}
-    failures: dict[str, dict] = {}
-    # one thread per problem submits its units and waits for them
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(problems), 64)),
-                                                 thread_name_prefix="problem")
-    try:
-        shares = budget_shares(spec.options["budget"], problems) if spec.auto else {}
-        jobs = {pool.submit(run_problem, client, spec, p, results, bar, memory, shares.get(p.name)): p
-                for p in problems}
-        for job in concurrent.futures.as_completed(jobs):
-            p = jobs[job]
-            try:
-                rows[p.name] = job.result()
-            except Exception as err:  # one problem's failure never stops the others
-                failures[p.name] = {"problem": p.name, "error": _one_line(err)}
-    finally:
-        bar.close()
-        client.close()  # first: its futures are cancelled, so waiting threads return
-        pool.shutdown(wait=True, cancel_futures=True)
-        if cluster is not None:
-            cluster.close()
+    with open_cluster(scheduler, workers) as cluster:
+        client, memory = cluster.client, cluster.memory
+        if not quiet:
+            cluster.announce()
+        bar = _Bar(spec.n_units() * len(problems), quiet)
+        rows: dict[str, dict] = {}
+        failures: dict[str, dict] = {}
+        # one thread per problem submits its units and waits for them
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(problems), 64)),
+                                                     thread_name_prefix="problem")
+        try:
+            shares = budget_shares(spec.options["budget"], problems) if spec.auto else {}
+            jobs = {pool.submit(run_problem, client, spec, p, results, bar, memory, shares.get(p.name)): p
+                    for p in problems}
+            for job in concurrent.futures.as_completed(jobs):
+                p = jobs[job]
+                try:
+                    rows[p.name] = job.result()
+                except Exception as err:  # one problem's failure never stops the others
+                    failures[p.name] = {"problem": p.name, "error": _one_line(err)}
+        finally:
+            bar.close()
+            client.close()  # first: its futures are cancelled, so waiting threads return
+            pool.shutdown(wait=True, cancel_futures=True)
     order = [p.name for p in problems]
     rows_list = [rows[n] for n in order if n in rows]
     fail_list = [failures[n] for n in order if n in failures]
@@ -788,6 +770,9 @@ def add_cli(parser: argparse.ArgumentParser, method: str | None) -> None:
 def spec_from_args(args) -> RunSpec:
     defaults = args._method_defaults
     options = {k: getattr(args, k) for k in defaults}
+    if getattr(args, "shards", None) is not None:
+        raise InputError("--shards splits one fit across a cluster (bayesfa fit); a pautomac run "
+                         "spreads whole fits over its workers")
     for key in ("auto", "budget", "schedule", "final_blocked_every"):  # --auto's: absent unless given
         if hasattr(args, key):
             options[key] = getattr(args, key)
@@ -818,11 +803,9 @@ def spec_from_args(args) -> RunSpec:
 
 def cmd_run(args) -> int:
     """``bayesfa pautomac run``: exit 0, or 1 (one line naming them) if some problem failed."""
-    if args.scheduler != "local" and not re.match(r"^[a-z]+://", args.scheduler):
-        raise InputError(f"--scheduler {args.scheduler!r}: expected 'local' or an address "
-                         f"like tcp://HOST:PORT")
-    if args.workers is not None and args.scheduler != "local":
-        raise InputError("--workers sets the size of --scheduler local; a running scheduler has its own")
+    from bayesfa.cluster import check_scheduler
+
+    check_scheduler(args.scheduler, args.workers)
     spec = spec_from_args(args)
     problems = find_problems(args.data, parse_problems(args.problems))
     rows, failures = run(spec, problems, args.out, args.scheduler, args.workers, args.quiet)

@@ -1163,6 +1163,18 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _fit_result(res: CGSResult, predict) -> FitResult:
+    """The :class:`FitResult` of a :class:`CGSResult` (one process or sharded alike)."""
+    trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges}
+    if res.heldout_log_pred is not None:
+        trace["heldout_log_pred"] = res.heldout_log_pred
+    arrays = {"counts": res.counts}
+    if predict is not None:
+        arrays["predict_log_mean"] = res.predict_log_mean
+        arrays["predict_n_draws"] = np.int64(res.log_joint.size)
+    return FitResult(arrays, trace, res.info)
+
+
 class _CGSPFA(DrawAutomata):
     """The ``cgs-pfa`` entry of :data:`bayesfa.methods.REGISTRY` (its plug-in automata for
     ``bayesfa export``: :class:`~bayesfa.samplers.plugin.DrawAutomata`)."""
@@ -1236,6 +1248,9 @@ class _CGSPFA(DrawAutomata):
         from bayesfa.samplers.pfa.auto import add_auto_arguments
 
         add_auto_arguments(parser)  # --auto --budget --schedule (bayesfa.samplers.pfa.auto)
+        from bayesfa.samplers.pfa.sharded import add_shard_arguments
+
+        add_shard_arguments(parser)  # --shards --scheduler --workers (bayesfa.samplers.pfa.sharded)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """Peak bytes of ``fit`` and of ``predict_log_prob`` on a corpus of this size: the
@@ -1308,7 +1323,13 @@ class _CGSPFA(DrawAutomata):
         also hold ``predict_log_mean`` (Eq. 6 accumulated online over all draws) and
         ``predict_n_draws``, which :func:`bayesfa.online.fit_and_predict` takes out.
         ``options["auto"]``: N and beta chosen within ``options["budget"]`` CPU seconds,
-        :func:`bayesfa.samplers.pfa.auto.fit_auto`."""
+        :func:`bayesfa.samplers.pfa.auto.fit_auto`. ``options["shards"]``: the strings split
+        across a Dask cluster, :func:`bayesfa.samplers.pfa.sharded.fit_sharded`."""
+        from bayesfa.samplers.pfa.sharded import fit_sharded, is_sharded
+
+        if is_sharded(options):
+            return _fit_result(fit_sharded(corpus, options, seed, progress, front=sys.modules[__name__],
+                                           workdir=workdir, predict=predict), predict)
         if options.get("auto") or any(options.get(k) is not None
                                       for k in ("budget", "schedule", "final_blocked_every")):
             if options.get("anneal"):
@@ -1341,14 +1362,7 @@ class _CGSPFA(DrawAutomata):
                              replicas=options.get("replicas", 1),
                              swap_every=options.get("swap_every", SWAP_EVERY),
                              replica_min_b=options.get("replica_min_b", REPLICA_MIN_B))
-        trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges}
-        if res.heldout_log_pred is not None:
-            trace["heldout_log_pred"] = res.heldout_log_pred
-        arrays = {"counts": res.counts}
-        if predict is not None:
-            arrays["predict_log_mean"] = res.predict_log_mean
-            arrays["predict_n_draws"] = np.int64(res.log_joint.size)
-        return FitResult(arrays, trace, res.info)
+        return _fit_result(res, predict)
 
     def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
                          corpus: Corpus) -> np.ndarray:
