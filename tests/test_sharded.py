@@ -216,3 +216,15 @@ def test_two_shard_predictive_is_close_to_the_exact_one(client):
     estimate = np.exp(cgs_pfa.predict_log_prob(res.counts, 0.5, TOY_TEST))
     truth = np.exp(exact.exact_plugin_predictive(TOY_TRAIN, TOY_TEST, 2, 0.5))
     assert np.all(np.abs(estimate / truth - 1) < TOLERANCE), (estimate, truth)
+
+
+def test_pautomac_run_refuses_shards_in_one_line(tmp_path, capsys):
+    try:
+        rc = main(["pautomac", "run", "--data", str(tmp_path), "--problems", "1", "--method",
+                   "cgs-pfa", "--chains", "1", "--seed", "1", "--scheduler", "local", "--out",
+                   str(tmp_path / "out"), "--shards", "2"])
+    except SystemExit as stop:
+        rc = stop.code
+    err = capsys.readouterr().err
+    assert rc == 2 and "--shards splits one fit across a cluster" in err, err
+    assert len(err.strip().splitlines()) == 1, err
