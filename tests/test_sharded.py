@@ -228,3 +228,13 @@ def test_pautomac_run_refuses_shards_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "--shards splits one fit across a cluster" in err, err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_select_refuses_shards_in_one_line(tmp_path, capsys):
+    train = tmp_path / "train.txt"
+    train.write_text("3 2\n2 0 1\n1 1\n2 1 0\n")
+    rc = main(["select", str(train), "--method", "cgs-pfa", "--out", str(tmp_path / "sel"),
+               "--shards", "2"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--shards splits one fit across a cluster" in err, err
+    assert len(err.strip().splitlines()) == 1, err
