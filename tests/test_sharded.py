@@ -284,3 +284,32 @@ def test_cli_fit_interrupted_resumes_bit_for_bit(tmp_path, capsys, monkeypatch):
     for name in ("log_joint", "n_states", "n_edges", "heldout_log_pred"):
         np.testing.assert_array_equal(resumed._trace_arrays()[name], full._trace_arrays()[name])
     capsys.readouterr()
+
+
+def test_a_lost_worker_is_a_one_line_error_and_the_checkpoints_stay(tmp_path, capsys, monkeypatch):
+    """Dask does not move an actor: when the worker holding a shard dies, its calls raise
+    ``RuntimeError: Worker holding Actor was lost`` (seen with a real ``dask worker`` killed
+    mid-fit); the command says so in one line and keeps the checkpoints to resume from."""
+    from bayesfa import cluster
+
+    real_open = cluster.open_cluster
+    monkeypatch.setattr(cluster, "open_cluster",
+                        lambda scheduler, workers, **k: real_open(scheduler, workers, processes=False))
+    real_sweep, calls = sharded.ShardActor.sweep, []
+
+    def sweep(self, *a):
+        calls.append(1)
+        if len(calls) > 6:
+            raise RuntimeError("Worker holding Actor was lost.  Status: error")
+        return real_sweep(self, *a)
+
+    monkeypatch.setattr(sharded.ShardActor, "sweep", sweep)
+    train = tmp_path / "train.txt"
+    train.write_text("4 2\n2 0 1\n1 1\n2 1 0\n3 0 0 1\n")
+    rc = main(["fit", str(train), "--method", "cgs-pfa", "--states", "2", "--iterations", "8",
+               "--burn-in", "4", "--period", "2", "--chains", "1", "--shards", "2", "--workers", "1",
+               "--checkpoint-every", "0", "--quiet", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "a Dask worker holding a shard was lost" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert (tmp_path / "run" / "partial" / "chain-0000.npz").exists()

@@ -394,6 +394,12 @@ def sample_sharded(corpus: Corpus, n_states: int, beta: float, iterations: int, 
         for ch in runs:  # the final state of every chain (a rerun then only reads it back)
             save(ch, seconds)
             paths.append(gather_path(ch)[0])
+    except (RuntimeError, OSError) as err:
+        if isinstance(err, OSError) or "lost" in str(err).lower():
+            raise WorkerLost(f"a Dask worker holding a shard was lost ({type(err).__name__}: "
+                             f"{str(err).splitlines()[0][:120]}); the same command resumes from "
+                             f"the last checkpoint") from err
+        raise
     finally:
         if bar is not None:
             bar.close()
@@ -406,6 +412,12 @@ def sample_sharded(corpus: Corpus, n_states: int, beta: float, iterations: int, 
             # per sweep and chain: the table to each shard and each shard's delta back (int32)
             "bytes_per_sweep": 2 * int(shards) * table_bytes}
     return _result(front, setup, runs, paths, info, holdout, max_draws, seconds)
+
+
+class WorkerLost(OSError):
+    """A worker holding a shard's actor died or became unreachable (an actor is not moved to
+    another worker): the fit stops, and the same command resumes from the last checkpoint.
+    An ``OSError``, so that the command line prints it in one line."""
 
 
 def _results(calls: list[list]) -> list[list]:
