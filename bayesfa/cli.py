@@ -566,6 +566,9 @@ def cmd_select(args) -> int:
     base = _options(args)
     for key in ("states", "beta", "folds", "workers", "one_se"):
         base.pop(key, None)
+    if base.get("shards") is not None or base.get("scheduler") is not None:
+        raise InputError("--shards splits one fit across a cluster (bayesfa fit); select spreads "
+                         "whole fits over its --workers")
     if "holdout" in base:  # the folds are the held-out data here: fit each on all its strings
         base["holdout"] = 0.0
     # before any work: the largest candidate, fitted on (at most) the whole corpus, in every

@@ -216,3 +216,100 @@ def test_two_shard_predictive_is_close_to_the_exact_one(client):
     estimate = np.exp(cgs_pfa.predict_log_prob(res.counts, 0.5, TOY_TEST))
     truth = np.exp(exact.exact_plugin_predictive(TOY_TRAIN, TOY_TEST, 2, 0.5))
     assert np.all(np.abs(estimate / truth - 1) < TOLERANCE), (estimate, truth)
+
+
+def test_pautomac_run_refuses_shards_in_one_line(tmp_path, capsys):
+    try:
+        rc = main(["pautomac", "run", "--data", str(tmp_path), "--problems", "1", "--method",
+                   "cgs-pfa", "--chains", "1", "--seed", "1", "--scheduler", "local", "--out",
+                   str(tmp_path / "out"), "--shards", "2"])
+    except SystemExit as stop:
+        rc = stop.code
+    err = capsys.readouterr().err
+    assert rc == 2 and "--shards splits one fit across a cluster" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_select_refuses_shards_in_one_line(tmp_path, capsys):
+    train = tmp_path / "train.txt"
+    train.write_text("3 2\n2 0 1\n1 1\n2 1 0\n")
+    rc = main(["select", str(train), "--method", "cgs-pfa", "--out", str(tmp_path / "sel"),
+               "--shards", "2"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--shards splits one fit across a cluster" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_wide_counts_one_shard_is_the_one_process_sampler(client, monkeypatch):
+    """Above the float32 limit (lowered here to 10 tokens) the shards sweep float64 counts,
+    as the one-process chain does, and K = 1 is still that chain bit for bit."""
+    monkeypatch.setattr(cgs_pfa, "FLOAT32_EXACT_TOKENS", 10)
+    one = cgs_pfa.sample_cgs_pfa(CORPUS, **SETTINGS)
+    res = run(client, 1)
+    assert res.info["count_dtype"] == one.info["count_dtype"] == "float64"
+    assert_same(res, one)
+
+
+def test_cli_fit_interrupted_resumes_bit_for_bit(tmp_path, capsys, monkeypatch):
+    """``bayesfa fit --shards 2`` stopped by Ctrl-C mid-chain keeps its checkpoints; the same
+    command resumes them and gives the uninterrupted run's arrays bit for bit."""
+    from bayesfa import cluster
+    from bayesfa.api import load
+
+    real_open = cluster.open_cluster
+    monkeypatch.setattr(cluster, "open_cluster",
+                        lambda scheduler, workers, **k: real_open(scheduler, workers, processes=False))
+    train = tmp_path / "train.txt"
+    train.write_text("6 2\n2 0 1\n1 1\n2 1 0\n3 0 0 1\n1 0\n0\n")
+    args = ["fit", str(train), "--method", "cgs-pfa", "--states", "2", "--iterations", "12",
+            "--burn-in", "4", "--period", "2", "--chains", "2", "--shards", "2", "--workers", "1",
+            "--checkpoint-every", "0", "--holdout", "0.34", "--quiet", "--out"]
+    assert main(args + [str(tmp_path / "full")]) == 0
+    real_sample = sharded.sample_sharded
+
+    def interrupted(*a, **k):
+        def stop(chain, gather_path):
+            if chain.done == 7:
+                raise KeyboardInterrupt
+        return real_sample(*a, **k, on_sweep=stop)
+
+    monkeypatch.setattr(sharded, "sample_sharded", interrupted)
+    assert main(args + [str(tmp_path / "run")]) == 130  # "bayesfa: interrupted"
+    assert not (tmp_path / "run" / "manifest.json").exists()
+    monkeypatch.setattr(sharded, "sample_sharded", real_sample)
+    assert main(args + [str(tmp_path / "run")]) == 0
+    full, resumed = load(tmp_path / "full"), load(tmp_path / "run")
+    assert resumed.info["chains_resumed_mid_chain"] == 2 and resumed.info["rounds"] == 12 - 6
+    np.testing.assert_array_equal(resumed.arrays["counts"], full.arrays["counts"])
+    for name in ("log_joint", "n_states", "n_edges", "heldout_log_pred"):
+        np.testing.assert_array_equal(resumed._trace_arrays()[name], full._trace_arrays()[name])
+    capsys.readouterr()
+
+
+def test_a_lost_worker_is_a_one_line_error_and_the_checkpoints_stay(tmp_path, capsys, monkeypatch):
+    """Dask does not move an actor: when the worker holding a shard dies, its calls raise
+    ``RuntimeError: Worker holding Actor was lost`` (seen with a real ``dask worker`` killed
+    mid-fit); the command says so in one line and keeps the checkpoints to resume from."""
+    from bayesfa import cluster
+
+    real_open = cluster.open_cluster
+    monkeypatch.setattr(cluster, "open_cluster",
+                        lambda scheduler, workers, **k: real_open(scheduler, workers, processes=False))
+    real_sweep, calls = sharded.ShardActor.sweep, []
+
+    def sweep(self, *a):
+        calls.append(1)
+        if len(calls) > 6:
+            raise RuntimeError("Worker holding Actor was lost.  Status: error")
+        return real_sweep(self, *a)
+
+    monkeypatch.setattr(sharded.ShardActor, "sweep", sweep)
+    train = tmp_path / "train.txt"
+    train.write_text("4 2\n2 0 1\n1 1\n2 1 0\n3 0 0 1\n")
+    rc = main(["fit", str(train), "--method", "cgs-pfa", "--states", "2", "--iterations", "8",
+               "--burn-in", "4", "--period", "2", "--chains", "1", "--shards", "2", "--workers", "1",
+               "--checkpoint-every", "0", "--quiet", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "a Dask worker holding a shard was lost" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert (tmp_path / "run" / "partial" / "chain-0000.npz").exists()

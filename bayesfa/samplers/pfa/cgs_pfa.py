@@ -1314,6 +1314,8 @@ class _CGSPFA(DrawAutomata):
         fit = max(stored + state, 2 * stored) + chain
         if jobs > 1:  # each worker: its chain state, its draws and their pickle
             fit += jobs * (state + 2 * chain)
+        if options.get("shards") is not None:  # --shards: every chain's shards live at once (on
+            fit += (chains - 1) * state          # this machine's workers with --scheduler local)
         work = max(eq6_work(k), 2 * samples * corpus.n_strings * 8)
         return int(max(fit, samples * size * 4 + samples * corpus.n_strings * 8 + work))
 
