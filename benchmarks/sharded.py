@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bayesfa.provenance import portable_command
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from guarded_out import check_out, write_out_json  # noqa: E402
 from machine import cpu_name, git_commit  # noqa: E402
@@ -174,7 +176,7 @@ def main(argv=None) -> int:
         old = json.loads(out.read_text())
         if old.get("settings") == settings:
             doc["units"] = old.get("units", {})  # resume: keep the finished units
-    doc.update({"cpu": cpu_name(), "commit": git_commit(), "command": " ".join(sys.argv)})
+    doc.update({"cpu": cpu_name(), "commit": git_commit(), "command": portable_command([sys.executable] + sys.argv)})
 
     def save():
         doc["load_average"] = os.getloadavg()
