@@ -755,7 +755,8 @@ class Run:
         """``bayesfa diagnose --json`` as a dict. A sampler: ``{"kind": "sampler", "variables"
         (R-hat and ESS of every traced variable, per chain and across chains), "verdict",
         "warnings", "notes"}`` (``notes``: what cannot be diagnosed and why, e.g. R-hat with one
-        chain; not a fault); an optimiser (cvb0, gcvb0, cvb2, hmm-em): ``{"kind":
+        chain; not a fault), ``"sampler_stats"`` (the mean of ``moved`` and of each acceptance
+        rate over the draws, :func:`bayesfa.validation.diagnostics.sampler_means`); an optimiser (cvb0, gcvb0, cvb2, hmm-em): ``{"kind":
         "optimiser", "status" (objective, iterations, converged or not; its ``message`` says
         the trace is an optimisation history, not draws), "variables"}``."""
         from bayesfa.validation import diagnostics
@@ -766,7 +767,8 @@ class Run:
                     "variables": diagnostics.optimiser_variables(trace)}
         summary = diagnostics.diagnose_trace(trace)
         return {"kind": "sampler", "variables": summary, "verdict": diagnostics.verdict(summary),
-                "warnings": diagnostics.warnings(summary), "notes": diagnostics.notes(summary)}
+                "warnings": diagnostics.warnings(summary), "notes": diagnostics.notes(summary),
+                "sampler_stats": diagnostics.sampler_means(trace)}
 
     # -- the automaton
     def automaton(self, which: str = "map"):

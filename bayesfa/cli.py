@@ -540,6 +540,9 @@ def cmd_diagnose(args) -> int:
     else:
         print(diagnostics.format_table(report["variables"]))
         print(f"verdict ({report['verdict']['kind']}): {report['verdict']['message']}")
+        rates = {k: v for k, v in report.get("sampler_stats", {}).items() if v is not None}
+        if rates:  # the sampler's own statistics, averaged over the draws (not diagnosed)
+            print("sampler: " + ", ".join(f"{k} {v:.3g}" for k, v in rates.items()))
         for note in report.get("notes", []):
             print(f"note: {note}")
     if report["kind"] == "optimiser" and report["status"]["converged"] is False:
