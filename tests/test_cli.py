@@ -180,7 +180,7 @@ def test_fit_predict_score_diagnose_perplexity(tmp_path, capsys):
                          "sampler_stats"} and diag["kind"] == "sampler"
     assert set(diag["sampler_stats"]) == {"moved"} and 0 < diag["sampler_stats"]["moved"] <= 1
     assert diag["notes"] == []  # two chains: R-hat is defined
-    assert set(diag["variables"]) == {"log_joint", "n_states", "n_edges", "heldout_log_pred"}
+    assert set(diag["variables"]) == {"log_joint", "n_states", "n_edges", "heldout_log_pred", "moved"}
     assert set(diag["variables"]["log_joint"]) >= {"mean", "rhat", "ess_bulk"}
     assert main(["perplexity", "--json", str(run), str(test)]) == 0
     assert json.loads(capsys.readouterr().out)["perplexity"] > 1
