@@ -15,6 +15,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: a cached kernel (the notice) and one compiled in every process (``cache=False``: no notice)
@@ -276,6 +278,7 @@ def test_dask_workers_wrap_each_fit(monkeypatch):
     assert out["n_draws"] == 1 and rec.calls[-1] == ("hpyp", True, 9)
 
 
+@pytest.mark.slow  # two caches compiled from scratch: about 20 CPU seconds
 def test_predict_says_it_compiles_on_first_use(tmp_path):
     """``bayesfa predict`` with an empty numba cache (a run fitted with another cache): the
     notice, then the predictions; with the cache filled, no notice."""
