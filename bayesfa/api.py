@@ -641,12 +641,14 @@ class Run:
     def log_prob(self, corpus: Corpus, **kwargs) -> np.ndarray:
         """:meth:`predict` of a Corpus already in the run's letters. The arrays are input like
         any other: values that are not log probabilities (a damaged or edited run) are an
-        :class:`InputError` naming the run."""
+        :class:`InputError` naming the run. A Ctrl-C while numba compiles the prediction's
+        kernels (first use) stops it at once (:func:`bayesfa.compiling.compile_notice`)."""
         method = _method_of(self)
         kwargs = {k: v for k, v in kwargs.items() if v}
         _check_supports(self.method, method.predict_log_prob, kwargs)
-        logp = np.asarray(_guarded(self, lambda: method.predict_log_prob(
-            self.arrays, self.options, corpus, **kwargs)), dtype=np.float64)
+        with compile_notice(self.method, None):
+            logp = np.asarray(_guarded(self, lambda: method.predict_log_prob(
+                self.arrays, self.options, corpus, **kwargs)), dtype=np.float64)
         if logp.shape != (corpus.n_strings,) or np.isnan(logp).any() or (logp > 1e-9).any():
             raise InputError("the run's arrays and options give values that are not log "
                              "probabilities (a damaged or edited run)", self.path or "run")
@@ -707,8 +709,9 @@ class Run:
             _check_supports(self.method, hook, asked)
             if "details" in inspect.signature(hook).parameters:
                 asked["details"] = details
-            total = float(_guarded(self, lambda: hook(self.arrays, self.options, corpus,
-                                                       continuation=continuation, **asked)))
+            with compile_notice(self.method, None):  # Ctrl-C stops numba's first compile
+                total = float(_guarded(self, lambda: hook(self.arrays, self.options, corpus,
+                                                           continuation=continuation, **asked)))
             if np.isnan(total) or total > 1e-9:
                 raise InputError("the run's arrays and options give a value that is not a log "
                                  "probability (a damaged or edited run)", self.path or "run")
@@ -755,7 +758,8 @@ class Run:
         """``bayesfa diagnose --json`` as a dict. A sampler: ``{"kind": "sampler", "variables"
         (R-hat and ESS of every traced variable, per chain and across chains), "verdict",
         "warnings", "notes"}`` (``notes``: what cannot be diagnosed and why, e.g. R-hat with one
-        chain; not a fault); an optimiser (cvb0, gcvb0, cvb2, hmm-em): ``{"kind":
+        chain; not a fault), ``"sampler_stats"`` (the mean of ``moved`` and of each acceptance
+        rate over the draws, :func:`bayesfa.validation.diagnostics.sampler_means`); an optimiser (cvb0, gcvb0, cvb2, hmm-em): ``{"kind":
         "optimiser", "status" (objective, iterations, converged or not; its ``message`` says
         the trace is an optimisation history, not draws), "variables"}``."""
         from bayesfa.validation import diagnostics
@@ -766,7 +770,8 @@ class Run:
                     "variables": diagnostics.optimiser_variables(trace)}
         summary = diagnostics.diagnose_trace(trace)
         return {"kind": "sampler", "variables": summary, "verdict": diagnostics.verdict(summary),
-                "warnings": diagnostics.warnings(summary), "notes": diagnostics.notes(summary)}
+                "warnings": diagnostics.warnings(summary), "notes": diagnostics.notes(summary),
+                "sampler_stats": diagnostics.sampler_means(trace)}
 
     # -- the automaton
     def automaton(self, which: str = "map"):
@@ -944,7 +949,9 @@ def _guarded(run: Run, call):
 
 def validate(method: str, toy: str = "tiny", seed: int = 0, *, kernel: str | None = None) -> dict[str, Any]:
     """``bayesfa validate METHOD`` as data: ``{"method", "toy", "passed", "checks": [...],
-    "info"}`` (each check with its statistic, critical value and rows)."""
+    "info"}`` (each check with its statistic, critical value and rows). A Ctrl-C while numba
+    compiles the checks' kernels stops it at once (:func:`bayesfa.compiling.compile_notice`)."""
     from bayesfa.validation.harness import validate as _validate
 
-    return _validate(method, toy, seed, kernel=kernel).to_dict()
+    with compile_notice(str(method).split(":")[0], None):
+        return _validate(method, toy, seed, kernel=kernel).to_dict()

@@ -449,10 +449,27 @@ def cmd_score(args) -> int:
     return 0
 
 
+def _say(args):
+    """How a command says its notes (``bayesfa: ...`` on stderr), None with ``--quiet``."""
+    from bayesfa.compiling import stderr_say
+
+    return None if getattr(args, "quiet", False) else stderr_say
+
+
+def _compiling(method: str, args, seconds: bool = True):
+    """:func:`bayesfa.compiling.compile_notice` around a command's work with ``method``'s
+    kernels: one line when numba compiles them (``seconds``: say the fit kernels' usual
+    time, :data:`bayesfa.methods.COMPILE_SECONDS`), Ctrl-C stops it at once."""
+    from bayesfa.compiling import compile_notice
+    from bayesfa.methods import COMPILE_SECONDS
+
+    return compile_notice(method, _say(args), COMPILE_SECONDS.get(method) if seconds else None)
+
+
 def cmd_fit(args) -> int:
     from bayesfa.api import fit_resolved
 
-    say = None if args.quiet else (lambda message: print(f"bayesfa: {message}", file=sys.stderr))
+    say = _say(args)
     outcome = fit_resolved(args.train, args.method, _options(args), seed=args.seed, out=args.out,
                            force=args.force, progress=_progress(args), format=args.format,
                            separator=args.separator,
@@ -484,19 +501,23 @@ def cmd_predict(args) -> int:
     from bayesfa.api import load
 
     run = load(args.run)
-    _write_solution(args.out, run.predict(args.test, map=bool(getattr(args, "map", False)),
-                                          format=args.format, separator=args.separator))
+    with _compiling(run.method, args, seconds=False):  # the prediction's kernels, if any
+        logp = run.predict(args.test, map=bool(getattr(args, "map", False)), format=args.format,
+                           separator=args.separator)
+    _write_solution(args.out, logp)
     return 0
 
 
 def cmd_perplexity(args) -> int:
     from bayesfa.api import load
 
-    out = load(args.run).perplexity(
-        args.test, map=args.map, per_symbol=args.per_symbol, letters_only=args.letters_only,
-        draw_sets=args.draw_sets, mc_tolerance=args.mc_tolerance,
-        max_particles=args.max_particles, proposal=args.proposal, format=args.format,
-        separator=args.separator)
+    run = load(args.run)
+    with _compiling(run.method, args, seconds=False):  # the prediction's kernels, if any
+        out = run.perplexity(
+            args.test, map=args.map, per_symbol=args.per_symbol, letters_only=args.letters_only,
+            draw_sets=args.draw_sets, mc_tolerance=args.mc_tolerance,
+            max_particles=args.max_particles, proposal=args.proposal, format=args.format,
+            separator=args.separator)
     if args.json:
         zero = ("the test data have probability 0 under the run"
                 if out["zero_probability_strings"] is None else
@@ -540,6 +561,9 @@ def cmd_diagnose(args) -> int:
     else:
         print(diagnostics.format_table(report["variables"]))
         print(f"verdict ({report['verdict']['kind']}): {report['verdict']['message']}")
+        rates = {k: v for k, v in report.get("sampler_stats", {}).items() if v is not None}
+        if rates:  # the sampler's own statistics, averaged over the draws (not diagnosed)
+            print("sampler: " + ", ".join(f"{k} {v:.3g}" for k, v in rates.items()))
         for note in report.get("notes", []):
             print(f"note: {note}")
     if report["kind"] == "optimiser" and report["status"]["converged"] is False:
@@ -578,8 +602,10 @@ def cmd_select(args) -> int:
         biggest["jobs"] = 1
     check_fits(get_method(args.method), corpus, biggest, copies=args.workers,
                what=f"select with --states up to {max(args.states)}")
-    result = run_selection(args.method, corpus, args.states, args.beta, args.folds, args.seed, base,
-                           args.out, args.workers, _progress(args), one_se=args.one_se)
+    with _compiling(args.method, args):  # the fits here (--workers 1) or in each worker
+        result = run_selection(args.method, corpus, args.states, args.beta, args.folds, args.seed,
+                               base, args.out, args.workers, _progress(args), one_se=args.one_se,
+                               notice=_say(args) is not None)
     if args.json:
         _print_json(result)
     else:
@@ -601,8 +627,9 @@ def cmd_validate(args) -> int:
         return 0
     if args.method is None:
         raise InputError("validate needs a METHOD (or --list)")
-    text, passed = validate_main(args.method, args.toy, args.json, seed=args.seed,
-                                 kernel=args.kernel)
+    with _compiling(args.method.split(":")[0], args, seconds=False):  # its checks' kernels
+        text, passed = validate_main(args.method, args.toy, args.json, seed=args.seed,
+                                     kernel=args.kernel)
     print(text)
     return 0 if passed else 1
 

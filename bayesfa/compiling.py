@@ -13,6 +13,15 @@ ctypes callback function" and drops it, and the fit then runs to its end. Within
 :func:`compile_notice` a Ctrl-C during compilation is also recorded, and raised again from
 numba's next compiler event (a compiler pass starting or ending: ordinary Python code, usually
 within a fraction of a second), so the command stops at once; the dropped one is not printed.
+
+Every entry point that runs kernels wraps its work: ``bayesfa fit`` and :func:`bayesfa.fit`
+(``Run.fit``'s job in :mod:`bayesfa.api`), ``predict``, ``perplexity`` and ``Run.predict``,
+``Run.log_prob``, ``Run.perplexity``, ``validate`` and :func:`bayesfa.validate`, ``select``
+and ``pautomac run`` (in this process, and in each Dask worker around its fit:
+:func:`bayesfa.selection.run_fold`'s task, :func:`bayesfa.production._final_unit`). A
+:func:`compile_notice` inside another one in the same thread does nothing: the outer one
+(the command line's, which says the notice) handles the block, so the API's methods can wrap
+themselves quietly and the command line around them still speaks once.
 """
 
 from __future__ import annotations
@@ -23,6 +32,13 @@ import sys
 import threading
 from typing import Callable, Iterator
 
+_ACTIVE = threading.local()  # .on: a compile_notice is under way in this thread
+
+
+def stderr_say(message: str) -> None:
+    """The command line's way of saying a note: ``bayesfa: MESSAGE`` on standard error."""
+    print(f"bayesfa: {message}", file=sys.stderr, flush=True)
+
 
 @contextlib.contextmanager
 def compile_notice(name: str, say: Callable[[str], None] | None,
@@ -30,7 +46,21 @@ def compile_notice(name: str, say: Callable[[str], None] | None,
     """Within the block, tell ``say`` once when numba compiles one of ``name``'s cached
     kernels (``seconds``: about how long the first use compiles, if known), and stop numba's
     compilation at once on Ctrl-C (KeyboardInterrupt, raised from numba's next compiler
-    event). ``say`` None: no notice (``--quiet``), Ctrl-C handled alike."""
+    event). ``say`` None: no notice (``--quiet``), Ctrl-C handled alike. Inside another
+    :func:`compile_notice` of the same thread: nothing (the outer one handles the block)."""
+    if getattr(_ACTIVE, "on", False):
+        yield
+        return
+    _ACTIVE.on = True
+    try:
+        with _notice(name, say, seconds):
+            yield
+    finally:
+        _ACTIVE.on = False
+
+
+@contextlib.contextmanager
+def _notice(name: str, say: Callable[[str], None] | None, seconds: float | None) -> Iterator[None]:
     from numba.core import event
     from numba.core.caching import NullCache
 

@@ -152,13 +152,20 @@ def unit_seed(seed: int, problem: str, role: int, *index: int) -> int:
 
 # -- one final chain (runs on a worker) -----------------------------------------------------
 
-def _final_unit(method_name: str, corpus, test, options: dict, seed: int) -> dict:
+def _final_unit(method_name: str, corpus, test, options: dict, seed: int,
+                notice: bool = False) -> dict:
     """One final chain (the worker's entry point, module level so that Dask pickles it by
-    reference): :func:`bayesfa.online.fit_and_predict` (see :func:`final_options`)."""
+    reference): :func:`bayesfa.online.fit_and_predict` (see :func:`final_options`), in
+    :func:`bayesfa.compiling.compile_notice`: ``notice``, the worker says on its standard
+    error when it compiles the method's kernels; Ctrl-C stops the compilation at once."""
+    from bayesfa.compiling import compile_notice, stderr_say
+    from bayesfa.methods import COMPILE_SECONDS
     from bayesfa.online import fit_and_predict
 
     start = time.perf_counter()
-    pred = fit_and_predict(method_name, corpus, options, seed, test)
+    with compile_notice(method_name, stderr_say if notice else None,
+                        COMPILE_SECONDS.get(method_name)):
+        pred = fit_and_predict(method_name, corpus, options, seed, test)
     trace = {k: np.asarray(v) for k, v in (pred.trace or {}).items()
              if np.asarray(v).dtype.kind in "biuf"}
     return {"log_mean": np.asarray(pred.log_mean, dtype=np.float64).reshape(-1),
@@ -299,6 +306,7 @@ class _Bar:
     def __init__(self, total: int, quiet: bool):
         from tqdm.auto import tqdm
 
+        self.quiet = quiet  # the workers say nothing either (no compile notice)
         self._lock = threading.Lock()
         self._bar = tqdm(total=total, disable=quiet, file=sys.stderr, desc="units", unit="unit",
                          dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 10.0)
@@ -378,7 +386,7 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
         sel = select_two_stage(spec.method, train, spec.states_grid, spec.beta_grid, spec.folds,
                                unit_seed(spec.seed, problem.name, _ROLE_CV), base,
                                out_dir=pdir / "select", client=client, one_se=spec.one_se,
-                               on_units=bar.update)
+                               on_units=bar.update, notice=not bar.quiet)
         options = spec.unit_options(**sel.choice)
         seconds += _cv_seconds(sel.stage1, sel.stage2)
     options = final_options(spec.method, options)
@@ -411,7 +419,7 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
 
         def submit(c):
             return client.submit(_final_unit, spec.method, corpus_f, test_f, options,
-                                 metas[c]["seed"], pure=False)
+                                 metas[c]["seed"], not bar.quiet, pure=False)
 
         # a unit whose worker died is submitted again (selection.results_resubmitting)
         for c, res in results_resubmitting(client, {submit(c): c for c in todo}, submit):

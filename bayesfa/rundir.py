@@ -272,12 +272,31 @@ def _json_default(obj):
 
 #: The one split of a trace into ArviZ groups (every writer and reader of traces uses it).
 #: A trace's variables are ``[chain, draw, ...]`` arrays named as below; the sampler's own
-#: statistics (how it moved, not what it drew: today the NUTS bookkeeping of the oracles) go
-#: to ``sample_stats``, every other variable (log joint, states or tables in use,
-#: hyperparameters; the oracles' ``potential_energy``, the negative log joint density) to
-#: ``posterior``. A front that records a new per-draw statistic of its sampler adds its name here.
+#: statistics (how it moved, not what it drew) go to ``sample_stats``, every other variable
+#: (log joint, states or tables in use, hyperparameters; the oracles' ``potential_energy``,
+#: the negative log joint density) to ``posterior``. A front that records a new per-draw
+#: statistic of its sampler adds its name here. The numba samplers' statistics, float64
+#: ``[chain, draw]``, each over the ``period`` sweeps that led to the draw:
+#:
+#: - ``moved``: the fraction of the positions (tokens) resampled one at a time whose state or
+#:   assignment changed, per sweep (every MCMC method's single-site sweep; 0 when nothing can
+#:   move, e.g. one state);
+#: - ``accept_mh``: the acceptance rate of the Metropolis-Hastings steps that proposed another
+#:   value (cgs-pfa's ``alias-mh`` and ``bucket-mh`` kernels, per position; the
+#:   random-walk steps of sampled hyperparameters where a method has them);
+#: - ``accept_split_merge``: of cgs-pfa's split-merge moves tried (``--split-merge``);
+#: - ``accept_swap``: of the swaps of neighbouring replicas tried (cgs-pfa ``--replicas``);
+#: - ``accept_entry``, ``accept_table``, ``accept_hyper``: pdfa, pdia and pdia-smoothed's
+#:   Metropolis-Hastings moves on a transition ``delta_ij``, on a table's dish (the PDIA) and
+#:   the random walks of the sampled hyperparameters;
+#:
+#: an acceptance rate is NaN in a draw whose sweeps tried no such move. The oracles' NUTS
+#: bookkeeping: ``diverging``, ``accept_prob``, ``num_steps``, ``step_size``, ``tree_depth``,
+#: ``mean_tree_accept``, ``energy``.
 SAMPLE_STATS = frozenset({"diverging", "accept_prob", "num_steps", "step_size", "tree_depth",
-                          "mean_tree_accept", "energy"})
+                          "mean_tree_accept", "energy",
+                          "moved", "accept_mh", "accept_split_merge", "accept_swap",
+                          "accept_entry", "accept_table", "accept_hyper"})
 #: An optimiser's objective, by trace name: a trace that records one is an optimisation
 #: history (one value per iteration, never draws of a posterior) and goes to the group
 #: :data:`HISTORY` with the dim ``iteration``. The first one present is the objective

@@ -193,8 +193,15 @@ def run_fold(method, corpus: Corpus, options: dict[str, Any], train_idx: np.ndar
 
 
 def _run_task(method, corpus: Corpus, task: dict[str, Any]) -> dict[str, Any]:
-    """Worker entry point (module level, so that Dask pickles it by reference)."""
-    return run_fold(method, corpus, task["options"], task["train"], task["held"], task["seed"])
+    """Worker entry point (module level, so that Dask pickles it by reference): the fit in
+    :func:`bayesfa.compiling.compile_notice`, which says on the worker's standard error when
+    it compiles the method's kernels (``task["notice"]``) and stops at once on Ctrl-C."""
+    from bayesfa.compiling import compile_notice, stderr_say
+    from bayesfa.methods import COMPILE_SECONDS
+
+    name = _method_name(method)
+    with compile_notice(name, stderr_say if task.get("notice") else None, COMPILE_SECONDS.get(name)):
+        return run_fold(method, corpus, task["options"], task["train"], task["held"], task["seed"])
 
 
 # -- cross-validation ----------------------------------------------------------------------
@@ -213,7 +220,8 @@ class _Task:
 def cross_validate(method_name, corpus: Corpus, base_options: dict[str, Any],
                    grid: Sequence[dict[str, Any]], folds: int, seed: int,
                    out_dir: str | Path | None = None, client=None, progress: bool = False,
-                   cache: dict | None = None, on_units=None) -> list[dict[str, Any]]:
+                   cache: dict | None = None, on_units=None,
+                   notice: bool = False) -> list[dict[str, Any]]:
     """K-fold cross-validation of each candidate of ``grid`` (option overrides of ``base_options``).
 
     ``method_name`` is a registered method name (:func:`bayesfa.methods.get_method`) or a
@@ -222,7 +230,10 @@ def cross_validate(method_name, corpus: Corpus, base_options: dict[str, Any],
     fold results in memory so that a candidate scored twice is fitted once. ``on_units(n)``,
     if given, is called with the number of (candidate, fold) results read from ``out_dir``,
     then with 1 for each fit that finishes (never for ``cache`` hits), so that a caller
-    running many selections at once counts them on one progress bar.
+    running many selections at once counts them on one progress bar. ``notice``: each Dask
+    worker says on its standard error when it compiles the method's kernels (the fits here
+    are stoppable with Ctrl-C while numba compiles either way; a notice here is the caller's,
+    :mod:`bayesfa.compiling`).
 
     Returns one row per candidate, in grid order: ``{"candidate", "key", "mean", "se",
     "diff", "diff_se", "fold_means", "fold_logliks", "n_zero", "n_strings", "seconds"}`` (see
@@ -290,12 +301,16 @@ def cross_validate(method_name, corpus: Corpus, base_options: dict[str, Any],
                file=sys.stderr, desc=f"cv {name}", unit="fit", dynamic_ncols=True)
     try:
         if client is None:
-            for t in pending:
-                held = splits[t.fold][1]
-                finish(t, run_fold(method_name, corpus, t.options, splits[t.fold][0], held, t.seed))
-                bar.update(1)
+            from bayesfa.compiling import compile_notice
+
+            with compile_notice(name, None):  # Ctrl-C while compiling stops it (no notice)
+                for t in pending:
+                    held = splits[t.fold][1]
+                    finish(t, run_fold(method_name, corpus, t.options, splits[t.fold][0], held,
+                                       t.seed))
+                    bar.update(1)
         elif pending:
-            _run_on_dask(client, method_name, corpus, splits, pending, finish, bar)
+            _run_on_dask(client, method_name, corpus, splits, pending, finish, bar, notice)
     finally:
         bar.close()
 
@@ -360,13 +375,13 @@ def results_resubmitting(client, futures: dict, submit):
         raise
 
 
-def _run_on_dask(client, method, corpus, splits, pending, finish, bar) -> None:
+def _run_on_dask(client, method, corpus, splits, pending, finish, bar, notice=False) -> None:
     [corpus_f] = scatter_everywhere(client, [corpus])
 
     def submit(i):
         t = pending[i]
         payload = {"options": t.options, "train": splits[t.fold][0], "held": splits[t.fold][1],
-                   "seed": t.seed}
+                   "seed": t.seed, "notice": bool(notice)}
         return client.submit(_run_task, method, corpus_f, payload, pure=False)
 
     for i, res in results_resubmitting(client, {submit(i): i for i in range(len(pending))}, submit):
@@ -524,7 +539,8 @@ def select_two_stage(method_name, corpus: Corpus, states_grid: Sequence[int],
                      beta_grid: Sequence[float], folds: int, seed: int,
                      base_options: dict[str, Any], beta_for_states: float = 0.5,
                      out_dir: str | Path | None = None, client=None,
-                     progress: bool = False, one_se: bool = False, on_units=None) -> Selection:
+                     progress: bool = False, one_se: bool = False, on_units=None,
+                     notice: bool = False) -> Selection:
     """Choose ``N`` then ``beta`` by K-fold cross-validation (Shibata & Yoshinaka 2013, Sect. 4.1).
 
     Stage 1 scores each ``N`` of ``states_grid`` at ``beta = beta_for_states`` (at the only
@@ -533,7 +549,8 @@ def select_two_stage(method_name, corpus: Corpus, states_grid: Sequence[int],
     fold files go to ``out_dir/cv/`` and the result to ``selection.json`` and ``selection.txt``.
     ``one_se``: the one-standard-error rule in each stage (module docstring) instead of the
     largest mean. ``on_units``: see :func:`cross_validate` (``bayesfa pautomac run`` runs one
-    selection per problem, all on one Dask client, and counts their fits on one bar).
+    selection per problem, all on one Dask client, and counts their fits on one bar), and
+    ``notice`` too (Dask workers say when they compile the method's kernels).
     """
     states_grid = [int(n) for n in states_grid]
     beta_grid = [float(b) for b in beta_grid]
@@ -550,7 +567,7 @@ def select_two_stage(method_name, corpus: Corpus, states_grid: Sequence[int],
     cache: dict = {}
     common = dict(corpus=corpus, base_options=base_options, folds=folds, seed=seed,
                   out_dir=out_dir, client=client, progress=progress, cache=cache,
-                  on_units=on_units)
+                  on_units=on_units, notice=notice)
 
     stage1: list[dict[str, Any]] = []
     if len(states_grid) == 1:
@@ -604,7 +621,8 @@ def run_selection(method_name, corpus: Corpus, states_grid: Sequence[int],
                   beta_grid: Sequence[float], folds: int, seed: int,
                   base_options: dict[str, Any], out_dir: str | Path | None = None,
                   workers: int | None = None, progress: bool = False,
-                  beta_for_states: float = 0.5, one_se: bool = False) -> dict[str, Any]:
+                  beta_for_states: float = 0.5, one_se: bool = False,
+                  notice: bool = False) -> dict[str, Any]:
     """What ``bayesfa select`` runs: :func:`select_two_stage`, on a local Dask cluster of
     ``workers`` processes when ``workers > 1``; returns :meth:`Selection.to_dict`
     (``{"stage1": [...], "stage2": [...], "choice": {"states", "beta"}, ...}``).
@@ -615,7 +633,7 @@ def run_selection(method_name, corpus: Corpus, states_grid: Sequence[int],
     options = dict(base_options)
     kwargs = dict(states_grid=states_grid, beta_grid=beta_grid, folds=folds, seed=seed,
                   beta_for_states=beta_for_states, out_dir=out_dir, progress=progress,
-                  one_se=one_se)
+                  one_se=one_se, notice=notice)
     if workers is None or workers <= 1:
         return select_two_stage(method_name, corpus, base_options=options, **kwargs).to_dict()
     if "jobs" in options:

@@ -62,7 +62,7 @@ def calibrate(u: _Unit, sweeps: int = 40, moves: int = 15) -> dict:
     # both arms' drivers (compiled per process) too, so that neither arm's CPU bills a compile
     n = u.n_states + 1
     outs = (np.zeros((1, n, n_symbols, n), dtype=np.int32), np.zeros(1), np.zeros(1, dtype=np.int32),
-            np.zeros(1, dtype=np.int32))
+            np.zeros(1, dtype=np.int32), np.zeros((1, gibbs.STATS), dtype=np.int64))
     gibbs.sample_draws(1, positions, tokens, z, *state, rng, u.beta, *outs)
     ffbs.sample_draws(1, 0, 1, positions, tokens, z, *state, rng, u.beta, *scratch, *outs)
     t = time.process_time()

@@ -193,7 +193,9 @@ def test_counts_past_the_last_state_are_ignored():
 
 def test_sweeps_and_draws_are_sweep_positions_with_one_uniform_block_per_sweep():
     """``sweeps(n)`` is ``n`` calls of ``sweep_positions`` over every free position with
-    ``rng.random(M)`` each; ``sample_draws`` records after every ``period`` of them."""
+    ``rng.random(M)`` each; ``sample_draws`` records after every ``period`` of them, and
+    counts in ``out_stats[d, 0]`` the positions that changed state in those sweeps (each
+    position is resampled once a sweep, so that is where consecutive paths differ)."""
     n_states, period, n_draws = 3, 2, 3
     free = exact.free_positions(CORPUS_3.tokens).astype(np.int64)
     z0 = random_path(CORPUS_3, n_states, np.random.default_rng(8))
@@ -212,13 +214,20 @@ def test_sweeps_and_draws_are_sweep_positions_with_one_uniform_block_per_sweep()
     width = n_states + 1
     out = np.zeros((n_draws, width, CORPUS_3.alphabet_size + 1, width), dtype=np.int32)
     lj, used, edges = np.zeros(n_draws), np.zeros(n_draws, np.int32), np.zeros(n_draws, np.int32)
+    stats = np.full((n_draws, kernel.STATS), -1, dtype=np.int64)
     kernel.sample_draws(period, free, CORPUS_3.tokens, *state, np.random.default_rng(9), BETA,
-                        out, lj, used, edges)
+                        out, lj, used, edges, stats)
     np.testing.assert_array_equal(state[0], want_z[-1])
+    paths = [z0] + want_z
     for d in range(n_draws):
         counts = exact.counts(CORPUS_3.tokens, want_z[period * (d + 1) - 1], n_states,
                               CORPUS_3.alphabet_size + 1)
         np.testing.assert_array_equal(out[d], counts)
+        moved = sum(int(np.count_nonzero(paths[s + 1] != paths[s]))
+                    for s in range(period * d, period * (d + 1)))
+        assert stats[d, 0] == moved
+    assert stats[:, 0].sum() > 0  # the toy's chain moves
+    np.testing.assert_array_equal(stats[:, 1:], -1)  # no Metropolis-Hastings step in Gibbs
 
 
 def test_inversion_at_the_top_of_the_unit_interval():
@@ -399,7 +408,7 @@ def test_method_protocol():
     assert options["beta"] == 0.1 and options["jobs"] == 1
     fit = method.fit(CORPUS_3, options, seed=9, progress=False)
     assert fit.arrays["counts"].shape == (2, 4, 4, 4, 4)
-    assert set(fit.trace) == {"log_joint", "n_states", "n_edges"}
+    assert set(fit.trace) == {"log_joint", "n_states", "n_edges", "moved"}
     assert all(v.shape == (2, 4) for v in fit.trace.values())
     lp = method.predict_log_prob(fit.arrays, options, CORPUS_3)
     assert lp.shape == (CORPUS_3.n_strings,) and np.all(np.isfinite(lp)) and np.all(lp < 0)

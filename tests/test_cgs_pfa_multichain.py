@@ -64,14 +64,15 @@ def test_kernel_is_bit_identical_to_the_one_chain_kernel(n_chains, n_states):
     positions, alone = _chain_states(tokens, n_states, n_symbols, n_chains, 5, beta)
     _, together = _chain_states(tokens, n_states, n_symbols, n_chains, 5, beta)
     shape = (n_states + 1, n_symbols, n_states + 1)
-    want = [(np.zeros((3,) + shape, np.int32), np.zeros(3), np.zeros(3, np.int32), np.zeros(3, np.int32))
-            for _ in range(n_chains)]
+    want = [(np.zeros((3,) + shape, np.int32), np.zeros(3), np.zeros(3, np.int32), np.zeros(3, np.int32),
+             np.zeros((3, kernel.STATS), np.int64)) for _ in range(n_chains)]
     for s, out in zip(alone, want):
         kernel.sweeps(7, positions, tokens, *s, beta)
         kernel.sample_draws(2, positions, tokens, *s, beta, *out)
     z, c, ct, ci, recip, rngs = _stack(together)
     got = (np.zeros((n_chains, 3) + shape, np.int32), np.zeros((n_chains, 3)),
-           np.zeros((n_chains, 3), np.int32), np.zeros((n_chains, 3), np.int32))
+           np.zeros((n_chains, 3), np.int32), np.zeros((n_chains, 3), np.int32),
+           np.zeros((n_chains, 3, kernel.STATS), np.int64))
     multi.sweeps(7, positions, tokens, z, c, ct, ci, recip, rngs, beta)
     multi.sample_draws(2, positions, tokens, z, c, ct, ci, recip, rngs, beta, *got)
     moved = 0

@@ -176,9 +176,11 @@ def test_fit_predict_score_diagnose_perplexity(tmp_path, capsys):
     assert 1.0 <= score["ratio"] < 1.2  # a 4-state PFA after 40 sweeps: close, not perfect
     assert main(["diagnose", "--json", str(run)]) == 0
     diag = json.loads(capsys.readouterr().out)
-    assert set(diag) == {"kind", "variables", "verdict", "warnings", "notes"} and diag["kind"] == "sampler"
+    assert set(diag) == {"kind", "variables", "verdict", "warnings", "notes",
+                         "sampler_stats"} and diag["kind"] == "sampler"
+    assert set(diag["sampler_stats"]) == {"moved"} and 0 < diag["sampler_stats"]["moved"] <= 1
     assert diag["notes"] == []  # two chains: R-hat is defined
-    assert set(diag["variables"]) == {"log_joint", "n_states", "n_edges", "heldout_log_pred"}
+    assert set(diag["variables"]) == {"log_joint", "n_states", "n_edges", "heldout_log_pred", "moved"}
     assert set(diag["variables"]["log_joint"]) >= {"mean", "rhat", "ess_bulk"}
     assert main(["perplexity", "--json", str(run), str(test)]) == 0
     assert json.loads(capsys.readouterr().out)["perplexity"] > 1

@@ -15,6 +15,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: a cached kernel (the notice) and one compiled in every process (``cache=False``: no notice)
@@ -131,3 +133,190 @@ def test_ctrl_c_while_fit_compiles_exits_130_at_once_and_leaves_no_run(tmp_path)
     assert rc == 130 and proc.stderr.read() == "bayesfa: interrupted\n"
     assert waited < 10  # 2-3.5 s on a busy 2-core machine (load 5-12); compiling takes 12 CPU s
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "toy.train"]
+
+
+NESTED = """
+    from bayesfa.compiling import compile_notice
+    said, inner = [], []
+    with compile_notice("outer", said.append, 5):
+        with compile_notice("inner", inner.append, 7):   # an API method inside a command
+            import toy_kernels
+            toy_kernels.cached(1)
+    print(said, inner)
+    """
+
+
+def test_a_notice_inside_another_leaves_the_block_to_the_outer_one(tmp_path):
+    """The command line wraps the API's methods, which wrap themselves too: one notice, the
+    outer one's (the inner one neither speaks nor installs a second Ctrl-C handler)."""
+    out = _run(tmp_path, NESTED)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "['compiling outer kernels (first use only, about 5 s)'] []\n"
+
+
+# -- every entry point that runs kernels wraps its work (issue 36 item 5) ----------------------
+
+class _Recorder:
+    """Stands in for :func:`bayesfa.compiling.compile_notice`: records each block's method,
+    whether it would say the notice, and the seconds it would say."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, name, say, seconds=None):
+        import contextlib
+
+        self.calls.append((name, say is not None, seconds))
+        return contextlib.nullcontext()
+
+
+def _recorder(monkeypatch, module: str = "bayesfa.compiling") -> _Recorder:
+    """The recorder in place of ``module``'s compile_notice (the command line and the Dask
+    entry points import it from :mod:`bayesfa.compiling` when they run; :mod:`bayesfa.api`
+    holds its own name)."""
+    import importlib
+
+    rec = _Recorder()
+    monkeypatch.setattr(importlib.import_module(module), "compile_notice", rec)
+    return rec
+
+
+WORDS = ["ab", "abab", "b", "", "aab", "b", "abb", "ab", "ba", "a"] * 3
+
+
+def _words_run(tmp_path):
+    import bayesfa
+
+    train = tmp_path / "words.lines"
+    train.write_text("\n".join(WORDS) + "\n")
+    bayesfa.fit(train, method="cgs-pfa", format="lines", seed=1, out=tmp_path / "run",
+                states=2, iterations=20, burn_in=10, period=2, chains=2)
+    return train, tmp_path / "run"
+
+
+def test_predict_and_perplexity_commands_wrap_the_prediction(tmp_path, monkeypatch):
+    from bayesfa.cli import main
+
+    train, run = _words_run(tmp_path)
+    rec = _recorder(monkeypatch)
+    assert main(["predict", str(run), str(train), "--out", str(tmp_path / "pred.txt")]) == 0
+    assert rec.calls == [("cgs-pfa", True, None)]  # the fit kernels' seconds are not said
+    assert main(["predict", str(run), str(train), "--out", str(tmp_path / "q.txt"), "--quiet"]) == 0
+    assert rec.calls[-1] == ("cgs-pfa", False, None)
+    assert main(["perplexity", str(run), str(train)]) == 0
+    assert rec.calls[-1] == ("cgs-pfa", True, None)
+
+
+def test_select_and_validate_commands_wrap_their_work(tmp_path, monkeypatch):
+    import bayesfa.selection
+    import bayesfa.validation.harness
+    from bayesfa.cli import main
+
+    train = tmp_path / "words.lines"
+    train.write_text("\n".join(WORDS) + "\n")
+    rec = _recorder(monkeypatch)
+    seen = {}
+
+    def fake_selection(method, *args, notice=False, **kwargs):
+        seen["notice"] = notice
+        return {"stage1": [], "stage2": [], "choice": {"states": 2, "beta": 0.1}}
+
+    monkeypatch.setattr(bayesfa.selection, "run_selection", fake_selection)
+    monkeypatch.setattr(bayesfa.selection, "format_table", lambda rows: "")
+    monkeypatch.setattr(bayesfa.selection, "choice_note", lambda result: "")
+    assert main(["select", str(train), "--format", "lines", "--method", "cgs-pfa",
+                 "--states", "2,3", "--out", str(tmp_path / "sel")]) == 0
+    assert rec.calls == [("cgs-pfa", True, 3)] and seen["notice"] is True
+    monkeypatch.setattr(bayesfa.validation.harness, "validate_main",
+                        lambda *args, **kwargs: ("ok", True))
+    assert main(["validate", "cgs-pfa:mutant-frozen"]) == 0
+    assert rec.calls[-1] == ("cgs-pfa", True, None)
+
+
+def test_the_api_wraps_prediction_and_validation_quietly(tmp_path, monkeypatch):
+    import bayesfa
+    import bayesfa.validation.harness
+
+    train, run_dir = _words_run(tmp_path)
+    run = bayesfa.load(run_dir)
+    rec = _recorder(monkeypatch, "bayesfa.api")
+    run.predict(WORDS)
+    assert rec.calls == [("cgs-pfa", False, None)]
+    run.perplexity(WORDS)
+    assert rec.calls[-1] == ("cgs-pfa", False, None)
+
+    class Report:
+        def to_dict(self):
+            return {"passed": True}
+
+    monkeypatch.setattr(bayesfa.validation.harness, "validate", lambda *a, **k: Report())
+    assert bayesfa.validate("cgs-pfa") == {"passed": True}
+    assert rec.calls[-1] == ("cgs-pfa", False, None)
+
+
+def test_dask_workers_wrap_each_fit(monkeypatch):
+    """``select --workers N`` and ``pautomac run`` fit in Dask worker processes: each task's
+    entry point wraps its fit, saying the notice on the worker's stderr unless quiet."""
+    import numpy as np
+
+    import bayesfa.online
+    import bayesfa.production
+    import bayesfa.selection
+
+    rec = _recorder(monkeypatch)
+    monkeypatch.setattr(bayesfa.selection, "run_fold", lambda *args: {"loglik": 0.0})
+    task = {"options": {}, "train": np.arange(2), "held": np.arange(2), "seed": 1, "notice": True}
+    assert bayesfa.selection._run_task("cgs-pfa", None, task) == {"loglik": 0.0}
+    assert bayesfa.selection._run_task("cgs-pfa", None, {**task, "notice": False})
+    assert rec.calls == [("cgs-pfa", True, 3), ("cgs-pfa", False, 3)]
+
+    class Pred:
+        log_mean, n_draws, trace, info = np.zeros(2), 1, {}, {"fit": {}}
+
+    monkeypatch.setattr(bayesfa.online, "fit_and_predict", lambda *args: Pred())
+    out = bayesfa.production._final_unit("hpyp", None, None, {}, 1, True)
+    assert out["n_draws"] == 1 and rec.calls[-1] == ("hpyp", True, 9)
+
+
+@pytest.mark.slow  # two caches compiled from scratch: about 20 CPU seconds
+def test_predict_says_it_compiles_on_first_use(tmp_path):
+    """``bayesfa predict`` with an empty numba cache (a run fitted with another cache): the
+    notice, then the predictions; with the cache filled, no notice."""
+    train = tmp_path / "toy.train"
+    train.write_text("4 2\n2 0 1\n0\n1 1\n3 0 0 1\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path / "fit-cache")}
+    fit = subprocess.run([sys.executable, "-m", "bayesfa.cli", "fit", str(train), "--method",
+                          "estatemerge", "--out", str(tmp_path / "run"), "--quiet"],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert fit.returncode == 0, fit.stderr
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "predict-cache")
+    command = [sys.executable, "-m", "bayesfa.cli", "predict", str(tmp_path / "run"), str(train),
+               "--out", "-"]
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert first.stderr == "bayesfa: compiling estatemerge kernels (first use only)\n"
+    assert len(first.stdout.split()) >= 4
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and again.stderr == "" and again.stdout == first.stdout
+
+
+def test_ctrl_c_while_validate_compiles_exits_130_at_once(tmp_path):
+    """``bayesfa validate`` compiles the method's kernels (its checks' too) on an empty numba
+    cache: it says so, and SIGINT stops it within seconds (43 s to the end uninterrupted on
+    a busy 2-core machine), exit 130."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "bayesfa.cli", "validate", "estatemerge"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        assert line == "bayesfa: compiling estatemerge kernels (first use only)\n"
+        time.sleep(0.5)  # into the compilation
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=60)
+        waited = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert rc == 130 and proc.stderr.read() == "bayesfa: interrupted\n"
+    assert proc.stdout.read() == ""  # no report of a validation that did not run
+    assert waited < 10

@@ -10,7 +10,9 @@ Each fit goes through the registry (:func:`bayesfa.methods.get_method`) with the
 own parser defaults, so the test holds whatever folder a method lives in. Floating-point
 arrays are compared with ``np.array_equal`` (bit-identical, not close): a refactor that
 reorders a sum fails here, on purpose. Record again only with a change that is meant to change
-results, and say so in its commit.
+results, and say so in its commit. A fit may record more than the reference holds only in
+``sample_stats`` (:data:`bayesfa.rundir.SAMPLE_STATS`, e.g. ``moved``, added by issue 36
+without re-recording: the draws stayed bit for bit).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from bayesfa.corpus import Corpus
 from bayesfa.datasets import pautomac_path
 from bayesfa.methods import get_method
 from bayesfa.pautomac import read_sample
+from bayesfa.rundir import SAMPLE_STATS
 
 REFERENCE = Path(__file__).resolve().parent / "data" / "layout_reference.npz"
 
@@ -72,7 +75,10 @@ def test_fit_is_bit_identical_to_the_recorded_reference(name):
         expected = {k.split(":", 1)[1]: ref[k] for k in ref.files if k.startswith(name + ":")}
     got = fit_arrays(name)
     assert expected, f"no reference recorded for {name}"
-    assert sorted(got) == sorted(expected)
+    # every recorded array is still there; what was added since is a sampler statistic of
+    # sample_stats (issue 36 item 3: moved, accept_*), never a change of what was drawn
+    assert set(expected) <= set(got)
+    assert set(got) - set(expected) <= {f"trace/{stat}" for stat in SAMPLE_STATS}
     for key, value in expected.items():
         assert got[key].dtype == value.dtype, key
         assert got[key].shape == value.shape, key

@@ -109,3 +109,17 @@ def test_validate_catches_the_audits_slips(name, check):
     assert not report.passed
     failed = report.check(check)
     assert not failed.passed and margin(failed) >= 1.5, failed.to_table()
+
+
+def test_sampler_statistics_are_range_checked_not_recomputed():
+    """``moved`` and the acceptance rates (sample_stats, issue 36) describe moves the recorded
+    state does not keep: a fraction in [0, 1] passes (NaN too for a rate: no move tried), a
+    value outside fails; a quantity of another name still must be recomputed."""
+    lj = Recomputed(np.zeros(3), np.zeros(3), 0.0, "by hand")
+    ok = build({"log_joint": np.zeros(3), "moved": np.array([0.0, 0.5, 1.0]),
+                "accept_mh": np.array([np.nan, 0.25, 1.0])}, {"log_joint": lj})
+    assert ok.passed
+    for trace in ({"moved": np.array([0.0, 1.5, 0.5])}, {"moved": np.array([0.1, np.nan, 0.5])},
+                  {"accept_swap": np.array([-0.1, 0.2, 0.3])}, {"mystery": np.zeros(3)}):
+        bad = build({"log_joint": np.zeros(3), **trace}, {"log_joint": lj})
+        assert not bad.passed and bad.summary["failed_quantities"] == list(trace)

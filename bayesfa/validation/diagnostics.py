@@ -59,8 +59,9 @@ CHAIN_RHAT_MAX = 1.05
 CHAIN_ESS_MIN = 100.0
 MIN_CHAIN_DRAWS = 8  # fewer draws in a chain: no within-chain figures
 
-#: The sampler's own statistics (today the NUTS bookkeeping of the oracles: the
-#: ``sample_stats`` group of a run's trace, :data:`bayesfa.rundir.SAMPLE_STATS`): not
+#: The sampler's own statistics (the numba samplers' ``moved`` and acceptance rates, the
+#: oracles' NUTS bookkeeping: the ``sample_stats`` group of a run's trace,
+#: :data:`bayesfa.rundir.SAMPLE_STATS`): not
 #: quantities of the posterior, so :func:`warnings` holds no R-hat/ESS against them
 #: (``diverging`` is reported as a count).
 SAMPLER_STATISTICS = SAMPLE_STATS
@@ -413,6 +414,20 @@ def verdict(summary: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "message": f"converged: every chain is stationary on its own (split R-hat <= "
                        f"{CHAIN_RHAT_MAX}, bulk ESS >= {CHAIN_ESS_MIN:.0f} per chain) and the chains "
                        f"agree (R-hat <= {RHAT_MAX}, ESS >= {ESS_MIN:.0f})"}
+
+
+def sampler_means(trace: dict[str, np.ndarray]) -> dict[str, float | None]:
+    """The sampler's own rates in ``trace`` (``moved`` and the acceptance rates ``accept_*``
+    of :data:`SAMPLER_STATISTICS`), each averaged over every draw of every chain that has
+    one (an acceptance rate is NaN in a draw that tried no such move); None where none has.
+    ``bayesfa diagnose`` prints them on one line, ``sampler: moved 0.12, accept_mh 0.4``."""
+    out: dict[str, float | None] = {}
+    for name, values in trace.items():
+        if name in SAMPLER_STATISTICS and (name == "moved" or name.startswith("accept_")):
+            x = np.asarray(values, dtype=np.float64)
+            x = x[np.isfinite(x)]
+            out[name] = float(x.mean()) if x.size else None
+    return out
 
 
 def format_table(summary: dict[str, dict[str, Any]]) -> str:

@@ -13,6 +13,12 @@ fails when any recorded value differs from its recomputation by more than the st
 tolerance, and when the trace holds a quantity that is not recomputed (nothing was checked:
 not a pass). It reads the fit's raw per-draw arrays (``FitResult.trace``), never a
 presentation of them (the arviz object).
+
+The sampler's own statistics (``sample_stats``, :data:`bayesfa.rundir.SAMPLE_STATS`: the
+fraction of positions ``moved`` and the acceptance rates ``accept_*``, issue 36) describe
+the moves between draws, which the recorded state does not keep, so they cannot be
+recomputed from it: each is checked for its range instead (every value a fraction in [0, 1];
+an acceptance rate may be NaN, a draw that tried no such move), and fails outside it.
 """
 
 from __future__ import annotations
@@ -37,6 +43,26 @@ class Recomputed:
     how: str
 
 
+def _is_rate(name: str) -> bool:
+    """A sampler statistic that is a fraction (``moved``, ``accept_*``; module docstring)."""
+    from bayesfa.rundir import SAMPLE_STATS
+
+    return name in SAMPLE_STATS and (name == "moved" or name.startswith("accept_"))
+
+
+def _rate_row(name: str, values) -> dict[str, Any]:
+    """The range check of a sampler statistic (module docstring): a fraction in [0, 1] in
+    every draw; an acceptance rate may also be NaN (no such move tried in the draw)."""
+    x = np.asarray(values, dtype=np.float64)
+    allowed = np.isnan(x) if name != "moved" else np.zeros(x.shape, dtype=bool)
+    bad = ~(((x >= 0) & (x <= 1)) | allowed)
+    return {"quantity": name, "draws": int(x.size), "max_diff": None, "tolerance": None,
+            "pass": not bool(bad.any()),
+            "how": "sampler statistic (sample_stats), not recomputable from the draws: in "
+                   "[0, 1] in every draw" + ("" if name == "moved" else ", or NaN (none tried)")
+                   + (f"; {int(bad.sum())} draws outside" if bad.any() else "")}
+
+
 def recorded_check(trace: dict[str, Any], recomputed: dict[str, Recomputed],
                    extra_rows: list[dict[str, Any]] | None = None) -> Check:
     """One row per trace entry (``recomputed`` must cover every one) plus ``extra_rows``
@@ -44,6 +70,9 @@ def recorded_check(trace: dict[str, Any], recomputed: dict[str, Recomputed],
     rows = []
     ratios: list[float] = []  # max |recorded - recomputed| / tolerance per quantity
     for name in sorted(set(trace) | set(recomputed)):
+        if name not in recomputed and _is_rate(name):
+            rows.append(_rate_row(name, trace[name]))
+            continue
         if name not in recomputed:
             rows.append({"quantity": name, "draws": int(np.size(trace[name])), "max_diff": None,
                          "tolerance": None, "pass": False, "how": "NOT recomputed"})

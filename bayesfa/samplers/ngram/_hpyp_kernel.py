@@ -183,10 +183,11 @@ def predictive(u, w, parent, nd, nth, c, t, cs, ts, base, path, pp):
 
 @njit(cache=True)
 def add_customer(rng, u, w, parent, nd, nth, c, t, cs, ts, base, path, pp, track, sizes, off,
-                 log_nodes, n_log, variant):
+                 log_nodes, n_log, variant, chosen=None):
     """Seat a customer of dish ``w`` at ``u`` (a new table recursing to the parent);
     returns ``p(w | u)`` before seating. ``track``: also choose the table and update
-    ``sizes``. ``log_nodes`` (if ``n_log[0] >= 0``) records every node whose ``c`` grew,
+    ``sizes``; then ``chosen`` (int64 ``[1]``, if given) receives the index of the table
+    joined at ``u`` itself, or -1 for a new one. ``log_nodes`` (if ``n_log[0] >= 0``) records every node whose ``c`` grew,
     as ``-v - 1`` when its ``t`` grew too, so that :func:`score_tokens` can undo it.
     ``path``/``pp`` are scratch of length at least the node depth of ``u`` plus one."""
     n = _path(u, parent, path)
@@ -215,12 +216,16 @@ def add_customer(rng, u, w, parent, nd, nth, c, t, cs, ts, base, path, pp, track
                         last = j
                         break
                 sizes[o + last] += 1
+                if chosen is not None and k == 0:
+                    chosen[0] = last
             if n_log[0] >= 0:
                 log_nodes[n_log[0]] = v
                 n_log[0] += 1
             return p
         if track:
             sizes[off[v, w] + t[v, w]] = 1
+            if chosen is not None and k == 0:
+                chosen[0] = -1
         t[v, w] += 1
         ts[v] += 1
         if n_log[0] >= 0:
@@ -233,7 +238,10 @@ def add_customer(rng, u, w, parent, nd, nth, c, t, cs, ts, base, path, pp, track
 def remove_customer(rng, u, w, parent, c, t, cs, ts, sizes, off):
     """Unseat one customer of dish ``w`` from ``u``: a table chosen with probability
     proportional to its size (the customers of a dish are exchangeable); an emptied table
-    removes its customer from the parent."""
+    removes its customer from the parent. Returns the index of the table left at ``u``
+    itself, or -1 when that table was emptied (and removed)."""
+    left = -1
+    first = True
     while u >= 0:
         o = off[u, w]
         y = rng.random() * c[u, w]
@@ -248,11 +256,13 @@ def remove_customer(rng, u, w, parent, c, t, cs, ts, sizes, off):
         c[u, w] -= 1
         cs[u] -= 1
         if sizes[o + k] > 0:
-            return
+            return k if first else left
+        first = False
         sizes[o + k] = sizes[o + t[u, w] - 1]
         t[u, w] -= 1
         ts[u] -= 1
         u = parent[u]
+    return left
 
 
 # -- HPYP Gibbs sampler ----------------------------------------------------------------------
@@ -269,13 +279,19 @@ def set_node_params(depth, disc, conc, nd, nth):
 def sweep(rng, tok_node, tok_sym, parent, nd, nth, c, t, cs, ts, base, path, pp, sizes, off,
           variant):
     """One Gibbs sweep over the seating arrangement: every data customer unseated and seated
-    again from its conditional (Teh 2006 TR, App. C)."""
+    again from its conditional (Teh 2006 TR, App. C). Returns how many data customers were
+    seated at another table of their own restaurant than the one they left (a new table
+    after leaving one of their own is the same seating): the sampler statistic ``moved``."""
     log_nodes = np.zeros(1, dtype=np.int64)
     n_log = np.full(1, -1, dtype=np.int64)
+    chosen = np.zeros(1, dtype=np.int64)
+    moved = 0
     for i in range(tok_node.shape[0]):
-        remove_customer(rng, tok_node[i], tok_sym[i], parent, c, t, cs, ts, sizes, off)
+        left = remove_customer(rng, tok_node[i], tok_sym[i], parent, c, t, cs, ts, sizes, off)
         add_customer(rng, tok_node[i], tok_sym[i], parent, nd, nth, c, t, cs, ts, base, path,
-                     pp, True, sizes, off, log_nodes, n_log, variant)
+                     pp, True, sizes, off, log_nodes, n_log, variant, chosen)
+        moved += (chosen[0] != left) if left >= 0 else (chosen[0] >= 0)
+    return moved
 
 
 @njit(cache=True)
@@ -357,11 +373,12 @@ def seat_data(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, d
 @njit(cache=True)
 def run_sweeps(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc, conc,
                fixed_d, fixed_th, prior, base, it0, it1, burn_in, period, variant,
-               out_t, out_disc, out_conc, out_lj, slot_node, slot_sym, draw):
+               out_t, out_disc, out_conc, out_lj, out_moved, slot_node, slot_sym, draw):
     """Sweeps ``it0 .. it1 - 1`` of a seated chain, each followed by a hyperparameter update;
     after ``burn_in``, every ``period``-th sweep records ``t`` at the slots ``(slot_node,
-    slot_sym)`` into ``out_t[draw]``, the hyperparameters and the log joint. Returns the next
-    ``draw``. The whole chain state is in the arrays and ``rng``: calls over consecutive
+    slot_sym)`` into ``out_t[draw]``, the hyperparameters and the log joint, and each sweep
+    after ``burn_in`` adds the customers it moved (:func:`sweep`) to ``out_moved[draw]``
+    (int64, zeros to start). Returns the next ``draw``. The whole chain state is in the arrays and ``rng``: calls over consecutive
     ranges draw exactly what one call over their union draws."""
     nd = np.empty(parent.shape[0])
     nth = np.empty(parent.shape[0])
@@ -369,8 +386,10 @@ def run_sweeps(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, 
     path = np.empty(node_levels(parent).max() + 2, dtype=np.int64)
     pp = np.empty(path.shape[0])
     for it in range(it0, it1):
-        sweep(rng, tok_node, tok_sym, parent, nd, nth, c, t, cs, ts, base, path, pp, sizes,
-              off, variant)
+        moved = sweep(rng, tok_node, tok_sym, parent, nd, nth, c, t, cs, ts, base, path, pp,
+                      sizes, off, variant)
+        if it >= burn_in and draw < out_t.shape[0]:
+            out_moved[draw] += moved
         sample_hyper(rng, depth, c, t, cs, ts, sizes, off, disc, conc, fixed_d, fixed_th, prior,
                      variant)
         set_node_params(depth, disc, conc, nd, nth)
@@ -387,13 +406,13 @@ def run_sweeps(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, 
 @njit(cache=True)
 def run_chain(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc, conc,
               fixed_d, fixed_th, prior, base, iterations, burn_in, period, variant,
-              out_t, out_disc, out_conc, out_lj, slot_node, slot_sym):
+              out_t, out_disc, out_conc, out_lj, out_moved, slot_node, slot_sym):
     """A whole chain: :func:`seat_data`, then :func:`run_sweeps` over ``iterations`` sweeps."""
     seat_data(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc, conc, base,
               variant)
     run_sweeps(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, disc, conc,
                fixed_d, fixed_th, prior, base, 0, iterations, burn_in, period, variant,
-               out_t, out_disc, out_conc, out_lj, slot_node, slot_sym, 0)
+               out_t, out_disc, out_conc, out_lj, out_moved, slot_node, slot_sym, 0)
 
 
 # -- prediction and the incremental (single-particle) pass -----------------------------------

@@ -191,9 +191,9 @@ def _slots(parent, tok_node, tok_sym, n_nodes, n_sym):
 
 
 #: The version of an HPYP chain checkpoint's layout (part of its fingerprint).
-_CHAIN_FORMAT = "bayesfa-hpyp-chain/1"
+_CHAIN_FORMAT = "bayesfa-hpyp-chain/2"  # 2: each draw's customers moved, out_moved (issue 36)
 _STATE = ("c", "t", "cs", "ts", "sizes", "disc", "conc")
-_OUTS = ("out_t", "out_disc", "out_conc", "out_lj")
+_OUTS = ("out_t", "out_disc", "out_conc", "out_lj", "out_moved")
 _COUNTERS = ("sweeps_done", "draws_done", "seconds", "rng_state")
 
 
@@ -212,6 +212,7 @@ class _Chain(NamedTuple):
     out_disc: np.ndarray
     out_conc: np.ndarray
     out_lj: np.ndarray
+    out_moved: np.ndarray
 
 
 def _chain_fingerprint(F: np.ndarray, n_sym: int, settings: dict, seed_seq) -> str:
@@ -268,7 +269,7 @@ def _run_chain(tree: tuple, arrays: _Chain, rng, fixed: tuple, base: float, burn
     tok_node, tok_sym, parent, depth, off, slot_node, slot_sym = tree
     a = arrays
     state = (a.c, a.t, a.cs, a.ts, a.sizes, off, a.disc, a.conc)
-    outs = (a.out_t, a.out_disc, a.out_conc, a.out_lj)
+    outs = (a.out_t, a.out_disc, a.out_conc, a.out_lj, a.out_moved)
     loop = ChainLoop(rng, resume)
     seated = 0.0
     if resume is None:
@@ -364,6 +365,7 @@ def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: 
     disc_out = np.zeros((chains, n_draws, order))
     conc_out = np.zeros((chains, n_draws, order))
     lj = np.zeros((chains, n_draws))
+    moves = np.zeros((chains, n_draws), dtype=np.int64)
     tree = (tok_node, tok_sym, parent, depth, off, slot_node, slot_sym)
     settings = {"order": int(order), "sequence": bool(sequence), "iterations": int(iterations),
                 "burn_in": int(burn_in), "period": int(period), "variant": int(variant),
@@ -377,7 +379,7 @@ def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: 
         return _Chain(z, z.copy(), np.zeros(n_nodes, dtype=np.int32),
                       np.zeros(n_nodes, dtype=np.int32),
                       np.zeros(int(cap.sum()) + 1, dtype=np.int32), disc, conc,
-                      tables[ch], disc_out[ch], conc_out[ch], lj[ch])
+                      tables[ch], disc_out[ch], conc_out[ch], lj[ch], moves[ch])
 
     fixed = (_per_depth(discount, order, START_DISCOUNT)[1],
              _per_depth(concentration, order, START_CONCENTRATION)[1])
@@ -427,7 +429,9 @@ def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: 
               "slot_sym": slot_sym.astype(np.int32), "disc": disc_out, "conc": conc_out,
               "log_joint": lj,
               "predict_entropy": np.array(children[-1].generate_state(4), dtype=np.uint32)}
-    trace = {"log_joint": lj}
+    # the sampler statistic moved: the fraction of the data customers reseated at another table
+    # of their restaurant (_hpyp_kernel.sweep), per sweep, over each draw's period sweeps
+    trace = {"log_joint": lj, "moved": moves / float(max(1, period * tok_node.size))}
     for k in range(order):
         trace[f"d_{k}"] = disc_out[:, :, k]
         trace[f"theta_{k}"] = conc_out[:, :, k]

@@ -113,7 +113,8 @@ ST_HYP = 6  # 5 hyperparameters x (accepted, proposed)
 ST_CAPACITY = 16
 ST_WALKED = 17  # positions whose state a proposal changed (walk_changes)
 ST_JIT = 18  # entries drawn just in time by the proposals
-N_STATS = 19
+ST_MOVED = 19  # positions whose state differs at the end of a sweep's moves from its start
+N_STATS = 20
 
 # the workspace (module docstring): rows of its int32 [7, T] array
 W_QPATH, W_NXT, W_PRV, W_UPOS, W_DPOS, W_DQ, W_ELIST = range(7)
@@ -1015,7 +1016,10 @@ def sweep(model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, vis, cha
     the dish of a uniformly chosen open table. Then each hyperparameter not ``fixed``.
     ``ws``: the chain's :func:`new_workspace` (one is allocated when not given); its path
     index is rebuilt from ``sym`` and ``delta`` first, so the data may change between sweeps.
-    ``vis`` is not read (kept for the callers of :func:`eval_path`)."""
+    ``vis`` is not read (kept for the callers of :func:`eval_path`). ``stats[ST_MOVED]``
+    gains the positions ``t`` whose state (before token ``t``, the path index's ``QPATH``)
+    the sweep's accepted moves changed, compared label by label with a copy made after the
+    index is built (one comparison a token): the sampler statistic ``moved``."""
     if ws is None:
         _sweep(model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, changed, newq, news,
                oq, os_, oseat, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, lg, fixed, lmu,
@@ -1033,6 +1037,7 @@ def _sweep(model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, changed
            n_mu, step, table_moves, n_entry_moves, n_table_moves, rng, stats, ws):
     n_sym = delta.shape[1]
     build_index(sym, nf, delta, meta[M_HI], cnt, ctot, cnt2, ctot2, lg, ws)
+    start = ws[0][W_QPATH].copy()
     if model == 0:
         # fixed state labels: a systematic scan over the instantiated entries
         for q in range(meta[M_HI]):
@@ -1067,6 +1072,11 @@ def _sweep(model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, changed
                 move_table(t, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2,
                            changed, newq, news, oq, os_, oseat, nj, v, mu, tabs, col_tabs, col_T,
                            sts, meta, hyp, lg, True, rng, stats, ws)
+    qpath = ws[0][W_QPATH]
+    moved = 0
+    for t in range(start.shape[0]):
+        moved += qpath[t] != start[t]
+    stats[ST_MOVED] += moved
     if model == 0:
         for _ in range(n_mu):
             move_mu(mu, lmu, v, nj, hyp, nf, rng, stats, variant)

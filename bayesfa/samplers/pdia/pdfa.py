@@ -288,9 +288,12 @@ def run_chain(model: int, data: Data, n_cap: int, options: dict[str, Any], seed_
         # PDIA: the number of random-scan moves per sweep, frozen at the end of burn-in
         moves = (max(1, int(st.nj[data.nf:].sum())), max(1, int(st.meta[2])))
     while len(draws) < n_draws:
+        before = stats.copy()
         _sweeps(st, hyp, fixed, period, rng, stats, options, variant, moves, emission,
                 on_sweeps or None)
-        draws.append(_record(st, hyp, emission))
+        draw = _record(st, hyp, emission)
+        draw["stats"] = stats - before  # this draw's sweeps' counts (draw_statistics)
+        draws.append(draw)
         done += period
         save_if_due()
     if checkpoint is not None:
@@ -303,7 +306,7 @@ def run_chain(model: int, data: Data, n_cap: int, options: dict[str, Any], seed_
 
 #: The version of a chain checkpoint's layout (part of its fingerprint: a file of another
 #: version is another run's, ignored and overwritten).
-CHAIN_FORMAT = "bayesfa-pdfa-chain/1"
+CHAIN_FORMAT = "bayesfa-pdfa-chain/2"  # 2: each draw's own move counts, "stats" (issue 36)
 #: What a checkpoint holds besides the ``st_*`` arrays of :class:`ChainState` and the draws.
 _STATE_FIELDS = ("hyp", "fixed", "stats", "moves", "sweeps_done", "draws_done", "seconds",
                  "rng_state", "draw_keys")
@@ -490,6 +493,40 @@ def _stack(chains: list[dict[str, Any]], model: int, n_symbols: int) -> dict[str
     return out
 
 
+def draw_statistics(outs: list[dict[str, Any]], model: int, data: Data, period: int,
+                    emission=None) -> dict[str, np.ndarray]:
+    """The sampler statistics of :data:`bayesfa.rundir.SAMPLE_STATS`, float64 ``[chain, draw]``,
+    from each draw's counts of its ``period`` sweeps (``draw["stats"]``, the kernel's
+    ``stats`` layout): ``moved``, the fraction of the positions whose state can change (the
+    tokens not at a string's start) whose state differs after a sweep's moves, per sweep
+    (``_pdfa_kernel.ST_MOVED``); the acceptance rates of the Metropolis-Hastings moves, NaN
+    in a draw that tried none: ``accept_entry`` (a transition ``delta_ij``), ``accept_table``
+    (PDIA: a table's dish), ``accept_hyper`` (the random walks of the sampled
+    hyperparameters, pdia-smoothed's ``beta`` and ``beta0`` included). The Gibbs steps on
+    ``mu`` and ``pi0`` are always accepted and have none."""
+    from bayesfa.samplers.pdia._pdfa_kernel import ST_ENTRY, ST_HYP, ST_MOVED, ST_TABLE
+
+    counts = np.array([[d["stats"] for d in c["draws"]] for c in outs], dtype=np.float64)
+    sym = data.sym
+    n_pos = int(np.count_nonzero(sym[:-1] >= data.nf))  # t >= 1 after a letter
+    out = {"moved": counts[..., ST_MOVED] / max(1, period * n_pos)}
+
+    def rate(accepted, proposed):
+        return np.divide(accepted, proposed, out=np.full(proposed.shape, np.nan),
+                         where=proposed > 0)
+
+    out["accept_entry"] = rate(counts[..., ST_ENTRY], counts[..., ST_ENTRY + 1])
+    if model == CRF:
+        out["accept_table"] = rate(counts[..., ST_TABLE], counts[..., ST_TABLE + 1])
+    hyper = [ST_HYP + 2 * k for k in range(5)]
+    if emission is not None:  # pdia-smoothed: its beta and beta0 random walks (not pi0's Gibbs)
+        hyper += [emission.off + 2, emission.off + 4]
+    proposed = sum(counts[..., k + 1] for k in hyper)
+    if np.any(proposed > 0):
+        out["accept_hyper"] = rate(sum(counts[..., k] for k in hyper), proposed)
+    return out
+
+
 def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | None,
               progress: bool, n_cap: int, variant: int = 0, name: str = "pdfa",
               emission=None, workdir=None, on_sweeps=None) -> FitResult:
@@ -566,6 +603,7 @@ def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | N
              "n_tables": np.array([[d["n_tables"] for d in c["draws"]] for c in outs], dtype=np.int32)}
     for name_ in names:
         trace[name_] = arrays["hyp"][:, :, _SLOTS[name_]]
+    trace.update(draw_statistics(outs, model, data, int(options["period"]), emission))
     stats = np.sum([c["stats"] for c in outs], axis=0)
     acceptance = {}
     for kind, off in zip(MOVE_KINDS, (0, 2, 4)):

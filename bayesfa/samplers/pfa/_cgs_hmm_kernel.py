@@ -71,8 +71,10 @@ def sweep_positions(positions, uniforms, tokens, z, et, mv, mvt, ci, cm, g, alph
     docstring), ``z[t] = k`` by inversion of ``uniforms[m]`` over ``k = 1..N``.
 
     positions int64 ``[M]`` (``tokens[t-1] != 0``), uniforms float64 ``[M]``, g float64
-    ``[N+1]`` scratch; ``variant`` 0 (the others are mutants for validation only).
+    ``[N+1]`` scratch; ``variant`` 0 (the others are mutants for validation only). Returns
+    the positions whose state changed (int64; the sampler statistic ``moved``).
     """
+    moved = 0
     n_states = ci.shape[0] - 1
     n_symbols = et.shape[0]
     a_alpha = n_symbols * alpha
@@ -135,16 +137,22 @@ def sweep_positions(positions, uniforms, tokens, z, et, mv, mvt, ci, cm, g, alph
             mv[k, n] += 1
             mvt[n, k] += 1
             cm[k] += 1
+        moved += k != old
         z[t] = k
+    return moved
 
 
 @njit(cache=True)
 def sweeps(n_sweeps, positions, tokens, z, et, mv, mvt, ci, cm, rng, alpha, beta, variant):
-    """``n_sweeps`` single iterations over ``positions``; one ``rng.random(M)`` per sweep."""
+    """``n_sweeps`` single iterations over ``positions``; one ``rng.random(M)`` per sweep.
+    Returns the positions moved, summed over the sweeps."""
     g = np.zeros(ci.shape[0])
+    moved = 0
     for _ in range(n_sweeps):
         uniforms = rng.random(positions.shape[0])
-        sweep_positions(positions, uniforms, tokens, z, et, mv, mvt, ci, cm, g, alpha, beta, variant)
+        moved += sweep_positions(positions, uniforms, tokens, z, et, mv, mvt, ci, cm, g, alpha, beta,
+                                 variant)
+    return moved
 
 
 @njit(cache=True)
@@ -199,14 +207,15 @@ def record(tokens, z, out):
 
 @njit(cache=True)
 def sample_draws(period, positions, tokens, z, et, mv, mvt, ci, cm, rng, alpha, beta, variant,
-                 out_counts, out_log_joint, out_n_states, out_n_edges):
+                 out_counts, out_log_joint, out_n_states, out_n_edges, out_moves):
     """For each draw ``d``: ``period`` sweeps, then record ``C_iaj`` and the trace values.
 
     out_counts int32 ``[D, N+1, A, N+1]``; out_log_joint float64 ``[D]``; out_n_states,
-    out_n_edges int32 ``[D]``.
+    out_n_edges int32 ``[D]``; out_moves int64 ``[D]``, the positions whose state changed in
+    the draw's sweeps.
     """
     for d in range(out_counts.shape[0]):
-        sweeps(period, positions, tokens, z, et, mv, mvt, ci, cm, rng, alpha, beta, variant)
+        out_moves[d] = sweeps(period, positions, tokens, z, et, mv, mvt, ci, cm, rng, alpha, beta, variant)
         used, edges = record(tokens, z, out_counts[d])
         out_log_joint[d] = log_joint(et, mv, alpha, beta)
         out_n_states[d] = used

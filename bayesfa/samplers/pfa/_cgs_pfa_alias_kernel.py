@@ -168,7 +168,13 @@ def build_sweep(mutation: str | None = None):
         """``n_sweeps`` alias-MH sweeps over ``positions`` (the ``t`` with ``tokens[t-1] != 0``,
         increasing): per position one out-table and one in-table Metropolis-Hastings step
         targeting Eq. 9 (module docstring), block 0's positions then block 1's; ``2 M``
-        uniforms per sweep. The arguments are the chain state of the module docstring."""
+        uniforms per sweep. The arguments are the chain state of the module docstring.
+        Returns ``(moved, proposed, accepted)`` int64, summed over the sweeps: the positions
+        whose state changed, the steps that proposed another state and those accepted
+        (``_cgs_pfa_kernel.STATS``)."""
+        moved = 0
+        proposed = 0
+        accepted = 0
         n_states = c.shape[0] - 1
         n_symbols = c.shape[1]
         nab = n_states * n_symbols * beta
@@ -208,6 +214,7 @@ def build_sweep(mutation: str | None = None):
                         old = z[t]
                         b_out = nbeta32 if a == 0 else beta32
                         g_old = np.float32(-1.0)  # computed when first needed
+                        start = old
                         for step in range(2):
                             if step == 0:
                                 j = a * (n_states + 1) + n
@@ -233,6 +240,7 @@ def build_sweep(mutation: str | None = None):
                                 f = (f - q_i) / (1.0 - q_i)
                             if k == old:
                                 continue
+                            proposed += 1
                             if g_old < 0:
                                 g_old = _exact_weight(old, p, ap, a, n, old, c, ct, ci, nab, b_out,
                                                       beta32, True, True, True, delta_term, True)
@@ -250,9 +258,12 @@ def build_sweep(mutation: str | None = None):
                                 w_k = tab[j, k - 1, 2]
                             # accept with probability min(1, g_k w_old / (g_old w_k))
                             if f * (np.float64(g_old) * w_k) < np.float64(g_k) * w_old:
+                                accepted += 1
                                 move_state(t, k, old, p, ap, a, n, z, c, ct, ci, recip, nab)
                                 old = k
                                 g_old = g_k
+                        moved += old != start
+        return moved, proposed, accepted
 
     _BUILT[mutation] = sweeps
     return sweeps
@@ -264,10 +275,12 @@ sweeps = build_sweep(None)
 
 @njit(cache=True)
 def sample_draws(period, positions, tokens, z, c, ct, ci, recip, rng, beta,
-                 out_counts, out_log_joint, out_n_states, out_n_edges):
+                 out_counts, out_log_joint, out_n_states, out_n_edges, out_stats):
     """For each draw ``d``: ``period`` alias-MH sweeps, then record the counts and trace values
-    (the outputs of :func:`bayesfa.samplers.pfa._cgs_pfa_kernel.sample_draws`)."""
+    (the outputs of :func:`bayesfa.samplers.pfa._cgs_pfa_kernel.sample_draws`, ``out_stats``
+    with its three columns)."""
     for d in range(out_counts.shape[0]):
-        sweeps(period, positions, tokens, z, c, ct, ci, recip, rng, beta)
+        out_stats[d, 0], out_stats[d, 1], out_stats[d, 2] = sweeps(
+            period, positions, tokens, z, c, ct, ci, recip, rng, beta)
         record_draw(d, c, ci, beta, out_counts, out_log_joint, out_n_states, out_n_edges)
 

@@ -179,7 +179,13 @@ def build_sweep(mutation: str | None = None, steps: int = STEPS):
         """``n_sweeps`` bucket-MH sweeps over ``positions`` (the ``t`` with ``tokens[t-1] != 0``,
         increasing), block 0's positions then block 1's, each proposing from the other block's
         buckets and accepting with the exact Eq. 9 weight (module docstring). The arguments
-        are the chain state of :mod:`bayesfa.samplers.pfa._cgs_pfa_kernel`."""
+        are the chain state of :mod:`bayesfa.samplers.pfa._cgs_pfa_kernel`. Returns
+        ``(moved, proposed, accepted)`` int64, summed over the sweeps: the positions whose
+        state changed, the steps that proposed another state and those accepted
+        (``_cgs_pfa_kernel.STATS``)."""
+        moved = 0
+        proposed = 0
+        accepted = 0
         n_states = c.shape[0] - 1
         n_symbols = c.shape[1]
         n_tokens = tokens.shape[0]
@@ -226,6 +232,7 @@ def build_sweep(mutation: str | None = None, steps: int = STEPS):
                         lo_in = in_start[key_in]
                         s_in = in_start[key_in + 1] - lo_in
                         g_old = np.float32(-1.0)  # computed when first needed
+                        start = old
                         for step in range(steps):
                             u = uniforms[steps * (m - m0) + step]
                             if mixture:
@@ -239,6 +246,7 @@ def build_sweep(mutation: str | None = None, steps: int = STEPS):
                                 k, f = _draw(u, in_vals, lo_in, s_in, beta32, n_states)
                             if k == old:
                                 continue
+                            proposed += 1
                             if g_old < 0:
                                 g_old = _exact_weight(old, p, ap, a, n, old, c, ct, ci, nab, b_out,
                                                       beta32, True, True, True, delta_term, True)
@@ -262,6 +270,7 @@ def build_sweep(mutation: str | None = None, steps: int = STEPS):
                                 q_old, q_k = np.float64(i_old + beta32), np.float64(i_k + beta32)
                             # accept with probability min(1, g_k q_old / (g_old q_k))
                             if f * (np.float64(g_old) * q_k) < np.float64(g_k) * q_old:
+                                accepted += 1
                                 move_state(t, k, old, p, ap, a, n, z, c, ct, ci, recip, nab)
                                 cown[p, ap, old] -= 1
                                 cown[p, ap, k] += 1
@@ -269,6 +278,8 @@ def build_sweep(mutation: str | None = None, steps: int = STEPS):
                                 cown[k, a, n] += 1
                                 old = k
                                 g_old = g_k
+                        moved += old != start
+        return moved, proposed, accepted
 
     _BUILT[mutation, steps] = sweeps
     return sweeps
@@ -280,9 +291,11 @@ sweeps = build_sweep(None)
 
 @njit(cache=True)
 def sample_draws(period, positions, tokens, z, c, ct, ci, recip, rng, beta,
-                 out_counts, out_log_joint, out_n_states, out_n_edges):
+                 out_counts, out_log_joint, out_n_states, out_n_edges, out_stats):
     """For each draw ``d``: ``period`` bucket-MH sweeps, then record the counts and trace values
-    (the outputs of :func:`bayesfa.samplers.pfa._cgs_pfa_kernel.sample_draws`)."""
+    (the outputs of :func:`bayesfa.samplers.pfa._cgs_pfa_kernel.sample_draws`, ``out_stats``
+    with its three columns)."""
     for d in range(out_counts.shape[0]):
-        sweeps(period, positions, tokens, z, c, ct, ci, recip, rng, beta)
+        out_stats[d, 0], out_stats[d, 1], out_stats[d, 2] = sweeps(
+            period, positions, tokens, z, c, ct, ci, recip, rng, beta)
         record_draw(d, c, ci, beta, out_counts, out_log_joint, out_n_states, out_n_edges)

@@ -197,8 +197,12 @@ def build_sweep(mutation: str | None = None):
         omitted) that branch is never entered and the sweep is the untempered one bit for bit.
 
         positions int64 ``[M]``, uniforms float64 ``[M]`` in [0, 1), g float32 ``[W]`` scratch;
-        the rest is the chain state described in the module docstring.
+        the rest is the chain state described in the module docstring. Returns how many of the
+        positions changed state (int64; the sampler statistic ``moved`` of
+        :data:`bayesfa.rundir.SAMPLE_STATS` before it is divided by ``M``): one integer
+        increment a position that moves, so the sweep's arithmetic is unchanged.
         """
+        moves = 0
         n_states = c.shape[0] - 1
         n_symbols = c.shape[1]
         width = c.shape[2]
@@ -281,7 +285,9 @@ def build_sweep(mutation: str | None = None):
                         k = kk
                         break
             # (k == old is possible here only through rounding; the updates then cancel)
+            moves += k != old
             move_state(t, k, old, p, ap, a, n, z, c, ct, ci, recip, nab)
+        return moves
 
     _BUILT[mutation] = sweep_positions
     return sweep_positions
@@ -296,12 +302,15 @@ def sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta):
     """``n_sweeps`` single iterations (Algorithm 1, lines 12-18) over ``positions`` in order.
 
     positions int64 ``[M]`` (the ``t`` with ``tokens[t-1] != 0``, increasing); one
-    ``rng.random(M)`` per sweep supplies the uniforms.
+    ``rng.random(M)`` per sweep supplies the uniforms. Returns the positions moved, summed
+    over the sweeps (int64, :func:`sweep_positions`).
     """
     g = np.zeros(c.shape[2], dtype=np.float32)
+    moves = 0
     for _ in range(n_sweeps):
         uniforms = rng.random(positions.shape[0])
-        sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta)
+        moves += sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta)
+    return moves
 
 
 @njit(cache=False)  # see the module docstring: callers of the sweep are compiled per process
@@ -309,14 +318,16 @@ def tempered_sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta,
     """:func:`sweeps` at inverse temperature ``b`` (float64 in (0, 1]): each sweep the Gibbs
     sweep of ``Pr(alpha, z)^b`` (Eq. 4 tempered; see :func:`sweep_positions`), on the same
     ``rng.random(M)`` per sweep. ``b == 1`` runs the untempered sweep (the same numbers as
-    :func:`sweeps`); the front's ``--anneal`` runs these during burn-in only."""
+    :func:`sweeps`); the front's ``--anneal`` runs these during burn-in only. Returns the
+    positions moved, summed over the sweeps (as :func:`sweeps`)."""
     if b == 1.0:
-        sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta)
-        return
+        return sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta)
     g = np.zeros(c.shape[2], dtype=np.float32)
+    moves = 0
     for _ in range(n_sweeps):
         uniforms = rng.random(positions.shape[0])
-        sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta, b)
+        moves += sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta, b)
+    return moves
 
 
 #: Deliberate errors in what the front *records* (not in the sweep): :func:`build_log_joint`
@@ -403,6 +414,15 @@ def record(c, out):
                 out[i, a, j] = np.int32(c[i, a, j])
 
 
+#: Columns of the ``out_stats`` int64 ``[D, STATS]`` of every one-chain CGS-PFA kernel's
+#: ``sample_draws``, counted over each draw's ``period`` sweeps: 0, the positions whose state
+#: changed (summed over the sweeps); 1 and 2, the Metropolis-Hastings proposals of another
+#: state and those accepted (the alias-mh and bucket-mh kernels; 0 for Gibbs). The front
+#: turns them into the sampler statistics ``moved`` (column 0 over ``period * M``) and
+#: ``accept_mh`` (column 2 over column 1) of :data:`bayesfa.rundir.SAMPLE_STATS`.
+STATS = 3
+
+
 @njit(cache=True, inline="always")
 def record_draw(d, c, ci, beta, out_counts, out_log_joint, out_n_states, out_n_edges):
     """Draw ``d`` of the outputs of :func:`sample_draws` from the chain's counts ``c``, ``ci``.
@@ -415,12 +435,14 @@ def record_draw(d, c, ci, beta, out_counts, out_log_joint, out_n_states, out_n_e
 
 @njit(cache=False)  # see the module docstring: callers of the sweep are compiled per process
 def sample_draws(period, positions, tokens, z, c, ct, ci, recip, rng, beta,
-                 out_counts, out_log_joint, out_n_states, out_n_edges):
+                 out_counts, out_log_joint, out_n_states, out_n_edges, out_stats):
     """For each draw ``d``: ``period`` sweeps, then record the counts and trace values.
 
     out_counts int32 ``[D, N+1, A, N+1]``; out_log_joint float64 ``[D]`` (Eq. 4);
-    out_n_states, out_n_edges int32 ``[D]`` (Algorithm 1, lines 5-10).
+    out_n_states, out_n_edges int32 ``[D]`` (Algorithm 1, lines 5-10); out_stats int64
+    ``[D, STATS]``, the sampler's own counts in the draw's ``period`` sweeps (:data:`STATS`;
+    this kernel makes no Metropolis-Hastings step and leaves columns 1 and 2 as they are).
     """
     for d in range(out_counts.shape[0]):
-        sweeps(period, positions, tokens, z, c, ct, ci, recip, rng, beta)
+        out_stats[d, 0] = sweeps(period, positions, tokens, z, c, ct, ci, recip, rng, beta)
         record_draw(d, c, ci, beta, out_counts, out_log_joint, out_n_states, out_n_edges)

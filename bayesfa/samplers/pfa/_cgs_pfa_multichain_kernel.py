@@ -60,7 +60,8 @@ def _exact_weight(h, k, p, ap, a, n, old, c, ct, ci, nab, b_out, beta):
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
-def sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, target, below, above, beta):
+def sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, target, below, above, beta,
+                    moves):
     """Resample ``z[t, h]`` for each ``t`` of ``positions`` in order and every chain ``h``
     (Algorithm 1, lines 13-17, Eq. 9), chain ``h`` inverting ``uniforms[m, h]``.
 
@@ -68,7 +69,8 @@ def sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, target,
     above float32 ``[H]``; the rest is the chain state of the module docstring. Per chain, the
     same operations as the one-chain sweep (see its docstring): weights from the full counts,
     the at most three exact corrections, inversion of ``u * sum_k g_k`` (float64) that first
-    tests the current state's interval.
+    tests the current state's interval. ``moves`` int64 ``[H]``: each chain's positions that
+    changed state are added to it (the one-chain sweep's return value).
     """
     n_chains = z.shape[1]
     n_states = c.shape[1] - 1
@@ -136,6 +138,7 @@ def sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, target,
                     if u < acc:
                         k = kk
                         break
+            moves[h] += k != old
             c[h, p, ap, old] -= 1
             c[h, p, ap, k] += 1
             ct[h, ap, old, p] -= 1
@@ -155,33 +158,39 @@ def sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, target,
 def sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rngs, beta):
     """``n_sweeps`` sweeps of every chain (Algorithm 1, lines 12-18) over ``positions`` (the
     ``t`` with ``tokens[t-1] != 0``, increasing): for each chain what ``_cgs_pfa_kernel.sweeps``
-    does, with the same random numbers."""
+    does, with the same random numbers. Returns each chain's positions moved, summed over the
+    sweeps (int64 ``[H]``)."""
     n_chains = z.shape[1]
     g = np.zeros((n_chains, c.shape[3]), dtype=np.float32)
     target = np.zeros(n_chains)
     below = np.zeros(n_chains, dtype=np.float32)
     above = np.zeros(n_chains, dtype=np.float32)
     uniforms = np.empty((positions.shape[0], n_chains))
+    moves = np.zeros(n_chains, dtype=np.int64)
     for _ in range(n_sweeps):
         for h in range(n_chains):
             rng = rngs[h]
             for m in range(positions.shape[0]):
                 uniforms[m, h] = rng.random()
-        sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, target, below, above, beta)
+        sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, target, below, above, beta,
+                        moves)
+    return moves
 
 
 @njit(cache=False)  # a caller of the sweep: compiled per process (_cgs_pfa_kernel docstring)
 def sample_draws(period, positions, tokens, z, c, ct, ci, recip, rngs, beta,
-                 out_counts, out_log_joint, out_n_states, out_n_edges):
+                 out_counts, out_log_joint, out_n_states, out_n_edges, out_stats):
     """For each draw ``d``: ``period`` sweeps of every chain, then record each chain's counts
     and trace values, as ``_cgs_pfa_kernel.sample_draws`` does per chain.
 
     out_counts int32 ``[H, D, N+1, A, N+1]``; out_log_joint float64 ``[H, D]`` (Eq. 4);
-    out_n_states, out_n_edges int32 ``[H, D]``.
+    out_n_states, out_n_edges int32 ``[H, D]``; out_stats int64 ``[H, D, STATS]`` (column 0,
+    the positions moved, as ``_cgs_pfa_kernel.STATS``; the others untouched).
     """
     for d in range(out_counts.shape[1]):
-        sweeps(period, positions, tokens, z, c, ct, ci, recip, rngs, beta)
+        moves = sweeps(period, positions, tokens, z, c, ct, ci, recip, rngs, beta)
         for h in range(z.shape[1]):
+            out_stats[h, d, 0] = moves[h]
             record(c[h], out_counts[h, d])
             out_log_joint[h, d] = log_joint(c[h], beta)
             out_n_states[h, d] = n_states_used(ci[h])

@@ -166,10 +166,10 @@ def sweep(positions, tokens, z, c, ct, ci, gr, grt, v, meta, g, rng, beta, inter
     (``C^{-t}`` counts), and after every ``interval`` positions (counted across sweeps in
     ``meta[1]``) ``G`` is resampled by :func:`update_graph`. g float64 ``[N+1]`` scratch; one
     ``rng.random(M)`` at the start supplies the uniforms of ``z``, each graph update draws
-    its own ``rng.random(E)``.
+    its own ``rng.random(E)``. Returns the positions whose state changed (int64).
     """
     uniforms = rng.random(positions.shape[0])
-    sweep_uniforms(positions, uniforms, tokens, z, c, ct, ci, gr, grt, v, meta, g, rng, beta,
+    return sweep_uniforms(positions, uniforms, tokens, z, c, ct, ci, gr, grt, v, meta, g, rng, beta,
                    interval, variant)
 
 
@@ -178,7 +178,9 @@ def sweep_uniforms(positions, uniforms, tokens, z, c, ct, ci, gr, grt, v, meta, 
                    interval, variant):
     """:func:`sweep` with the uniforms of ``z`` given (``uniforms`` float64 ``[M]``): ``z_t = k``
     for the first ``k`` with ``uniforms[m] sum_i g_i < g_1 + .. + g_k``. The exact kernel
-    check of :mod:`bayesfa.validation.pfa.variants_kernel` calls it with chosen uniforms."""
+    check of :mod:`bayesfa.validation.pfa.variants_kernel` calls it with chosen uniforms.
+    Returns the positions whose state changed (int64; the sampler statistic ``moved``)."""
+    moves = 0
     n_states = c.shape[0] - 1
     for m in range(positions.shape[0]):
         t = positions[m]
@@ -225,19 +227,23 @@ def sweep_uniforms(positions, uniforms, tokens, z, c, ct, ci, gr, grt, v, meta, 
         c[k, a, n] += 1
         ct[a, n, k] += 1
         ci[k] += 1
+        moves += k != old
         z[t] = k
         meta[1] += 1
         if meta[1] >= interval:
             meta[1] = 0
             update_graph(c, ci, gr, grt, v, meta, rng, beta, variant)
+    return moves
 
 
 @njit(cache=True)
 def sweeps(n_sweeps, positions, tokens, z, c, ct, ci, gr, grt, v, meta, rng, beta, interval, variant):
-    """``n_sweeps`` single iterations (:func:`sweep`)."""
+    """``n_sweeps`` single iterations (:func:`sweep`); returns the positions moved, summed."""
     g = np.zeros(c.shape[0])
+    moves = 0
     for _ in range(n_sweeps):
-        sweep(positions, tokens, z, c, ct, ci, gr, grt, v, meta, g, rng, beta, interval, variant)
+        moves += sweep(positions, tokens, z, c, ct, ci, gr, grt, v, meta, g, rng, beta, interval, variant)
+    return moves
 
 
 @njit(cache=True)
@@ -284,11 +290,12 @@ def table_rows(c, ci):
 @njit(cache=True)
 def sample_draws(period, positions, tokens, z, c, ct, ci, gr, grt, v, meta, rng, beta, interval,
                  variant, out_counts, out_graph, out_log_joint, out_states, out_pairs, out_edges,
-                 out_graph_edges):
+                 out_graph_edges, out_moves):
     """For each draw ``d``: ``period`` sweeps, then record ``C`` (int32 ``[D, N+1, A, N+1]``),
-    ``G`` (uint8, same shape) and the trace values (``[D]`` each)."""
+    ``G`` (uint8, same shape) and the trace values (``[D]`` each; ``out_moves`` int64, the
+    positions whose state changed in the draw's sweeps)."""
     for d in range(out_counts.shape[0]):
-        sweeps(period, positions, tokens, z, c, ct, ci, gr, grt, v, meta, rng, beta, interval, variant)
+        out_moves[d] = sweeps(period, positions, tokens, z, c, ct, ci, gr, grt, v, meta, rng, beta, interval, variant)
         out_counts[d] = c
         out_graph[d] = gr
         out_log_joint[d] = log_joint(c, ci, gr, v, meta, beta)

@@ -316,22 +316,26 @@ def sweeps(n_sweeps, first, every, positions, tokens, z, c, ct, ci, recip, rng, 
     :func:`bayesfa.samplers.pfa._cgs_pfa_kernel.sweeps`), the sweep of global index ``s``
     (0-based; this call's first is ``first``) followed by :func:`blocked_move` when
     ``(s + 1) % every == 0``. The schedule depends on the sweep index only, so blocks and
-    resumes never move it."""
+    resumes never move it. Returns the positions the Gibbs sweeps moved (int64, summed; the
+    blocked moves' changes are not counted)."""
     g = np.zeros(c.shape[2], dtype=np.float32)
+    moved = 0
     for s in range(n_sweeps):
         uniforms = rng.random(positions.shape[0])
-        sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta)
+        moved += sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta)
         if (first + s + 1) % every == 0:
             blocked_move(tokens, z, c, ct, ci, recip, rng, beta, theta, filt)
+    return moved
 
 
 @njit(cache=False)  # a caller of the sweep: compiled per process (_cgs_pfa_kernel docstring)
 def sample_draws(period, first, every, positions, tokens, z, c, ct, ci, recip, rng, beta, theta,
-                 filt, out_counts, out_log_joint, out_n_states, out_n_edges):
+                 filt, out_counts, out_log_joint, out_n_states, out_n_edges, out_stats):
     """:func:`bayesfa.samplers.pfa._cgs_pfa_kernel.sample_draws` with :func:`sweeps` (draw
-    ``d`` of this call after the sweeps ``first + d period .. first + (d + 1) period - 1``)."""
+    ``d`` of this call after the sweeps ``first + d period .. first + (d + 1) period - 1``;
+    ``out_stats[d, 0]``, the positions its Gibbs sweeps moved)."""
     for d in range(out_counts.shape[0]):
-        sweeps(period, first + d * period, every, positions, tokens, z, c, ct, ci, recip, rng,
+        out_stats[d, 0] = sweeps(period, first + d * period, every, positions, tokens, z, c, ct, ci, recip, rng,
                beta, theta, filt)
         record_draw(d, c, ci, beta, out_counts, out_log_joint, out_n_states, out_n_edges)
 

@@ -114,7 +114,9 @@ def build_sweeps(mutation: str | None = None):
     """``sweeps(n_sweeps, tokens, z, c, ct, ci, beta, meta, mcol, mrow, hyper, priors, rng,
     theta, filt)``: ``n_sweeps`` sweeps of the module docstring, compiled with ``mutation`` (a
     key of :data:`MUTATIONS`) or, for None, without. Returns ``log Pr(data | theta)`` of the
-    last sweep's ``theta`` (step 2)."""
+    last sweep's ``theta`` (step 2). With a third entry in ``meta`` (the front's chains), the
+    positions whose state step 2 changed are added to ``meta[2]`` (the sampler statistic
+    ``moved``; one comparison a token, against a copy of ``z`` made before the step)."""
     if mutation is not None and mutation not in MUTATIONS:
         raise ValueError(f"unknown mutation {mutation!r}; choose from {', '.join(MUTATIONS)}")
     if mutation in _BUILT:
@@ -128,11 +130,20 @@ def build_sweeps(mutation: str | None = None):
                theta, filt):
         n_st = c.shape[0] - 1
         log_lik = 0.0
+        counting = meta.shape[0] > 2
+        before = np.empty(z.shape[0] if counting else 0, dtype=z.dtype)
         for _ in range(n_sweeps):
             alpha = hyper[0]
             gamma = hyper[1]
             draw_theta(c, beta, alpha, rng, theta)
+            if counting:
+                before[:] = z
             log_lik = ffbs_paths(theta, tokens, z, filt, rng)
+            if counting:
+                moved = 0
+                for t in range(z.shape[0]):
+                    moved += z[t] != before[t]
+                meta[2] += moved
             count_transitions(tokens, z, c, ct, ci)
             m_total = sample_tables(c, ci, beta, meta, mcol, mrow, alpha, rng)
             if priors[2] > 0:

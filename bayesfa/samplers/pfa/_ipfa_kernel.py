@@ -48,7 +48,10 @@ truncated, always):
 - ``bk`` float32 ``[W]``: ``alpha beta_k / A`` for instantiated ``k``, 0 elsewhere.
 - ``beta`` float64 ``[Kc+1]``: ``beta[k]`` for instantiated ``k``, 0 for the others, and
   ``beta[0] = beta_u`` (state 0 takes no ``beta`` mass). Sums to 1.
-- ``meta`` int64 ``[2]``: ``K`` instantiated states, the highest instantiated label.
+- ``meta`` int64 ``[2]`` or ``[3]``: ``K`` instantiated states, the highest instantiated
+  label and, where there is a third entry, a running count of the positions whose state
+  changed (a move to another state or to a new one; never a relabelling by ``compact``):
+  the front's sampler statistic ``moved`` (:data:`bayesfa.rundir.SAMPLE_STATS`).
 - ``mcol`` int64 ``[Kc+1]``: ``m_.k`` of the last table draw; ``mrow`` int64 ``[Kc+1]``:
   tables of restaurant ``i`` (its end tables included).
 - ``hyper`` float64 ``[2]``: ``(alpha, gamma)``; ``priors`` float64 ``[4]``: Gamma shape and
@@ -262,6 +265,7 @@ def build_sweeps(mutation: str | None = None):
         alpha32 = np.float32(alpha)
         h_end = np.float32(alpha * inv_a)
         zero = np.float32(0.0)
+        counting = meta.shape[0] > 2  # meta[2]: positions moved (module docstring)
         for mi in range(start, positions.shape[0]):
             if not truncated and meta[0] >= cap:
                 return mi
@@ -364,6 +368,8 @@ def build_sweeps(mutation: str | None = None):
                         continue
             if k < 0 or k == old:
                 continue
+            if counting:
+                meta[2] += 1
             if k == 0:  # a new state: b beta_u, b ~ Beta(1, gamma)
                 b = rng.beta(1.0, gamma)
                 if singleton:  # old's label, emptied, is the new state: no count moves

@@ -150,21 +150,29 @@ class Replicas:
         """Slot 0's ``(z, c, ct, ci, recip)``."""
         return self.states[0]
 
-    def sweeps(self, n_sweeps: int) -> None:
+    def sweeps(self, n_sweeps: int) -> tuple[int, int, int]:
         """``n_sweeps`` rounds: one tempered Gibbs sweep of every replica (slot order), then,
         every ``swap_every``-th sweep of the chain, a swap round; during burn-in the ladder
-        is updated at the end of each window of swap rounds."""
+        is updated at the end of each window of swap rounds. Returns ``(moved, tried,
+        accepted)``, summed over the rounds: the positions slot 0's sweeps (``b = 1``, the
+        recorded chain) moved, and the swaps tried and accepted (every pair)."""
+        moved = tried = accepted = 0
         for _ in range(n_sweeps):
             for r, (z, c, ct, ci, recip) in enumerate(self.states):
-                gibbs.tempered_sweeps(1, self.positions, self.tokens, z, c, ct, ci, recip,
-                                      self.rng, self.beta, float(self.b[r]))
+                m = gibbs.tempered_sweeps(1, self.positions, self.tokens, z, c, ct, ci, recip,
+                                          self.rng, self.beta, float(self.b[r]))
+                if r == 0:
+                    moved += int(m)
             self.done += 1
             if len(self.states) > 1 and self.done % self.swap_every == 0:
-                self._swap_round()
+                t, a = self._swap_round()
+                tried += t
+                accepted += a
             if self.done == self.burn_in:
                 self.ladder_at_burn_in = self.b.copy()
+        return moved, tried, accepted
 
-    def _swap_round(self) -> None:
+    def _swap_round(self) -> tuple[int, int]:
         n = len(self.states)
         rnd = self.done // self.swap_every - 1  # 0-based swap round: its parity
         ell = np.array([gibbs.log_joint(s[1], self.beta) for s in self.states])
@@ -184,6 +192,7 @@ class Replicas:
                 self.win_tried[:] = 0
                 self.win_accepted[:] = 0
                 self.in_window, self.window = 0, 2 * self.window
+        return int(tried.sum()), int(accepted.sum())
 
     def stats(self) -> dict:
         """The swap counts after burn-in per pair, their acceptance rates, and the ladder at

@@ -286,23 +286,34 @@ def sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta, rate, sc
            members, saved, stats):
     """``n_sweeps`` times: one Gibbs sweep of Algorithm 1 (on ``rng.random(M)``, as
     :func:`bayesfa.samplers.pfa._cgs_pfa_kernel.sweeps`), then :func:`n_moves_now` ``(rate)``
-    split-merge moves."""
+    split-merge moves. Returns the positions the Gibbs sweeps moved (int64, summed; the
+    split-merge moves' relabellings are counted in ``stats``)."""
     g = np.zeros(c.shape[2], dtype=np.float32)
+    moved = 0
     for _ in range(n_sweeps):
         uniforms = rng.random(positions.shape[0])
-        sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta)
+        moved += sweep_positions(positions, uniforms, tokens, z, c, ct, ci, recip, g, beta)
         moves(n_moves_now(rate, rng), positions, tokens, z, c, ct, ci, recip, rng, beta, scans,
               members, saved, stats)
+    return moved
 
 
 @njit(cache=False)  # a caller of the sweep: compiled per process (_cgs_pfa_kernel docstring)
 def sample_draws(period, positions, tokens, z, c, ct, ci, recip, rng, beta, rate, scans,
-                 members, saved, stats, out_counts, out_log_joint, out_n_states, out_n_edges):
+                 members, saved, stats, out_counts, out_log_joint, out_n_states, out_n_edges,
+                 out_stats):
     """:func:`bayesfa.samplers.pfa._cgs_pfa_kernel.sample_draws` with :func:`sweeps` (each
-    sweep followed by split-merge moves at ``rate`` per sweep)."""
+    sweep followed by split-merge moves at ``rate`` per sweep). ``out_stats`` int64 ``[D,
+    3]`` (``_cgs_pfa_kernel.STATS``): per draw, the positions the Gibbs sweeps moved, the
+    split-merge moves tried (splits and merges; a pair that found no empty state proposes
+    nothing) and those accepted."""
     for d in range(out_counts.shape[0]):
-        sweeps(period, positions, tokens, z, c, ct, ci, recip, rng, beta, rate, scans,
-               members, saved, stats)
+        tried = stats[SPLITS_TRIED] + stats[MERGES_TRIED]
+        accepted = stats[SPLITS_ACCEPTED] + stats[MERGES_ACCEPTED]
+        out_stats[d, 0] = sweeps(period, positions, tokens, z, c, ct, ci, recip, rng, beta, rate,
+                                 scans, members, saved, stats)
+        out_stats[d, 1] = np.int64(stats[SPLITS_TRIED] + stats[MERGES_TRIED] - tried)
+        out_stats[d, 2] = np.int64(stats[SPLITS_ACCEPTED] + stats[MERGES_ACCEPTED] - accepted)
         record_draw(d, c, ci, beta, out_counts, out_log_joint, out_n_states, out_n_edges)
 
 

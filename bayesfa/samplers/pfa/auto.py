@@ -865,8 +865,10 @@ def _result(outs, plan, n_states, beta, corpus, predict, auto):
     over all their draws when ``predict``)."""
     from bayesfa.methods import FitResult
     from bayesfa.online import combine_log_means
+    from bayesfa.samplers.chains import free_positions
 
-    counts, log_joint, used, edges, _, _, seconds, pred_log_sum = (np.stack(x) for x in zip(*outs))
+    counts, log_joint, used, edges, _, _, seconds, pred_log_sum, stats = (
+        np.stack(x) for x in zip(*outs))
     info = {"kernel": "gibbs", "states": int(n_states), "beta": float(beta),
             "n_draws_per_chain": int(plan["n_draws"]), "n_tokens": int(corpus.n_tokens),
             "chain_seconds": [float(s) for s in seconds],
@@ -877,7 +879,8 @@ def _result(outs, plan, n_states, beta, corpus, predict, auto):
         arrays["predict_log_mean"] = combine_log_means(pred_log_sum - np.log(plan["n_draws"]),
                                                        np.full(plan["chains"], plan["n_draws"]))
         arrays["predict_n_draws"] = np.int64(log_joint.size)
-    return FitResult(arrays, {"log_joint": log_joint, "n_states": used, "n_edges": edges}, info)
+    moved = _front().sampler_stats(stats, plan["period"], int(free_positions(corpus.tokens).size), "gibbs")
+    return FitResult(arrays, {"log_joint": log_joint, "n_states": used, "n_edges": edges, **moved}, info)
 
 
 def _kept_mask(corpus: Corpus, kept_idx: np.ndarray) -> np.ndarray:

@@ -56,7 +56,9 @@ class HMMResult(NamedTuple):
     float64 ``[chain, draw]`` (collapsed HMM), n_states / n_edges int32 ``[chain, draw]``,
     z int32 ``[chain, T+1]`` (last path, over the strings sampled), info, heldout_log_pred
     float64 ``[chain, draw]`` (the held-out strings' log predictive under each draw's
-    plug-in; None without a held-out slice)."""
+    plug-in; None without a held-out slice), moved float64 ``[chain, draw]`` (the fraction of
+    the free positions whose state changed, per sweep, over each draw's sweeps: the sampler
+    statistic of :data:`bayesfa.rundir.SAMPLE_STATS`)."""
 
     counts: np.ndarray
     log_joint: np.ndarray
@@ -65,6 +67,7 @@ class HMMResult(NamedTuple):
     z: np.ndarray
     info: dict[str, Any]
     heldout_log_pred: np.ndarray | None = None
+    moved: np.ndarray | None = None
 
 
 # -- shared by the samplers of issue 7 (the chain loop's pieces: bayesfa.samplers.chains) -----
@@ -180,7 +183,7 @@ def new_state(n_states: int, n_symbols: int):
 #: sweep draws its own uniforms, and CGS-SG's graph-update counter lives in its state).
 _BLOCK_UNITS = 25_000_000
 #: The version of a chain checkpoint's layout (part of its fingerprint).
-_CHAIN_FORMAT = "bayesfa-cgs-hmm-sg-chain/1"
+_CHAIN_FORMAT = "bayesfa-cgs-hmm-sg-chain/2"  # 2: each draw's positions moved (issue 36)
 _COMMON_FIELDS = ("z", "heldout", "seconds", "sweeps_done", "draws_done", "rng_state")
 
 
@@ -208,9 +211,11 @@ class _HMMKind(NamedTuple):
         kernel.fill_counts(tokens, z, *state)
 
     def new_outs(self, n_draws: int, n_states: int, n_symbols: int) -> tuple:
-        """``(counts, log_joint, n_states, n_edges)`` of ``n_draws`` draws."""
+        """``(counts, log_joint, n_states, n_edges, moves)`` of ``n_draws`` draws (``moves``
+        int64, the positions moved in each draw's sweeps: the last out of every kind)."""
         return (np.zeros((n_draws, n_states + 1, n_symbols, n_states + 1), dtype=np.int32),
-                np.zeros(n_draws), np.zeros(n_draws, dtype=np.int32), np.zeros(n_draws, dtype=np.int32))
+                np.zeros(n_draws), np.zeros(n_draws, dtype=np.int32), np.zeros(n_draws, dtype=np.int32),
+                np.zeros(n_draws, dtype=np.int64))
 
     def heldout(self, outs: tuple, held: Corpus) -> np.ndarray:
         """``sum_b log Pr(b | xi~(s))`` over the held-out strings, per draw (the plug-in of
@@ -238,7 +243,8 @@ def run_chain(kind, tokens, n_symbols, n_states, burn_in, period, n_draws, seed_
     of more than a block's sweeps is made in blocks too, so that progress and Ctrl-C are never
     ``period`` sweeps apart).
 
-    Returns ``(*outs, heldout, z, seconds)`` (``outs``: ``kind.new_outs``)."""
+    Returns ``(*outs, heldout, z, seconds)`` (``outs``: ``kind.new_outs``, whose last is the
+    positions moved in each draw's ``period`` sweeps, int64)."""
     kernel = kind.kernel()
     rng = np.random.default_rng(seed_seq)
     positions = free_positions(tokens)
@@ -277,15 +283,16 @@ def run_chain(kind, tokens, n_symbols, n_states, burn_in, period, n_draws, seed_
             # and Ctrl-C land between kernel calls), then its last sweep and the record; the
             # same sweeps in the same order as sample_draws(period)
             for k in range(d, e):
-                left = period - 1
+                left, moved = period - 1, 0
                 while left > 0:
                     step = min(block, left)
-                    kernel.sweeps(step, *args)
+                    moved += kernel.sweeps(step, *args)
                     left -= step
                     if on_sweeps is not None:
                         on_sweeps(step)
                         early[0] += step
                 kernel.sample_draws(1, *args, *(o[k:k + 1] for o in outs))
+                outs[-1][k] += moved  # the draw's first period - 1 sweeps
         else:
             kernel.sample_draws(period, *args, *made)
         if held_corpus is not None:
@@ -413,6 +420,14 @@ def sample_chains(kind, corpus: Corpus, n_states: int, burn_in: int, period: int
     return stacked, info
 
 
+def moved_fraction(moves: np.ndarray, period: int, n_positions: int) -> np.ndarray:
+    """The sampler statistic ``moved`` (:data:`bayesfa.rundir.SAMPLE_STATS`), float64: each
+    draw's positions moved (``moves``, summed over its ``period`` sweeps) over ``period *
+    n_positions``, the fraction of the free positions whose state changed, per sweep; 0 when
+    there is no free position."""
+    return np.asarray(moves, dtype=np.float64) / float(max(1, period * n_positions))
+
+
 def add_holdout_argument(parser: argparse.ArgumentParser) -> None:
     """``--holdout FRACTION`` as CGS-PFA has it (:data:`bayesfa.samplers.pfa.cgs_pfa.HOLDOUT`)."""
     from bayesfa.samplers.pfa.cgs_pfa import HOLDOUT, HOLDOUT_MAX, _fraction
@@ -444,10 +459,11 @@ def sample_cgs_hmm(corpus: Corpus, n_states: int, alpha: float, beta: float, ite
     kind = _HMMKind(float(alpha), float(beta), int(variant), bool(star), int(plugin))
     stacked, info = sample_chains(kind, corpus, n_states, burn_in, period, n_draws, chains, seed,
                                   jobs, holdout, checkpoint_dir, checkpoint_every, on_sweeps)
-    counts, log_joint, used, edges, heldout, z, _ = stacked
+    counts, log_joint, used, edges, moves, heldout, z, _ = stacked
     if variant:
         info["mutant_variant"] = int(variant)
-    return HMMResult(counts, log_joint, used, edges, z, info, heldout)
+    return HMMResult(counts, log_joint, used, edges, z, info, heldout,
+                     moved_fraction(moves, period, info["n_free_positions"]))
 
 
 
@@ -541,7 +557,8 @@ class _CGSHMM(ChainFront):
                              options["iterations"], options["burn_in"], options["period"],
                              options["chains"], seed, jobs, self.variant, star=self.star,
                              plugin=getattr(self, "plugin", 0), **chain_options)
-        trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges}
+        trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges,
+                 "moved": res.moved}
         if res.heldout_log_pred is not None:
             trace["heldout_log_pred"] = res.heldout_log_pred
         return FitResult({"counts": res.counts}, trace, res.info)

@@ -78,6 +78,8 @@ class CGSResult(NamedTuple):
         under each draw's plug-in ``xi~`` (label-invariant); None without a held-out slice.
     predict_log_mean : float64 ``[n_test]``, Eq. 6 for the ``predict`` strings over every
         draw of every chain, folded in as each draw was made; None without ``predict``.
+    sample_stats : the sampler's own statistics, float64 ``[chain, draw]`` by name
+        (:func:`sampler_stats`: ``moved`` and, for some kernels and moves, an ``accept_*``).
 
     With ``max_draws = K`` the ``draw`` axis of ``counts`` holds only the K draws
     :func:`kept_draw_indices` names; the other arrays keep every draw.
@@ -91,6 +93,7 @@ class CGSResult(NamedTuple):
     info: dict[str, Any]
     heldout_log_pred: np.ndarray | None = None
     predict_log_mean: np.ndarray | None = None
+    sample_stats: dict | None = None
 
 
 #: With a cap on kept draws, draws are made this many at a time into a scratch buffer.
@@ -427,9 +430,13 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     is not checkpointed (``checkpoint`` and ``resume`` must be None): an interrupted fit
     reruns it from its seed, to the same result.
 
-    Returns ``(counts, log_joint, used, edges, heldout, z, seconds, pred_log_sum)``;
+    Returns ``(counts, log_joint, used, edges, heldout, z, seconds, pred_log_sum, stats)``;
     ``pred_log_sum`` is ``log sum_draws Pr(b | xi~)`` per test string (empty without
-    ``predict``). With replicas a ninth item follows: the swap statistics and ladders of
+    ``predict``); ``stats`` int64 ``[n_draws, 3]`` the sampler's own counts of each draw's
+    ``period`` sweeps (``_cgs_pfa_kernel.STATS``: positions moved, then the proposals and
+    acceptances of the kernel's Metropolis-Hastings steps, of the split-merge moves or of the
+    replica swaps; :func:`sampler_stats` turns them into rates). With replicas a tenth item
+    follows: the swap statistics and ladders of
     :meth:`~bayesfa.samplers.pfa._replica_kernel.Replicas.stats`.
     """
     from bayesfa.online import LogMeanAccumulator
@@ -446,12 +453,15 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     used = np.zeros(n_draws, dtype=np.int32)
     edges = np.zeros(n_draws, dtype=np.int32)
     heldout = np.full(n_draws, np.nan)
+    from bayesfa.samplers.pfa._cgs_pfa_kernel import STATS
+
+    stats = np.zeros((n_draws, STATS), dtype=np.int64)
     loop = ChainLoop(rng, resume)
     if resume is not None:
         z = np.array(resume["z"], dtype=np.int32)
         d = loop.d
-        counts[:int(np.searchsorted(kept, d))], log_joint[:d], used[:d], edges[:d], heldout[:d] = (
-            resume[k] for k in ("counts", "log_joint", "used", "edges", "heldout"))
+        counts[:int(np.searchsorted(kept, d))], log_joint[:d], used[:d], edges[:d], heldout[:d], stats[:d] = (
+            resume[k] for k in ("counts", "log_joint", "used", "edges", "heldout", "stats"))
         acc = LogMeanAccumulator.from_state(resume["pred_log_sum"], d)
     else:
         z = random_path(tokens, n_states, rng) if init_z is None else np.array(init_z, dtype=np.int32)
@@ -477,7 +487,7 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         save_checkpoint(checkpoint, fingerprint, {
             "counts": counts[:np.searchsorted(kept, d)], "log_joint": log_joint[:d],
             "used": used[:d], "edges": edges[:d], "pred_log_sum": acc.log_sum,
-            "heldout": heldout[:d], "z": z, "seconds": loop.seconds(),
+            "heldout": heldout[:d], "stats": stats[:d], "z": z, "seconds": loop.seconds(),
             "sweeps_done": loop.done, "draws_done": d, "rng_state": generator_state(rng)})
 
     block = block_sweeps(_BLOCK_UNITS, n_states, positions.size)
@@ -505,16 +515,17 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
             from bayesfa.samplers.pfa._cgs_pfa_kernel import record_draw
 
             for k in range(e - d):
-                rex.sweeps(period)
+                stats[d + k] = rex.sweeps(period)
                 _, rc, _, rci, _ = rex.state
                 record_draw(k, rc, rci, float(beta), made, log_joint[d:e], used[d:e], edges[d:e])
         elif blk_args:
             blk_kernel.sample_draws(period, burn_in + d * period, int(blocked_every), *state,
-                                    *blk_args, made, log_joint[d:e], used[d:e], edges[d:e])
+                                    *blk_args, made, log_joint[d:e], used[d:e], edges[d:e], stats[d:e])
         elif sm_args:
-            sm_kernel.sample_draws(period, *state, *sm_args, made, log_joint[d:e], used[d:e], edges[d:e])
+            sm_kernel.sample_draws(period, *state, *sm_args, made, log_joint[d:e], used[d:e], edges[d:e],
+                                   stats[d:e])
         else:
-            kernel.sample_draws(period, *state, made, log_joint[d:e], used[d:e], edges[d:e])
+            kernel.sample_draws(period, *state, made, log_joint[d:e], used[d:e], edges[d:e], stats[d:e])
         heldout[d:e] = _heldout_log_pred(made, beta, held)
         if test is not None:
             acc.add(plugin_log_prob(made, beta, test))
@@ -540,9 +551,30 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
                        save=None if checkpoint is None else save,
                        checkpoint_every=checkpoint_every, on_sweeps=on_sweeps)
     if rex is not None:
-        return (counts, log_joint, used, edges, heldout, rex.state[0], seconds, acc.log_sum,
+        return (counts, log_joint, used, edges, heldout, rex.state[0], seconds, acc.log_sum, stats,
                 rex.stats())
-    return counts, log_joint, used, edges, heldout, z, seconds, acc.log_sum
+    return counts, log_joint, used, edges, heldout, z, seconds, acc.log_sum, stats
+
+
+def sampler_stats(stats: np.ndarray, period: int, n_positions: int, kernel: str,
+                  split_merge: float = 0, replicas: int = 1) -> dict[str, np.ndarray]:
+    """The sampler statistics of :data:`bayesfa.rundir.SAMPLE_STATS` (float64 ``[chain,
+    draw]``) from the chains' counts ``stats`` int64 ``[chain, draw, 3]`` (:func:`_run_chain`):
+    ``moved``, the fraction of the ``n_positions`` free positions whose state changed, per
+    sweep, over the draw's ``period`` sweeps of the single-site kernel (0 with no free
+    position); and the acceptance rate of the chain's other moves, NaN in a draw that tried
+    none: ``accept_mh`` (``alias-mh``, ``bucket-mh``: each Metropolis-Hastings step that
+    proposed another state), ``accept_split_merge`` (``--split-merge``: splits and merges
+    tried) or ``accept_swap`` (``--replicas``: swaps of neighbouring replicas tried)."""
+    stats = np.asarray(stats, dtype=np.int64)
+    out = {"moved": stats[..., 0] / float(max(1, period * n_positions))}
+    name = ("accept_swap" if replicas > 1 else "accept_split_merge" if split_merge
+            else "accept_mh" if kernel in ("alias-mh", "bucket-mh") else None)
+    if name is not None:
+        tried = stats[..., 1]
+        out[name] = np.divide(stats[..., 2], tried, out=np.full(tried.shape, np.nan),
+                              where=tried > 0)
+    return out
 
 
 _WORKER_PROGRESS = None  # in a worker process: shared sweep counts, one slot per chain
@@ -606,7 +638,7 @@ class _Lockstep:
         self._submit(("sweeps", n_sweeps), state, ())
 
     def sample_draws(self, period, *args) -> None:
-        self._submit(("draws", period), args[:9], args[9:])
+        self._submit(("draws", period), args[:9], args[9:])  # outs: the 5 of sample_draws
 
     def leave(self) -> None:
         """A chain is done (or failed): the others no longer wait for it."""
@@ -677,7 +709,7 @@ def _interleaved_call(calls: list[dict]) -> None:
     if kind == "sweeps":
         multi.sweeps(n, positions, tokens, z, c, ct, ci, recip, rngs, beta)
     else:
-        outs = [np.stack([call["outs"][i] for call in calls]) for i in range(4)]
+        outs = [np.stack([call["outs"][i] for call in calls]) for i in range(len(calls[0]["outs"]))]
         multi.sample_draws(n, positions, tokens, z, c, ct, ci, recip, rngs, beta, *outs)
         for h, call in enumerate(calls):
             for dst, src in zip(call["outs"], outs):
@@ -770,8 +802,9 @@ def _chain_fingerprint(tokens, n_symbols, n_states, beta, burn_in, period, n_dra
                       sort_keys=True)
 
 
-_CHAIN_FORMAT = "bayesfa-cgs-pfa-chain/3"
-_CHAIN_FIELDS = ("counts", "log_joint", "used", "edges", "heldout", "z", "seconds", "pred_log_sum")
+_CHAIN_FORMAT = "bayesfa-cgs-pfa-chain/4"  # 4: the sampler's own counts, "stats" (issue 36)
+_CHAIN_FIELDS = ("counts", "log_joint", "used", "edges", "heldout", "z", "seconds", "pred_log_sum",
+                 "stats")
 _STATE_FIELDS = _CHAIN_FIELDS + ("sweeps_done", "draws_done", "rng_state")
 
 
@@ -786,7 +819,8 @@ def _load_chain(path: Path, fingerprint: str, *, n_draws: int, z_size: int, burn
         return None  # another run's chain (data, settings, seed or version): not ours
     d, done = int(state["draws_done"]), int(state["sweeps_done"])
     shapes_ok = (0 <= d <= n_draws and state["z"].shape == (z_size,)
-                 and all(state[k].shape[:1] == (d,) for k in ("log_joint", "used", "edges", "heldout"))
+                 and all(state[k].shape[:1] == (d,) for k in ("log_joint", "used", "edges", "heldout",
+                                                                "stats"))
                  and state["counts"].shape[:1] == (np.searchsorted(kept_draw_indices(n_draws, max_draws), d),)
                  and state["pred_log_sum"].shape == (n_test,)
                  and done == (min(done, burn_in) if d == 0 else burn_in + d * period))
@@ -1087,8 +1121,8 @@ def _result(setup: _Setup, outs: list, run: dict, holdout: float, max_draws) -> 
     """Stack the chains' outputs into a :class:`CGSResult` with the run's ``info``, and Eq. 6
     over every draw of every chain for the strings predicted online."""
     chains = len(outs)
-    counts, log_joint, used, edges, heldout, z, chain_seconds, pred_log_sum = (
-        np.stack(x) for x in zip(*(out[:8] for out in outs)))
+    counts, log_joint, used, edges, heldout, z, chain_seconds, pred_log_sum, stats = (
+        np.stack(x) for x in zip(*(out[:9] for out in outs)))
     held, tokens = setup.held, setup.tokens
     info = {
         "kernel": setup.kernel,
@@ -1099,7 +1133,7 @@ def _result(setup: _Setup, outs: list, run: dict, holdout: float, max_draws) -> 
         "blocked_every": int(setup.blocked_every),
         **({"replicas": int(setup.replicas), "swap_every": int(setup.swap_every),
             "replica_min_b": float(setup.replica_min_b),
-            "replica_stats": [out[8] for out in outs]} if setup.replicas > 1 else {}),
+            "replica_stats": [out[9] for out in outs]} if setup.replicas > 1 else {}),
         "n_draws_per_chain": int(setup.n_draws),
         "n_free_positions": int(free_positions(tokens).size),
         "n_tokens": int(tokens.size),
@@ -1128,8 +1162,10 @@ def _result(setup: _Setup, outs: list, run: dict, holdout: float, max_draws) -> 
 
         predict_log_mean = combine_log_means(pred_log_sum - np.log(setup.n_draws),
                                              np.full(chains, setup.n_draws))
+    stats = sampler_stats(stats, setup.period, info["n_free_positions"], setup.kernel,
+                          setup.split_merge, setup.replicas)
     return CGSResult(counts, log_joint, used, edges, z, info, heldout if held is not None else None,
-                     predict_log_mean)
+                     predict_log_mean, stats)
 
 
 def _unit_interval(text: str) -> float:
@@ -1165,7 +1201,8 @@ def _fraction(text: str) -> float:
 
 def _fit_result(res: CGSResult, predict) -> FitResult:
     """The :class:`FitResult` of a :class:`CGSResult` (one process or sharded alike)."""
-    trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges}
+    trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges,
+             **(res.sample_stats or {})}  # the sharded run records none yet
     if res.heldout_log_pred is not None:
         trace["heldout_log_pred"] = res.heldout_log_pred
     arrays = {"counts": res.counts}

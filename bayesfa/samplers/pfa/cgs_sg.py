@@ -36,7 +36,8 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import FitResult, nonnegative_int
 from bayesfa.samplers.chains import CHECKPOINT_EVERY, check_chain_arguments
-from bayesfa.samplers.pfa.cgs_hmm import ChainFront, chunked_log_prob, sample_chains, stored_bytes
+from bayesfa.samplers.pfa.cgs_hmm import (ChainFront, chunked_log_prob, moved_fraction, sample_chains,
+                                         stored_bytes)
 
 
 class SGResult(NamedTuple):
@@ -108,10 +109,12 @@ class _SGKind(NamedTuple):
         kernel.set_graph(gr, grt, v, meta, True)
 
     def new_outs(self, n_draws: int, n_states: int, n_symbols: int) -> tuple:
-        """``(counts, graph, log_joint, n_states, n_pairs, n_edges, n_graph_edges)``."""
+        """``(counts, graph, log_joint, n_states, n_pairs, n_edges, n_graph_edges, moves)``
+        (``moves`` int64: the positions moved in each draw's sweeps)."""
         shape = (n_draws, n_states + 1, n_symbols, n_states + 1)
         return (np.zeros(shape, dtype=np.int32), np.zeros(shape, dtype=np.uint8), np.zeros(n_draws),
-                *(np.zeros(n_draws, dtype=np.int32) for _ in TRACE[1:]))
+                *(np.zeros(n_draws, dtype=np.int32) for _ in TRACE[1:]),
+                np.zeros(n_draws, dtype=np.int64))
 
     def heldout(self, outs: tuple, held: Corpus) -> np.ndarray:
         """``sum_b log Pr(b | xi~(s))`` over the held-out strings, per draw (Eq. 6's plug-in
@@ -144,6 +147,7 @@ def sample_cgs_sg(corpus: Corpus, n_states: int, beta: float, iterations: int, b
     counts, graph = stacked[0], stacked[1]
     trace = dict(zip(TRACE, stacked[2:2 + len(TRACE)]))
     trace["determinacy"] = trace["n_edges"] / np.maximum(trace["n_pairs"], 1)
+    trace["moved"] = moved_fraction(stacked[2 + len(TRACE)], period, info["n_free_positions"])
     heldout, z = stacked[-3], stacked[-2]
     if heldout is not None:
         trace["heldout_log_pred"] = heldout

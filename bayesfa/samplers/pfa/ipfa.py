@@ -129,6 +129,9 @@ class IPFAResult(NamedTuple):
     n_states : int32 ``[chain, draw]``, states in use (besides 0).
     z : int32 ``[chain, T + 1]``, the last state path of each chain.
     info : timings and sizes.
+    moved : float64 ``[chain, draw]``, the fraction of the free positions whose state changed,
+        per sweep, over each draw's sweeps (the sampler statistic of
+        :data:`bayesfa.rundir.SAMPLE_STATS`; a relabelling is not a move).
     """
 
     counts: np.ndarray
@@ -141,6 +144,7 @@ class IPFAResult(NamedTuple):
     info: dict[str, Any]
     kept: np.ndarray | None = None
     predict_log_mean: np.ndarray | None = None
+    moved: np.ndarray | None = None
 
     @property
     def kept_alpha(self) -> np.ndarray:
@@ -267,7 +271,7 @@ class _Chain:
         self.recip = np.zeros(w, dtype=np.float32)
         self.bk = np.zeros(w, dtype=np.float32)
         self.beta = np.zeros(cap + 1)
-        self.meta = np.zeros(2, dtype=np.int64)
+        self.meta = np.zeros(3, dtype=np.int64)  # K, highest label, positions moved
         self.mcol = np.zeros(cap + 1, dtype=np.int64)
         self.mrow = np.zeros(cap + 1, dtype=np.int64)
 
@@ -353,8 +357,8 @@ class _BlockedChain(_Chain):
         return counts, beta_bar, lj, int(n_states_used(self.ci))
 
 
-_CHAIN_FORMAT = "bayesfa-ipfa-chain/2"
-_TRACE_FIELDS = ("log_joint", "n_states", "alpha", "gamma")  # every draw
+_CHAIN_FORMAT = "bayesfa-ipfa-chain/3"  # 3: each draw's moved fraction (issue 36)
+_TRACE_FIELDS = ("log_joint", "n_states", "alpha", "gamma", "moved")  # every draw
 _KEPT_FIELDS = ("counts", "beta_bar")  # the kept draws only
 _DRAW_FIELDS = _KEPT_FIELDS + _TRACE_FIELDS
 _STATE_FIELDS = _DRAW_FIELDS + ("sizes", "z", "beta", "hyper", "seconds", "sweeps_done",
@@ -501,6 +505,7 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
         if on_sweeps is not None:
             on_sweeps(step)
     while len(out["log_joint"]) < n_draws:
+        moved_before = int(chain.meta[2])
         left = period
         while left > 0:  # a draw's sweeps in blocks too (progress and Ctrl-C between calls)
             step = min(block(), left)
@@ -520,6 +525,8 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
         out["n_states"].append(k)
         out["alpha"].append(chain.hyper[0])
         out["gamma"].append(chain.hyper[1])
+        out["moved"].append((int(chain.meta[2]) - moved_before)
+                            / max(1, period * chain.positions.size))
         save()
     save(force=True)
     out["z"] = chain.z.copy()
@@ -651,7 +658,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         for d, (c, b) in enumerate(zip(o["counts"], o["beta_bar"])):
             counts[ch, d, :c.shape[0], :, :c.shape[0]] = c
             beta_bar[ch, d, :b.size] = b
-    stack = {k: np.array([o[k] for o in outs]) for k in ("log_joint", "n_states", "alpha", "gamma")}
+    stack = {k: np.array([o[k] for o in outs]) for k in _TRACE_FIELDS}
     positions = free_positions(tokens).size
     info = {
         "n_draws_per_chain": int(n_draws),
@@ -688,7 +695,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
             np.stack([o["pred_log_sum"] for o in outs]) - np.log(n_draws), np.full(chains, n_draws))
     return IPFAResult(counts, beta_bar, stack["alpha"], stack["gamma"], stack["log_joint"],
                       stack["n_states"].astype(np.int32), np.stack([o["z"] for o in outs]), info,
-                      None if kept.size == n_draws else kept, predict_log_mean)
+                      None if kept.size == n_draws else kept, predict_log_mean,
+                      stack["moved"].astype(np.float64))
 
 
 class _IPFA(DrawAutomata):
@@ -814,7 +822,7 @@ class _IPFA(DrawAutomata):
                           checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY),
                           predict=predict, progress=progress, **self._options(options))
         trace = {"log_joint": res.log_joint, "n_states": res.n_states, "alpha": res.alpha,
-                 "gamma": res.gamma}
+                 "gamma": res.gamma, "moved": res.moved}
         arrays = {"counts": res.counts, "beta_bar": res.beta_bar, "alpha": res.kept_alpha}
         if predict is not None:
             arrays["predict_log_mean"] = res.predict_log_mean

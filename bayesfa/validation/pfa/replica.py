@@ -126,7 +126,7 @@ def run_chains(n_chains: int, seed: int, variant: str | None = None, replicas: i
         out = _run_chain(tokens, n_symbols, TOY.n_states, TOY.beta, BURN_IN, PERIOD, 1, child,
                          replicas=replicas, replica_min_b=MIN_B, replica_mutation=variant)
         ends[k] = out[5]
-        stats.append(out[8])
+        stats.append(out[9])
     return ends, stats
 
 
