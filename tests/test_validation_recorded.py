@@ -73,11 +73,15 @@ def test_counts_consistency_sees_a_corrupted_state():
 @pytest.mark.parametrize("name,options", [("cgs-hmm", SHORT), ("cgs-hmm-star", SHORT),
                                           ("cgs-sg", SHORT),
                                           ("pdia", {"iterations": 300, "burn_in": 100}),
-                                          ("pdia-smoothed", {"iterations": 300, "burn_in": 100})])
+                                          ("pdia-smoothed", {"iterations": 300, "burn_in": 100}),
+                                          ("pdfa", {"iterations": 300, "burn_in": 100}),
+                                          ("ipfa", SHORT)])
 def test_recorded_quantities_recomputed_and_a_slip_seen(name, options):
-    """CGS-HMM(*), CGS-SG and the PDIA: every trace entry recomputed from the recorded state
-    (counts, graph; the PDIA's transitions, seating, emission counts and hyperparameters); a
-    trace entry changed on one draw, by a slip of the recording, fails the check."""
+    """CGS-HMM(*), CGS-SG, the PDIA, the finite PDFA and the iPFA: every trace entry
+    recomputed from the recorded state (counts, graph; the PDIA's and PDFA's transitions,
+    seating, emission counts, mu and hyperparameters; the iPFA's counts, weights beta, table
+    counts and hyperparameters); a trace entry changed on one draw, by a slip of the
+    recording, fails the check."""
     toy = get_toy("tiny")
     report = compare(name, toy, seed=0, options=options)
     check = recorded_check(name, report, toy)
@@ -91,6 +95,56 @@ def test_recorded_quantities_recomputed_and_a_slip_seen(name, options):
         report.fit = fit._replace(trace=trace)
         bad = recorded_check(name, report, toy)
         assert not bad.passed and bad.summary["failed_quantities"] == [key], key
+
+
+@pytest.mark.parametrize("name,options", [
+    ("pdfa", {"iterations": 300, "burn_in": 100}), ("ipfa", SHORT)])
+def test_recording_mutants_sample_alike_and_are_caught(name, options):
+    """``pdfa:mutant-log-joint-mu-prior`` (log Dir(mu) with gamma for gamma / |Q| in the
+    recorded log joint) and ``ipfa:mutant-log-joint-end-prior`` (alpha for alpha / A on the
+    end marker): the same draws as the method's, so only the recorded check sees them; it
+    sees the log joint and nothing else, on every draw."""
+    toy = get_toy("tiny")
+    mutant = {"pdfa": "pdfa:mutant-log-joint-mu-prior",
+              "ipfa": "ipfa:mutant-log-joint-end-prior"}[name]
+    good, bad = (compare(n, toy, seed=0, options=options) for n in (name, mutant))
+    for key in good.fit.arrays:
+        if key != "log_joint":
+            np.testing.assert_array_equal(good.fit.arrays[key], bad.fit.arrays[key], key)
+    assert bad.check("predictive").rows == good.check("predictive").rows
+    check = recorded_check(mutant, bad, toy)
+    assert not check.passed and check.summary["failed_quantities"] == ["log_joint"]
+    row = next(r for r in check.rows if r["quantity"] == "log_joint")
+    assert "draws differ" in row["how"] and check.summary["margin"] > 1e6
+    assert row["how"].split("; ")[-1] == f"{row['draws']} draws differ"
+
+
+def test_pdfa_walk_sees_a_corrupted_state():
+    """The PDFA/PDIA state rows: counts moved from one state to another, or an entry
+    instantiated that the data do not visit, fail; the true walk passes."""
+    from bayesfa.validation.pdia.pdfa import walk_data, walk_rows
+
+    toy = get_toy("tiny")
+    s = toy.train.alphabet_size + 1
+    delta = np.full((4, s), -1, dtype=np.int32)  # row 3: a state the data never reach
+    delta[0, 1:] = 1
+    delta[1, 1:] = 2
+    delta[2, 1:] = 1
+    counts, visited = walk_data(delta, toy.train)
+    delta[~visited] = -1
+    arrays = {"delta": delta[None, None], "counts": counts[None, None]}
+    assert all(r["pass"] for r in walk_rows(arrays, {}, toy.train))
+    moved = counts.copy()
+    q = int(np.argmax(moved[:, 1] > 0))
+    moved[q, 1] -= 1
+    moved[(q + 1) % 3, 1] += 1
+    rows = walk_rows({**arrays, "counts": moved[None, None]}, {}, toy.train)
+    assert [r["pass"] for r in rows] == [False, True]
+    assert (delta[3] < 0).all() and counts[3].sum() == 0
+    extra = delta.copy()
+    extra[3, 1] = 0  # instantiated, never visited
+    rows = walk_rows({**arrays, "delta": extra[None, None]}, {}, toy.train)
+    assert not rows[1]["pass"]
 
 
 @pytest.mark.slow
