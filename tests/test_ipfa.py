@@ -69,7 +69,7 @@ def test_registry_options_and_spec():
     from bayesfa.validation.harness import method_listing
 
     assert supports_online(method)
-    assert method_listing("ipfa")["checks"] == ["predictive", "geweke", "geweke-hyper",
+    assert method_listing("ipfa")["checks"] == ["predictive", "recorded", "geweke", "geweke-hyper",
                                                 "blocked-posterior", "blocked-posterior-hyper"]
     # a cap on kept draws lowers the estimate; online prediction raises it
     big = _options(iterations=10_000, burn_in=5_000, period=10)
@@ -243,7 +243,7 @@ def test_log_joint_and_plugin_at_uniform_beta_are_cgs_pfa():
         kern.fill_state(tokens, z, c, ct, ci, recip, bk, beta, meta, alpha, True)
         c2, ct2, ci2, recip2 = new_counts(n, a)
         cgs.fill_counts(tokens, z, c2, ct2, ci2, recip2, beta_cgs)
-        assert kern.log_joint(c, ci, beta, meta, alpha) == pytest.approx(
+        assert kern.log_joint(c, ci, beta, meta, alpha, False) == pytest.approx(
             cgs.log_joint(c2, beta_cgs), rel=1e-12, abs=1e-9)
         counts = c[:, :, :n + 1].astype(np.int32)[None]
         bbar = np.full((1, n + 1), 1.0 / n)
@@ -440,11 +440,11 @@ def test_interrupted_fit_resumes_bit_identical(tmp_path, monkeypatch, online):
     real_draw = ipfa._Chain.draw
     calls = {"n": 0}
 
-    def flaky_draw(self):
+    def flaky_draw(self, mutation=None):
         calls["n"] += 1
         if calls["n"] == 5:
             raise KeyboardInterrupt
-        return real_draw(self)
+        return real_draw(self, mutation)
 
     monkeypatch.setattr(ipfa._Chain, "draw", flaky_draw)
     with pytest.raises(KeyboardInterrupt):

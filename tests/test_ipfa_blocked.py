@@ -154,11 +154,11 @@ def test_interrupted_blocked_fit_resumes_bit_identical(tmp_path, monkeypatch):
     real_draw = ipfa._BlockedChain.draw
     calls = {"n": 0}
 
-    def flaky_draw(self):
+    def flaky_draw(self, mutation=None):
         calls["n"] += 1
         if calls["n"] == 5:
             raise KeyboardInterrupt
-        return real_draw(self)
+        return real_draw(self, mutation)
 
     monkeypatch.setattr(ipfa._BlockedChain, "draw", flaky_draw)
     with pytest.raises(KeyboardInterrupt):

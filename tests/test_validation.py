@@ -375,7 +375,7 @@ def test_budget_options():
     cgs = budget_options("cgs-pfa", toy)
     assert cgs["states"] == 3 and cgs["beta"] == toy.beta and cgs["chains"] == 4
     hmm = budget_options("oracle-hmm", toy)
-    assert hmm["states"] == 3 and hmm["alpha"] == 0.5
+    assert hmm["states"] == 3 and hmm["alpha"] == 0.4 and hmm["beta"] == 0.7
     pdfa = budget_options("oracle-pdfa", toy, overrides={"chains": 2})
     assert pdfa["pdfa_inference"] == "mcmc" and pdfa["chains"] == 2 and "jobs" in pdfa
 

@@ -202,7 +202,7 @@ def test_list_names_every_method_with_its_mutants(capsys):
     assert [e["method"] for e in entries] == method_names()
     by_name = {e["method"]: e for e in entries}
     assert by_name["cvb0"]["checks"] == ["moments", "update", "fixed-point", "expected-counts"]
-    assert by_name["hpyp"]["checks"] == ["predictive", "hyper-conditional"]
+    assert by_name["hpyp"]["checks"] == ["predictive", "recorded", "hyper-conditional"]
     assert by_name["memoizer"]["mutants"] == ["memoizer:mutant-no-join-discount"]
 
 

@@ -73,11 +73,16 @@ def test_counts_consistency_sees_a_corrupted_state():
 @pytest.mark.parametrize("name,options", [("cgs-hmm", SHORT), ("cgs-hmm-star", SHORT),
                                           ("cgs-sg", SHORT),
                                           ("pdia", {"iterations": 300, "burn_in": 100}),
-                                          ("pdia-smoothed", {"iterations": 300, "burn_in": 100})])
+                                          ("pdia-smoothed", {"iterations": 300, "burn_in": 100}),
+                                          ("pdfa", {"iterations": 300, "burn_in": 100}),
+                                          ("ipfa", SHORT),
+                                          ("hpyp", {"iterations": 300, "burn_in": 100})])
 def test_recorded_quantities_recomputed_and_a_slip_seen(name, options):
-    """CGS-HMM(*), CGS-SG and the PDIA: every trace entry recomputed from the recorded state
-    (counts, graph; the PDIA's transitions, seating, emission counts and hyperparameters); a
-    trace entry changed on one draw, by a slip of the recording, fails the check."""
+    """CGS-HMM(*), CGS-SG, the PDIA, the finite PDFA, the iPFA and the HPYP: every trace
+    entry recomputed from the recorded state (counts, graph; the PDIA's and PDFA's
+    transitions, seating, emission counts, mu and hyperparameters; the iPFA's counts, weights
+    beta, table counts and hyperparameters; the HPYP's table sizes and d, theta); a trace
+    entry changed on one draw, by a slip of the recording, fails the check."""
     toy = get_toy("tiny")
     report = compare(name, toy, seed=0, options=options)
     check = recorded_check(name, report, toy)
@@ -91,6 +96,107 @@ def test_recorded_quantities_recomputed_and_a_slip_seen(name, options):
         report.fit = fit._replace(trace=trace)
         bad = recorded_check(name, report, toy)
         assert not bad.passed and bad.summary["failed_quantities"] == [key], key
+
+
+@pytest.mark.parametrize("name,options", [
+    ("pdfa", {"iterations": 300, "burn_in": 100}), ("ipfa", SHORT),
+    ("hpyp", {"iterations": 300, "burn_in": 100})])
+def test_recording_mutants_sample_alike_and_are_caught(name, options):
+    """``pdfa:mutant-log-joint-mu-prior`` (log Dir(mu) with gamma for gamma / |Q| in the
+    recorded log joint), ``ipfa:mutant-log-joint-end-prior`` (alpha for alpha / A on the
+    end marker) and ``hpyp:mutant-log-joint-root-base`` (log G0 once, not once per root
+    table): the same draws as the method's, so only the recorded check sees them; it sees
+    the log joint and nothing else, on every draw."""
+    toy = get_toy("tiny")
+    mutant = {"pdfa": "pdfa:mutant-log-joint-mu-prior",
+              "ipfa": "ipfa:mutant-log-joint-end-prior",
+              "hpyp": "hpyp:mutant-log-joint-root-base"}[name]
+    good, bad = (compare(n, toy, seed=0, options=options) for n in (name, mutant))
+    for key in good.fit.arrays:
+        if key != "log_joint":
+            np.testing.assert_array_equal(good.fit.arrays[key], bad.fit.arrays[key], key)
+    assert bad.check("predictive").rows == good.check("predictive").rows
+    check = recorded_check(mutant, bad, toy)
+    assert not check.passed and check.summary["failed_quantities"] == ["log_joint"]
+    row = next(r for r in check.rows if r["quantity"] == "log_joint")
+    assert "draws differ" in row["how"] and check.summary["margin"] > 1e6
+    assert row["how"].split("; ")[-1] == f"{row['draws']} draws differ"
+
+
+def test_hpyp_recorded_with_d_and_theta_sampled():
+    """In production d and theta are sampled per depth: the recorded log joint must use the
+    values of the same draw (a stale per-node copy would differ); recomputed from the
+    recorded seating with the recorded d, theta."""
+    from bayesfa.methods import get_method
+    from bayesfa.validation.harness import budget_options
+    from bayesfa.validation.ngram.hpyp import recompute_trace
+
+    toy = get_toy("tiny")
+    opts = budget_options("hpyp", toy, overrides={"iterations": 300, "burn_in": 100,
+                                                 "discount": None, "concentration": None})
+    assert opts["record_seating"]
+    fit = get_method("hpyp").fit(toy.train, opts, 3, False)
+    assert np.ptp(fit.trace["d_1"]) > 0 and np.ptp(fit.trace["theta_0"]) > 0
+    recomputed, extra = recompute_trace(fit.arrays, fit.trace, opts, toy.train)
+    check = build(fit.trace, recomputed, extra)
+    assert check.passed, check.to_table()
+
+
+def test_hpyp_seating_log_joint_by_hand():
+    """The HPYP's recomputation on a seating written out by hand: a root with tables of 2
+    and 1 customers (dishes a, b) and one child restaurant with one table of 2 (dish a),
+    d = (0.3, 0.2), theta = (0.8, 1.5), 3 symbols: EPPF(root) = (theta0 + d0) / ((theta0 + 1)
+    (theta0 + 2)) (1 - d0), EPPF(child) = (1 - d1) / (theta1 + 1), times G0^2 = 1/9."""
+    import math
+
+    from bayesfa.validation.ngram.hpyp import seating_log_joint
+
+    d0, d1, t0, t1 = 0.3, 0.2, 0.8, 1.5
+    want = (math.log(t0 + d0) - math.log((t0 + 1) * (t0 + 2)) + math.log(1 - d0)
+            + math.log(1 - d1) - math.log(t1 + 1) + 2 * math.log(1 / 3))
+    # slots: (root, a) room 3, (root, b) room 1, (child, a) room 2; sizes after slot_off
+    seating = np.array([[2, 9, 9, 1, 2, 9, 0]])
+    got = seating_log_joint(seating, np.array([[1, 1, 1]]), np.array([0, 3, 4]),
+                            np.array([0, 0, 1]), np.array([0, 1]), np.array([[d0, d1]]),
+                            np.array([[t0, t1]]), 3)
+    assert got[0] == pytest.approx(want, rel=1e-12)
+    # stale entries past a slot's tables are not read; a second table is
+    seating2 = seating.copy()
+    seating2[0, 1] = 1
+    got2 = seating_log_joint(seating2, np.array([[2, 1, 1]]), np.array([0, 3, 4]),
+                             np.array([0, 0, 1]), np.array([0, 1]), np.array([[d0, d1]]),
+                             np.array([[t0, t1]]), 3)
+    want2 = (math.log((t0 + d0) * (t0 + 2 * d0)) - math.log((t0 + 1) * (t0 + 2) * (t0 + 3))
+             + math.log(1 - d0) + math.log(1 - d1) - math.log(t1 + 1) + 3 * math.log(1 / 3))
+    assert got2[0] == pytest.approx(want2, rel=1e-12)
+
+
+def test_pdfa_walk_sees_a_corrupted_state():
+    """The PDFA/PDIA state rows: counts moved from one state to another, or an entry
+    instantiated that the data do not visit, fail; the true walk passes."""
+    from bayesfa.validation.pdia.pdfa import walk_data, walk_rows
+
+    toy = get_toy("tiny")
+    s = toy.train.alphabet_size + 1
+    delta = np.full((4, s), -1, dtype=np.int32)  # row 3: a state the data never reach
+    delta[0, 1:] = 1
+    delta[1, 1:] = 2
+    delta[2, 1:] = 1
+    counts, visited = walk_data(delta, toy.train)
+    delta[~visited] = -1
+    arrays = {"delta": delta[None, None], "counts": counts[None, None]}
+    assert all(r["pass"] for r in walk_rows(arrays, {}, toy.train))
+    moved = counts.copy()
+    q = int(np.argmax(moved[:, 1] > 0))
+    moved[q, 1] -= 1
+    moved[(q + 1) % 3, 1] += 1
+    rows = walk_rows({**arrays, "counts": moved[None, None]}, {}, toy.train)
+    assert [r["pass"] for r in rows] == [False, True]
+    assert (delta[3] < 0).all() and counts[3].sum() == 0
+    extra = delta.copy()
+    extra[3, 1] = 0  # instantiated, never visited
+    rows = walk_rows({**arrays, "delta": extra[None, None]}, {}, toy.train)
+    assert not rows[1]["pass"]
 
 
 @pytest.mark.slow

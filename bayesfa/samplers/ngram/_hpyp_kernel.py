@@ -46,7 +46,8 @@ the parent restaurant. The one piece both need, the log EPPF of a Pitman-Yor par
 
 ``variant`` (validation mutant) 1: the join weight forgets the discount (``c_uw`` instead of
 ``c_uw - d t_uw``) while the predictive keeps it, so the sampler targets the wrong posterior;
-2, 3 and 4: a wrong auxiliary variable in the ``d, theta`` move (:func:`sample_hyper`). Checked by
+2, 3 and 4: a wrong auxiliary variable in the ``d, theta`` move (:func:`sample_hyper`); 5: the
+recorded log joint's base term counted once (:func:`log_joint`; the draws are untouched). Checked by
 :mod:`bayesfa.validation.ngram.hpyp`.
 """
 
@@ -337,9 +338,11 @@ def sample_hyper(rng, depth, c, t, cs, ts, sizes, off, disc, conc, fixed_d, fixe
 
 
 @njit(cache=True)
-def log_joint(parent, nd, nth, t, ts, sizes, off, base):
+def log_joint(parent, nd, nth, t, ts, sizes, off, base, variant):
     """``log p(data, seating)``: the log EPPF of every restaurant (all its tables, the dishes
-    pooled: a table's dish is the parent's customer) plus ``t_root,w log G0(w)``."""
+    pooled: a table's dish is the parent's customer) plus ``t_root,w log G0(w)``. ``variant``
+    5 (validation mutant ``log-joint-root-base``, a slip in what is recorded only): the base
+    term ``log G0`` counted once instead of once per root table."""
     n_sym = t.shape[1]
     lp = 0.0
     buf = np.empty(1 + int(ts.max()), dtype=np.int64)
@@ -351,7 +354,7 @@ def log_joint(parent, nd, nth, t, ts, sizes, off, base):
                 buf[g] = sizes[o + j]
                 g += 1
         lp += log_eppf_py(buf, g, nth[u], nd[u])
-    return lp + ts[0] * math.log(base)
+    return lp + (1.0 if variant == 5 else ts[0]) * math.log(base)
 
 
 @njit(cache=True)
@@ -398,7 +401,7 @@ def run_sweeps(rng, tok_node, tok_sym, parent, depth, c, t, cs, ts, sizes, off, 
                 out_t[draw, s] = t[slot_node[s], slot_sym[s]]
             out_disc[draw, :] = disc
             out_conc[draw, :] = conc
-            out_lj[draw] = log_joint(parent, nd, nth, t, ts, sizes, off, base)
+            out_lj[draw] = log_joint(parent, nd, nth, t, ts, sizes, off, base, variant)
             draw += 1
     return draw
 

@@ -250,7 +250,8 @@ def _load_chain(path, fingerprint: str, arrays: _Chain, burn_in: int, period: in
 
 def _run_chain(tree: tuple, arrays: _Chain, rng, fixed: tuple, base: float, burn_in: int,
                period: int, variant: int, *, resume=None, checkpoint=None, fingerprint=None,
-               checkpoint_every: float = CHECKPOINT_EVERY, bar=None, estimate=None) -> float:
+               checkpoint_every: float = CHECKPOINT_EVERY, bar=None, estimate=None,
+               seating=None) -> float:
     """One chain of :func:`~bayesfa.samplers.ngram._hpyp_kernel.run_chain`, as
     :func:`~bayesfa.samplers.ngram._hpyp_kernel.seat_data` then
     :func:`~bayesfa.samplers.ngram._hpyp_kernel.run_sweeps` in the blocks of the shared
@@ -263,7 +264,9 @@ def _run_chain(tree: tuple, arrays: _Chain, rng, fixed: tuple, base: float, burn
     ``checkpoint`` after the first block ending ``checkpoint_every`` seconds or more after the
     last save, and at the end. ``resume`` (:func:`_load_chain`) continues a saved chain.
     ``estimate(seconds_seating, seconds_per_sweep)`` is called once, after the first block of
-    a fresh chain. Returns the chain's seconds (before a resume included)."""
+    a fresh chain. ``seating`` (int32 ``[n_draws, P]``, validation fits): each draw's table
+    sizes ``sizes`` are copied there (one draw per call then; the same draws). Returns the
+    chain's seconds (before a resume included)."""
     from bayesfa.samplers.ngram import _hpyp_kernel as k
 
     tok_node, tok_sym, parent, depth, off, slot_node, slot_sym = tree
@@ -300,9 +303,14 @@ def _run_chain(tree: tuple, arrays: _Chain, rng, fixed: tuple, base: float, burn
             "seconds": loop.seconds()})
 
     n_draws = a.out_t.shape[0]
-    watched = bar is not None or checkpoint is not None
-    seconds = loop.run(lambda n: run(loop.done + n, 0),
-                       lambda d, e: run(burn_in + e * period, d),
+    watched = bar is not None or checkpoint is not None or seating is not None
+
+    def draws(d: int, e: int) -> None:
+        run(burn_in + e * period, d)
+        if seating is not None:  # one draw per call (per_block 1)
+            seating[d] = a.sizes
+
+    seconds = loop.run(lambda n: run(loop.done + n, 0), draws,
                        burn_in=burn_in, period=period, n_draws=n_draws,
                        block=1 if watched else max(1, burn_in), per_block=1 if watched else n_draws,
                        save=None if checkpoint is None else save,
@@ -317,9 +325,17 @@ def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: 
                 period: int = 1, chains: int = 1, seed: int = 0, sequence: bool = False,
                 discount: float | None = None, concentration: float | None = None,
                 variant: int = 0, progress: bool = False, holdout: float = 0.0,
-                checkpoint_dir=None, checkpoint_every: float = CHECKPOINT_EVERY) -> FitResult:
+                checkpoint_dir=None, checkpoint_every: float = CHECKPOINT_EVERY,
+                record_seating: bool = False) -> FitResult:
     """Run the HPYP Gibbs sampler (module docstring); the arrays :func:`predict_log_prob`
     needs, the trace (log joint, per-depth ``d``, ``theta``) and timings.
+
+    ``record_seating`` (validation fits: ``bayesfa validate``'s ``recorded`` check, the
+    option ``record_seating`` of :meth:`_HPYP.fit`; not a CLI option, no checkpoints): the
+    arrays also keep each draw's seating, ``seating`` int32 ``[chain, draw, P]`` (the
+    kernel's ``sizes``: slot ``i``'s table sizes at ``slot_off[i]`` onwards, ``tables``
+    of them), ``slot_off``, ``slot_node`` (the slots' restaurants) and ``node_depth``. The
+    draws are the same as without it.
 
     ``progress``: a tqdm bar on standard error moving after every burn-in sweep and every
     draw, and, after the first sweep, ``"hpyp: estimated N s for M sweeps"`` when that
@@ -335,6 +351,8 @@ def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: 
     settings and seed reuses finished chains and resumes the others bit-identically; a file
     of another run is ignored (and replaced), a damaged one an :class:`InputError` naming it."""
     checkpoint_every = check_checkpoint_every(checkpoint_every)
+    if record_seating and checkpoint_dir is not None:
+        raise InputError("record_seating is for validation fits, which keep no checkpoints")
     root = np.random.SeedSequence(seed)
     kept, held_idx = holdout_split(corpus.n_strings, float(holdout), root)
     held = None
@@ -366,6 +384,8 @@ def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: 
     conc_out = np.zeros((chains, n_draws, order))
     lj = np.zeros((chains, n_draws))
     moves = np.zeros((chains, n_draws), dtype=np.int64)
+    seating = (np.zeros((chains, n_draws, int(cap.sum()) + 1), dtype=np.int32)
+               if record_seating else None)
     tree = (tok_node, tok_sym, parent, depth, off, slot_node, slot_sym)
     settings = {"order": int(order), "sequence": bool(sequence), "iterations": int(iterations),
                 "burn_in": int(burn_in), "period": int(period), "variant": int(variant),
@@ -419,7 +439,8 @@ def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: 
                                   fixed, 1.0 / n_sym, burn_in, period, variant,
                                   resume=book.saved[ch], checkpoint=book.paths[ch],
                                   fingerprint=prints[ch], checkpoint_every=checkpoint_every,
-                                  bar=bar, estimate=estimate if ch == todo[0] else None)
+                                  bar=bar, estimate=estimate if ch == todo[0] else None,
+                                  seating=None if seating is None else seating[ch])
             if bar is not None:
                 bar.update(iterations - sweeps)  # sweeps after the last draw: not run
     finally:
@@ -429,6 +450,9 @@ def sample_hpyp(corpus: Corpus, order: int, *, iterations: int = 1100, burn_in: 
               "slot_sym": slot_sym.astype(np.int32), "disc": disc_out, "conc": conc_out,
               "log_joint": lj,
               "predict_entropy": np.array(children[-1].generate_state(4), dtype=np.uint32)}
+    if seating is not None:
+        arrays |= {"seating": seating, "slot_off": off[slot_node, slot_sym],
+                   "slot_node": slot_node.astype(np.int64), "node_depth": depth.astype(np.int64)}
     # the sampler statistic moved: the fraction of the data customers reseated at another table
     # of their restaurant (_hpyp_kernel.sweep), per sweep, over each draw's period sweeps
     trace = {"log_joint": lj, "moved": moves / float(max(1, period * tok_node.size))}
@@ -769,7 +793,8 @@ class _HPYP:
                            concentration=options.get("concentration"),
                            variant=self.variant, progress=progress,
                            holdout=float(options.get("holdout", 0.0)), checkpoint_dir=workdir,
-                           checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY))
+                           checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY),
+                           record_seating=bool(options.get("record_seating", False)))
 
     def predict_log_prob(self, arrays, options, corpus) -> np.ndarray:
         return predict_log_prob(arrays, options, corpus, self.variant)

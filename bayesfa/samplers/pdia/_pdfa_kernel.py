@@ -1091,14 +1091,16 @@ def _sweep(model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, changed
 def log_joint(model, variant, cnt, ctot, meta, v, nj, mu, tabs, col_tabs, col_T, sts, hyp, lg, nf,
               lmu):
     """``log p(x | delta) + log p(configuration | hyperparameters)`` (+ ``log Dir(mu)``, read
-    from ``lmu = log mu``)."""
+    from ``lmu = log mu``). ``variant`` 15 (validation mutant ``log-joint-mu-prior``; the
+    front passes it here only, the moves never see it): ``log Dir(mu)`` written with
+    ``gamma`` where ``gamma / |Q|`` belongs in the normaliser, a slip in what is recorded."""
     hi = meta[M_HI]
     out = loglik(cnt, ctot, hi, lg)
     if model == 0:
         n_q = mu.shape[0]
         gamma = hyp[H_GAMMA]
         out += log_prior_finite(v, nj, mu, hyp[H_ALPHA], nf)
-        out += math.lgamma(gamma) - n_q * math.lgamma(gamma / n_q)
+        out += math.lgamma(gamma) - n_q * math.lgamma(gamma if variant == 15 else gamma / n_q)
         for k in range(n_q):
             out += (gamma / n_q - 1.0) * lmu[k]
     else:

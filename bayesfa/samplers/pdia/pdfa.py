@@ -186,8 +186,13 @@ def _sweeps(state: ChainState, hyp, fixed, n: int, rng, stats, options, variant:
             each(1)
 
 
-def _record(state: ChainState, hyp, emission=None) -> dict[str, Any]:
-    """One draw: the instantiated table, counts, seating and hyperparameters."""
+#: the validation mutant that slips only in the recorded log joint (``_pdfa_kernel.log_joint``)
+LOG_JOINT_VARIANT = 15
+
+
+def _record(state: ChainState, hyp, emission=None, variant: int = 0) -> dict[str, Any]:
+    """One draw: the instantiated table, counts, seating and hyperparameters (``variant``:
+    only :data:`LOG_JOINT_VARIANT` reaches the log joint, which is otherwise the model's)."""
     from bayesfa.samplers.pdia import _pdfa_kernel as K
 
     st = state
@@ -201,7 +206,7 @@ def _record(state: ChainState, hyp, emission=None) -> dict[str, Any]:
         seat[used] = inv.astype(np.int32)
         tdish = st.tabs[1, ids].astype(np.int32)
     end = _end_state(st.data, delta)
-    lj = K.log_joint(st.model, 0, st.cnt, st.ctot, st.meta, st.v, st.nj, st.mu, st.tabs,
+    lj = K.log_joint(st.model, variant if variant == LOG_JOINT_VARIANT else 0, st.cnt, st.ctot, st.meta, st.v, st.nj, st.mu, st.tabs,
                      st.col_tabs, st.col_T, st.sts, hyp, st.lg, st.data.nf, st.lmu)
     out = {"delta": delta, "seat": seat, "cnt": st.cnt[:hi].copy(), "mu": st.mu.copy(),
            "tdish": tdish, "hyp": hyp.copy(), "end": end, "log_joint": lj,
@@ -291,7 +296,7 @@ def run_chain(model: int, data: Data, n_cap: int, options: dict[str, Any], seed_
         before = stats.copy()
         _sweeps(st, hyp, fixed, period, rng, stats, options, variant, moves, emission,
                 on_sweeps or None)
-        draw = _record(st, hyp, emission)
+        draw = _record(st, hyp, emission, variant)
         draw["stats"] = stats - before  # this draw's sweeps' counts (draw_statistics)
         draws.append(draw)
         done += period

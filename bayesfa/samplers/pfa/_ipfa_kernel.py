@@ -75,8 +75,8 @@ from numba import njit
 
 from bayesfa.samplers.pfa._cgs_pfa_kernel import LANES, count_transitions, move_state, padded_width
 
-__all__ = ["LANES", "padded_width", "MUTATIONS", "build_sweeps", "fill_state", "log_joint",
-           "ALPHA_AUX_ITERATIONS"]
+__all__ = ["LANES", "padded_width", "MUTATIONS", "RECORDING_MUTATIONS", "build_sweeps",
+           "fill_state", "log_joint", "ALPHA_AUX_ITERATIONS"]
 
 #: Auxiliary-variable updates of ``alpha`` and of ``gamma`` per sweep.
 ALPHA_AUX_ITERATIONS = 10
@@ -89,7 +89,12 @@ MUTATIONS: dict[str, str] = {
                       "and split at new states only)",
     "no-correction": "Eq. 9 without its delta term (the self-loop read twice with the same letter)",
     "no-merge": "a state emptied by removing z_t does not give its beta to the new-state weight",
+    "log-joint-end-prior": "the recorded log joint (log_joint) with alpha instead of alpha / A "
+                           "as the end marker's parameter; the sweeps are production's",
 }
+#: mutants that slip only in what a draw records (the front's :func:`log_joint` call), not in
+#: the sweeps: :func:`build_sweeps` gives them production's
+RECORDING_MUTATIONS = ("log-joint-end-prior",)
 
 
 @njit(cache=True)
@@ -244,6 +249,8 @@ def build_sweeps(mutation: str | None = None):
     :data:`MUTATIONS`) or, for None, without: :func:`sweeps`. Built once per variant."""
     if mutation is not None and mutation not in MUTATIONS:
         raise ValueError(f"unknown mutation {mutation!r}; choose from {', '.join(MUTATIONS)}")
+    if mutation in RECORDING_MUTATIONS:
+        return build_sweeps(None)
     if mutation in _BUILT:
         return _BUILT[mutation]
     no_new = mutation == "no-new-state"
@@ -465,10 +472,12 @@ _BUILT: dict = {}
 
 
 @njit(cache=True)
-def log_joint(c, ci, beta, meta, alpha):
+def log_joint(c, ci, beta, meta, alpha, end_slip):
     """``log Pr(alpha_data, z | beta, alpha)``: Eq. 4 with the Dirichlet parameters ``alpha
     H(a, j)`` of the module docstring, over the instantiated states (float64). With ``beta_k
-    = 1/N`` on ``N`` states and ``alpha = N A beta_cgs`` it is Eq. 4 itself."""
+    = 1/N`` on ``N`` states and ``alpha = N A beta_cgs`` it is Eq. 4 itself. ``end_slip``
+    (the validation mutant ``log-joint-end-prior`` of :data:`RECORDING_MUTATIONS`; False in
+    production): the end marker's parameter written ``alpha`` instead of ``alpha / A``."""
     n_symbols = c.shape[1]
     hi = meta[1]
     lg_alpha = math.lgamma(alpha)
@@ -482,7 +491,10 @@ def log_joint(c, ci, beta, meta, alpha):
                 cnt = float(c[i, a, j])
                 if cnt == 0.0:
                     continue
-                x = alpha / n_symbols if a == 0 else alpha * beta[j] / n_symbols
+                if a == 0:
+                    x = alpha if end_slip else alpha / n_symbols
+                else:
+                    x = alpha * beta[j] / n_symbols
                 out += math.lgamma(cnt + x) - math.lgamma(x)
     return out
 

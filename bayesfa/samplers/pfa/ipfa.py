@@ -132,6 +132,10 @@ class IPFAResult(NamedTuple):
     moved : float64 ``[chain, draw]``, the fraction of the free positions whose state changed,
         per sweep, over each draw's sweeps (the sampler statistic of
         :data:`bayesfa.rundir.SAMPLE_STATS`; a relabelling is not a move).
+    beta : float64 ``[chain, kept, K+1]``, the sampled weights ``beta_k`` each kept draw's
+        log joint is conditioned on (``beta[0] = beta_u``), for the ``recorded`` check.
+    tables : int64 ``[chain, kept, K+1]``, the table counts ``m_.k`` behind ``beta_bar``
+        (slot 0 unused, 0).
     """
 
     counts: np.ndarray
@@ -145,11 +149,18 @@ class IPFAResult(NamedTuple):
     kept: np.ndarray | None = None
     predict_log_mean: np.ndarray | None = None
     moved: np.ndarray | None = None
+    beta: np.ndarray | None = None
+    tables: np.ndarray | None = None
 
     @property
     def kept_alpha(self) -> np.ndarray:
         """``alpha`` ``[chain, kept]`` of the kept draws (what the plug-in of ``counts`` needs)."""
         return self.alpha if self.kept is None else self.alpha[:, self.kept]
+
+    @property
+    def kept_gamma(self) -> np.ndarray:
+        """``gamma`` ``[chain, kept]`` of the kept draws (behind their ``beta_bar``)."""
+        return self.gamma if self.kept is None else self.gamma[:, self.kept]
 
 
 def plugin_xi(counts: np.ndarray, beta_bar: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -308,8 +319,12 @@ class _Chain:
             if done < n_sweeps:
                 self.grow()
 
-    def draw(self):
-        """``(counts [K+1, A, K+1] int32, beta_bar [K+1], log joint, K)`` now (labels 1..K)."""
+    def draw(self, mutation=None):
+        """``(counts [K+1, A, K+1] int32, beta_bar [K+1], log joint, K, beta [K+1], m [K+1])``
+        now (labels 1..K): ``beta`` the weights the log joint is conditioned on (``beta[0] =
+        beta_u``), ``m`` the table counts ``m_.k`` behind ``beta_bar`` (``m[0] = 0``).
+        ``mutation``: only :data:`~bayesfa.samplers.pfa._ipfa_kernel.RECORDING_MUTATIONS`
+        reach the log joint."""
         from bayesfa.samplers.pfa._ipfa_kernel import log_joint
 
         k = int(self.meta[1])
@@ -322,8 +337,11 @@ class _Chain:
         else:
             beta_bar[1:] = m / (m.sum() + gamma)
             beta_bar[0] = gamma / (m.sum() + gamma)
-        lj = log_joint(self.c, self.ci, self.beta, self.meta, alpha)
-        return counts, beta_bar, lj, int(self.meta[0])
+        lj = log_joint(self.c, self.ci, self.beta, self.meta, alpha,
+                       mutation == "log-joint-end-prior")
+        tables = np.zeros(k + 1, dtype=np.int64)
+        tables[1:] = self.mcol[1:k + 1]
+        return counts, beta_bar, lj, int(self.meta[0]), self.beta[:k + 1].copy(), tables
 
 
 class _BlockedChain(_Chain):
@@ -350,16 +368,16 @@ class _BlockedChain(_Chain):
         sweeps(n_sweeps, self.tokens, self.z, self.c, self.ct, self.ci, self.beta, self.meta,
                self.mcol, self.mrow, self.hyper, priors, rng, self.theta, self.filt)
 
-    def draw(self):
+    def draw(self, mutation=None):
         from bayesfa.samplers.pfa._cgs_pfa_kernel import n_states_used
 
-        counts, beta_bar, lj, _ = super().draw()
-        return counts, beta_bar, lj, int(n_states_used(self.ci))
+        counts, beta_bar, lj, _, beta, tables = super().draw(mutation)
+        return counts, beta_bar, lj, int(n_states_used(self.ci)), beta, tables
 
 
-_CHAIN_FORMAT = "bayesfa-ipfa-chain/3"  # 3: each draw's moved fraction (issue 36)
+_CHAIN_FORMAT = "bayesfa-ipfa-chain/4"  # 3: moved per draw (issue 36); 4: kept beta, tables (39)
 _TRACE_FIELDS = ("log_joint", "n_states", "alpha", "gamma", "moved")  # every draw
-_KEPT_FIELDS = ("counts", "beta_bar")  # the kept draws only
+_KEPT_FIELDS = ("counts", "beta_bar", "beta_draw", "tables")  # the kept draws only
 _DRAW_FIELDS = _KEPT_FIELDS + _TRACE_FIELDS
 _STATE_FIELDS = _DRAW_FIELDS + ("sizes", "z", "beta", "hyper", "seconds", "sweeps_done",
                                 "draws_done", "rng_state", "pred_log_sum")
@@ -382,12 +400,17 @@ def _pack(out: dict) -> dict:
     a = out["counts"][0].shape[1] if kept else 1
     counts = np.zeros((kept, k1, a, k1), dtype=np.int32)
     beta_bar = np.zeros((kept, k1))
+    beta = np.zeros((kept, k1))
+    tables = np.zeros((kept, k1), dtype=np.int64)
     for i in range(kept):
         counts[i, :sizes[i], :, :sizes[i]] = out["counts"][i]
         beta_bar[i, :sizes[i]] = out["beta_bar"][i]
+        beta[i, :sizes[i]] = out["beta_draw"][i]
+        tables[i, :sizes[i]] = out["tables"][i]
     packed = {k: np.asarray(out[k], dtype=np.int64 if k == "n_states" else np.float64)
               for k in _TRACE_FIELDS}
-    return {"counts": counts, "beta_bar": beta_bar, "sizes": sizes, **packed}
+    return {"counts": counts, "beta_bar": beta_bar, "beta_draw": beta, "tables": tables,
+            "sizes": sizes, **packed}
 
 
 def _unpack(state: dict) -> dict:
@@ -395,6 +418,8 @@ def _unpack(state: dict) -> dict:
     sizes = np.asarray(state["sizes"])
     out["counts"] = [state["counts"][i, :n, :, :n] for i, n in enumerate(sizes)]
     out["beta_bar"] = [state["beta_bar"][i, :n] for i, n in enumerate(sizes)]
+    out["beta_draw"] = [state["beta_draw"][i, :n] for i, n in enumerate(sizes)]
+    out["tables"] = [state["tables"][i, :n] for i, n in enumerate(sizes)]
     return out
 
 
@@ -514,13 +539,15 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
             if on_sweeps is not None:
                 on_sweeps(step)
         done += period
-        counts, beta_bar, lj, k = chain.draw()
+        counts, beta_bar, lj, k, beta, tables = chain.draw(mutation)
         if predict is not None:  # Eq. 6's term of this draw, folded in now
             acc.add(plugin_log_prob(counts[None], beta_bar[None], chain.hyper[:1], predict))
         d = len(out["log_joint"])
         if d == kept[np.searchsorted(kept, d)]:  # kept ends at the last draw: in range
             out["counts"].append(counts)
             out["beta_bar"].append(beta_bar)
+            out["beta_draw"].append(beta)
+            out["tables"].append(tables)
         out["log_joint"].append(lj)
         out["n_states"].append(k)
         out["alpha"].append(chain.hyper[0])
@@ -654,10 +681,14 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     k_max = max(max(c.shape[0] for c in o["counts"]) for o in outs) - 1
     counts = np.zeros((chains, kept.size, k_max + 1, n_symbols, k_max + 1), dtype=np.int32)
     beta_bar = np.zeros((chains, kept.size, k_max + 1))
+    beta = np.zeros((chains, kept.size, k_max + 1))
+    tables = np.zeros((chains, kept.size, k_max + 1), dtype=np.int64)
     for ch, o in enumerate(outs):
         for d, (c, b) in enumerate(zip(o["counts"], o["beta_bar"])):
             counts[ch, d, :c.shape[0], :, :c.shape[0]] = c
             beta_bar[ch, d, :b.size] = b
+            beta[ch, d, :b.size] = o["beta_draw"][d]
+            tables[ch, d, :b.size] = o["tables"][d]
     stack = {k: np.array([o[k] for o in outs]) for k in _TRACE_FIELDS}
     positions = free_positions(tokens).size
     info = {
@@ -696,7 +727,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     return IPFAResult(counts, beta_bar, stack["alpha"], stack["gamma"], stack["log_joint"],
                       stack["n_states"].astype(np.int32), np.stack([o["z"] for o in outs]), info,
                       None if kept.size == n_draws else kept, predict_log_mean,
-                      stack["moved"].astype(np.float64))
+                      stack["moved"].astype(np.float64), beta, tables)
 
 
 class _IPFA(DrawAutomata):
@@ -779,7 +810,7 @@ class _IPFA(DrawAutomata):
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """Peak bytes of ``fit`` and ``predict_log_prob``, for ``K = max(4 x --states, 100)``
         states in use (or the truncation), which are not known before the fit: every kept
-        draw's counts ``[K+1, A, K+1]`` twice (per chain, then padded and stacked), each
+        draw's counts ``[K+1, A, K+1]`` (and its ``beta_bar``, ``beta``, tables) twice (per chain, then padded and stacked), each
         chain's kernel state (``c``, ``ct`` at twice ``K``, ``z`` and positions), and for Eq. 6
         a chunk of plug-in ``xi~`` (two float64 copies) with its forward pass.
 
@@ -797,7 +828,7 @@ class _IPFA(DrawAutomata):
         draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
         kept = len(kept_draw_indices(draws, options.get("max_draws")))
         size = (k + 1) * a * (k + 1)
-        stored = 2 * chains * (kept * (size * 4 + (k + 1) * 8) + draws * 40)
+        stored = 2 * chains * (kept * (size * 4 + (k + 1) * 24 + 8) + draws * 40)
         cap = padded_width(2 * k)
         state = 2 * (cap + 1) * a * cap * 4 + corpus.n_tokens * 16
         if self._sampler(options) == "blocked":  # theta and the FFBS filter (at most T rows)
@@ -823,7 +854,8 @@ class _IPFA(DrawAutomata):
                           predict=predict, progress=progress, **self._options(options))
         trace = {"log_joint": res.log_joint, "n_states": res.n_states, "alpha": res.alpha,
                  "gamma": res.gamma, "moved": res.moved}
-        arrays = {"counts": res.counts, "beta_bar": res.beta_bar, "alpha": res.kept_alpha}
+        arrays = {"counts": res.counts, "beta_bar": res.beta_bar, "alpha": res.kept_alpha,
+                  "beta": res.beta, "tables": res.tables, "gamma": res.kept_gamma}
         if predict is not None:
             arrays["predict_log_mean"] = res.predict_log_mean
             arrays["predict_n_draws"] = np.int64(res.log_joint.size)

@@ -68,14 +68,15 @@ from bayesfa.corpus import Corpus
 
 #: mutant -> ``variant`` of :mod:`bayesfa.samplers.ngram._hpyp_kernel` (1: the seating; 2, 3, 4:
 #: the hyperparameter move; 4 is the audit's slip of issue 39, restaurants with exactly two
-#: customers left out of the auxiliary variables)
+#: customers left out of the auxiliary variables; 5: the recorded log joint only, which the
+#: ``recorded`` check sees)
 MUTANTS = {"no-join-discount": 1, "hyper-x-shape": 2, "hyper-y-swapped": 3,
-           "hyper-skip-two-customers": 4}
+           "hyper-skip-two-customers": 4, "log-joint-root-base": 5}
 HYPER_DRAWS = 10_000
 MEMOIZER_PARTICLES = 2_000
 MEMOIZER_TEST_LENGTH = 2  # the training set plus each string up to this length
 #: fixed hyperparameters of the predictive check
-FIXED = {"discount": 0.5, "concentration": 0.5}
+FIXED = {"discount": 0.3, "concentration": 0.8}  # distinct (issue 39): d for theta is a visible slip
 
 
 @lru_cache(maxsize=None)
@@ -183,11 +184,103 @@ def exact_predictive(train: Corpus, test: Corpus, order: int, discount: float,
     return out
 
 
+# -- the recorded check ---------------------------------------------------------------------------
+
+def seating_log_joint(seating, tables, slot_off, slot_node, node_depth, disc, conc,
+                      n_sym: int) -> np.ndarray:
+    """``log p(data, seating | d, theta)`` ``[draws]`` of recorded HPYP draws (Teh 2006 TR,
+    Eq. 13 with the table sizes kept): per restaurant ``u`` the Pitman-Yor EPPF of all its
+    tables, ``prod_{i=1}^{t_u.-1} (theta + i d) / (theta + 1)_{c_u.-1} prod_tables (1 -
+    d)_{n-1}``, plus ``t_root. log G0``, ``G0 = 1 / n_sym``; written with the gamma-function
+    identities ``prod_{i=1}^{T-1} (theta + i d) = d^{T-1} Gamma(theta/d + T) / Gamma(theta/d +
+    1)``, ``(x)_n = Gamma(x + n) / Gamma(x)`` on whole arrays (scipy), not the kernel's loops.
+    ``seating [D, P]`` (slot ``i``'s sizes from ``slot_off[i]``, ``tables[:, i]`` of them),
+    ``tables [D, n_slots]``, ``disc``, ``conc [D, depths]``."""
+    from scipy.special import gammaln
+
+    seating = np.asarray(seating, dtype=np.int64)
+    tables = np.asarray(tables, dtype=np.int64)
+    n_draws, n_slots = tables.shape
+    width = max(1, int(tables.max(initial=0)))
+    idx = np.minimum(np.asarray(slot_off)[:, None] + np.arange(width)[None, :],
+                     seating.shape[1] - 1)
+    valid = np.arange(width)[None, None, :] < tables[:, :, None]  # [D, n, width]
+    size = np.where(valid, seating[:, idx], 1)
+    slot_depth = np.asarray(node_depth)[np.asarray(slot_node)]
+    d_slot = np.asarray(disc)[:, slot_depth][:, :, None]
+    per_table = np.where(valid, gammaln(size - d_slot) - gammaln(1.0 - d_slot), 0.0)
+    n_nodes = np.asarray(node_depth).size
+    onehot = np.zeros((n_slots, n_nodes))
+    onehot[np.arange(n_slots), slot_node] = 1.0
+    t_u = tables @ onehot  # [D, U]
+    c_u = np.where(valid, size, 0).sum(axis=2) @ onehot
+    d_u = np.asarray(disc)[:, node_depth]
+    th_u = np.asarray(conc)[:, node_depth]
+    live = t_u > 0
+    t_safe, c_safe = np.where(live, t_u, 1.0), np.where(live, c_u, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = th_u / np.where(d_u > 0, d_u, 1.0)
+        new_tables = np.where(d_u > 0, (t_safe - 1) * np.log(np.where(d_u > 0, d_u, 1.0))
+                              + gammaln(ratio + t_safe) - gammaln(ratio + 1.0),
+                              (t_safe - 1) * np.log(th_u))
+    rising = gammaln(th_u + c_safe) - gammaln(th_u + 1.0)
+    eppf = np.where(live, new_tables - rising, 0.0).sum(axis=1) + per_table.sum(axis=(1, 2))
+    return eppf + t_u[:, 0] * math.log(1.0 / n_sym)
+
+
+def recompute_trace(arrays, trace, options, train):
+    """The ``recorded`` check's recomputations (:mod:`bayesfa.validation.recorded`) for the
+    HPYP, from each draw's recorded seating (the fit's ``record_seating``): the log joint by
+    :func:`seating_log_joint` (1e-9), ``d_k`` and ``theta_k`` from the recorded ``disc`` and
+    ``conc``. Rows: the seating is one (every slot with tables has that many positive sizes;
+    their sum is the slot's customers, at most the room the front gave it)."""
+    from bayesfa.validation.recorded import Recomputed
+
+    if "seating" not in arrays:
+        return {}, [{"quantity": "seating (the recorded state)", "draws": 0, "max_diff": None,
+                     "tolerance": None, "pass": False,
+                     "how": "not recorded: fit with the option record_seating"}]
+    tables = np.asarray(arrays["tables"])
+    seating = np.asarray(arrays["seating"])
+    shape = tables.shape[:2]
+    flat_t = tables.reshape(-1, tables.shape[-1])
+    flat_s = seating.reshape(-1, seating.shape[-1])
+    disc = np.asarray(arrays["disc"]).reshape(flat_t.shape[0], -1)
+    conc = np.asarray(arrays["conc"]).reshape(flat_t.shape[0], -1)
+    lj = seating_log_joint(flat_s, flat_t, arrays["slot_off"], arrays["slot_node"],
+                           arrays["node_depth"], disc, conc, int(arrays["n_symbols"]))
+    out = {"log_joint": Recomputed(lj.reshape(shape), trace["log_joint"], 1e-9,
+                                   "Pitman-Yor EPPF of every restaurant + t_root log G0 from the "
+                                   "recorded seating (hpyp.seating_log_joint, scipy gammaln)")}
+    for k in range(disc.shape[1]):
+        for name, src in ((f"d_{k}", "disc"), (f"theta_{k}", "conc")):
+            out[name] = Recomputed(np.asarray(arrays[src])[:, :, k], trace[name], 0.0,
+                                   f"the recorded {src}[{k}]")
+    off = np.asarray(arrays["slot_off"])
+    room = np.diff(np.append(off, flat_s.shape[1] - 1))
+    bad = (flat_t < 0) | (flat_t > room[None, :])
+    for i in range(off.size):
+        w = max(1, int(flat_t[:, i].max(initial=0)))
+        sz = flat_s[:, off[i]:off[i] + w]
+        on = np.arange(sz.shape[1])[None, :] < flat_t[:, i:i + 1]
+        bad[:, i] |= (on & (sz < 1)).any(axis=1) | (np.where(on, sz, 0).sum(axis=1) > room[i])
+    bad_draws = bad.any(axis=1).reshape(shape)
+    return out, [{"quantity": "seating (the recorded state)", "draws": int(bad_draws.size),
+                  "max_diff": float(bad_draws.sum()), "tolerance": 0.0,
+                  "pass": not bool(bad_draws.any()),
+                  "how": "t tables of positive sizes per slot, within its room (draws breaking it)"}]
+
+
 class HPYPSpec:
     """The validation spec of ``hpyp`` (:mod:`bayesfa.validation.harness`)."""
 
     validation_budget: dict[str, Any] = {"iterations": 4_100, "burn_in": 100, "period": 1,
                                          "chains": 4, "order": 2, **FIXED}
+    #: keep each draw's table sizes: the state the recorded check recomputes from
+    validation_options: dict[str, Any] = {"record_seating": True}
+
+    def recompute_trace(self, arrays, trace, options, train):
+        return recompute_trace(arrays, trace, options, train)
 
     def __init__(self, variant: int = 0, variant_name: str = ""):
         self.variant = variant
@@ -210,7 +303,7 @@ class HPYPSpec:
         return list(MUTANTS)
 
     def check_names(self):
-        return ["predictive", "hyper-conditional"]
+        return ["predictive", "recorded", "hyper-conditional"]
 
     def kernel_checks(self, toy, *, seed: int = 0, alpha: float = 1e-3):
         return [hyper_conditional_check(seed=seed, alpha=alpha, variant=self.variant)]

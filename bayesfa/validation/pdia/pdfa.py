@@ -107,7 +107,8 @@ ALPHA = 1e-3
 TRUNCATION_RESOLUTION = 1e-4
 MUTANTS = {"pdfa": {"no-proposal-ratio": 1, "no-unseat-term": 9,
                     "seat-proposal-uniform-mu": 10,
-                    "mu-customers-not-tables": 12, "mu-prior-gamma": 13},
+                    "mu-customers-not-tables": 12, "mu-prior-gamma": 13,
+                    "log-joint-mu-prior": 15},
            "pdia": {"no-proposal-ratio": 1, "no-discount": 2, "no-alpha-prior": 3,
                     "d-no-jacobian": 4, "no-ambiguity-rule": 5, "no-size-ratio": 6,
                     "seat-proposal-no-discount": 7, "dish-proposal-no-discount": 8,
@@ -250,7 +251,9 @@ def pdia_exact_hyper(train: Corpus, test: Corpus, hyp: dict[str, float], which: 
 
 # -- specs -------------------------------------------------------------------------------------
 
-_FIXED_PDFA = {"alpha": 1.0, "beta": 1.0, "gamma": 1.0}
+#: the finite PDFA's fixed hyperparameters on toys: distinct, and none 1 (issue 39: a slip that puts
+#: one where another belongs, or drops a factor alpha, is invisible where they are equal or 1)
+_FIXED_PDFA = {"alpha": 1.3, "beta": 0.7, "gamma": 1.6}
 #: the PDIA's fixed hyperparameters on toys: ``d != d0``, ``alpha != alpha0`` (issue 39: a slip
 #: that swaps the two levels' values is invisible where they are equal)
 _FIXED_PDIA = {"alpha": 1.0, "beta": 1.0, "alpha0": 0.6, "d": 0.3, "d0": 0.5}
@@ -296,6 +299,9 @@ class PDFASpec(_Spec):
     fixed = _FIXED_PDFA
     validation_budget = {"iterations": 10_100, "burn_in": 100, "period": 2, "chains": 4,
                          "predict_draws": 4, **_FIXED_PDFA}
+
+    def recompute_trace(self, arrays, trace, options, train):
+        return pdfa_recompute_trace(arrays, trace, options, train)
 
     def check_names(self):
         return ["predictive", "move-entry", "move-mu", "geweke", "predictive-hyper"]
@@ -850,10 +856,136 @@ def pdia_recompute_trace(arrays, trace, options, train):
         if name in trace:
             out[name] = Recomputed(hyp[:, :, slot], trace[name], 0.0,
                                    f"the recorded hyperparameters' {name} (slot {slot})")
-    n_sym = arrays["counts"].shape[-1]
-    letters = np.bincount(np.asarray(train.tokens, dtype=np.int64), minlength=n_sym)
-    bad = (np.asarray(arrays["counts"]).sum(axis=2) != letters).any(axis=-1)
-    extra = [{"quantity": "counts (the recorded state)", "draws": int(bad.size),
-              "max_diff": float(bad.sum()), "tolerance": 0.0, "pass": not bool(bad.any()),
-              "how": "each symbol's emissions = its tokens in the data (draws breaking it)"}]
-    return out, extra
+    return out, walk_rows(arrays, options, train)
+
+
+# -- the recorded check of the finite PDFA ------------------------------------------------------
+
+def walk_data(delta, train: Corpus, sequence: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(emission counts [rows, S], visited [rows, S])`` of the data walked through the
+    recorded transitions ``delta [rows, S]`` from ``q0`` (plain Python, not the kernel's
+    ``eval_path``): sentences, symbol 0 (the end) is emitted and leads back to ``q0``; a
+    sequence, the letters ``1..L`` as symbols ``0..L-1``, one walk. ``visited`` marks the
+    entries ``(q, s)`` the walk takes (the end excluded): the ones that must be instantiated.
+    A walk that reaches an entry ``delta`` leaves at -1 stops: its counts are then partial
+    and ``visited`` holds that entry, so the consistency rows fail."""
+    delta = np.asarray(delta)
+    counts = np.zeros(delta.shape, dtype=np.int64)
+    visited = np.zeros(delta.shape, dtype=bool)
+    nf = 0 if sequence else 1
+    q = 0
+    for tok in np.asarray(train.tokens, dtype=np.int64):
+        if sequence:
+            if tok == 0:
+                continue
+            tok -= 1
+        counts[q, tok] += 1
+        if tok < nf:
+            q = 0
+            continue
+        visited[q, tok] = True
+        q = int(delta[q, tok])
+        if q < 0:
+            break
+    return counts, visited
+
+
+def walk_rows(arrays, options, train: Corpus) -> list[dict[str, Any]]:
+    """Rows of the ``recorded`` check on the recorded state of a PDFA or PDIA draw: the
+    emission counts are the data's walk through the recorded transitions
+    (:func:`walk_data`), and the instantiated entries (``delta >= 0``) are exactly the
+    entries that walk visits (the kernel's invariant: zero-count transitions deleted)."""
+    sequence = bool(options.get("sequence", False))
+    counts = np.asarray(arrays["counts"])
+    delta = np.asarray(arrays["delta"])
+    bad_counts = np.zeros(counts.shape[:2], dtype=bool)
+    bad_delta = np.zeros(counts.shape[:2], dtype=bool)
+    for c in range(counts.shape[0]):
+        for d in range(counts.shape[1]):
+            walked, visited = walk_data(delta[c, d], train, sequence)
+            bad_counts[c, d] = not np.array_equal(walked, counts[c, d])
+            bad_delta[c, d] = not np.array_equal(visited, delta[c, d] >= 0)
+    return [{"quantity": "counts (the recorded state)", "draws": int(bad_counts.size),
+             "max_diff": float(bad_counts.sum()), "tolerance": 0.0,
+             "pass": not bool(bad_counts.any()),
+             "how": "each state's emission counts = the data walked through the recorded "
+                    "delta from q0 (draws breaking it)"},
+            {"quantity": "delta (the recorded state)", "draws": int(bad_delta.size),
+             "max_diff": float(bad_delta.sum()), "tolerance": 0.0,
+             "pass": not bool(bad_delta.any()),
+             "how": "the instantiated entries (delta >= 0) = the entries that walk visits "
+                    "(draws breaking it)"}]
+
+
+#: slots of the finite PDFA's recorded ``hyp [chain, draw, 5]`` (``alpha, beta, gamma``)
+_PDFA_HYP_SLOTS = {"alpha": 0, "beta": 1, "gamma": 2}
+
+
+def pdfa_draw_log_joint(delta, counts, mu, hyp, nf: int = 1) -> float:
+    """``log p(x, delta_V, mu | alpha, beta, gamma)`` of one recorded finite-PDFA draw, from
+    the paper's formulas in plain Python (not the kernel): the Dirichlet-multinomial of each
+    state's emissions (Eq. x:end, ``beta / S`` per symbol), the Polya urn of each column ``j
+    >= nf`` over the instantiated entries (Eq. delta:pred with ``D+_j``: ``Gamma(alpha) /
+    Gamma(alpha + n_j) prod_k Gamma(alpha mu_k + v_kj) / Gamma(alpha mu_k)``, ``v_kj`` the
+    entries of column ``j`` that lead to ``k``) and ``log Dir(mu | gamma / |Q|)`` (Eq. gen:mu,
+    ``|Q|`` = the recorded ``mu``'s length)."""
+    h = {k: float(hyp[i]) for k, i in _PDFA_HYP_SLOTS.items()}
+    counts = np.asarray(counts, dtype=np.int64)
+    delta = np.asarray(delta, dtype=np.int64)
+    mu = np.asarray(mu, dtype=np.float64)
+    n_sym, n_q = counts.shape[1], mu.size
+    out = 0.0
+    for row in counts:
+        n = int(row.sum())
+        if n == 0:
+            continue
+        out += math.lgamma(h["beta"]) - math.lgamma(h["beta"] + n)
+        out += sum(math.lgamma(h["beta"] / n_sym + c) - math.lgamma(h["beta"] / n_sym)
+                   for c in row if c > 0)
+    for j in range(nf, n_sym):
+        targets = delta[delta[:, j] >= 0, j]
+        if targets.size == 0:
+            continue
+        out += math.lgamma(h["alpha"]) - math.lgamma(h["alpha"] + targets.size)
+        for k, v in zip(*np.unique(targets, return_counts=True)):
+            out += math.lgamma(h["alpha"] * mu[k] + v) - math.lgamma(h["alpha"] * mu[k])
+    g = h["gamma"]
+    with np.errstate(divide="ignore"):
+        out += (math.lgamma(g) - n_q * math.lgamma(g / n_q)
+                + (g / n_q - 1.0) * float(np.log(mu).sum()))
+    return out
+
+
+def pdfa_recompute_trace(arrays, trace, options, train):
+    """The ``recorded`` check's recomputations (:mod:`bayesfa.validation.recorded`) for the
+    finite PDFA: the log joint by :func:`pdfa_draw_log_joint` (tolerance 1e-9; a ``mu``
+    recorded as 0 after underflow would show as a failure: the toys' ``gamma`` keeps it
+    away), the states emitting, the instantiated entries (the trace's ``n_tables``: the
+    finite model seats each entry at its target state), the hyperparameters from the
+    recorded ``hyp``; rows: the recorded counts and ``delta`` against the data's walk."""
+    from bayesfa.validation.recorded import Recomputed
+
+    nf = 0 if options.get("sequence", False) else 1
+    shape = np.shape(arrays["log_joint"])
+    lj = np.empty(shape)
+    states = np.empty(shape, dtype=np.int64)
+    entries = np.empty(shape, dtype=np.int64)
+    for c in range(shape[0]):
+        for d in range(shape[1]):
+            delta, counts = np.asarray(arrays["delta"][c, d]), np.asarray(arrays["counts"][c, d])
+            lj[c, d] = pdfa_draw_log_joint(delta, counts, arrays["mu"][c, d],
+                                           arrays["hyp"][c, d], nf)
+            states[c, d] = int((counts.sum(axis=1) > 0).sum())
+            entries[c, d] = int((delta[:, nf:] >= 0).sum())
+    out = {"log_joint": Recomputed(lj, trace["log_joint"], 1e-9,
+                                   "emission Dirichlet-multinomials + each column's Polya urn + "
+                                   "log Dir(mu | gamma / |Q|) (pdfa.pdfa_draw_log_joint)"),
+           "n_states": Recomputed(states, trace["n_states"], 0.0, "states with emissions"),
+           "n_tables": Recomputed(entries, trace["n_tables"], 0.0,
+                                  "instantiated entries (delta >= 0, letters only)")}
+    hyp = np.asarray(arrays["hyp"])
+    for name, slot in _PDFA_HYP_SLOTS.items():
+        if name in trace:
+            out[name] = Recomputed(hyp[:, :, slot], trace[name], 0.0,
+                                   f"the recorded hyperparameters' {name} (slot {slot})")
+    return out, walk_rows(arrays, options, train)

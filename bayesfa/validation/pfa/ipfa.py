@@ -726,6 +726,96 @@ def geweke(variant: str | None = None, *, priors=None, lengths=None, fixed=GEWEK
                f"statistics; MC standard errors from ArviZ ESS)"])
 
 
+# -- the recorded check --------------------------------------------------------------------------
+
+def draw_log_joint(counts, beta, alpha) -> np.ndarray:
+    """``log Pr(data, z | beta, alpha)`` of recorded draws, ``counts [S, K+1, A, K+1]``,
+    ``beta [S, K+1]`` (``beta[0] = beta_u``, not read), ``alpha [S]``: Eq. 4 of Shibata &
+    Yoshinaka (2013) with each row's Dirichlet parameters ``alpha H(a, j)`` (``H(a, j) =
+    beta_j / A`` for a letter, ``H(end) = 1 / A``; Teh et al. 2006, Sect. 5.3), per row ``i``
+    with ``C_i > 0``: ``log Gamma(alpha) - log Gamma(C_i + alpha) + sum_{C_iaj > 0}
+    [log Gamma(C_iaj + alpha H(a, j)) - log Gamma(alpha H(a, j))]``; scipy's ``gammaln`` on
+    whole arrays, not the kernel's loop."""
+    from scipy.special import gammaln
+
+    c = np.asarray(counts, dtype=np.float64)
+    beta = np.asarray(beta, dtype=np.float64)
+    alpha = np.asarray(alpha, dtype=np.float64).reshape(-1)
+    n_symbols = c.shape[-2]
+    prm = np.broadcast_to((alpha[:, None] * beta / n_symbols)[:, None, None, :], c.shape).copy()
+    prm[:, :, 0, :] = (alpha / n_symbols)[:, None, None]
+    used = c > 0
+    cell = np.where(used, gammaln(np.where(used, c + prm, 1.0)) - gammaln(np.where(used, prm, 1.0)),
+                    0.0).sum(axis=(-3, -2, -1))
+    rows = c.sum(axis=(-2, -1))
+    row = np.where(rows > 0, gammaln(alpha)[:, None] - gammaln(rows + alpha[:, None]), 0.0)
+    return cell + row.sum(axis=-1)
+
+
+def recompute_trace(arrays, trace, options, train):
+    """The ``recorded`` check's recomputations (:mod:`bayesfa.validation.recorded`) for the
+    iPFA, on the draws whose state is kept (``--max-draws``: the front's rule): the log
+    joint by :func:`draw_log_joint` from the recorded counts, weights ``beta`` and
+    ``alpha`` (1e-9), the states in use (``C_i > 0``, ``i >= 1``), ``alpha`` and ``gamma``
+    against the kept draws' recorded values. Rows: the counts are a path's through the data
+    (:func:`bayesfa.validation.pfa.reference.counts_consistency`); ``beta_bar`` is ``E[beta
+    | m, gamma]`` from the recorded table counts (``m_.k / (m.. + gamma)``, the new state
+    ``gamma / (m.. + gamma)``; truncated ``(gamma / L + m_.k) / (gamma + m..)``, Teh et al.
+    2006, Sect. 5.3); the weights are a distribution (``sum beta = 1``, positive on the states
+    in use) and each state in use has a table (``m_.k >= 1``)."""
+    from bayesfa.samplers.pfa.cgs_pfa import kept_draw_indices  # which draws kept counts
+    from bayesfa.validation.pfa.reference import counts_consistency
+    from bayesfa.validation.recorded import Recomputed
+
+    kept = kept_draw_indices(np.shape(trace["log_joint"])[1], options.get("max_draws"))
+    counts = np.asarray(arrays["counts"])
+    shape = counts.shape[:2]
+    flat = counts.reshape((-1,) + counts.shape[2:])
+    beta = np.asarray(arrays["beta"], dtype=np.float64)
+    tables = np.asarray(arrays["tables"], dtype=np.float64)
+    alpha = np.asarray(arrays["alpha"], dtype=np.float64)
+    gamma = np.asarray(arrays["gamma"], dtype=np.float64)
+    lj = draw_log_joint(flat, beta.reshape(flat.shape[0], -1), alpha.reshape(-1)).reshape(shape)
+
+    def rec(name):
+        return np.asarray(trace[name])[:, kept]
+
+    in_use = counts[:, :, 1:].sum(axis=(3, 4)) > 0  # [chain, kept, K]
+    out = {"log_joint": Recomputed(lj, rec("log_joint"), 1e-9,
+                                   "Eq. 4 with the prior alpha H(a, j) from the recorded counts, "
+                                   "beta and alpha (ipfa.draw_log_joint, scipy gammaln)"),
+           "n_states": Recomputed(in_use.sum(axis=2), rec("n_states"), 0.0,
+                                  "states i >= 1 with C_i > 0"),
+           "alpha": Recomputed(alpha, rec("alpha"), 0.0, "the kept draws' recorded alpha"),
+           "gamma": Recomputed(gamma, rec("gamma"), 0.0, "the kept draws' recorded gamma")}
+    m = tables[:, :, 1:]
+    tot = m.sum(axis=2)
+    truncate = int(options.get("truncate", 0)) or (
+        0 if options.get("sampler", "direct") == "direct" else -1)
+    want = np.zeros_like(np.asarray(arrays["beta_bar"], dtype=np.float64))
+    if truncate == 0:  # the HDP: slot 0 the new state's mass
+        want[:, :, 1:] = m / (tot + gamma)[:, :, None]
+        want[:, :, 0] = gamma / (tot + gamma)
+    else:  # the weak limit over the L recorded labels
+        n_lab = m.shape[2]
+        want[:, :, 1:] = (gamma[:, :, None] / n_lab + m) / (gamma + tot)[:, :, None]
+    diff = np.abs(want - np.asarray(arrays["beta_bar"]))
+    bad_bar = (diff > 1e-12).any(axis=2)
+    s_beta = beta.sum(axis=2)
+    bad_beta = (np.abs(s_beta - 1.0) > 1e-9) | ((beta[:, :, 1:] <= 0) & in_use).any(axis=2)
+    bad_beta |= ((m < 1) & in_use).any(axis=2)
+    rows = [counts_consistency(counts, train.tokens),
+            {"quantity": "beta_bar", "draws": int(bad_bar.size), "max_diff": float(diff.max()),
+             "tolerance": 1e-12, "pass": not bool(bad_bar.any()),
+             "how": "E[beta | m, gamma] from the recorded table counts m_.k and gamma"},
+            {"quantity": "beta, tables (the recorded state)", "draws": int(bad_beta.size),
+             "max_diff": float(bad_beta.sum()), "tolerance": 0.0,
+             "pass": not bool(bad_beta.any()),
+             "how": "sum beta = 1, beta_k > 0 and m_.k >= 1 on the states in use "
+                    "(draws breaking any)"}]
+    return out, rows
+
+
 class _Spec:
     """Validation hooks of the iPFA (``bayesfa validate ipfa``); ``variant``: a mutant's name
     (:data:`bayesfa.samplers.pfa._ipfa_kernel.MUTATIONS`), None for the sampler itself."""
@@ -796,6 +886,9 @@ class _Spec:
                 "kind": f"exact plug-in limit sum_(z,m) Pr(z,m|data) Pr(b|xi~(z,m)) of the HDP "
                         f"model (alpha={alpha:g}, gamma={gamma:g} fixed): every partition of the "
                         f"free positions, beta and the franchise's tables summed exactly"}
+
+    def recompute_trace(self, arrays, trace, options, train):
+        return recompute_trace(arrays, trace, options, train)
 
     def per_sample_log_prob(self, arrays, options, test):
         from bayesfa.samplers.pfa.ipfa import per_sample_log_prob
