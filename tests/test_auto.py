@@ -182,7 +182,7 @@ def test_budget_respected_within_the_stated_overshoot(fitted):
         assert a["final"]["chains"] == 1
 
 
-COSTS = {"sweep": 0.01, "blocked": 0.07, "draw": 0.002, "forward": 0.003, "start": 0.05}
+COSTS = {"sweep": 0.01, "round": 0.17, "draw": 0.002, "forward": 0.003, "start": 0.05}
 
 
 @pytest.mark.parametrize("money, chains, every", [
@@ -190,7 +190,8 @@ COSTS = {"sweep": 0.01, "blocked": 0.07, "draw": 0.002, "forward": 0.003, "start
 ])
 def test_final_plan_runs_every_sweep_its_money_buys(money, chains, every):
     """Phase 3's accounting with injected costs (no timing): each chain's modelled CPU
-    (start + S sweeps + floor(S / K) blocked moves + D draws) fits its share of the money and
+    (start + floor(S / K) rounds of K sweeps and a blocked move + S mod K sweeps + D draws;
+    with K = 0, start + S sweeps + D draws) fits its share of the money and
     one sweep more would not, unless the plan is at its floor (one chain of MIN_RUNG_SWEEPS);
     every sweep is run (burn-in + draws x period = S, the burn-in at least a tenth); the
     blocked moves are floor(S / K)."""
@@ -200,8 +201,9 @@ def test_final_plan_runs_every_sweep_its_money_buys(money, chains, every):
     assert plan["blocked_every"] == every and plan["blocked_moves"] == (s // every if every else 0)
 
     def cost(n_sweeps, n_draws):
-        return (COSTS["start"] + n_sweeps * COSTS["sweep"] + n_draws * (COSTS["draw"] + COSTS["forward"])
-                + (n_sweeps // every * COSTS["blocked"] if every else 0))
+        rounds, rest = divmod(n_sweeps, every) if every else (0, n_sweeps)
+        return (COSTS["start"] + rounds * COSTS["round"] + rest * COSTS["sweep"]
+                + n_draws * (COSTS["draw"] + COSTS["forward"]))
 
     assert plan["cpu_model_per_chain"] == pytest.approx(cost(s, d))
     if s == auto.MIN_RUNG_SWEEPS and cost(s, d) > money / chains:
@@ -220,7 +222,8 @@ def test_phase3_spends_the_target_less_the_cpu_measured_before_it(corpus, fitted
     nothing is timed): the plan is sized from those alone, and ``cpu_planned`` is the start
     plus the chains' modelled CPU."""
     schedule = {**json.loads(fitted[1].read_text()), "final_start_seconds": 1.25,
-                "final_sweep_seconds": 2e-8, "final_draw_seconds": 1e-4, "blocked_seconds": 3e-7}
+                "final_sweep_seconds": 2e-8, "final_draw_seconds": 1e-4,
+                "blocked_round_seconds": 3e-7, "blocked_round_every": 4}
     path = tmp_path / "schedule.json"
     path.write_text(json.dumps(schedule))
     seen = []
@@ -235,7 +238,7 @@ def test_phase3_spends_the_target_less_the_cpu_measured_before_it(corpus, fitted
     (costs, money, every), = seen
     m = free_positions(corpus.tokens).size
     assert money == auto.TARGET * schedule["budget"] - 1.25 and every == 4
-    assert costs["sweep"] == m * 2e-8 and costs["blocked"] == m * 3e-7
+    assert costs["sweep"] == m * 2e-8 and costs["round"] == m * 3e-7
     assert costs["draw"] == 1e-4 and costs["forward"] == 0.0
     a = res.info["auto"]
     assert a["cpu_planned"] == 1.25 + a["final"]["chains"] * a["final"]["cpu_model_per_chain"]
@@ -274,7 +277,8 @@ def test_blocked_final_chains_recorded_reproducible_and_switched_off(tmp_path):
     final = manifest["info"]["auto"]["final"]
     assert final["blocked_every"] == 3 and final["blocked_moves"] == final["sweeps"] // 3 > 0
     assert manifest["info"]["blocked_every"] == 3 and "blocked_off" not in final
-    assert manifest["info"]["auto"]["schedule"]["blocked_seconds"] > 0
+    assert manifest["info"]["auto"]["schedule"]["blocked_round_seconds"] > 0
+    assert manifest["info"]["auto"]["schedule"]["blocked_round_every"] == 3
     steps = manifest["info"]["auto"]["steps"]
     assert all(s["blocked_every"] == 3 for s in steps if s["phase"] == "final")
     schedule = ["--schedule", str(runs["blocked"] / "manifest.json")]

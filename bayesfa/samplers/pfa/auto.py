@@ -53,10 +53,10 @@ these costs their plan (:func:`sweep_cost`, :func:`rung_sweeps`) is a pure funct
 of their steps is charged its *modelled* cost. Phase 3 is sized from measurements at the
 winner's N, recorded in the schedule before it starts: the CPU per position of the collapsed
 sweeps and per letter of the held-out forward passes of the phases 1-2 chains at that N
-(:func:`measured_costs`), the CPU of recording a draw and of one blocked move on all kept
-strings from the winner's path (:func:`calibrate_final`, which also compiles the blocked
-chain's drivers), and the CPU the fit has spent so far (``final_start_seconds``), each
-rounded to a power of 2**(1/32). The final chains then get ``TARGET * budget -
+(:func:`measured_costs`), the CPU of recording a draw and of a blocked round (K sweeps and
+a blocked move) on all kept strings from the winner's path (:func:`calibrate_final`, which
+also compiles the blocked chain's drivers), and the CPU the fit has spent so far
+(``final_start_seconds``), each rounded to a power of 2**(1/32). The final chains then get ``TARGET * budget -
 final_start_seconds`` (:data:`TARGET` = 0.97), so whatever phases 1-2 left unspent (a ladder
 that stopped early, a cost model that erred) goes to them. The same seed with ``--budget``
 alone reproduces a run whenever the rounded timings come out the same, which a CPU budget
@@ -123,6 +123,9 @@ _COSTS = ("position_seconds", "lane_seconds", "forward_seconds")
 #: measured before phase 3 (:func:`final_costs`) and recorded in the schedule
 _FINAL_COSTS = ("final_sweep_seconds", "final_forward_seconds", "final_draw_seconds",
                 "final_start_seconds")
+_BLOCKED_COSTS = ("blocked_round_seconds", "blocked_round_every")  # with blocked final chains
+#: CPU seconds over which :func:`calibrate_final` repeats a blocked round (at least once)
+BLOCKED_TIMING = 1.0
 
 
 # -- options ---------------------------------------------------------------------------------
@@ -206,8 +209,8 @@ def read_schedule(path: str | os.PathLike) -> dict[str, Any]:
         raise InputError(f"not a {SCHEDULE_FORMAT} schedule (nor a --auto run's manifest; "
                          f"a schedule of an older bayesfa does not reproduce its run here)", path)
     out = {k: data[k] for k in keys}
-    if isinstance(data.get("blocked_seconds"), (int, float)):  # timed when blocked moves ran
-        out["blocked_seconds"] = data["blocked_seconds"]
+    if all(isinstance(data.get(k), (int, float)) for k in _BLOCKED_COSTS):  # when blocked moves ran
+        out.update({k: data[k] for k in _BLOCKED_COSTS})
     return out
 
 
@@ -565,11 +568,13 @@ def final_plan(costs: dict, money: float, chains: int, n_states: int, n_symbols:
     (0: none). Every sweep the plan affords is run: the draws' period is rounded down and the
     sweeps it leaves over go to the burn-in.
 
-    ``costs`` (CPU seconds, :func:`final_costs`): ``sweep`` one collapsed sweep of all
-    training strings, ``blocked`` one blocked move, ``draw`` recording one draw, ``forward``
-    one draw's forward pass over the test strings (0 without them), ``start`` a chain's start
-    (its warm-up sweeps and counts). A chain of ``S`` sweeps and ``D`` draws is modelled as
-    ``start + S sweep + floor(S / K) blocked + D (draw + forward)``."""
+    ``costs`` (CPU seconds, :func:`run_final`): ``sweep`` one collapsed sweep of all training
+    strings, ``round`` (with ``blocked_every = K``) K such sweeps and the blocked move after
+    them, ``draw`` recording one draw, ``forward`` one draw's forward pass over the test
+    strings (0 without them), ``start`` a chain's start (its warm-up sweeps and counts). A
+    chain of ``S`` sweeps and ``D`` draws is modelled as ``start + floor(S / K) round +
+    (S mod K) sweep + D (draw + forward)`` (``start + S sweep + D (draw + forward)`` without
+    blocked moves)."""
     draws = FINAL_DRAWS
     if stored:
         per_draw = (n_states + 1) ** 2 * n_symbols * 4
@@ -578,11 +583,10 @@ def final_plan(costs: dict, money: float, chains: int, n_states: int, n_symbols:
     record = costs["draw"] + costs["forward"]
 
     def chain_cost(n_sweeps: int, n_draws: int) -> float:
-        moves = n_sweeps // every if every else 0
-        return (costs["start"] + n_sweeps * costs["sweep"] + moves * costs["blocked"]
-                + n_draws * record)
+        rounds, rest = divmod(n_sweeps, every) if every else (0, n_sweeps)
+        return costs["start"] + rounds * costs["round"] + rest * costs["sweep"] + n_draws * record
 
-    per_sweep = costs["sweep"] + (costs["blocked"] / every if every else 0.0)
+    per_sweep = costs["round"] / every if every else costs["sweep"]
     while True:
         each = money / chains
         sweeps = max(0, int((each - costs["start"] - draws * record) / per_sweep))
@@ -633,14 +637,18 @@ def measured_costs(steps: list[dict], n_states: int, n_positions: int, held_size
 
 
 def calibrate_final(kept: Corpus, z_kept: np.ndarray, n_states: int, beta: float,
-                    blocked: bool) -> dict[str, float]:
+                    blocked_every: int) -> dict[str, float]:
     """Timings at the winner's N on the kept strings from the winner's path ``z_kept`` (a copy
     is moved, never the chain's; its Generator is seeded apart): ``final_draw_seconds``, the
-    CPU seconds of recording one draw (Eq. 4's log joint, the counts), and with ``blocked``
-    ``blocked_seconds``, of one blocked move per free position (:func:`_min_time`, rounded up
-    by :func:`_round_fine`). With ``blocked``, the blocked chain's drivers (compiled per process)
-    are first called on a few strings, so that their compiling is billed here, before phase 3
-    is sized, and not to the final chains."""
+    CPU seconds of recording one draw (Eq. 4's log joint, the counts; :func:`_min_time`), and
+    with ``blocked_every = K`` ``blocked_round_seconds``, of a blocked round per free position:
+    K collapsed sweeps and one blocked move, as the final chains run them, repeated from the
+    winner's path for :data:`BLOCKED_TIMING` seconds (at least once) and averaged (a round
+    times the move and also the sweeps after it, which move more states than a settled chain's;
+    the mean, not the least, as the final chains pay the mean), with ``blocked_round_every =
+    K``. Each rounded up by :func:`_round_fine`. With K, the blocked chain's drivers (compiled
+    per process) are first called on a few strings, so that their compiling is billed here,
+    before phase 3 is sized, and not to the final chains."""
     from bayesfa.samplers.chains import free_positions
     from bayesfa.samplers.pfa import _cgs_pfa_kernel as kern
 
@@ -657,7 +665,8 @@ def calibrate_final(kept: Corpus, z_kept: np.ndarray, n_states: int, beta: float
     draw = _min_time(lambda: kern.sample_draws(0, positions, tokens, z, *state, rng, float(beta), *outs),
                      cap=TIMING_WINDOW)
     out = {"final_draw_seconds": _round_fine(draw, up=True)}
-    if blocked:
+    every = int(blocked_every)
+    if every:
         from bayesfa.samplers.pfa import _ffbs_kernel as blk
 
         few = kept.subset(np.arange(min(10, kept.n_strings)))
@@ -670,9 +679,15 @@ def calibrate_final(kept: Corpus, z_kept: np.ndarray, n_states: int, beta: float
         blk.sweeps(1, 0, 1, pf, few.tokens, zf, *sf, rng, float(beta), *scratch_f)
         blk.sample_draws(0, 0, 1, pf, few.tokens, zf, *sf, rng, float(beta), *scratch_f, *outs)
         scratch = blk.scratch(tokens, n_states, n_symbols)
-        move = _min_time(lambda: blk.blocked_move(tokens, z, *state, rng, float(beta), *scratch),
-                         cap=1.0)
-        out["blocked_seconds"] = _round_fine(move / max(1, positions.size), up=True)
+        rounds, t0 = 0, time.thread_time()
+        while True:
+            blk.sweeps(every, 0, every, positions, tokens, z, *state, rng, float(beta), *scratch)
+            rounds += 1
+            elapsed = time.thread_time() - t0
+            if elapsed >= BLOCKED_TIMING:
+                break
+        out["blocked_round_seconds"] = _round_fine(elapsed / rounds / max(1, positions.size), up=True)
+        out["blocked_round_every"] = every
     return out
 
 
@@ -811,12 +826,13 @@ def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_sta
     every, off = final_blocked_every(options, ledger.money - ledger.spent)
     timed = "final_sweep_seconds" not in schedule
     calibration_cpu = 0.0  # measured; no decision reads it
-    if timed or (every and "blocked_seconds" not in schedule):
+    retime = bool(every) and schedule.get("blocked_round_every") != every
+    if timed or retime:
         t0 = cpu_seconds()
-        cal = calibrate_final(kept, z_win, n_states, beta,
-                              blocked=bool(every) and "blocked_seconds" not in schedule)
+        cal = calibrate_final(kept, z_win, n_states, beta, every if retime else 0)
         for key, value in cal.items():
-            schedule.setdefault(key, value)
+            if key not in schedule or key in _BLOCKED_COSTS:
+                schedule[key] = value
         calibration_cpu = cpu_seconds() - t0
     if timed:
         schedule.update(measured_costs(ledger.steps, n_states, free_positions(kept.tokens).size,
@@ -826,7 +842,7 @@ def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_sta
     held_pos = free[~_kept_mask(corpus, kept_idx)]
     position = schedule["final_sweep_seconds"]
     costs = {"sweep": free.size * position,
-             "blocked": free.size * schedule["blocked_seconds"] if every else 0.0,
+             "round": free.size * schedule["blocked_round_seconds"] if every else 0.0,
              "draw": schedule["final_draw_seconds"],
              "forward": 0.0 if predict is None else (
                  _forward_size(predict) * (n_states + 1) ** 2 * schedule["final_forward_seconds"]),
