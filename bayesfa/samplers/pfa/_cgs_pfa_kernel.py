@@ -137,8 +137,8 @@ def move_state(t, k, old, p, ap, a, n, z, c, ct, ci, recip, nab):
     ct[a, n, k] += 1
     ci[old] -= 1
     ci[k] += 1
-    recip[old] = np.float32(np.true_divide(1.0, ci[old] + nab))
-    recip[k] = np.float32(np.true_divide(1.0, ci[k] + nab))
+    recip[old] = recip.dtype.type(np.true_divide(1.0, ci[old] + nab))  # float32 or float64
+    recip[k] = recip.dtype.type(np.true_divide(1.0, ci[k] + nab))
     z[t] = k
 
 

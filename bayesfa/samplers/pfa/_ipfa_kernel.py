@@ -42,10 +42,16 @@ padded_width(Kc)``; a label ``k >= 1`` is *instantiated* when it is in use, ``C_
 truncated, always):
 
 - ``z`` int32 ``[T + 1]``: as in :mod:`bayesfa.samplers.pfa._cgs_pfa_kernel`.
-- ``c`` float32 ``[Kc+1, A, W]``, ``ct`` float32 ``[A, Kc+1, W]``, ``ci`` int32 ``[Kc+1]``:
-  ``C_iaj``, its transpose, ``C_i`` (exact in float32 below 2**24 tokens, as there).
-- ``recip`` float32 ``[W]``: ``1 / (C_k + alpha)`` for instantiated ``k``, 0 elsewhere.
-- ``bk`` float32 ``[W]``: ``alpha beta_k / A`` for instantiated ``k``, 0 elsewhere.
+- ``c`` ``[Kc+1, A, W]``, ``ct`` ``[A, Kc+1, W]``, ``ci`` int32 ``[Kc+1]``: ``C_iaj``, its
+  transpose, ``C_i``. ``c`` and ``ct`` are float32 below 2**24 tokens (exact there, as in
+  CGS-PFA) and float64 from 2**24 tokens on (exact to 2**53;
+  :func:`bayesfa.samplers.pfa.cgs_pfa.count_dtype`, chosen by the front).
+- ``recip`` ``[W]``: ``1 / (C_k + alpha)`` for instantiated ``k``, 0 elsewhere.
+- ``bk`` ``[W]``: ``alpha beta_k / A`` for instantiated ``k``, 0 elsewhere.
+
+``recip`` and ``bk`` have the counts' type, and so does every weight the sweep computes: the
+kernels take their float type from the arrays (``c.dtype.type``), so numba compiles one
+specialisation per count type, and the float32 one is the code it always was.
 - ``beta`` float64 ``[Kc+1]``: ``beta[k]`` for instantiated ``k``, 0 for the others, and
   ``beta[0] = beta_u`` (state 0 takes no ``beta`` mass). Sums to 1.
 - ``meta`` int64 ``[2]`` or ``[3]``: ``K`` instantiated states, the highest instantiated
@@ -101,14 +107,15 @@ RECORDING_MUTATIONS = ("log-joint-end-prior",)
 def refresh_weights(ci, recip, bk, beta, meta, alpha, n_symbols, truncated):
     """Recompute ``recip``, ``bk``, ``meta`` from ``ci``, ``beta`` and ``alpha``."""
     cap = ci.shape[0] - 1
+    ft = recip.dtype.type
     recip[:] = 0
     bk[:] = 0
     k_used = 0
     hi = 0
     for k in range(1, cap + 1):
         if truncated or ci[k] > 0:
-            recip[k] = np.float32(1.0 / (ci[k] + alpha))
-            bk[k] = np.float32(alpha * beta[k] / n_symbols)
+            recip[k] = ft(1.0 / (ci[k] + alpha))
+            bk[k] = ft(alpha * beta[k] / n_symbols)
             k_used += 1
             hi = k
     meta[0] = k_used
@@ -129,13 +136,15 @@ def _raw_weight(k, p, ap, a, n, c, ct, recip, bk, h_out):
 
 
 @njit(cache=True, fastmath=True, boundscheck=False, inline="always")
-def _exact_weight(k, p, ap, a, n, old, c, ct, ci, bk, alpha32, h_out, delta_term):
-    """``g_k`` with ``C^{-t}`` (Eq. 9 with the prior ``alpha H``): ``C^{-t} = C - e(p, a_{t-1},
-    old) - e(old, a_t, n)``; the delta term is 1 when ``(p, a_{t-1}, k) = (k, a_t, n)``."""
-    c_in = c[p, ap, k] - np.float32(k == old) - np.float32(p == old and ap == a and k == n)
-    c_out = ct[a, n, k] - np.float32(k == old) - np.float32(k == p and a == ap and n == old)
-    delta = np.float32(k == n and p == n and ap == a) if delta_term else np.float32(0.0)
-    den = np.float32(ci[k] - (k == old)) + alpha32
+def _exact_weight(k, p, ap, a, n, old, c, ct, ci, bk, alpha_w, h_out, delta_term):
+    """``g_k`` with ``C^{-t}`` (Eq. 9 with the prior ``alpha H``), in the counts' type (as
+    ``alpha_w``, ``alpha`` in that type): ``C^{-t} = C - e(p, a_{t-1}, old) - e(old, a_t, n)``;
+    the delta term is 1 when ``(p, a_{t-1}, k) = (k, a_t, n)``."""
+    ft = c.dtype.type
+    c_in = c[p, ap, k] - ft(k == old) - ft(p == old and ap == a and k == n)
+    c_out = ct[a, n, k] - ft(k == old) - ft(k == p and a == ap and n == old)
+    delta = ft(k == n and p == n and ap == a) if delta_term else ft(0.0)
+    den = ft(ci[k] - (k == old)) + alpha_w
     return (c_out + h_out) * (c_in + bk[k] + delta) / den
 
 
@@ -269,9 +278,10 @@ def build_sweeps(mutation: str | None = None):
         n_symbols = c.shape[1]
         width = c.shape[2]
         inv_a = 1.0 / n_symbols
-        alpha32 = np.float32(alpha)
-        h_end = np.float32(alpha * inv_a)
-        zero = np.float32(0.0)
+        ft = c.dtype.type  # float32 or float64: the counts' type (module docstring)
+        alpha_w = ft(alpha)
+        h_end = ft(alpha * inv_a)
+        zero = ft(0.0)
         counting = meta.shape[0] > 2  # meta[2]: positions moved (module docstring)
         for mi in range(start, positions.shape[0]):
             if not truncated and meta[0] >= cap:
@@ -282,7 +292,7 @@ def build_sweeps(mutation: str | None = None):
             p = z[t - 1]
             n = z[t + 1]
             old = z[t]
-            h_out = h_end if a == 0 else np.float32(alpha * beta[n] * inv_a)  # alpha H(a_t, n)
+            h_out = h_end if a == 0 else ft(alpha * beta[n] * inv_a)  # alpha H(a_t, n)
             hi = meta[1]
             lim = min(width, ((hi + LANES) // LANES) * LANES)
             total = zero
@@ -294,13 +304,13 @@ def build_sweeps(mutation: str | None = None):
                 total += w
                 below += w if k < old else zero
             # exact g_k where C^{-t} differs from C (or the delta applies): old, and n or p
-            w_old = _exact_weight(old, p, ap, a, n, old, c, ct, ci, bk, alpha32, h_out, delta_term)
+            w_old = _exact_weight(old, p, ap, a, n, old, c, ct, ci, bk, alpha_w, h_out, delta_term)
             total += w_old - _raw_weight(old, p, ap, a, n, c, ct, recip, bk, h_out)
             n_fix = -1
             w_n = zero
             if n != 0 and n != old and ap == a and (p == old or p == n):
                 n_fix = n
-                w_n = _exact_weight(n, p, ap, a, n, old, c, ct, ci, bk, alpha32, h_out, delta_term)
+                w_n = _exact_weight(n, p, ap, a, n, old, c, ct, ci, bk, alpha_w, h_out, delta_term)
                 d = w_n - _raw_weight(n, p, ap, a, n, c, ct, recip, bk, h_out)
                 total += d
                 if n < old:
@@ -309,7 +319,7 @@ def build_sweeps(mutation: str | None = None):
             w_p = zero
             if p != 0 and p != old and p != n and a == ap and n == old:
                 p_fix = p
-                w_p = _exact_weight(p, p, ap, a, n, old, c, ct, ci, bk, alpha32, h_out, delta_term)
+                w_p = _exact_weight(p, p, ap, a, n, old, c, ct, ci, bk, alpha_w, h_out, delta_term)
                 d = w_p - _raw_weight(p, p, ap, a, n, c, ct, recip, bk, h_out)
                 total += d
                 if p < old:
@@ -325,7 +335,7 @@ def build_sweeps(mutation: str | None = None):
                     if not no_merge:
                         new_mass += beta[old]
                 if not no_new:
-                    g_new = np.float32(h_out * new_mass * inv_a)
+                    g_new = ft(h_out * new_mass * inv_a)
                     total += g_new
             target = uniforms[mi] * np.float64(total)
             above = below + w_old
@@ -383,12 +393,12 @@ def build_sweeps(mutation: str | None = None):
                     mass = beta[0] + beta[old]
                     beta[old] = b * mass
                     beta[0] = (1.0 - b) * mass
-                    bk[old] = np.float32(alpha * beta[old] * inv_a)
+                    bk[old] = ft(alpha * beta[old] * inv_a)
                     continue
                 k = _free_label(ci, beta)
                 beta[k] = b * beta[0]
                 beta[0] = (1.0 - b) * beta[0]
-                bk[k] = np.float32(alpha * beta[k] * inv_a)
+                bk[k] = ft(alpha * beta[k] * inv_a)
                 meta[0] += 1
                 if k > meta[1]:
                     meta[1] = k

@@ -29,6 +29,11 @@ into the one new state is exact, and every string has a positive probability. Wi
 ``--truncate L`` (the weak-limit model): ``beta~_k = (gamma / L + m_.k) / (gamma + m..)`` and no
 new state.
 
+Counts: the chains keep ``C_iaj`` in float32 below 2**24 tokens and in float64 from 2**24
+tokens on (:func:`bayesfa.samplers.pfa.cgs_pfa.count_dtype`, CGS-PFA's rule), exact either
+way; both samplers' kernels run either type, and ``info["count_dtype"]`` (the manifest)
+records it.
+
 Online (``fit(..., predict=TEST)``, ``bayesfa fit --predict TEST``, the units of ``bayesfa
 pautomac run``): each draw's ``log Pr(b | xi~(s))`` for the test strings is folded into a
 :class:`bayesfa.online.LogMeanAccumulator` as the draw is made, and ``max_draws = K`` keeps the
@@ -65,10 +70,9 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
                                      check_generator_state, corrupt_checkpoint, chain_path,
                                      digest, free_positions, generator_state, map_chains,
                                      read_checkpoint, save_checkpoint)
-from bayesfa.samplers.pfa.cgs_pfa import KEPT_DRAWS_RULE, kept_draw_indices
+from bayesfa.samplers.pfa.cgs_pfa import KEPT_DRAWS_RULE, count_dtype, kept_draw_indices
 from bayesfa.samplers.plugin import DrawAutomata
 
-_MAX_TOKENS = 1 << 24  # float32 counts are exact below this (see _cgs_pfa_kernel)
 _BLOCK_SWEEPS = 64  # burn-in sweeps per kernel call at most (never changes the result)
 #: ... and about this many (state capacity x free positions) units of work per call, so that
 #: a checkpoint check and a progress report come every second or so on large data.
@@ -225,6 +229,8 @@ class _Chain:
                  start=None):
         from bayesfa.samplers.pfa import _ipfa_kernel as kern
 
+        self.dtype = count_dtype(tokens.size)  # of c, ct, recip, bk: float32 or float64
+
         self.tokens = tokens
         self.positions = free_positions(tokens)
         self.uniforms = np.zeros(self.positions.size)
@@ -260,6 +266,7 @@ class _Chain:
 
         self = cls.__new__(cls)
         self.tokens = tokens
+        self.dtype = count_dtype(tokens.size)
         self.positions = free_positions(tokens)
         self.uniforms = np.zeros(self.positions.size)
         self.truncated = truncate > 0
@@ -276,11 +283,11 @@ class _Chain:
         from bayesfa.samplers.pfa._ipfa_kernel import padded_width
 
         w = padded_width(cap)
-        self.c = np.zeros((cap + 1, n_symbols, w), dtype=np.float32)
-        self.ct = np.zeros((n_symbols, cap + 1, w), dtype=np.float32)
+        self.c = np.zeros((cap + 1, n_symbols, w), dtype=self.dtype)
+        self.ct = np.zeros((n_symbols, cap + 1, w), dtype=self.dtype)
         self.ci = np.zeros(cap + 1, dtype=np.int32)
-        self.recip = np.zeros(w, dtype=np.float32)
-        self.bk = np.zeros(w, dtype=np.float32)
+        self.recip = np.zeros(w, dtype=self.dtype)
+        self.bk = np.zeros(w, dtype=self.dtype)
         self.beta = np.zeros(cap + 1)
         self.meta = np.zeros(3, dtype=np.int64)  # K, highest label, positions moved
         self.mcol = np.zeros(cap + 1, dtype=np.int64)
@@ -597,9 +604,6 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         never changes the result.
     """
     n_draws = check_chain_arguments(corpus, states, 1.0, iterations, burn_in, period, chains, jobs,
-                                    max_tokens=_MAX_TOKENS,
-                                    too_many=f"; the sampler keeps its counts in float32, exact "
-                                             f"below {_MAX_TOKENS} tokens",
                                     alpha=alpha, gamma=gamma)
     if isinstance(truncate, bool) or not isinstance(truncate, (int, np.integer)) or truncate < 0:
         raise InputError(f"truncate must be an integer >= 0, got {truncate!r}")
@@ -642,6 +646,9 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         settings["alpha_hold"] = int(alpha_hold)
     if sampler != "direct":  # (likewise)
         settings["sampler"] = sampler
+    dtype = np.dtype(count_dtype(tokens.size)).name  # the chains' counts (c, ct): exact
+    if dtype != "float32":  # (likewise)
+        settings["count_dtype"] = dtype
     prints = [_chain_fingerprint(tokens, settings, s) for s in children]
     paths: list = [None] * chains
     saved: list = [None] * chains
@@ -695,6 +702,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         "n_draws_per_chain": int(n_draws),
         "n_free_positions": int(positions),
         "n_tokens": int(tokens.size),
+        "count_dtype": dtype,  # the chains' counts (c, ct; count_dtype of cgs_pfa)
         "truncate": int(truncate),
         "max_states_in_use": int(stack["n_states"].max()),  # over every draw, not only the kept
         "seconds": seconds,
@@ -810,8 +818,10 @@ class _IPFA(DrawAutomata):
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """Peak bytes of ``fit`` and ``predict_log_prob``, for ``K = max(4 x --states, 100)``
         states in use (or the truncation), which are not known before the fit: every kept
-        draw's counts ``[K+1, A, K+1]`` (and its ``beta_bar``, ``beta``, tables) twice (per chain, then padded and stacked), each
-        chain's kernel state (``c``, ``ct`` at twice ``K``, ``z`` and positions), and for Eq. 6
+        draw's counts ``[K+1, A, K+1]`` (and its ``beta_bar``, ``beta``, tables) twice (per
+        chain, then padded and stacked), each chain's kernel state (``c``, ``ct`` at twice
+        ``K``, in float32 or from 2**24 tokens on in float64,
+        :func:`~bayesfa.samplers.pfa.cgs_pfa.count_dtype`; ``z`` and positions), and for Eq. 6
         a chunk of plug-in ``xi~`` (two float64 copies) with its forward pass.
 
         ``options["max_draws"] = K``: K draws' counts kept per chain.
@@ -830,7 +840,8 @@ class _IPFA(DrawAutomata):
         size = (k + 1) * a * (k + 1)
         stored = 2 * chains * (kept * (size * 4 + (k + 1) * 24 + 8) + draws * 40)
         cap = padded_width(2 * k)
-        state = 2 * (cap + 1) * a * cap * 4 + corpus.n_tokens * 16
+        width = np.dtype(count_dtype(corpus.n_tokens)).itemsize  # c and ct: float32 or float64
+        state = 2 * (cap + 1) * a * cap * width + corpus.n_tokens * 16
         if self._sampler(options) == "blocked":  # theta and the FFBS filter (at most T rows)
             state += (k + 1) ** 2 * a * 8 + corpus.n_tokens * (k + 1) * 8
         if options.get("predict_sha256"):  # one draw's xi~ (two copies) and forward pass
