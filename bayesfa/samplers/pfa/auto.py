@@ -661,7 +661,7 @@ def calibrate_final(kept: Corpus, z_kept: np.ndarray, n_states: int, beta: float
     rng = np.random.default_rng(0)
     n = n_states + 1
     outs = (np.zeros((1, n, n_symbols, n), dtype=np.int32), np.zeros(1), np.zeros(1, dtype=np.int32),
-            np.zeros(1, dtype=np.int32))
+            np.zeros(1, dtype=np.int32), np.zeros((1, kern.STATS), dtype=np.int64))
     draw = _min_time(lambda: kern.sample_draws(0, positions, tokens, z, *state, rng, float(beta), *outs),
                      cap=TIMING_WINDOW)
     out = {"final_draw_seconds": _round_fine(draw, up=True)}
