@@ -111,26 +111,34 @@ def test_ctrl_c_that_a_ctypes_callback_drops_still_stops_the_compile(tmp_path):
     assert noticed.stderr == ""  # the dropped Ctrl-C raised again, not printed
 
 
-def test_ctrl_c_while_fit_compiles_exits_130_at_once_and_leaves_no_run(tmp_path):
-    """``bayesfa fit`` on an empty numba cache says it compiles; SIGINT then stops it within
-    seconds (not after the compilation and the fit), exit 130, no run folder."""
-    train, run = tmp_path / "toy.train", tmp_path / "run"
-    train.write_text("4 2\n2 0 1\n0\n1 1\n3 0 0 1\n")
+def _interrupt_while_compiling(tmp_path, args: list[str], notice: str):
+    """``bayesfa ARGS`` on an empty numba cache: its first stderr line must be ``notice``;
+    SIGINT half a second later. Its exit code, the rest of stdout and stderr, and the seconds
+    from the signal to its end."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.Popen([sys.executable, "-m", "bayesfa.cli", "fit", str(train),
-                             "--method", "estatemerge", "--out", str(run)],
-                            env=env, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "bayesfa.cli", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        line = proc.stderr.readline()
-        assert line == "bayesfa: compiling estatemerge kernels (first use only, about 12 s)\n"
+        assert proc.stderr.readline() == notice
         time.sleep(0.5)  # into the compilation
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
         rc = proc.wait(timeout=60)
         waited = time.monotonic() - sent
+        return rc, proc.stdout.read(), proc.stderr.read(), waited
     finally:
         proc.kill()
-    assert rc == 130 and proc.stderr.read() == "bayesfa: interrupted\n"
+
+
+def test_ctrl_c_while_fit_compiles_exits_130_at_once_and_leaves_no_run(tmp_path):
+    """``bayesfa fit`` on an empty numba cache says it compiles; SIGINT then stops it within
+    seconds (not after the compilation and the fit), exit 130, no run folder."""
+    train, run = tmp_path / "toy.train", tmp_path / "run"
+    train.write_text("4 2\n2 0 1\n0\n1 1\n3 0 0 1\n")
+    rc, out, err, waited = _interrupt_while_compiling(
+        tmp_path, ["fit", str(train), "--method", "estatemerge", "--out", str(run)],
+        "bayesfa: compiling estatemerge kernels (first use only, about 12 s)\n")
+    assert rc == 130 and err == "bayesfa: interrupted\n"
     assert waited < 10  # 2-3.5 s on a busy 2-core machine (load 5-12); compiling takes 12 CPU s
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "toy.train"]
 
@@ -304,19 +312,8 @@ def test_ctrl_c_while_validate_compiles_exits_130_at_once(tmp_path):
     """``bayesfa validate`` compiles the method's kernels (its checks' too) on an empty numba
     cache: it says so, and SIGINT stops it within seconds (43 s to the end uninterrupted on
     a busy 2-core machine), exit 130."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.Popen([sys.executable, "-m", "bayesfa.cli", "validate", "estatemerge"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stderr.readline()
-        assert line == "bayesfa: compiling estatemerge kernels (first use only)\n"
-        time.sleep(0.5)  # into the compilation
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait(timeout=60)
-        waited = time.monotonic() - sent
-    finally:
-        proc.kill()
-    assert rc == 130 and proc.stderr.read() == "bayesfa: interrupted\n"
-    assert proc.stdout.read() == ""  # no report of a validation that did not run
+    rc, out, err, waited = _interrupt_while_compiling(
+        tmp_path, ["validate", "estatemerge"], "bayesfa: compiling estatemerge kernels (first use only)\n")
+    assert rc == 130 and err == "bayesfa: interrupted\n"
+    assert out == ""  # no report of a validation that did not run
     assert waited < 10
