@@ -142,6 +142,25 @@ def test_hpyp_recorded_with_d_and_theta_sampled():
     assert check.passed, check.to_table()
 
 
+def test_hpyp_record_seating_changes_no_draw():
+    """A validation fit (one draw per kernel call, the sizes copied) draws what a production
+    fit draws, bit for bit; and it keeps no checkpoints (one-line refusal)."""
+    from bayesfa.errors import InputError
+    from bayesfa.samplers.ngram.hpyp import sample_hpyp
+
+    train = get_toy("tiny").train
+    kw = dict(iterations=120, burn_in=20, chains=2, seed=5)
+    plain = sample_hpyp(train, 2, **kw)
+    rec = sample_hpyp(train, 2, record_seating=True, **kw)
+    for key in plain.arrays:
+        np.testing.assert_array_equal(plain.arrays[key], rec.arrays[key], key)
+    for key in plain.trace:
+        np.testing.assert_array_equal(plain.trace[key], rec.trace[key], key)
+    assert rec.arrays["seating"].shape[:2] == (2, 100) and "seating" not in plain.arrays
+    with pytest.raises(InputError, match="record_seating"):
+        sample_hpyp(train, 2, record_seating=True, checkpoint_dir="unused", **kw)
+
+
 def test_hpyp_seating_log_joint_by_hand():
     """The HPYP's recomputation on a seating written out by hand: a root with tables of 2
     and 1 customers (dishes a, b) and one child restaurant with one table of 2 (dish a),

@@ -83,8 +83,10 @@ it), ``top-seating-d-for-d0`` (the top-level seating scored with ``d`` where ``d
 the audit's slip of issue 39, invisible wherever ``d = d0``, which is why every move check and
 fixed-hyperparameter toy here has ``d != d0`` and ``alpha != alpha0``) for ``pdia``; ``seat-proposal-uniform-mu`` (a seat proposed from ``alpha / |Q| + v_kj``
 but scored with ``alpha mu_k + v_kj``), ``mu-customers-not-tables`` and ``mu-prior-gamma`` (the Gibbs step's Dirichlet with the
-customers ``v_kj`` instead of the tables, with ``gamma`` instead of ``gamma / |Q|``) for
-``pdfa``. The former sampler's MH step on ``mu`` (a ``Dir(eta mu)`` proposal, replaced by
+customers ``v_kj`` instead of the tables, with ``gamma`` instead of ``gamma / |Q|``) and
+``log-joint-mu-prior`` (the *recorded* log joint's ``log Dir(mu)`` with ``gamma`` for ``gamma /
+|Q|``; the sampling untouched, so only the ``recorded`` check, :func:`pdfa_recompute_trace`,
+sees it) for ``pdfa``. The former sampler's MH step on ``mu`` (a ``Dir(eta mu)`` proposal, replaced by
 the exact Gibbs step) is no mutant: it is a valid MH step that mixes badly near the boundary
 (its code is not in the history; re-implemented from the paper it passed every exact check on
 5 of 5 seeds, as a correct kernel must), so an exactness check cannot and should not fail it.

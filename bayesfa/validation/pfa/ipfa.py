@@ -52,7 +52,10 @@
 
 Mutants (``ipfa:mutant-NAME``, :data:`bayesfa.samplers.pfa._ipfa_kernel.MUTATIONS` and the
 blocked sampler's :data:`bayesfa.samplers.pfa._ipfa_blocked_kernel.MUTATIONS`, ``blocked-...``)
-run the checks of their sampler on deliberately wrong kernels and must fail.
+run the checks of their sampler on deliberately wrong kernels and must fail;
+``log-joint-end-prior`` (:data:`~bayesfa.samplers.pfa._ipfa_kernel.RECORDING_MUTATIONS`) slips
+only in the recorded log joint, which the ``recorded`` check (:func:`recompute_trace`: every
+trace entry recomputed from the kept draws' counts, weights ``beta`` and table counts) sees.
 """
 
 from __future__ import annotations
