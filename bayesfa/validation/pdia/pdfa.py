@@ -783,6 +783,20 @@ class Simulator:
 _PDIA_HYP_SLOTS = {"alpha": 0, "beta": 1, "alpha0": 2, "d": 3, "d0": 4}
 
 
+def _emission_log_marginal(counts: np.ndarray, beta: float, b: np.ndarray) -> float:
+    """``sum_rows log [Gamma(beta) / Gamma(beta + n) prod_s Gamma(b_s + c_s) / Gamma(b_s)]``:
+    each used row's emission counts under its Dirichlet(``b``), ``sum(b) = beta`` (an empty
+    row adds 0)."""
+    out = 0.0
+    for row in counts:
+        n = int(row.sum())
+        if n == 0:
+            continue
+        out += math.lgamma(beta) - math.lgamma(beta + n)
+        out += sum(math.lgamma(b[s] + c) - math.lgamma(b[s]) for s, c in enumerate(row) if c > 0)
+    return out
+
+
 def pdia_draw_log_joint(delta, seat, counts, tdish, n_tab, hyp,
                         lpi0=None) -> tuple[float, int, int]:
     """``(log p(x, configuration | hyperparameters), states emitting, tables)`` of one
@@ -798,13 +812,7 @@ def pdia_draw_log_joint(delta, seat, counts, tdish, n_tab, hyp,
     n_sym = counts.shape[1]
     b = (np.full(n_sym, h["beta"] / n_sym) if lpi0 is None
          else h["beta"] * np.exp(np.asarray(lpi0, dtype=np.float64)))
-    out = 0.0
-    for row in counts:
-        n = int(row.sum())
-        if n == 0:
-            continue
-        out += math.lgamma(h["beta"]) - math.lgamma(h["beta"] + n)
-        out += sum(math.lgamma(b[s] + c) - math.lgamma(b[s]) for s, c in enumerate(row) if c > 0)
+    out = _emission_log_marginal(counts, h["beta"], b)
     used = np.asarray(delta) >= 0
     for s in range(n_sym):
         tables = np.asarray(seat)[used[:, s], s]
@@ -936,14 +944,7 @@ def pdfa_draw_log_joint(delta, counts, mu, hyp, nf: int = 1) -> float:
     delta = np.asarray(delta, dtype=np.int64)
     mu = np.asarray(mu, dtype=np.float64)
     n_sym, n_q = counts.shape[1], mu.size
-    out = 0.0
-    for row in counts:
-        n = int(row.sum())
-        if n == 0:
-            continue
-        out += math.lgamma(h["beta"]) - math.lgamma(h["beta"] + n)
-        out += sum(math.lgamma(h["beta"] / n_sym + c) - math.lgamma(h["beta"] / n_sym)
-                   for c in row if c > 0)
+    out = _emission_log_marginal(counts, h["beta"], np.full(n_sym, h["beta"] / n_sym))
     for j in range(nf, n_sym):
         targets = delta[delta[:, j] >= 0, j]
         if targets.size == 0:
