@@ -796,7 +796,8 @@ class Run:
 
         if format not in ex.FORMATS:
             raise InputError(f"format {format!r} is unknown; choose from {', '.join(ex.FORMATS)}")
-        machine = self.automaton(which)
+        with compile_notice(self.method, None):  # Ctrl-C stops numba's first compile
+            machine = self.automaton(which)
         if format == "dot":
             symbols = [str(x) for x in self.alphabet] if self.alphabet is not None else None
             text = ex.dot_text(machine, max_edges or ex.DEFAULT_MAX_EDGES, symbols)
@@ -839,6 +840,10 @@ class Run:
             raise InputError(f"seed must be a whole number, 0 or more, got {seed!r}")
         if which is not None:
             check_which(which)
+        with compile_notice(self.method, None):  # Ctrl-C stops numba's first compile
+            return self._sample(int(n), seed, which)
+
+    def _sample(self, n: int, seed: int, which: str | None) -> list:
         rng = np.random.default_rng(np.random.SeedSequence(seed))
         method = _method_of(self)
         if which is None and hasattr(method, "sample_strings"):
@@ -865,6 +870,11 @@ class Run:
         ``mean``; Viterbi), its states numbered as in the exported model file: for a string
         of ``n`` letters, ``n + 1`` states, the first the initial state. A string the
         automaton gives probability 0 is an :class:`InputError` naming it."""
+        with compile_notice(self.method, None):  # Ctrl-C stops numba's first compile
+            return self._decode(strings, format, separator, which)
+
+    def _decode(self, strings, format: str | None, separator: str | None,
+                which: str) -> list[np.ndarray]:
         from bayesfa.forward import viterbi
 
         if hasattr(_method_of(self), "automaton"):

@@ -647,7 +647,8 @@ def _add_which(parser, default: str | None = "map") -> None:
 def cmd_export(args) -> int:
     from bayesfa.export import export_run
 
-    export_run(args.run, args.format, args.out, args.max_edges, args.which)
+    export_run(args.run, args.format, args.out, args.max_edges, args.which,
+               compiling=lambda method: _compiling(method, args, seconds=False))
     return 0
 
 
@@ -656,7 +657,8 @@ def cmd_sample(args) -> int:
     from bayesfa.rundir import write_output_text
 
     run = load(args.run)
-    strings = run.sample(args.n, seed=args.seed, which=args.which)
+    with _compiling(run.method, args, seconds=False):  # the sampling's kernels, if any
+        strings = run.sample(args.n, seed=args.seed, which=args.which)
     if run.alphabet is None:  # a PAutomaC sample, letters 0..A-1
         size = int(run.manifest.get("train", {}).get("alphabet_size") or 1)
         lines = [f"{len(strings)} {size}"] + [" ".join(map(str, [len(s), *s])) for s in strings]
@@ -678,8 +680,10 @@ def cmd_decode(args) -> int:
     from bayesfa.api import load
     from bayesfa.rundir import write_output_text
 
-    paths = load(args.run).decode(args.test, format=args.format, separator=args.separator,
-                                 which=args.which)
+    run = load(args.run)
+    with _compiling(run.method, args, seconds=False):  # the automaton's kernels, if any
+        paths = run.decode(args.test, format=args.format, separator=args.separator,
+                           which=args.which)
     write_output_text(args.out, "".join(" ".join(map(str, p)) + "\n" for p in paths), "--out",
                       stream=True)
     return 0

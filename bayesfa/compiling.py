@@ -16,7 +16,8 @@ within a fraction of a second), so the command stops at once; the dropped one is
 
 Every entry point that runs kernels wraps its work: ``bayesfa fit`` and :func:`bayesfa.fit`
 (``Run.fit``'s job in :mod:`bayesfa.api`), ``predict``, ``perplexity`` and ``Run.predict``,
-``Run.log_prob``, ``Run.perplexity``, ``validate`` and :func:`bayesfa.validate`, ``select``
+``Run.log_prob``, ``Run.perplexity``, ``sample``, ``decode``, ``export`` and ``Run.sample``,
+``Run.decode``, ``Run.export``, ``validate`` and :func:`bayesfa.validate`, ``select``
 and ``pautomac run`` (in this process, and in each Dask worker around its fit:
 :func:`bayesfa.selection.run_fold`'s task, :func:`bayesfa.production._final_unit`). A
 :func:`compile_notice` inside another one in the same thread does nothing: the outer one

@@ -17,8 +17,9 @@ The PAutomaC file of a PDFA is written from its sparse tables (``S: (q,a) pi/(1-
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Sequence
+from typing import Callable, ContextManager, Sequence
 
 import numpy as np
 
@@ -163,10 +164,13 @@ def write_dot(path: str | os.PathLike, machine: PDFA | PFA, max_edges: int = DEF
 
 
 def export_run(run_dir: str | os.PathLike, fmt: str, out: str | os.PathLike,
-               max_edges: int = DEFAULT_MAX_EDGES, which: str = "map") -> PDFA | PFA:
+               max_edges: int = DEFAULT_MAX_EDGES, which: str = "map",
+               compiling: Callable[[str], ContextManager] | None = None) -> PDFA | PFA:
     """Load ``run_dir`` and write its automaton (``which``: ``map`` or ``mean``, see
     :func:`run_automaton`) to ``out`` in ``fmt`` (pautomac or dot), through the guarded writer
-    (:func:`bayesfa.rundir.write_output`; ``-``: standard output)."""
+    (:func:`bayesfa.rundir.write_output`; ``-``: standard output). ``compiling(method)``: a
+    context around the automaton's building, given the run's method (the command line's
+    :func:`bayesfa.compiling.compile_notice`)."""
     from bayesfa.rundir import load_run
     from bayesfa.samplers.plugin import check_which
 
@@ -176,7 +180,8 @@ def export_run(run_dir: str | os.PathLike, fmt: str, out: str | os.PathLike,
     check_output(out, stream=True)  # before any work
     run = load_run(run_dir)
     try:
-        with np.errstate(invalid="ignore"):
+        with (compiling or (lambda method: contextlib.nullcontext()))(run.method), \
+                np.errstate(invalid="ignore"):
             machine = run_automaton(run, which, lambda: _trace_log_joint(run))
     except InputError:
         raise

@@ -215,6 +215,20 @@ def test_predict_and_perplexity_commands_wrap_the_prediction(tmp_path, monkeypat
     assert rec.calls[-1] == ("cgs-pfa", True, None)
 
 
+def test_sample_decode_and_export_commands_wrap_their_work(tmp_path, monkeypatch):
+    from bayesfa.cli import main
+
+    train, run = _words_run(tmp_path)
+    rec = _recorder(monkeypatch)
+    assert main(["sample", str(run), "3", "--out", str(tmp_path / "s.txt")]) == 0
+    assert rec.calls == [("cgs-pfa", True, None)]  # the fit kernels' seconds are not said
+    assert main(["decode", str(run), str(train), "--out", str(tmp_path / "d.txt")]) == 0
+    assert rec.calls[-1] == ("cgs-pfa", True, None)
+    assert main(["export", str(run), "--format", "dot", "--out", str(tmp_path / "m.dot")]) == 0
+    assert rec.calls[-1] == ("cgs-pfa", True, None) and len(rec.calls) == 3
+    assert all((tmp_path / name).stat().st_size > 0 for name in ("s.txt", "d.txt", "m.dot"))
+
+
 def test_select_and_validate_commands_wrap_their_work(tmp_path, monkeypatch):
     import bayesfa.selection
     import bayesfa.validation.harness
@@ -252,6 +266,9 @@ def test_the_api_wraps_prediction_and_validation_quietly(tmp_path, monkeypatch):
     assert rec.calls == [("cgs-pfa", False, None)]
     run.perplexity(WORDS)
     assert rec.calls[-1] == ("cgs-pfa", False, None)
+    assert len(run.sample(3, seed=2)) == 3 and len(run.decode(WORDS)) == len(WORDS)
+    assert run.export("dot").startswith("digraph")
+    assert rec.calls[2:] == [("cgs-pfa", False, None)] * 3
 
     class Report:
         def to_dict(self):

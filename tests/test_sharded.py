@@ -43,6 +43,8 @@ FIELDS = ("counts", "log_joint", "n_states", "n_edges", "z", "heldout_log_pred",
 def assert_same(a, b):
     for name in FIELDS:
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert sorted(a.sample_stats) == sorted(b.sample_stats) == ["moved"]  # the gibbs sweep's
+    np.testing.assert_array_equal(a.sample_stats["moved"], b.sample_stats["moved"])
 
 
 def test_one_shard_is_the_one_process_sampler_bit_for_bit(client):
@@ -51,7 +53,9 @@ def test_one_shard_is_the_one_process_sampler_bit_for_bit(client):
     one = cgs_pfa.sample_cgs_pfa(CORPUS, **kw)
     res = run(client, 1, **kw)
     assert res.counts.shape == one.counts.shape == (2, 3, 4, 4, 4)
-    assert_same(res, one)
+    assert_same(res, one)  # the trace's moved too
+    moved = res.sample_stats["moved"]
+    assert moved.shape == (2, 5) and 0 < moved.min() and moved.max() <= 1
 
 
 def test_same_seed_and_shards_give_the_same_result_whatever_the_workers(client):
@@ -97,14 +101,15 @@ def test_shard_bounds_cut_by_tokens_with_a_string_each():
     assert seeds[0].spawn_key == (1,) and [s.spawn_key for s in seeds[1:]] == [(1, 1), (1, 2)]
 
 
-def test_interrupted_run_resumes_bit_for_bit(client, tmp_path):
+@pytest.mark.parametrize("stop_at", [9, 10])  # saved after sweep 8 (a draw's) or 9 (mid-draw)
+def test_interrupted_run_resumes_bit_for_bit(client, tmp_path, stop_at):
     full = run(client, 2)
 
     class Stop(Exception):
         pass
 
     def stop(chain, gather_path):
-        if chain.index == 1 and chain.done == 9:
+        if chain.index == 1 and chain.done == stop_at:
             raise Stop
 
     with pytest.raises(Stop):
@@ -113,7 +118,8 @@ def test_interrupted_run_resumes_bit_for_bit(client, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["chain-0000.npz", "chain-0001.npz"]
     resumed = sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
                                      checkpoint_dir=tmp_path, checkpoint_every=0)
-    assert resumed.info["chains_resumed_mid_chain"] == 2 and resumed.info["rounds"] == 14 - 8
+    assert resumed.info["chains_resumed_mid_chain"] == 2
+    assert resumed.info["rounds"] == 14 - (stop_at - 1)
     assert_same(resumed, full)
     again = run(client, 2, checkpoint_dir=tmp_path)  # finished: read back, nothing swept
     assert again.info["rounds"] == 0

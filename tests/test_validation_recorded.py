@@ -248,3 +248,36 @@ def test_sampler_statistics_are_range_checked_not_recomputed():
                   {"accept_swap": np.array([-0.1, 0.2, 0.3])}, {"mystery": np.zeros(3)}):
         bad = build({"log_joint": np.zeros(3), **trace}, {"log_joint": lj})
         assert not bad.passed and bad.summary["failed_quantities"] == list(trace)
+
+
+def test_hpyp_heldout_log_pred_is_range_checked_and_says_why():
+    """A fit with a holdout records ``heldout_log_pred``, a one-sample estimate (the held-out
+    customers seated at random as they are scored) that the recorded seating does not
+    determine: the check says so and passes it on its shape and range; a positive, NaN or
+    misshapen record fails it (and the row still says why)."""
+    from bayesfa.methods import get_method
+    from bayesfa.validation.harness import budget_options
+    from bayesfa.validation.ngram.hpyp import recompute_trace
+
+    toy = get_toy("tiny")
+    opts = budget_options("hpyp", toy, overrides={"iterations": 130, "burn_in": 100,
+                                                 "chains": 2, "holdout": 0.3})
+    fit = get_method("hpyp").fit(toy.train, opts, 3, False)
+    held = fit.trace["heldout_log_pred"]
+    assert held.shape == (2, 30) and fit.info["holdout_strings"] > 0
+    recomputed, extra = recompute_trace(fit.arrays, fit.trace, opts, toy.train)
+    check = build(fit.trace, recomputed, extra)
+    assert check.passed, check.to_table()
+    row = next(r for r in check.rows if r["quantity"] == "heldout_log_pred")
+    assert row["how"].startswith("not recomputable from the recorded state: each draw's value "
+                                 "is a one-sample estimate")
+    assert row["how"].endswith("checked: shape (2, 30), finite and at most 0 in every draw")
+    for bad, why in ((held + np.where(np.arange(30) == 4, 1e3, 0.0), "; 2 draws outside"),
+                     (np.where(np.arange(30) == 7, np.nan, held), "; 2 draws outside"),
+                     (held[:, :-1], "; shape (2, 29) recorded")):
+        trace = {**fit.trace, "heldout_log_pred": bad}
+        recomputed, extra = recompute_trace(fit.arrays, trace, opts, toy.train)
+        check = build(trace, recomputed, extra)
+        assert check.summary["failed_quantities"] == ["heldout_log_pred"]
+        row = next(r for r in check.rows if r["quantity"] == "heldout_log_pred")
+        assert row["how"].startswith("not recomputable") and row["how"].endswith(why)

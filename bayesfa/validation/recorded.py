@@ -19,6 +19,11 @@ fraction of positions ``moved`` and the acceptance rates ``accept_*``, issue 36)
 the moves between draws, which the recorded state does not keep, so they cannot be
 recomputed from it: each is checked for its range instead (every value a fraction in [0, 1];
 an acceptance rate may be NaN, a draw that tried no such move), and fails outside it.
+
+Another entry the recorded state does not determine is given by the spec as
+:class:`NotRecomputable`, saying why, and checked alike: its shape and its range (e.g. the
+HPYP's ``heldout_log_pred``, a one-sample estimate of each draw's held-out predictive that
+seats the held-out customers at random, :func:`bayesfa.validation.ngram.hpyp.recompute_trace`).
 """
 
 from __future__ import annotations
@@ -43,6 +48,19 @@ class Recomputed:
     how: str
 
 
+@dataclass
+class NotRecomputable:
+    """A trace entry the recorded state does not determine (``why``: the reason, said in the
+    check's row), checked instead for its shape (``shape``: the trace's ``[chain, draw]``)
+    and range: every value finite and within ``[low, high]``."""
+
+    recorded: np.ndarray
+    shape: tuple
+    low: float
+    high: float
+    why: str
+
+
 def _is_rate(name: str) -> bool:
     """A sampler statistic that is a fraction (``moved``, ``accept_*``; module docstring)."""
     from bayesfa.rundir import SAMPLE_STATS
@@ -63,9 +81,26 @@ def _rate_row(name: str, values) -> dict[str, Any]:
                    + (f"; {int(bad.sum())} draws outside" if bad.any() else "")}
 
 
+def _range_row(name: str, r: NotRecomputable) -> dict[str, Any]:
+    """The shape and range check of a :class:`NotRecomputable` entry (same columns)."""
+    x = np.asarray(r.recorded, dtype=np.float64)
+    span = (f"at most {r.high:g}" if r.low == -np.inf else f"at least {r.low:g}"
+            if r.high == np.inf else f"in [{r.low:g}, {r.high:g}]")
+    how = (f"not recomputable from the recorded state: {r.why}; checked: shape "
+           f"{tuple(r.shape)}, finite and {span} in every draw")
+    if x.shape != tuple(r.shape):
+        return {"quantity": name, "draws": int(x.size), "max_diff": None, "tolerance": None,
+                "pass": False, "how": f"{how}; shape {x.shape} recorded"}
+    bad = ~(np.isfinite(x) & (x >= r.low) & (x <= r.high))
+    return {"quantity": name, "draws": int(x.size), "max_diff": None, "tolerance": None,
+            "pass": not bool(bad.any()),
+            "how": how + (f"; {int(bad.sum())} draws outside" if bad.any() else "")}
+
+
 def recorded_check(trace: dict[str, Any], recomputed: dict[str, Recomputed],
                    extra_rows: list[dict[str, Any]] | None = None) -> Check:
-    """One row per trace entry (``recomputed`` must cover every one) plus ``extra_rows``
+    """One row per trace entry (``recomputed`` must cover every one, each a
+    :class:`Recomputed` or a :class:`NotRecomputable`) plus ``extra_rows``
     (consistency checks of the recorded state itself, same columns); exact: alpha 0."""
     rows = []
     ratios: list[float] = []  # max |recorded - recomputed| / tolerance per quantity
@@ -78,6 +113,9 @@ def recorded_check(trace: dict[str, Any], recomputed: dict[str, Recomputed],
                          "tolerance": None, "pass": False, "how": "NOT recomputed"})
             continue
         r = recomputed[name]
+        if isinstance(r, NotRecomputable):
+            rows.append(_range_row(name, r))
+            continue
         got = np.asarray(r.recorded, dtype=np.float64)
         want = np.asarray(r.values, dtype=np.float64)
         if got.shape != want.shape:

@@ -1202,7 +1202,7 @@ def _fraction(text: str) -> float:
 def _fit_result(res: CGSResult, predict) -> FitResult:
     """The :class:`FitResult` of a :class:`CGSResult` (one process or sharded alike)."""
     trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges,
-             **(res.sample_stats or {})}  # the sharded run records none yet
+             **(res.sample_stats or {})}
     if res.heldout_log_pred is not None:
         trace["heldout_log_pred"] = res.heldout_log_pred
     arrays = {"counts": res.counts}

@@ -15,16 +15,18 @@ never again); every sweep,
    ``rng.random(M_k)`` per sweep), reading the other shards' transitions as they were at the
    start of the sweep: the approximation of AD-LDA (Newman et al. 2009, Eq. 3-4), exact for
    ``K = 1``;
-3. it returns its count delta (local after - global before, int32), and the driver adds the
-   ``K`` deltas to the global counts: the reconciliation is exact, the global counts are
-   always those of the gathered path (``tests/test_sharded.py`` checks this after every
-   sweep).
+3. it returns its count delta (local after - global before, int32) and how many of its
+   positions changed state, and the driver adds the ``K`` deltas to the global counts: the
+   reconciliation is exact, the global counts are always those of the gathered path
+   (``tests/test_sharded.py`` checks this after every sweep).
 
 Draws are recorded by the driver from the global counts as the one-process front records
 them (counts, log joint of Eq. 4, states and edges used, the held-out slice's log predictive,
-Eq. 6 online for ``--predict``, ``--max-draws``), so the run has the arrays, trace and
-prediction of a ``cgs-pfa`` run: ``bayesfa predict``, ``perplexity`` and ``diagnose`` read it
-alike.
+Eq. 6 online for ``--predict``, ``--max-draws``), with the sampler statistic ``moved`` (the
+shards' moved positions summed over the draw's ``period`` sweeps, over ``period`` times the
+free positions: :func:`~bayesfa.samplers.pfa.cgs_pfa.sampler_stats`), so the run has the
+arrays, trace and prediction of a ``cgs-pfa`` run: ``bayesfa predict``, ``perplexity`` and
+``diagnose`` read it alike.
 
 Seeds. Chain ``c`` has the ``c``-th child of ``SeedSequence(seed)`` as in the one-process
 front (:func:`~bayesfa.samplers.pfa.cgs_pfa.seed_chains`, the same held-out slice); its shard 0
@@ -37,7 +39,8 @@ same result bit for bit whatever the workers, their number or the scheduler.
 Checkpoints. With a work folder (``bayesfa fit --out``), each chain's file
 (``chain-CCCC.npz``) is saved atomically after the first sweep that ends ``--checkpoint-every``
 seconds after the last save, and when the chain ends: its whole path (gathered from the
-shards), every shard's generator state, the draws so far and the sweeps done. A rerun
+shards), every shard's generator state, the draws so far, the sweeps done and the positions
+moved in the sweeps since the last draw. A rerun
 resumes each chain there (the global counts are recomputed from the path) and ends bit for
 bit as the uninterrupted run. An actor is not moved when its worker dies: a lost worker
 stops the fit with Dask's error, and the same command then resumes from the last checkpoint.
@@ -66,9 +69,9 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, check_checkpoi
 #: The options of a sharded fit (all absent from a run's options unless given, so that
 #: one-process runs keep their identity); ``scheduler`` and ``workers`` never change the result.
 SHARD_OPTIONS = ("shards", "scheduler", "workers")
-_FORMAT = "bayesfa-cgs-pfa-sharded-chain/1"
-_FIELDS = ("counts", "log_joint", "used", "edges", "heldout", "pred_log_sum", "z", "rng_states",
-           "seconds", "sweeps_done", "draws_done")
+_FORMAT = "bayesfa-cgs-pfa-sharded-chain/2"  # /2: the positions moved (stats, moving)
+_FIELDS = ("counts", "log_joint", "used", "edges", "heldout", "stats", "moving", "pred_log_sum",
+           "z", "rng_states", "seconds", "sweeps_done", "draws_done")
 
 
 def _scheduler(text: str) -> str:
@@ -177,16 +180,18 @@ class ShardActor:
         """``C_iaj`` of the shard's path, int32 ``[N+1, A, N+1]``."""
         return count_table(self.tokens, self.z, self.n_states, self.n_symbols).astype(np.int32)
 
-    def sweep(self, table: np.ndarray, beta: float, dtype: str) -> np.ndarray:
+    def sweep(self, table: np.ndarray, beta: float, dtype: str) -> tuple[np.ndarray, int]:
         """One sweep of the shard's positions against the global counts ``table`` (Eq. 9 with
         the other shards' transitions as of the start of the sweep); returns the change of
-        the counts (local after - ``table``), int32."""
+        the counts (local after - ``table``, int32) and how many of the shard's positions
+        changed state."""
         from bayesfa.samplers.pfa import _cgs_pfa_kernel as kernel
 
         c, ct, ci, recip = local_counts(table, beta, np.dtype(dtype).type)
-        kernel.sweeps(1, self.positions, self.tokens, self.z, c, ct, ci, recip, self.rng, float(beta))
+        moved = kernel.sweeps(1, self.positions, self.tokens, self.z, c, ct, ci, recip, self.rng,
+                              float(beta))
         n1 = table.shape[0]
-        return (c[:, :, :n1].astype(np.int64) - table).astype(np.int32)
+        return (c[:, :, :n1].astype(np.int64) - table).astype(np.int32), int(moved)
 
     def path(self) -> tuple[np.ndarray, str]:
         """The shard's path and its Generator's state (JSON): what a checkpoint keeps."""
@@ -206,7 +211,9 @@ def shard_seeds(chain_seq: np.random.SeedSequence, shards: int) -> list:
 
 class _Chain:
     """One chain as the driver sees it: its shards (Dask futures), global counts ``table``
-    (int64), sweeps done, draws made and recorded arrays."""
+    (int64), sweeps done, draws made and recorded arrays; ``stats`` int64 ``[D, STATS]`` as
+    the one-process kernel's ``out_stats`` (column 0, the positions moved in the draw's
+    sweeps; the gibbs sweep leaves the others 0), ``moving`` those moved since the last draw."""
 
     def __init__(self, index: int, n_draws: int, kept: np.ndarray, shape: tuple, n_test: int):
         from bayesfa.online import LogMeanAccumulator
@@ -223,6 +230,10 @@ class _Chain:
         self.used = np.zeros(n_draws, dtype=np.int32)
         self.edges = np.zeros(n_draws, dtype=np.int32)
         self.heldout = np.full(n_draws, np.nan)
+        from bayesfa.samplers.pfa._cgs_pfa_kernel import STATS
+
+        self.stats = np.zeros((n_draws, STATS), dtype=np.int64)
+        self.moving = 0
         self.acc = LogMeanAccumulator(n_test)
         self.seconds_before = 0.0
 
@@ -235,6 +246,8 @@ def _fingerprint(setup, c: int, shards: int, bounds: np.ndarray) -> str:
 def _load(path, fingerprint: str, setup, shards: int, kept: np.ndarray) -> dict | None:
     """A chain's saved state (or None: another run's), checked; a one-line
     :class:`InputError` naming the file when it is damaged."""
+    from bayesfa.samplers.pfa._cgs_pfa_kernel import STATS
+
     state = read_checkpoint(path, fingerprint, _FIELDS)
     if state is None:
         return None
@@ -244,6 +257,8 @@ def _load(path, fingerprint: str, setup, shards: int, kept: np.ndarray) -> dict 
           and len(rng_states) == shards
           and state["counts"].shape[:1] == (int(np.searchsorted(kept, d)),)
           and all(state[k].shape == (d,) for k in ("log_joint", "used", "edges", "heldout"))
+          and state["stats"].shape == (d, STATS) and bool((state["stats"] >= 0).all())
+          and state["moving"].shape == () and int(state["moving"]) >= 0
           and state["pred_log_sum"].shape == (setup.n_test,)
           and (done <= setup.burn_in if d == 0 else
                setup.burn_in + d * setup.period <= done < setup.burn_in + (d + 1) * setup.period
@@ -301,8 +316,9 @@ def sample_sharded(corpus: Corpus, n_states: int, beta: float, iterations: int, 
             ch.done, ch.d = int(saved["sweeps_done"]), int(saved["draws_done"])
             n_kept = int(np.searchsorted(kept, ch.d))
             ch.counts[:n_kept] = saved["counts"]
-            for k in ("log_joint", "used", "edges", "heldout"):
+            for k in ("log_joint", "used", "edges", "heldout", "stats"):
                 getattr(ch, k)[:ch.d] = saved[k]
+            ch.moving = int(saved["moving"])
             from bayesfa.online import LogMeanAccumulator
 
             ch.acc = LogMeanAccumulator.from_state(saved["pred_log_sum"], ch.d)
@@ -333,6 +349,7 @@ def sample_sharded(corpus: Corpus, n_states: int, beta: float, iterations: int, 
         ch.used[d] = kernel.n_states_used(table.sum(axis=(1, 2)).astype(np.int32))
         ch.edges[d] = kernel.n_edges(table)
         ch.heldout[d] = front._heldout_log_pred(made, beta, held)[0]
+        ch.stats[d, 0], ch.moving = ch.moving, 0
         if test is not None:
             ch.acc.add(front.plugin_log_prob(made, beta, test))
         slot = int(np.searchsorted(kept, d))
@@ -347,7 +364,7 @@ def sample_sharded(corpus: Corpus, n_states: int, beta: float, iterations: int, 
         save_checkpoint(book.paths[ch.index], prints[ch.index], {
             "counts": ch.counts[:int(np.searchsorted(kept, ch.d))], "log_joint": ch.log_joint[:ch.d],
             "used": ch.used[:ch.d], "edges": ch.edges[:ch.d], "heldout": ch.heldout[:ch.d],
-            "pred_log_sum": ch.acc.log_sum, "z": z, "rng_states": np.array(rng_states),
+            "stats": ch.stats[:ch.d], "moving": np.int64(ch.moving), "pred_log_sum": ch.acc.log_sum, "z": z, "rng_states": np.array(rng_states),
             "seconds": ch.seconds_before + seconds, "sweeps_done": ch.done, "draws_done": ch.d})
 
     total = setup.sweeps_per_chain
@@ -374,9 +391,12 @@ def sample_sharded(corpus: Corpus, n_states: int, beta: float, iterations: int, 
                 table = ch.table.astype(np.int32)
                 calls.append([a.sweep(table, float(beta), dtype) for a in ch.shards])
             for ch, deltas in zip(live, _results(calls)):
-                for delta in deltas:
+                for delta, moved in deltas:
                     ch.table += delta
+                    ch.moving += moved
                 ch.done += 1
+                if ch.done <= burn_in:  # the draws' statistics count their own sweeps only
+                    ch.moving = 0
                 if ch.done > burn_in and (ch.done - burn_in) % period == 0:
                     record(ch)
                 if on_sweep is not None:
@@ -454,11 +474,13 @@ def _result(front, setup, runs: list, paths: list, extra: dict, holdout: float, 
         pred = np.stack([ch.acc.log_sum for ch in runs])
         predict_log_mean = combine_log_means(pred - np.log(setup.n_draws),
                                              np.full(len(runs), setup.n_draws))
+    stats = front.sampler_stats(np.stack([ch.stats for ch in runs]), setup.period,
+                                info["n_free_positions"], "gibbs")
     return front.CGSResult(counts, np.stack([ch.log_joint for ch in runs]),
                            np.stack([ch.used for ch in runs]), np.stack([ch.edges for ch in runs]),
                            np.stack(paths), info,
                            np.stack([ch.heldout for ch in runs]) if setup.held is not None else None,
-                           predict_log_mean)
+                           predict_log_mean, stats)
 
 
 #: Options of the one-process front that a sharded fit does not run (each refused in one line

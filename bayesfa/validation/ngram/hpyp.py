@@ -233,8 +233,17 @@ def recompute_trace(arrays, trace, options, train):
     HPYP, from each draw's recorded seating (the fit's ``record_seating``): the log joint by
     :func:`seating_log_joint` (1e-9), ``d_k`` and ``theta_k`` from the recorded ``disc`` and
     ``conc``. Rows: the seating is one (every slot with tables has that many positive sizes;
-    their sum is the slot's customers, at most the room the front gave it)."""
-    from bayesfa.validation.recorded import Recomputed
+    their sum is the slot's customers, at most the room the front gave it).
+
+    ``heldout_log_pred`` (a fit with ``holdout``) is not recomputed: each draw's value is a
+    one-sample estimate of the held-out strings' predictive (each symbol by Eq. 10, then
+    seated by a random choice, from the scoring stream, between its dish's tables and a new
+    one that sends a customer to the parent restaurant, so the later symbols of a string
+    depend on where the earlier ones sat), and those seatings are not recorded;
+    replaying that stream would take the kernel's own table choice, not code written apart.
+    It is checked for its shape ``[chain, draw]`` and range (finite, at most 0) instead
+    (:class:`~bayesfa.validation.recorded.NotRecomputable`)."""
+    from bayesfa.validation.recorded import NotRecomputable, Recomputed
 
     if "seating" not in arrays:
         return {}, [{"quantity": "seating (the recorded state)", "draws": 0, "max_diff": None,
@@ -256,6 +265,11 @@ def recompute_trace(arrays, trace, options, train):
         for name, src in ((f"d_{k}", "disc"), (f"theta_{k}", "conc")):
             out[name] = Recomputed(np.asarray(arrays[src])[:, :, k], trace[name], 0.0,
                                    f"the recorded {src}[{k}]")
+    if "heldout_log_pred" in trace:
+        out["heldout_log_pred"] = NotRecomputable(
+            trace["heldout_log_pred"], shape, -np.inf, 0.0,
+            "each draw's value is a one-sample estimate (the held-out symbols seated at random "
+            "as they are scored, seatings not recorded)")
     off = np.asarray(arrays["slot_off"])
     room = np.diff(np.append(off, flat_s.shape[1] - 1))
     bad = (flat_t < 0) | (flat_t > room[None, :])
