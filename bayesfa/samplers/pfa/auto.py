@@ -164,7 +164,8 @@ def add_auto_arguments(parser) -> None:
                         help=f"--auto: the final chains run one blocked whole-string move (as "
                              f"--blocked-every) after every K sweeps; 0: off; default "
                              f"{FINAL_BLOCKED_EVERY} (benchmarks/RESULTS.md), then off when the "
-                             f"final chains get under {BLOCKED_MIN_SECONDS:g} CPU seconds")
+                             f"final chains get under {BLOCKED_MIN_SECONDS:g} CPU seconds or "
+                             f"keep float64 counts (2**24 tokens or more)")
 
 
 def _nonnegative_int(text: str) -> int:
