@@ -175,3 +175,104 @@ def test_ipfa_memory_estimate_counts_the_wider_counts(monkeypatch):
 
     cap = padded_width(2 * max(ipfa.MEMORY_STATES_FACTOR * 50, ipfa.MEMORY_STATES_MIN))
     assert method.estimate_memory(corpus, opts) - narrow == 2 * (cap + 1) * (corpus.alphabet_size + 1) * cap * 4
+
+
+# -- --auto ----------------------------------------------------------------------------------
+
+def _auto_corpus():
+    return read_sample(pautomac_path(24, "train")).subset(np.arange(2000))
+
+
+@pytest.fixture(scope="module")
+def auto_schedule(tmp_path_factory):
+    """A float32 --auto fit's recorded schedule (so the runs below time nothing)."""
+    res = cgs_pfa.METHOD.fit(_auto_corpus(), {"auto": True, "chains": 1, "budget": 2.5}, 5, False)
+    assert res.info["count_dtype"] == "float32"
+    path = tmp_path_factory.mktemp("auto") / "schedule.json"
+    path.write_text(json.dumps(res.info["auto"]["schedule"]))
+    return path
+
+
+def test_auto_float64_runs_recorded_reproducible(lowered, auto_schedule, tmp_path):
+    """``bayesfa fit --auto`` with the threshold lowered: it runs (once refused), the manifest
+    records float64 counts and why the final chains make no blocked move, the same seed and
+    schedule give the same run bit for bit, and ``bayesfa predict`` reads it."""
+    from bayesfa.cli import main
+
+    train = tmp_path / "small.train"
+    lines = pautomac_path(24, "train").read_text().splitlines()
+    train.write_text(f"2000 {lines[0].split()[1]}\n" + "\n".join(lines[1:2001]) + "\n")
+    common = ["fit", str(train), "--method", "cgs-pfa", "--auto", "--schedule", str(auto_schedule),
+              "--chains", "2", "--seed", "5", "--quiet"]
+    runs = [tmp_path / "a", tmp_path / "b"]
+    for out in runs:
+        assert main([*common, "--out", str(out)]) == 0
+    info = json.loads((runs[0] / "manifest.json").read_text())["info"]
+    assert info["count_dtype"] == "float64" and "blocked_every" not in info
+    assert info["auto"]["final"]["blocked_off"].startswith("float64 counts")
+    with np.load(runs[0] / "arrays.npz") as a, np.load(runs[1] / "arrays.npz") as b:
+        assert sorted(a.files) == sorted(b.files)
+        for k in a.files:
+            np.testing.assert_array_equal(a[k], b[k])
+    pred = tmp_path / "pred.txt"
+    assert main(["predict", str(runs[0]), str(pautomac_path(24, "test")), "--out", str(pred)]) == 0
+
+
+def test_auto_float64_refuses_final_blocked_moves_in_one_line(lowered, auto_schedule):
+    with pytest.raises(InputError, match="float64, which only the plain gibbs sweep runs "
+                                         r"\(not --final-blocked-every\)"):
+        cgs_pfa.METHOD.fit(_auto_corpus(), {"auto": True, "chains": 1, "schedule": str(auto_schedule),
+                                            "final_blocked_every": 3}, 5, False)
+
+
+def test_auto_chain_float64_counts_follow_the_path(lowered):
+    """The chain every --auto phase runs (``cgs_pfa._run_chain``, plain gibbs sweep) with
+    float64 counts: its last draw's counts are numpy's recount of its final path."""
+    corpus = _auto_corpus()
+    tokens = np.ascontiguousarray(corpus.tokens, dtype=np.int32)
+    counts, *_, z, _, _ = cgs_pfa._run_chain(tokens, corpus.alphabet_size + 1, 8, 0.05, 10, 2, 5,
+                                             np.random.SeedSequence(2))
+    assert np.array_equal(_recount(tokens, z, 9, corpus.alphabet_size + 1), counts[-1])
+
+
+def test_auto_chain_float64_predictive_matches_float32(monkeypatch):
+    """The chains --auto runs (``cgs_pfa._run_chain`` from a given path, as its phases and
+    final chains do): eight float32 chains (seed 21) and eight float64 chains (seed 22, the
+    threshold lowered), all from one random path at N = 10, beta = 0.05, on 2,000 strings of
+    PAutomaC 24; each chain's Eq. 6 log predictive of 300 of its test strings, compared by an
+    exact two-sided Mann-Whitney test: under the null (the same law) the p-value is below
+    FALSE_ALARM = 0.1% with probability at most 0.1%."""
+    from bayesfa.forward import log_mean_exp
+    from bayesfa.samplers.chains import random_path
+
+    corpus = _auto_corpus()
+    test = read_sample(pautomac_path(24, "test")).subset(np.arange(300))
+    tokens = np.ascontiguousarray(corpus.tokens, dtype=np.int32)
+    z0 = random_path(tokens, 10, np.random.default_rng(0))
+
+    def chains(seed):
+        out = []
+        for child in np.random.SeedSequence(seed).spawn(8):
+            counts = cgs_pfa._run_chain(tokens, corpus.alphabet_size + 1, 10, 0.05, 30, 2, 10,
+                                        child, init_z=z0)[0]
+            per = cgs_pfa.plugin_log_prob(counts, 0.05, test)          # [draw, string]
+            out.append(log_mean_exp(per, axis=0).sum())
+        return np.array(out)
+
+    narrow = chains(21)
+    monkeypatch.setattr(cgs_pfa, "FLOAT32_EXACT_TOKENS", 10)
+    assert cgs_pfa.count_dtype(tokens.size) is np.float64
+    wide = chains(22)
+    assert mannwhitneyu(narrow, wide, alternative="two-sided", method="exact").pvalue > FALSE_ALARM
+
+
+def test_auto_memory_estimate_counts_the_wider_counts(monkeypatch):
+    """The ladder's largest N's chain states: 4 more bytes for each of their counts' cells."""
+    from bayesfa.samplers.pfa._cgs_pfa_kernel import padded_width
+
+    corpus, opts = _auto_corpus(), {"auto": True, "chains": 1, "budget": 10.0}
+    narrow = cgs_pfa.METHOD.estimate_memory(corpus, opts)
+    monkeypatch.setattr(cgs_pfa, "FLOAT32_EXACT_TOKENS", 10)
+    n = auto.LADDER_MAX
+    assert cgs_pfa.METHOD.estimate_memory(corpus, opts) - narrow == (
+        4 * (n + 1) * (corpus.alphabet_size + 1) * padded_width(n) * 4)

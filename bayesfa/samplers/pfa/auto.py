@@ -41,6 +41,13 @@ Three phases, all on the training file only (the test and solution files are nev
    shortens the final chains; it never changes phases 1-2 (the test strings are only
    predicted, never scored for a decision).
 
+Counts. Every chain keeps its counts in the type CGS-PFA chooses for its strings
+(:func:`bayesfa.samplers.pfa.cgs_pfa.count_dtype`: float32 below 2**24 tokens, float64, exact
+to 2**53, from 2**24 on), so a corpus of any size that fits in memory runs; with float64 counts
+the final chains make no blocked moves (:func:`wide_counts`, as ``--blocked-every`` for
+CGS-PFA: only the plain gibbs sweep runs float64 counts), and ``info["count_dtype"]`` records
+the final chains' type.
+
 Budget and reproducibility. The budget is CPU seconds of this process and its children
 (``os.times``), so a loaded machine does not change it much. The same seed must give the same
 result, so timings enter the decisions only through the run's recorded ``schedule``
@@ -160,7 +167,8 @@ def add_auto_arguments(parser) -> None:
                         help=f"--auto: the final chains run one blocked whole-string move (as "
                              f"--blocked-every) after every K sweeps; 0: off; default "
                              f"{FINAL_BLOCKED_EVERY} (benchmarks/RESULTS.md), then off when the "
-                             f"final chains get under {BLOCKED_MIN_SECONDS:g} CPU seconds")
+                             f"final chains get under {BLOCKED_MIN_SECONDS:g} CPU seconds or "
+                             f"keep float64 counts (2**24 tokens or more)")
 
 
 def _nonnegative_int(text: str) -> int:
@@ -278,6 +286,7 @@ def calibrate(kept: Corpus, held: Corpus) -> dict[str, float]:
 
     front = _front()
     new_counts, plugin_log_prob = front.new_counts, front.plugin_log_prob
+    dtype = front.count_dtype(kept.n_tokens)  # the counts the phases' chains will keep
 
     n_strings = int(np.searchsorted(kept.offsets, CALIBRATION_POSITIONS)) or 1
     part = kept.subset(np.arange(min(n_strings, kept.n_strings)))
@@ -288,7 +297,7 @@ def calibrate(kept: Corpus, held: Corpus) -> dict[str, float]:
     for n in (31, 127):
         z = np.zeros(tokens.size + 1, dtype=np.int32)
         z[positions] = rng.integers(1, n + 1, size=positions.size, dtype=np.int32)
-        state = new_counts(n, n_symbols)
+        state = new_counts(n, n_symbols, dtype)
         kern.fill_counts(tokens, z, *state, 0.05)
         kern.sweeps(1, positions, tokens, z, *state, rng, 0.05)  # compiled / loaded from cache
         seconds = _min_time(lambda: kern.sweeps(1, positions, tokens, z, *state, rng, 0.05))
@@ -549,10 +558,10 @@ def warm_path(corpus: Corpus, z: np.ndarray, positions: np.ndarray, n_states: in
     invariant, so the final chain starts from the winner's path with those strings drawn
     given it."""
     from bayesfa.samplers.pfa import _cgs_pfa_kernel as kern
-    new_counts = _front().new_counts
+    front = _front()
 
     z = np.array(z, dtype=np.int32)
-    state = new_counts(n_states, corpus.alphabet_size + 1)
+    state = front.new_counts(n_states, corpus.alphabet_size + 1, front.count_dtype(corpus.n_tokens))
     kern.fill_counts(corpus.tokens, z, *state, float(beta))
     if positions.size:
         kern.sweeps(WARM_SWEEPS, positions, corpus.tokens, z, *state, rng, float(beta))
@@ -656,7 +665,7 @@ def calibrate_final(kept: Corpus, z_kept: np.ndarray, n_states: int, beta: float
     tokens, n_symbols = kept.tokens, kept.alphabet_size + 1
     positions = free_positions(tokens)
     z = np.array(z_kept, dtype=np.int32)
-    state = new_counts(n_states, n_symbols)
+    state = new_counts(n_states, n_symbols, _front().count_dtype(kept.n_tokens))
     kern.fill_counts(tokens, z, *state, float(beta))
     rng = np.random.default_rng(0)
     n = n_states + 1
@@ -743,13 +752,11 @@ def _fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | N
     candidate's held-out score with its standard error, modelled and measured CPU, the
     winner."""
     front = _front()
-    _MAX_TOKENS, holdout_split = front._MAX_TOKENS, front.holdout_split
+    holdout_split = front.holdout_split
 
     start = cpu_seconds()
     check_auto_options(options)
-    if corpus.n_tokens >= _MAX_TOKENS:
-        raise InputError(f"{corpus.n_tokens} tokens: the sampler keeps its counts in float32, "
-                         f"exact below {_MAX_TOKENS} tokens")
+    wide_counts(corpus, options)
     kept_idx, held_idx = holdout_split(corpus.n_strings, HOLDOUT, np.random.SeedSequence(seed))
     if held_idx.size < 2:
         raise InputError(f"--auto holds out {HOLDOUT:g} of the training strings and needs at "
@@ -793,14 +800,32 @@ def _schedule(options: dict, kept: Corpus, held: Corpus, start: float) -> dict:
     return schedule
 
 
-def final_blocked_every(options: dict, share: float) -> tuple[int, str | None]:
+def wide_counts(corpus: Corpus, options: dict) -> bool:
+    """Whether the final chains keep float64 counts (``corpus`` of 2**24 tokens or more,
+    :func:`bayesfa.samplers.pfa.cgs_pfa.count_dtype`); then ``--final-blocked-every K > 0`` is
+    a one-line error, as ``--blocked-every`` is for CGS-PFA (only the plain gibbs sweep runs
+    float64 counts). The ladder's and beta's chains take the type of their own (kept) strings."""
+    front = _front()
+    if front.count_dtype(corpus.n_tokens) is np.float32:
+        return False
+    if options.get("final_blocked_every"):
+        raise InputError(f"the training corpus has {corpus.n_tokens} tokens: from "
+                         f"{front.FLOAT32_EXACT_TOKENS} tokens on the counts are float64, which "
+                         f"only the plain gibbs sweep runs (not --final-blocked-every)")
+    return True
+
+
+def final_blocked_every(options: dict, share: float, wide: bool = False) -> tuple[int, str | None]:
     """``(K, why off)``: the final chains' blocked moves, one after every K sweeps (0: none):
     ``options["final_blocked_every"]`` when given, always (0 turns them off); else
-    :data:`FINAL_BLOCKED_EVERY`, unless phase 3's ``share`` of the plan (modelled CPU seconds)
-    is under :data:`BLOCKED_MIN_SECONDS`."""
+    :data:`FINAL_BLOCKED_EVERY`, unless the counts are float64 (``wide``,
+    :func:`wide_counts`) or phase 3's ``share`` of the plan (modelled CPU seconds) is under
+    :data:`BLOCKED_MIN_SECONDS`."""
     given = options.get("final_blocked_every")
     if given is not None:
         return int(given), (None if given else "--final-blocked-every 0")
+    if wide:
+        return 0, "float64 counts (2**24 tokens or more): the plain gibbs sweep only"
     every = FINAL_BLOCKED_EVERY
     if every and share < BLOCKED_MIN_SECONDS:
         return 0, (f"phase 3's share of the plan, {share:.3g} CPU s, is under "
@@ -823,7 +848,8 @@ def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_sta
     front = _front()
     _Held, _run_chain = front._Held, front._run_chain
 
-    every, off = final_blocked_every(options, ledger.money - ledger.spent)
+    every, off = final_blocked_every(options, ledger.money - ledger.spent,
+                                     wide_counts(corpus, options))
     timed = "final_sweep_seconds" not in schedule
     calibration_cpu = 0.0  # measured; no decision reads it
     retime = bool(every) and schedule.get("blocked_round_every") != every
@@ -887,6 +913,8 @@ def _result(outs, plan, n_states, beta, corpus, predict, auto):
         np.stack(x) for x in zip(*outs))
     info = {"kernel": "gibbs", "states": int(n_states), "beta": float(beta),
             "n_draws_per_chain": int(plan["n_draws"]), "n_tokens": int(corpus.n_tokens),
+            # the final chains' counts (c, ct; cgs_pfa.count_dtype of the whole corpus)
+            "count_dtype": np.dtype(_front().count_dtype(corpus.n_tokens)).name,
             "chain_seconds": [float(s) for s in seconds],
             **({"blocked_every": plan["blocked_every"]} if plan["blocked_every"] else {}),
             "auto": auto}
@@ -909,18 +937,21 @@ def _kept_mask(corpus: Corpus, kept_idx: np.ndarray) -> np.ndarray:
     return keep[owner]
 
 
-def estimate_memory(corpus: Corpus, options: dict[str, Any]) -> int:
+def estimate_memory(corpus: Corpus, options: dict[str, Any], *, front) -> int:
     """Peak bytes of :func:`fit_auto` (for ``bayesfa fit``'s memory check): the final chains'
     kept counts (at most :data:`STORED_BYTES`, twice while stacked) or one draw each when
     predicting online, a rung's :data:`RUNG_DRAWS` draws at the ladder's largest N, chain
-    states, a 64 MiB chunk of plug-in ``xi~`` three times over, and a forward pass there."""
+    states (their counts float32, or float64 from 2**24 tokens on: ``front.count_dtype``; the
+    cgs-pfa front hands itself in, as to :func:`fit_auto`), a 64 MiB chunk of plug-in ``xi~``
+    three times over, and a forward pass there."""
     from bayesfa.memory import forward_bytes
     from bayesfa.samplers.pfa._cgs_pfa_kernel import padded_width
 
     n, a = LADDER_MAX, corpus.alphabet_size + 1
     draw = (n + 1) * a * (n + 1) * 4
     kept = 2 * STORED_BYTES if options.get("max_draws") is None else 2 * options.get("chains", 1) * draw
-    state = 4 * (n + 1) * a * padded_width(n) * 4 + corpus.n_tokens * 24
+    width = np.dtype(front.count_dtype(corpus.n_tokens)).itemsize  # c, ct: float32 or float64
+    state = 4 * (n + 1) * a * padded_width(n) * width + corpus.n_tokens * 24
     if options.get("final_blocked_every", FINAL_BLOCKED_EVERY):  # theta and the filters (float64)
         longest = int(np.diff(corpus.offsets).max()) if corpus.n_strings else 0
         state += ((n + 1) * a + max(1, longest)) * (n + 1) * 8

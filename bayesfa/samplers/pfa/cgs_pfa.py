@@ -48,7 +48,6 @@ _BLOCK_UNITS = 25_000_000
 #: float32 counts are exact below this many tokens (see _cgs_pfa_kernel); a larger corpus
 #: gets float64 counts (:func:`count_dtype`), which the plain gibbs sweep runs
 FLOAT32_EXACT_TOKENS = 1 << 24
-_MAX_TOKENS = FLOAT32_EXACT_TOKENS  # --auto's limit (auto.py)
 
 
 def count_dtype(n_tokens: int) -> type:
@@ -1308,7 +1307,7 @@ class _CGSPFA(DrawAutomata):
         if options.get("auto"):  # N chosen by the fit: bayesfa.samplers.pfa.auto
             from bayesfa.samplers.pfa.auto import estimate_memory
 
-            return estimate_memory(corpus, options)
+            return estimate_memory(corpus, options, front=sys.modules[__name__])
         n, a, chains = options["states"], corpus.alphabet_size + 1, options["chains"]
         draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
         kept = len(kept_draw_indices(draws, options.get("max_draws")))
