@@ -230,7 +230,7 @@ def test_auto_chain_float64_counts_follow_the_path(lowered):
     float64 counts: its last draw's counts are numpy's recount of its final path."""
     corpus = _auto_corpus()
     tokens = np.ascontiguousarray(corpus.tokens, dtype=np.int32)
-    counts, *_, z, _, _ = cgs_pfa._run_chain(tokens, corpus.alphabet_size + 1, 8, 0.05, 10, 2, 5,
+    counts, *_, z, _, _, _ = cgs_pfa._run_chain(tokens, corpus.alphabet_size + 1, 8, 0.05, 10, 2, 5,
                                              np.random.SeedSequence(2))
     assert np.array_equal(_recount(tokens, z, 9, corpus.alphabet_size + 1), counts[-1])
 
