@@ -16,8 +16,9 @@ Definitions (each printed under the table):
   (zero probability for some test string, time-out, error) is counted apart, never averaged;
 - *mean* and *median* of ratio - 1 are over the ok problems; *median (failures as worst)*
   counts each failed problem as an infinite ratio, so a method cannot look better by failing;
-- *best on*: among the problems every listed method has a row for (ok or failed), those where
-  this method's ratio is the smallest (a failure is never best; ties count for each);
+- *best on*: among the methods with a row (ok or failed) on every problem, the problems where
+  this method's ratio is the smallest (a failure is never best; ties count for each); a
+  method run on some problems only (a partial run) is not ranked;
 - *CPU*: the median and the total over the ok problems of the row's ``cpu_seconds``;
 - *auto ahead on*: the problems both this method and ``auto`` have a row for where ``auto``'s
   ratio is smaller (this method's failure counts as ``auto`` ahead, ``auto``'s as behind);
@@ -74,10 +75,13 @@ def summarize(rows: list[dict]) -> dict:
     methods = list(dict.fromkeys(r["method"] for r in rows))
     by = {(r["problem"], r["method"]): r for r in rows}
     problems = sorted({r["problem"] for r in rows}, key=int)
-    common = [p for p in problems if all((p, m) in by for m in methods)]
-    best = {m: 0 for m in methods}
+    # 'best on' among the methods with a row on every problem: one run on a few problems only
+    # (a partial run) would otherwise shrink the problems compared to those few
+    complete = [m for m in methods if all((p, m) in by for p in problems)] or methods
+    common = [p for p in problems if all((p, m) in by for m in complete)]
+    best = {m: (0 if m in complete else None) for m in methods}
     for p in common:
-        vals = {m: by[p, m]["ratio_minus_one"] for m in methods}
+        vals = {m: by[p, m]["ratio_minus_one"] for m in complete}
         ok = [v for v in vals.values() if v is not None]
         if ok:
             low = min(ok)
@@ -97,7 +101,8 @@ def summarize(rows: list[dict]) -> dict:
                   "best_on": best[m], "cpu_median": float(np.median(cpu)) if len(cpu) else None,
                   "cpu_total": float(cpu.sum()) if len(cpu) else None,
                   **_against(by, problems, m)}
-    return {"methods": methods, "problems": problems, "common": common, "per_method": out}
+    return {"methods": methods, "problems": problems, "common": common, "complete": complete,
+            "per_method": out}
 
 
 def _against(by: dict, problems: list[str], m: str, ref: str = "auto") -> dict:
@@ -132,12 +137,14 @@ def table(s: dict) -> str:
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for m in order:
         r = s["per_method"][m]
+        best = f"{r['best_on']} of {len(s['common'])}" if r["best_on"] is not None else "- (partial)"
+        against = (f"{r['ref_ahead']} of {r['ref_compared']} | {_num(r['mean_over_ref'], '{:.1f}')}"
+                   if r["ref_ahead"] is not None else "- | -")
         lines.append(f"| {m} | {ORIGIN.get(m, '')} | {r['problems']} ({r['ok']} / {r['failed']}) "
                      f"| {_num(r['mean'])} | {_num(r['median'])} | "
-                     f"{_num(r['median_failures_worst'])} | {r['best_on']} of {len(s['common'])} | "
+                     f"{_num(r['median_failures_worst'])} | {best} | "
                      f"{_num(r['cpu_median'], '{:.1f}')} / {_num(r['cpu_total'], '{:.0f}')} | "
-                     + (f"{r['ref_ahead']} of {r['ref_compared']} | {_num(r['mean_over_ref'], '{:.1f}')} |"
-                        if r["ref_ahead"] is not None else "- | - |"))
+                     f"{against} |")
     return "\n".join(lines) + "\n"
 
 
@@ -203,11 +210,13 @@ def main(argv=None) -> int:
     from bayesfa.provenance import portable_command
 
     command = portable_command([sys.executable] + sys.argv)
-    md = (f"{table(s)}\n{len(s['problems'])} problems have rows; 'best on' counts the "
-          f"{len(s['common'])} problems every method has a row for. Made by `{command}` at "
-          f"{git_commit()} from the peers' summary.csv (its rows made at "
-          f"{peers_meta.get('commit', '?')}; the auto and ipfa rows at the commits their "
-          f"chosen_by names).\n")
+    partial = [m for m in s["methods"] if m not in s["complete"]]
+    note = (f" ({', '.join(partial)}: a partial run, not ranked; its other columns are over "
+            f"its own problems)" if partial else "")
+    md = (f"{table(s)}\n{len(s['problems'])} problems have rows; 'best on' ranks the methods "
+          f"with a row on every problem{note}. Made by `{command}` at {git_commit()} from the "
+          f"peers' summary.csv (its rows made at {peers_meta.get('commit', '?')}; the auto and "
+          f"ipfa rows at the commits their chosen_by names).\n")
     write_out_text(out / "summary.md", md)
     write_out_json(out / "summary.json", {"commit": git_commit(), "command": command,
                                           "peers_commit": peers_meta.get("commit"), **s})

@@ -170,3 +170,16 @@ def test_front_puts_its_table_between_the_markers_only(front):
         front.put_table("no markers\n", "| a |\n")
     with pytest.raises(ValueError):
         front.put_table(f"{front.END}\n{front.BEGIN}\n", "| a |\n")
+
+
+def test_front_best_on_ignores_a_partial_run(front):
+    """A method run on some problems only is not ranked ('- (partial)'), and does not shrink
+    the problems on which the complete methods are ranked."""
+    rows = [{"problem": p, "method": m, "ratio_minus_one": v, "cpu_seconds": 1.0}
+            for p, m, v in [("1", "auto", 0.001), ("1", "peer", 0.002), ("2", "auto", 0.003),
+                            ("2", "peer", 0.001), ("3", "auto", 0.001), ("3", "peer", 0.004),
+                            ("1", "part", 0.0001)]]
+    s = front.summarize(rows)
+    assert s["common"] == ["1", "2", "3"]
+    assert [s["per_method"][m]["best_on"] for m in ("auto", "peer", "part")] == [2, 1, None]
+    assert "| part |" in front.table(s) and "- (partial)" in front.table(s)
