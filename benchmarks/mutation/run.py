@@ -320,7 +320,15 @@ def outcomes(db: Path) -> dict:
     return {**n, "survivors": survivors}
 
 
-def report(work: Path, out: Path) -> dict:
+def report(work: Path, out: Path, read=None) -> dict:
+    """Per-file scores into ``out``/summary.{json,md}, through the guarded writer (a file it
+    did not write is refused). ``read(db)``: a session's :func:`outcomes` (by default in this
+    interpreter; :func:`main` reads them in cosmic-ray's when this one lacks it)."""
+    sys.path.insert(0, str(HERE.parent))
+    from guarded_out import check_out, write_out_json, write_out_text
+
+    read = read or outcomes
+    check_out(out / "summary.json", out / "summary.md")
     equivalent = json.loads(EQUIVALENT.read_text()) if EQUIVALENT.exists() else {}
     commit = (work / "commit").read_text().strip()
     rows = []
@@ -328,7 +336,7 @@ def report(work: Path, out: Path) -> dict:
         db = work / "sessions" / f"{slug(row['file'])}.sqlite"
         if not db.exists():
             continue
-        o = outcomes(db)
+        o = read(db)
         eq = equivalent.get(row["file"], {})
         live = [s for s in o["survivors"] if s["job"] not in eq]
         denom = o["killed"] + len(live)
@@ -338,8 +346,7 @@ def report(work: Path, out: Path) -> dict:
                      "score": o["killed"] / denom if denom else None, "survivors": live})
     summary = {"commit": commit, "command": "python benchmarks/mutation/run.py run; "
                "python benchmarks/mutation/run.py report", "files": rows}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_out_json(out / "summary.json", summary)
     md = [f"Mutation score per file at `{commit}` (`python benchmarks/mutation/run.py run`, then "
           "`report`): killed / (killed + survived), equivalent survivors left out.", "",
           "| file | killed | survived | equivalent | incompetent | pending | skipped | score |",
@@ -348,7 +355,7 @@ def report(work: Path, out: Path) -> dict:
         score = "-" if r["score"] is None else f"{100 * r['score']:.1f} %"
         md.append(f"| {r['file']} | {r['killed']} | {len(r['survivors'])} | {r['equivalent']} | "
                   f"{r['incompetent']} | {r['pending']} | {r['skipped']} | {score} |")
-    (out / "summary.md").write_text("\n".join(md) + "\n")
+    write_out_text(out / "summary.md", "\n".join(md) + "\n")
     print("\n".join(md))
     return summary
 
@@ -359,6 +366,9 @@ def main(argv=None) -> int:
         argv = sys.argv[1:]
     if argv[:1] == ["_sample"]:  # in cosmic-ray's interpreter, from run_file
         sample(Path(argv[1]), int(argv[2]), int(argv[3]))
+        return 0
+    if argv[:1] == ["_outcomes"]:  # in cosmic-ray's interpreter, from report
+        print(json.dumps(outcomes(Path(argv[1]))))
         return 0
     p.add_argument("command", choices=("plan", "run", "report"))
     p.add_argument("--files", nargs="*", help="only files matching these patterns (glob or substring)")
@@ -377,20 +387,20 @@ def main(argv=None) -> int:
             print(f"{row['file']}\n  methods: {', '.join(row['methods']) or '-'}\n  tests: "
                   f"{', '.join(row['tests']) or '- (no test imports it)'}")
         return 0
+    read = None
     if args.command in ("run", "report"):
         try:
             import cosmic_ray  # noqa: F401
         except ImportError:  # read the sessions in cosmic-ray's own interpreter
             if shutil.which(args.cosmic_ray) is None:
                 p.error("--cosmic-ray: cosmic-ray not found (pip install cosmic-ray, or give its path)")
-            report_cmd = [cr_python(args.cosmic_ray), __file__, "report", "--work", str(work),
-                          "--out", args.out]
-        else:
-            report_cmd = None
+
+            def read(db: Path) -> dict:
+                return json.loads(subprocess.run([cr_python(args.cosmic_ray), __file__, "_outcomes",
+                                                  str(db)], check=True, capture_output=True,
+                                                 text=True).stdout)
     if args.command == "report":
-        if report_cmd:
-            return subprocess.run(report_cmd).returncode
-        report(work, Path(args.out))
+        report(work, Path(args.out), read)
         return 0
     if shutil.which(args.cosmic_ray) is None:
         p.error("--cosmic-ray: cosmic-ray not found (pip install cosmic-ray, or give its path)")
@@ -398,9 +408,7 @@ def main(argv=None) -> int:
     graph = import_graph(work / "main")
     for row in plan(work / "main", args.files):
         run_file(row, work, args, graph)
-    if report_cmd:
-        return subprocess.run(report_cmd).returncode
-    report(work, Path(args.out))
+    report(work, Path(args.out), read)
     return 0
 
 
