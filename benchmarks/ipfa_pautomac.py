@@ -256,7 +256,7 @@ def _fmt(x, spec: str) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", default="/work/shared/data/pautomac")
+    p.add_argument("--data", default=str(ROOT.parent / "shared/data/pautomac"))
     p.add_argument("--problems", default="1")
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--sweeps", type=int, help="sweeps per chain")

@@ -83,7 +83,7 @@ def record(problem: str, args, cpu_process: float) -> dict:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", default="/work/shared/data/pautomac")
+    p.add_argument("--data", default=str(ROOT.parent / "shared/data/pautomac"))
     p.add_argument("--problems", default="1,26,34,13")
     p.add_argument("--budget", type=float, default=300.0)
     p.add_argument("--chains", type=int, default=2)

@@ -1,6 +1,6 @@
 """Sharded CGS-PFA against one process on PAutomaC (issue 41 item 4).
 
-    nice -n 19 python benchmarks/sharded.py --data /work/shared/data/pautomac \\
+    nice -n 19 python benchmarks/sharded.py --data ../shared/data/pautomac \\
         --problems 5 18 43 --seeds 1 2 3 --out benchmarks/results/sharded.json
 
 For each problem, at equal settings (``--states``, ``--beta``, ``--iterations``, ``--burn-in``,
