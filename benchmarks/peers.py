@@ -277,28 +277,38 @@ def _bayesfa(name, key, fixed):
     return fit_predict
 
 
-def _alergia(train, tests, params, seed):
+def alergia_learn(corpus, eps: float):
+    """AALpy's ``run_Alergia`` Markov chain of ``corpus``'s strings, each read as ``^``
+    (the initial output), its letters, then ``$`` (the end)."""
     from aalpy.learning_algs import run_Alergia
 
-    data = [["^"] + [str(int(a)) for a in s] + ["$"] for s in train.strings()]
+    data = [["^"] + [str(int(a)) for a in s] + ["$"] for s in corpus.strings()]
+    return run_Alergia(data, automaton_type="mc", eps=eps)
+
+
+def alergia_log_probs(mc, corpus, end: bool = True) -> np.ndarray:
+    """``log`` probability of each string of ``corpus`` under ALERGIA's chain ``mc``: its
+    letters, then (``end``) the end ``$``; without ``end`` the prefix probability, the letters
+    alone. ``-inf`` from the first unseen transition on (unsmoothed)."""
+    step = {id(q): {t.output: (t, p) for t, p in q.transitions} for q in mc.states}
+    lp = np.empty(corpus.n_strings)
+    for i, s in enumerate(corpus.strings()):
+        q, total = mc.initial_state, 0.0
+        for sym in [str(int(a)) for a in s] + (["$"] if end else []):
+            nxt = step[id(q)].get(sym)
+            if nxt is None or nxt[1] <= 0:
+                total = -np.inf
+                break
+            q, total = nxt[0], total + np.log(nxt[1])
+        lp[i] = total
+    return lp
+
+
+def _alergia(train, tests, params, seed):
     out = []
     for eps in params:
-        mc = run_Alergia(data, automaton_type="mc", eps=eps)
-        step = {id(q): {t.output: (t, p) for t, p in q.transitions} for q in mc.states}
-        preds = []
-        for t in tests:
-            lp = np.empty(t.n_strings)
-            for i, s in enumerate(t.strings()):
-                q, total = mc.initial_state, 0.0
-                for sym in [str(int(a)) for a in s] + ["$"]:
-                    nxt = step[id(q)].get(sym)
-                    if nxt is None or nxt[1] <= 0:
-                        total = -np.inf
-                        break
-                    q, total = nxt[0], total + np.log(nxt[1])
-                lp[i] = total
-            preds.append(lp)
-        out.append((preds, len(mc.states)))
+        mc = alergia_learn(train, eps)
+        out.append(([alergia_log_probs(mc, t) for t in tests], len(mc.states)))
     return out
 
 
@@ -387,12 +397,15 @@ def _unit_command(problem, method, args) -> list[str]:
 _lock = threading.Lock()
 
 
-def drive_unit(problem, method, args, units: Path) -> dict:
-    """Run one unit in its own process (killed after ``--timeout`` seconds), write its row."""
+def drive_unit(problem, method, args, units: Path, cmd=None, failed=None) -> dict:
+    """Run one unit in its own process (killed after ``--timeout`` seconds), write its row.
+    ``cmd`` (default :func:`_unit_command`'s) prints the row as its last line; ``failed``
+    (default :func:`row`) makes the row of a unit that failed or timed out."""
     path = units / f"{problem}.{method}.json"
     if path.exists():
         return json.loads(path.read_text())
-    cmd = _unit_command(problem, method, args)
+    cmd = cmd or _unit_command(problem, method, args)
+    make_row = failed or row
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         stdout, stderr = proc.communicate(timeout=args.timeout)
@@ -401,18 +414,19 @@ def drive_unit(problem, method, args, units: Path) -> dict:
             res = json.loads(last)
         else:
             why = (stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1][:200]
-            res = row(problem, method, status=f"error: {why}")
+            res = make_row(problem, method, status=f"error: {why}")
     except subprocess.TimeoutExpired:
         proc.kill()
         _, _, usage = os.wait4(proc.pid, 0)  # the CPU it had spent (imports included)
         proc.stdout.close()
         proc.stderr.close()
-        res = row(problem, method, status=f"time-out ({args.timeout:g} s wall, "
+        res = make_row(problem, method, status=f"time-out ({args.timeout:g} s wall, "
                   f"{usage.ru_utime + usage.ru_stime:.0f} CPU s)")
     res["command"] = _portable(cmd)
     with _lock:
         write_out_json(path, res)
-    print(f"{problem:>3} {method:<17} {res['status']:<30} ratio-1={res['ratio_minus_one']} "
+    key = "ratio_minus_one" if "ratio_minus_one" in res else "perplexity"
+    print(f"{problem:>3} {method:<17} {res['status']:<30} {key}={res.get(key)} "
           f"cpu={res['cpu_seconds']} size={res['size']}", flush=True)
     return res
 
