@@ -14,7 +14,9 @@ the test: AIW, 20 % of the training sentences (:func:`peers.heldout_split`, seed
 "aiw-paper"); DNA, the last 20 % of the training bases (the first 120,000 fit, the next 30,000
 are held out, read as the test is read). The winner (:func:`peers.choose`: fewest held-out
 zeros, then highest held-out log-likelihood, then the smaller size) is refitted on all the
-training data and scores the test.
+training data and scores the test. The grids are :data:`peers.GRIDS`; where the held-out
+choice is a grid's largest size, the sizes of :data:`EXTEND` are tried in turn while it stays
+the last one tried (added after the first Alice runs chose the top of the PAutomaC grids).
 
 Conventions, as the PDIA rows' (``bayesfa perplexity``, ``benchmarks/pdia_table1.py``):
 
@@ -77,6 +79,10 @@ WINDOW = 100  # bases per string for the string models on DNA (fixed beforehand,
 #: data, Table 1's (benchmarks/pdia_table1.py HMM_OPTIONS["dna"]: 2 restarts of 100)
 HMM_EM = {"sentences": {}, "sequence": {"restarts": 2, "n_iter": 100}}
 RUN = list(peers.GRIDS)
+#: sizes beyond peers.py's PAutomaC grid, tried in turn only while the held-out choice is the
+#: last size tried (Alice's 27 letters need more states, or more smoothing, than PAutomaC's
+#: first choices): the choice stays on held-out training data
+EXTEND = {"hmm-em": [64], "cvb0": [80], "estatemerge": [3.0, 10.0]}
 #: bayesfa's committed natural-data rows: (method, file, entry key or (data, method, order))
 COMMITTED = {
     "aiw-paper": [("pdia", "pdia_table1_pdia_paperbudget_aiw-paper.json", "aiw-paper/pdia"),
@@ -171,7 +177,7 @@ def _bayesfa(name, key, fixed):
         from bayesfa.methods import get_method
 
         method = get_method(name)
-        sequence = shape == "sequence"  # only hmm-em is given the sequence itself
+        sequence = shape == "sequence" and name == "hmm-em"  # the others read windows
         for value in values:
             extra = {**HMM_EM[shape], "sequence": sequence} if name == "hmm-em" else {}
             options = resolve(name, {**fixed, key: value, **extra})
@@ -253,13 +259,22 @@ def run_unit(dataset: str, method: str, runs: Path, seed: int) -> dict:
     fit_part, held_part, held_desc = heldout(dataset, train, seed)
     sequence = DATASETS[dataset] == "sequence"
     prep = (lambda c: windows(c)) if sequence and method != "hmm-em" else (lambda c: c)
-    models, grid = PEERS[method], peers.GRIDS[method]
+    models, grid = PEERS[method], list(peers.GRIDS[method])
     t0 = time.process_time()
     trials = []
-    for value, (score, size) in zip(grid, models(prep(fit_part), grid, seed, DATASETS[dataset])):
-        lp, _, _ = evaluate(score, held_part, dataset, method)
-        zeros, loglik = peers.heldout_fit(lp)
-        trials.append({"value": value, "size": size, "zeros": zeros, "loglik": loglik})
+
+    def trial(values):
+        for value, (score, size) in zip(values, models(prep(fit_part), values, seed,
+                                                       DATASETS[dataset])):
+            lp, _, _ = evaluate(score, held_part, dataset, method)
+            zeros, loglik = peers.heldout_fit(lp)
+            trials.append({"value": value, "size": size, "zeros": zeros, "loglik": loglik})
+    trial(grid)
+    for value in EXTEND.get(method, []):
+        if peers.choose(trials) is not trials[-1]:
+            break
+        grid.append(value)
+        trial([value])
     best = peers.choose(trials)
     [(score, size)] = list(models(prep(train), [best["value"]], seed, DATASETS[dataset]))
     lp, pref, n_scored = evaluate(score, test, dataset, method)
@@ -395,7 +410,7 @@ def main(argv=None) -> int:
         "commit": git_commit(), "command": peers._portable([sys.executable] + sys.argv),
         "machine": cpu_name(), "datasets": datasets, "methods_run": RUN,
         "conventions": {f"{d}/{m}": reading(d, m) for d in datasets for m in RUN},
-        "window": WINDOW, "grids": peers.GRIDS, "hmm_em_options": HMM_EM,
+        "window": WINDOW, "grids": peers.GRIDS, "grids_extended_by": EXTEND, "hmm_em_options": HMM_EM,
         "heldout_fraction": peers.HELDOUT, "seed": args.seed,
         "not_run": peers.NOT_RUN, "note": args.note,
         "unit_commands": "each unit's row in natural_units/DATASET.METHOD.json has its command",
