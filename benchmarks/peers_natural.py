@@ -82,7 +82,7 @@ RUN = list(peers.GRIDS)
 #: sizes beyond peers.py's PAutomaC grid, tried in turn only while the held-out choice is the
 #: last size tried (Alice's 27 letters need more states, or more smoothing, than PAutomaC's
 #: first choices): the choice stays on held-out training data
-EXTEND = {"hmm-em": [64], "cvb0": [80], "estatemerge": [3.0, 10.0]}
+EXTEND = {"hmm-em": [64], "cvb0": [80], "estatemerge": [3.0, 10.0], "alergia": [1.0]}
 #: bayesfa's committed natural-data rows: (method, file, entry key or (data, method, order))
 COMMITTED = {
     "aiw-paper": [("pdia", "pdia_table1_pdia_paperbudget_aiw-paper.json", "aiw-paper/pdia"),
