@@ -6,7 +6,7 @@ type, and the last draw's counts add up to the corpus's tokens exactly.
     python benchmarks/wide_counts.py --budget 240 --parts auto --out benchmarks/results/wide_counts_auto.json
 
 The corpus is PAutomaC 24's training set tiled until it has 2**24 tokens or more (16,802,370
-tokens, 2,360,000 strings). Each part runs in a child process (its peak resident memory by
+tokens, 2,340,000 strings). Each part runs in a child process (its peak resident memory by
 ``resource.getrusage``): ``ipfa`` with ``--states 5``, two sweeps (one
 burn-in, one draw), one chain, for each sampler; then ``cgs-pfa --auto --budget B --chains 1
 --seed 1`` through :func:`bayesfa.fit`, which checks the memory estimate against the memory
@@ -14,7 +14,7 @@ available (:func:`bayesfa.memory.check_fits`, the check of ``bayesfa fit``): eac
 the estimate, the memory available then and the real peak. Until 4e30cd5 the ``--auto``
 estimate held a forward pass over every string of a test set the size of the training corpus
 at N = 384 (24.2 GB), and this script raised ``BAYESFA_AVAILABLE_MEMORY`` to let it through;
-``--raise-available`` still does.""""""
+``--raise-available`` still does."""
 
 from __future__ import annotations
 
