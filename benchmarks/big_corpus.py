@@ -150,6 +150,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.out:  # refused before any work when bayesfa did not write it
         check_out(args.out)
+    commit = git_commit()  # the code that runs, read before the checkout can change
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for tokens in args.tokens:
@@ -167,7 +168,7 @@ def main(argv=None) -> int:
         at = [r for r in rows if r["states"] == n]
         for r in at:
             r["sweep_cost_over_smallest"] = r["ns_per_state_token"] / at[0]["ns_per_state_token"]
-    result = {"commit": git_commit(), "command": portable_command([sys.executable, *sys.argv]),
+    result = {"commit": commit, "command": portable_command([sys.executable, *sys.argv]),
               "cpu": cpu_name(), "states": args.states, "rows": rows}
     if args.out:
         write_out_json(args.out, result)

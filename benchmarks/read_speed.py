@@ -109,6 +109,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.out:  # refused before any work when bayesfa did not write it
         check_out(args.out)
+    commit = git_commit()  # the code that runs, read before the checkout can change
     lines = args.format == "lines"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / ("big.lines" if lines else "big.pautomac.train")
@@ -142,7 +143,7 @@ def main(argv=None) -> int:
         base = int(subprocess.run([sys.executable, "-c", _BASELINE], check=True,
                                   capture_output=True, text=True).stdout)
         size = path.stat().st_size
-    result = {"commit": git_commit(), "command": portable_command([sys.executable, *sys.argv]),
+    result = {"commit": commit, "command": portable_command([sys.executable, *sys.argv]),
               "cpu": cpu_name(), "format": args.format, "separator": args.separator,
               "tokens": corpus.n_tokens, "file_bytes": size, "load_average": os.getloadavg(),
               "vectorised_mtokens_per_cpu_s": corpus.n_tokens / fast_s / 1e6,

@@ -99,6 +99,7 @@ def main() -> None:
         return
     if args.out is not None:
         check_out(args.out)
+    commit = git_commit()  # the code that runs, read before the checkout can change
     rows = []
     env = dict(os.environ)
     if args.raise_available:
@@ -119,7 +120,7 @@ def main() -> None:
         if args.raise_available:
             command.append("--raise-available")
         write_out_json(args.out, {"command": " ".join(command),
-                                  "commit": git_commit(), "cpu": cpu_name(), "rows": rows})
+                                  "commit": commit, "cpu": cpu_name(), "rows": rows})
 
 
 if __name__ == "__main__":
