@@ -39,10 +39,10 @@ def forward_chunks(n_samples: int, n_strings: int, n_states: int) -> tuple[int, 
     messages fit is scored as one block, as it always was.
 
     A string's probability does not depend on the others, but a matrix product's rows can
-    differ in the last bits with the number of rows BLAS is handed (OpenBLAS's kernels for
-    small and tail blocks sum in another order; measured on SkylakeX, OpenBLAS 0.3): strings
-    scored in chunks agree with one block to rounding, and a fixed corpus and number of
-    states always gives the same chunks, so the same bits.
+    differ in the last bits with the number of rows BLAS is handed (measured with OpenBLAS's
+    SkylakeX kernels: benchmarks/RESULTS.md, "Issue 41 items 1-3"): strings scored in chunks
+    agree with one block to rounding, and a fixed corpus and number of states always gives
+    the same chunks, so the same bits.
     """
     per_sample = max(1, n_strings * n_states * MESSAGE_BYTES)
     if per_sample <= _CHUNK_BYTES:
