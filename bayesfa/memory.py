@@ -116,8 +116,6 @@ def check_fits(method, corpus, options: dict[str, Any], *, copies: int = 1,
 
 
 # -- shared pieces of the estimates --------------------------------------------------------------
-_FORWARD_CHUNK = 1 << 28  # bayesfa.forward._CHUNK_BYTES (kept equal by a test)
-
 
 def padded_bytes(corpus) -> int:
     """``corpus.padded()`` and its temporaries: int32 letters, their mask, the flat letters."""
@@ -125,13 +123,44 @@ def padded_bytes(corpus) -> int:
     return corpus.n_strings * width * 5 + corpus.n_tokens * 9
 
 
-def forward_bytes(n_samples: int, n_states: int, corpus) -> int:
+def _block_padded_bytes(corpus, n_strings: int) -> int:
+    """:func:`padded_bytes` of a block of ``n_strings`` consecutive strings of ``corpus``
+    (:func:`bayesfa.forward.string_block`), each taken as long as the longest."""
+    if n_strings >= corpus.n_strings:
+        return padded_bytes(corpus)
+    width = int(corpus.lengths.max()) if corpus.n_strings else 0
+    return n_strings * (width * 5 + 8) + min(corpus.n_tokens, n_strings * (width + 1)) * 9
+
+
+def forward_bytes(n_samples: int, n_states: int, corpus, n_strings: int | None = None) -> int:
     """Working memory of :func:`bayesfa.forward.forward_log_prob` for ``n_samples`` automata
-    of ``n_states`` states (inputs excluded, output ``[S, n_strings]`` included): messages,
-    their gathered copy and product, log scales, for one chunk of samples."""
+    of ``n_states`` states on ``corpus`` (or on a block of its first ``n_strings`` strings,
+    each taken as long as the longest): inputs excluded, output ``[S, n_strings]`` included;
+    then, for one chunk of samples and strings (:func:`bayesfa.forward.forward_chunks`), the
+    padded letters, the messages, their gathered copy and product, the log scales."""
+    from bayesfa.forward import forward_chunks
+
+    n = corpus.n_strings if n_strings is None else min(n_strings, corpus.n_strings)
+    chunk, block = forward_chunks(n_samples, n, n_states)
+    block = min(block, max(1, n))
+    return (_block_padded_bytes(corpus, block) + n_samples * max(1, n) * 8
+            + chunk * block * (3 * n_states * 8 + 4 * 8))
+
+
+def eq6_bytes(n_samples: int, xi_samples: int, xi_bytes: int, n_states: int, corpus) -> int:
+    """Peak of Eq. 6 over ``n_samples`` draws on ``corpus`` by
+    :func:`bayesfa.forward.log_mean_exp_by_strings` (inputs excluded): the ``[n_strings]``
+    result; for each block of strings (:func:`bayesfa.forward.mean_block`) the ``[S, block]``
+    table and either the mean's two temporaries or a chunk of ``xi_samples`` plug-in automata
+    (``xi_bytes`` each, three float64 copies) with its forward pass over the block."""
+    from bayesfa.forward import mean_block
+
     n = max(1, corpus.n_strings)
-    chunk = min(n_samples, max(1, _FORWARD_CHUNK // (n * n_states * 24)))
-    return padded_bytes(corpus) + n_samples * n * 8 + chunk * n * (3 * n_states * 8 + 4 * 8)
+    block = mean_block(n_samples, corpus.n_strings)
+    table = n_samples * block * 8
+    work = max(3 * xi_samples * xi_bytes + forward_bytes(xi_samples, n_states, corpus, block),
+               2 * table)
+    return n * 8 + table + work
 
 
 def xi_predictive_bytes(n_samples: int, n_states: int, n_symbols: int, corpus) -> int:

@@ -31,6 +31,7 @@ Overview
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
@@ -208,13 +209,18 @@ def _as_alphabet(alphabet: Alphabet | str | Iterable[str] | None) -> Alphabet | 
 # ---------------------------------------------------------------------------------------
 # Reading files
 # ---------------------------------------------------------------------------------------
-def _read_text(path: PathLike) -> str:
-    """The file as text: UTF-8 (a leading BOM is dropped); an InputError if unreadable."""
+def _read_raw(path: PathLike) -> bytes:
+    """The file's bytes; an InputError if unreadable."""
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            return fh.read()
     except OSError as err:
         raise InputError(f"cannot read file: {err.strerror or err}", path) from None
+
+
+def _decode(raw: bytes, path: PathLike) -> str:
+    """``raw`` as UTF-8 text (a leading BOM is dropped); an InputError naming line and column
+    of the first byte that is not UTF-8."""
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -222,6 +228,11 @@ def _read_text(path: PathLike) -> str:
         col = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
         raise InputError(f"column {col}: not UTF-8 text (byte 0x{raw[err.start]:02X})",
                          path, line) from None
+
+
+def _read_text(path: PathLike) -> str:
+    """The file as text: UTF-8 (a leading BOM is dropped); an InputError if unreadable."""
+    return _decode(_read_raw(path), path)
 
 
 def split_lines(text: str, path: PathLike | None = None) -> list[str]:
@@ -327,7 +338,18 @@ def load_lines(path: PathLike, alphabet: Alphabet | str | Iterable[str] | None =
     """
     _check_separator(separator)
     alphabet = _as_alphabet(alphabet)
-    text = _read_text(path)
+    raw = _read_raw(path)
+    fast = _load_lines_fast(raw, alphabet, lowercase, separator, unknown)
+    if fast is not None:
+        return fast
+    return _load_lines_by_line(_decode(raw, path), path, alphabet, lowercase, separator, unknown)
+
+
+def _load_lines_by_line(text: str, path: PathLike, alphabet: Alphabet | None, lowercase: bool,
+                        separator: str | None, unknown: Unknown) -> tuple[Corpus, Alphabet]:
+    """:func:`load_lines` on the file's ``text``, line by line: the reference semantics, and
+    the reader of any file the vectorised one (:func:`_load_lines_fast`) hands back, which
+    names the line and the problem."""
     lines = split_lines(text, path)
     if not lines:
         raise InputError("empty file: no line, so no string (an empty string is an empty "
@@ -345,6 +367,199 @@ def load_lines(path: PathLike, alphabet: Alphabet | str | Iterable[str] | None =
         strings.append(words)
         columns.append(cols)
     return _encode_all(strings, alphabet, unknown, lambda s, i: (s + 1, columns[s][i] + 1), path)
+
+
+# -- the vectorised reader of lines files (issue 41 item 2) --------------------------------------
+#: bytes of a lines file parsed at once by :func:`_load_lines_fast` (bounds its scratch memory;
+#: a separator's words are Python strings, about 60 bytes each, hence a smaller chunk)
+_CHUNK_BYTES = 1 << 22
+_WORDS_CHUNK_BYTES = 1 << 20
+_BOM = b"\xef\xbb\xbf"
+_NEWLINE, _CR = 10, 13
+
+
+def _chunk_lines(codes: np.ndarray, last: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The lines of one chunk's code points (every line ended by ``\\n``, but the last of the
+    file may not be, ``last``), as :func:`split_lines` cuts them: ``(starts, stops, strip)``,
+    each line ``codes[starts:stops]`` without its ``\\n``, ``strip`` where a ``\\r`` ends it
+    (dropped). None when a ``\\r`` stands anywhere else (the line-by-line reader reports it)."""
+    nl = np.flatnonzero(codes == _NEWLINE)
+    stops = nl if not last or (codes.size and codes[-1] == _NEWLINE) else np.append(nl, codes.size)
+    starts = np.empty_like(stops)
+    starts[:1] = 0
+    starts[1:] = stops[:-1] + 1
+    strip = np.zeros(stops.size, dtype=bool)
+    n_cr = int(np.count_nonzero(codes == _CR))
+    if n_cr:
+        ends = stops > starts
+        strip[ends] = codes[stops[ends] - 1] == _CR
+        if int(strip.sum()) != n_cr:  # a \r that does not end its line
+            return None
+    return starts, stops, strip
+
+
+def _chunk_codes(piece: bytes, lowercase: bool) -> np.ndarray | None:
+    """The code points of a chunk of whole lines: its bytes when ASCII (uint8), else UTF-32
+    (uint32); None when it is not UTF-8, or is to be lower-cased beyond ASCII (str.lower of
+    each line, left to the line-by-line reader)."""
+    if piece.isascii():
+        return np.frombuffer(piece.lower() if lowercase else piece, dtype=np.uint8)
+    if lowercase:
+        return None
+    try:
+        text = piece.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+
+
+def _load_lines_fast(raw: bytes, alphabet: Alphabet | None, lowercase: bool,
+                     separator: str | None, unknown: Unknown) -> tuple[Corpus, Alphabet] | None:
+    """:func:`load_lines` of a well-formed file ``raw``, vectorised over chunks of whole lines
+    (:data:`_CHUNK_BYTES`): the lines cut as :func:`split_lines` cuts them, each character a
+    symbol (``separator=None``, one numpy pass over the chunk's code points), or each line
+    split as :func:`split_symbols` splits it (``str.split`` in C, a dict for the words). None
+    whenever the line-by-line reader would raise or anything is unusual (not UTF-8, a stray
+    ``\\r``, an unknown symbol with ``unknown="error"``, an empty field, no symbol, non-ASCII
+    text to lower-case), for :func:`_load_lines_by_line` to read and report with file, line
+    and column. Memory: the file's bytes, the final arrays, a chunk's code points per chunk
+    kept until the alphabet is known (1 byte a character for ASCII), a chunk's scratch."""
+    if unknown not in ("error", "skip") or (alphabet is not None and not alphabet.size):
+        return None
+    start = len(_BOM) if raw.startswith(_BOM) else 0
+    if start == len(raw):
+        return None  # an empty file
+    step = _CHUNK_BYTES if separator is None else _WORDS_CHUNK_BYTES
+    view, parts = memoryview(raw), []  # per chunk: (code points or words, lengths)
+    while start < len(raw):
+        stop = raw.rfind(b"\n", start, min(start + step, len(raw))) + 1
+        if stop <= start:  # the last line, or a line longer than a chunk
+            stop = raw.find(b"\n", start) + 1 or len(raw)
+        codes = _chunk_codes(bytes(view[start:stop]), lowercase)
+        if codes is None:
+            return None
+        cut = _chunk_lines(codes, stop == len(raw))
+        if cut is None:
+            return None
+        part = (_chunk_characters(codes, *cut) if separator is None else
+                _chunk_words(codes, *cut, separator))
+        if part is None:
+            return None
+        parts.append(part)
+        start = stop
+    if alphabet is None:
+        if separator is None:
+            seen = np.unique(np.concatenate([np.unique(c) for c, _ in parts]))
+            symbols = tuple(chr(c) for c in seen.tolist())
+        else:
+            symbols = tuple(sorted(set().union(*(w for w, _ in parts))))
+        if not symbols:
+            return None  # "no symbols: every string is empty"
+        alphabet = Alphabet(symbols)
+    letters = _lettering(alphabet, separator)
+    n_lines = sum(n.size for _, n in parts)
+    offsets = np.zeros(n_lines + 1, dtype=np.int64)
+    row = 0
+    for k, (symbols, lengths) in enumerate(parts):
+        codes = letters(symbols)
+        known = codes >= 0
+        if not known.all():
+            if unknown == "error":
+                return None
+            first = np.zeros(lengths.size + 1, dtype=np.int64)
+            np.cumsum(lengths, out=first[1:])
+            kept = np.zeros(known.size + 1, dtype=np.int64)
+            np.cumsum(known, out=kept[1:])
+            lengths = kept[first[1:]] - kept[first[:-1]]
+            codes = codes[known]
+        ends = offsets[row + 1:row + 1 + lengths.size]
+        np.cumsum(lengths + 1, out=ends)
+        ends += offsets[row]
+        parts[k] = (codes, lengths, row)  # the chunk's symbols are dropped as it is encoded
+        row += lengths.size
+    tokens = np.zeros(int(offsets[-1]), dtype=np.int32)
+    for codes, lengths, row in parts:  # letter + 1 everywhere but at the strings' end markers
+        block = tokens[offsets[row]:offsets[row + lengths.size]]
+        letter = np.ones(block.size, dtype=bool)
+        letter[offsets[row + 1:row + 1 + lengths.size] - offsets[row] - 1] = False
+        block[letter] = codes
+        block[letter] += 1
+    return Corpus(tokens, offsets, alphabet.size), alphabet
+
+
+def _chunk_characters(codes, starts, stops, strip):
+    """``(code points of the lines' characters, characters per line)``: every character but
+    the ``\\n`` and the stripped ``\\r``."""
+    keep = np.ones(codes.size, dtype=bool)
+    keep[stops[stops < codes.size]] = False  # the newlines
+    keep[stops[strip] - 1] = False
+    return codes[keep], stops - starts - strip
+
+
+def _chunk_words(codes, starts, stops, strip, separator: str):
+    """``(the lines' words in order, words per line)`` split as :func:`split_symbols` splits
+    them; None at an empty field between separators (an error the line-by-line reader
+    names). A whitespace separator: the chunk's ``str.split()`` (its newlines and the stripped
+    ``\\r`` are whitespace, so no word spans two lines; ``str.split`` and ``re``'s ``\\S`` both
+    take whitespace as ``str.isspace`` does), counted per line by where words begin."""
+    text = codes.tobytes().decode("latin-1" if codes.dtype == np.uint8 else "utf-32-le")
+    if separator.isspace():
+        space = _SPACE[np.minimum(codes, 255)]
+        wide = np.unique(codes[codes > 255])
+        if wide.size:
+            space[np.isin(codes, [c for c in wide.tolist() if chr(c).isspace()])] = True
+        begins = np.flatnonzero(~space & np.concatenate(([True], space[:-1])))
+        counts = np.searchsorted(begins, stops) - np.searchsorted(begins, starts)
+        return text.split(), counts
+    if len(separator) == 1:  # the lines joined by it: each empty line one empty field
+        text = text.replace("\r", "")  # every \r of the chunk ends its line (_chunk_lines)
+        if codes[-1] == _NEWLINE:
+            text = text[:-1]
+        fields = text.replace("\n", separator).split(separator)
+        lengths = stops - starts - strip
+        if fields.count("") != int(np.count_nonzero(lengths == 0)):
+            return None  # an empty field in a line
+        at = np.flatnonzero(codes == ord(separator))
+        per_line = np.searchsorted(at, stops) - np.searchsorted(at, starts) + 1
+        return list(filter(None, fields)), np.where(lengths > 0, per_line, 0)
+    lines = text.split("\n")
+    if stops.size < len(lines):  # the chunk ends in a newline: no line after it
+        lines.pop()
+    for i in np.flatnonzero(strip).tolist():
+        lines[i] = lines[i][:-1]
+    per_line = [line.split(separator) if line else [] for line in lines]
+    words = list(itertools.chain.from_iterable(per_line))
+    if words.count(""):
+        return None
+    return words, np.fromiter(map(len, per_line), dtype=np.int64, count=len(per_line))
+
+
+#: Which code points below 256 are whitespace (``str.isspace``), for :func:`_chunk_words`.
+_SPACE = np.array([chr(c).isspace() for c in range(256)])
+
+
+def _lettering(alphabet: Alphabet, separator: str | None):
+    """The function from a chunk's symbols (code points, or words) to 0-based letters (int32,
+    -1 where unknown), as :meth:`Alphabet._lookup` maps them: a table over code points, or a
+    dict of the words."""
+    if separator is not None:
+        index = alphabet._index()
+        return lambda words: np.fromiter(map(index.get, words, itertools.repeat(-1)),
+                                         dtype=np.int32, count=len(words))
+    single = alphabet._codes >= 0  # the one-character symbols (only they occur in text)
+    codes, letters = alphabet._codes[single], alphabet._letters[single]
+    table = np.full(max(256, int(codes.max(initial=0)) + 1), -1, dtype=np.int32)
+    table[codes] = letters
+
+    def of_codes(points):
+        if points.dtype == np.uint8:
+            return table[points]
+        out = np.full(points.size, -1, dtype=np.int32)
+        inside = points < table.size
+        out[inside] = table[points[inside]]
+        return out
+
+    return of_codes
 
 
 def format_lines(strings: Iterable[str | Sequence], separator: str | None = None) -> str:

@@ -273,3 +273,96 @@ def test_samples_are_chunked_to_the_memory_budget(monkeypatch, samples_per_chunk
     assert sizes == [samples_per_chunk] * full + ([rest] if rest else [])
     assert peak - got.nbytes <= 2 * budget
     np.testing.assert_array_equal(got, want)
+
+
+# -- strings in chunks (issue 41 item 1: memory bounded by a chunk, not by the corpus) -------
+def _rowwise_product(x, y):
+    """``x @ y`` ``[S, n, Q] @ [S, Q, Q]`` summed over ``q`` in order for every row alone, so
+    a row's bits do not depend on how many rows share the call (OpenBLAS's may)."""
+    return (x[..., :, :, None] * y[..., None, :, :]).sum(axis=-2)
+
+
+def _random_batch(seed, n_samples=3, n_states=6, n_letters=3, n_strings=257, max_len=15):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, max_len + 1, size=n_strings)
+    lengths[rng.integers(n_strings)] = max_len + 9  # one long string, in one chunk only
+    corpus = Corpus.from_strings([list(rng.integers(0, n_letters, size=k)) for k in lengths], n_letters)
+    pfas = [random_pfa(rng, n_states, n_letters, sparsity=0.3) for _ in range(n_samples)]
+    init, trans, stop = (np.stack(x) for x in zip(*pfas))
+    return corpus, init, trans, stop
+
+
+@pytest.mark.parametrize("strings_per_chunk", [1, 2, 50, 256])
+def test_string_chunks_give_the_bits_of_one_block(monkeypatch, strings_per_chunk):
+    """With a row-independent product, scoring strings in chunks (each padded to its own
+    longest string) gives the same bits as one block; with BLAS's product, the same to
+    rounding. The chunks are those of ``forward_chunks``: one sample at a time, as many
+    strings as fit."""
+    corpus, init, trans, stop = _random_batch(5)
+    n_states = init.shape[1]
+    monkeypatch.setattr(forward, "_product", _rowwise_product)
+    whole = forward_log_prob(init, trans, stop, corpus)
+    budget = strings_per_chunk * n_states * forward.MESSAGE_BYTES
+    monkeypatch.setattr(forward, "_CHUNK_BYTES", budget)
+    assert forward.forward_chunks(3, corpus.n_strings, n_states) == (1, strings_per_chunk)
+    sizes = []
+    chunk = forward._forward_chunk
+
+    def spy(init, trans, stop, letters, lengths):
+        sizes.append((init.shape[0], letters.shape[0]))
+        return chunk(init, trans, stop, letters, lengths)
+
+    monkeypatch.setattr(forward, "_forward_chunk", spy)
+    got = forward_log_prob(init, trans, stop, corpus)
+    assert all(s == 1 and m <= strings_per_chunk for s, m in sizes)
+    assert sum(m for _, m in sizes) == 3 * corpus.n_strings
+    np.testing.assert_array_equal(got, whole)
+    monkeypatch.setattr(forward, "_product", np.matmul)
+    blas = forward_log_prob(init, trans, stop, corpus)
+    monkeypatch.setattr(forward, "_CHUNK_BYTES", 1 << 28)
+    blas_whole = forward_log_prob(init, trans, stop, corpus)
+    np.testing.assert_allclose(blas, blas_whole, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(blas, whole, rtol=1e-12, atol=0)
+
+
+def test_a_corpus_whose_messages_fit_is_one_block():
+    """Below the budget nothing is cut: the result is that of the unchunked pass, bit for bit."""
+    corpus, init, trans, stop = _random_batch(6)
+    assert forward.forward_chunks(3, corpus.n_strings, init.shape[1]) == (3, corpus.n_strings)
+    letters, lengths = corpus.padded()
+    np.testing.assert_array_equal(forward_log_prob(init, trans, stop, corpus),
+                                  forward._forward_chunk(init, trans, stop, letters, lengths))
+
+
+@pytest.mark.parametrize("strings_per_block", [1, 3, 100])
+def test_log_mean_exp_by_strings_gives_the_bits_of_one_block(monkeypatch, strings_per_block):
+    corpus, init, trans, stop = _random_batch(7, n_samples=4)
+    monkeypatch.setattr(forward, "_product", _rowwise_product)
+
+    def log_prob(part):
+        return forward_log_prob(init, trans, stop, part)
+
+    whole = log_mean_exp(log_prob(corpus), axis=0)
+    monkeypatch.setattr(forward, "_CHUNK_BYTES", strings_per_block * 4 * forward.MEAN_BYTES)
+    assert forward.mean_block(4, corpus.n_strings) == strings_per_block
+    np.testing.assert_array_equal(forward.log_mean_exp_by_strings(log_prob, 4, corpus), whole)
+
+
+def test_string_chunks_bound_the_memory(monkeypatch):
+    """One sample's messages over every string exceed the budget: the traced peak of a call,
+    besides its output, stays within twice the budget (it held every string's before)."""
+    import tracemalloc
+
+    corpus, init, trans, stop = _random_batch(8, n_samples=2, n_states=40, n_strings=3000)
+    want = forward_log_prob(init, trans, stop, corpus)
+    budget = 64 * 40 * forward.MESSAGE_BYTES
+    monkeypatch.setattr(forward, "_CHUNK_BYTES", budget)
+    tracemalloc.start()
+    try:
+        got = forward_log_prob(init, trans, stop, corpus)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert corpus.n_strings * 40 * forward.MESSAGE_BYTES > 20 * budget
+    assert peak - got.nbytes <= 2 * budget
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)

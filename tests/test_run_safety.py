@@ -305,12 +305,6 @@ def test_available_memory_is_plausible():
     assert memory.format_bytes(1536) == "1.5 KiB" and memory.format_bytes(3 * 2**40) == "3 TiB"
 
 
-def test_forward_chunk_constant_matches():
-    from bayesfa import forward
-
-    assert memory._FORWARD_CHUNK == forward._CHUNK_BYTES
-
-
 def _measured_peak(method, corpus, options, seed=1) -> int:
     """tracemalloc's peak (numpy registers its buffers) over fit, then predict on ``corpus``
     with the fit's arrays still held, as in ``select`` (and as ``predict`` after loading)."""
@@ -342,6 +336,30 @@ def test_cgs_pfa_memory_estimate_bounds_the_measured_peak(states, iterations, ch
                "period": 1, "chains": chains, "jobs": 1}
     method.fit(corpus.subset(range(3)), {**options, "iterations": 2, "burn_in": 1, "chains": 1},
                0, False)  # compile outside the measurement
+    estimate = method.estimate_memory(corpus, options)
+    peak = _measured_peak(method, corpus, options)
+    assert peak <= estimate <= ESTIMATE_FACTOR * peak, (estimate / peak, estimate, peak)
+
+
+@pytest.mark.parametrize("states, n_strings", [(30, 2000), (60, 1500)])
+def test_cgs_pfa_memory_estimate_bounds_the_peak_with_strings_in_blocks(monkeypatch, states,
+                                                                        n_strings):
+    """The forward budget lowered to 1 MiB, so that Eq. 6 and the forward pass run over blocks
+    of strings (bayesfa.forward.log_mean_exp_by_strings, forward_chunks), as they do at
+    millions of strings with the real 256 MiB: the estimate follows the blocks (the same
+    estimate with the 256 MiB budget, one block, is 6-14 times this peak; measured 1.42-1.46
+    times with the blocks)."""
+    from bayesfa import forward
+
+    method = get_method("cgs-pfa")
+    corpus = read_sample(pautomac_path(24, "train")).subset(range(n_strings))
+    options = {"states": states, "beta": 0.1, "iterations": 60, "burn_in": 10, "period": 1,
+               "chains": 2, "jobs": 1}
+    method.fit(corpus.subset(range(3)), {**options, "iterations": 2, "burn_in": 1, "chains": 1},
+               0, False)  # compile outside the measurement
+    monkeypatch.setattr(forward, "_CHUNK_BYTES", 1 << 20)
+    assert forward.forward_chunks(1, n_strings, states + 1)[1] < n_strings
+    assert forward.mean_block(2 * 50, n_strings) < n_strings
     estimate = method.estimate_memory(corpus, options)
     peak = _measured_peak(method, corpus, options)
     assert peak <= estimate <= ESTIMATE_FACTOR * peak, (estimate / peak, estimate, peak)

@@ -938,13 +938,20 @@ def _kept_mask(corpus: Corpus, kept_idx: np.ndarray) -> np.ndarray:
 
 
 def estimate_memory(corpus: Corpus, options: dict[str, Any], *, front) -> int:
-    """Peak bytes of :func:`fit_auto` (for ``bayesfa fit``'s memory check): the final chains'
+    """Peak bytes of :func:`fit_auto` and of a ``predict_log_prob`` on a corpus of the same
+    size (for ``bayesfa fit``'s memory check), at the ladder's largest N: the final chains'
     kept counts (at most :data:`STORED_BYTES`, twice while stacked) or one draw each when
-    predicting online, a rung's :data:`RUNG_DRAWS` draws at the ladder's largest N, chain
-    states (their counts float32, or float64 from 2**24 tokens on: ``front.count_dtype``; the
-    cgs-pfa front hands itself in, as to :func:`fit_auto`), a 64 MiB chunk of plug-in ``xi~``
-    three times over, and a forward pass there."""
-    from bayesfa.memory import forward_bytes
+    predicting online, a rung's :data:`RUNG_DRAWS` draws, chain states (their counts float32,
+    or float64 from 2**24 tokens on: ``front.count_dtype``; the cgs-pfa front hands itself
+    in, as to :func:`fit_auto`); then the larger of the held-out forward passes (a rung's
+    draws on at most ``front.HOLDOUT_MAX`` strings) and Eq. 6 of the kept draws on a corpus of this size, which
+    :func:`bayesfa.forward.log_mean_exp_by_strings` and
+    :func:`bayesfa.forward.forward_log_prob` run over bounded blocks of strings
+    (:func:`bayesfa.memory.eq6_bytes`), each with its chunk of plug-in ``xi~`` (at most
+    64 MiB, three float64 copies). Before those blocks the estimate held one forward pass
+    over every string at once: 24.2 GB at 16.8 M tokens against a measured peak of 1.4 GB
+    (benchmarks/RESULTS.md, "Latest measurements")."""
+    from bayesfa.memory import eq6_bytes, forward_bytes
     from bayesfa.samplers.pfa._cgs_pfa_kernel import padded_width
 
     n, a = LADDER_MAX, corpus.alphabet_size + 1
@@ -955,4 +962,15 @@ def estimate_memory(corpus: Corpus, options: dict[str, Any], *, front) -> int:
     if options.get("final_blocked_every", FINAL_BLOCKED_EVERY):  # theta and the filters (float64)
         longest = int(np.diff(corpus.offsets).max()) if corpus.n_strings else 0
         state += ((n + 1) * a + max(1, longest)) * (n + 1) * 8
-    return int(kept + RUNG_DRAWS * draw + state + 3 * (1 << 26) + forward_bytes(1, n + 1, corpus))
+    xi = 2 * draw  # one plug-in xi~, float64
+
+    def xi_chunk(samples):  # as cgs_pfa.plugin_log_prob builds them (_XI_CHUNK_BYTES)
+        return max(1, min(samples, (1 << 26) // xi))
+
+    held = min(front.HOLDOUT_MAX, corpus.n_strings)
+    heldout = (3 * xi_chunk(RUNG_DRAWS) * xi + forward_bytes(xi_chunk(RUNG_DRAWS), n + 1, corpus, held)
+               + 3 * RUNG_DRAWS * held * 8)
+    samples = max(1, STORED_BYTES // draw if options.get("max_draws") is None
+                  else options.get("chains", 1) * options["max_draws"])  # the draws Eq. 6 averages
+    predict = eq6_bytes(samples, xi_chunk(samples), xi, n + 1, corpus)
+    return int(kept + RUNG_DRAWS * draw + state + max(heldout, predict))

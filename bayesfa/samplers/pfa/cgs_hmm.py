@@ -38,7 +38,7 @@ import numpy as np
 from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
+from bayesfa.forward import forward_log_prob, log_mean_exp_by_strings, xi_to_pfa
 from bayesfa.methods import FitResult, add_mcmc_arguments, positive_float
 from bayesfa.samplers.plugin import DrawAutomata
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
@@ -91,8 +91,9 @@ def chunked_log_prob(make_xi: Callable[[slice], np.ndarray], n_samples: int, sam
 def stored_bytes(corpus: Corpus, options: dict[str, Any], per_draw: int, state: int) -> int:
     """Peak bytes of a sampler that stores ``per_draw`` bytes a draw and keeps ``state``
     bytes of chain state, and of Eq. 6 over its draws (64 MiB chunks of float64 ``xi``, the
-    forward pass and the ``[S, n_strings]`` table): :mod:`bayesfa.memory`'s pieces."""
-    from bayesfa.memory import forward_bytes
+    forward pass and the ``[S, n_strings]`` table, over blocks of strings when it would exceed
+    the forward budget: :func:`bayesfa.memory.eq6_bytes`)."""
+    from bayesfa.memory import eq6_bytes
 
     n, a, chains = options["states"], corpus.alphabet_size + 1, options["chains"]
     draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
@@ -103,8 +104,8 @@ def stored_bytes(corpus: Corpus, options: dict[str, Any], per_draw: int, state: 
     samples = chains * draws
     size = (n + 1) * a * (n + 1) * 8
     k = min(samples, max(1, _XI_CHUNK_BYTES // size))
-    predict = (stored + 3 * k * size + forward_bytes(k, n + 1, corpus)
-               + 2 * samples * corpus.n_strings * 8)
+    # Eq. 6 over blocks of strings (DrawMixture.predict_log_prob)
+    predict = stored + eq6_bytes(max(1, samples), k, size, n + 1, corpus)
     return int(max(fit, predict))
 
 
@@ -469,14 +470,19 @@ def sample_cgs_hmm(corpus: Corpus, n_states: int, alpha: float, beta: float, ite
 
 class DrawMixture:
     """``predict_log_prob`` of a registry entry from its ``per_sample_log_prob``
-    (``[chain, draw, n_strings]``): Eq. 6, the mean of ``Pr(b | xi~(s))`` over every draw of
-    every chain."""
+    (``[chain, draw, n_strings]``) and ``draw_grid`` (``(chains, draws)``): Eq. 6, the mean of
+    ``Pr(b | xi~(s))`` over every draw of every chain."""
 
     def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
                          corpus: Corpus) -> np.ndarray:
-        """Eq. 6: the mean of ``Pr(b | xi~(s))`` over every draw of every chain."""
-        logp = self.per_sample_log_prob(arrays, options, corpus)
-        return log_mean_exp(logp.reshape(-1, logp.shape[-1]), axis=0)
+        """Eq. 6: the mean of ``Pr(b | xi~(s))`` over every draw of every chain, over blocks
+        of strings when the ``[draws, strings]`` table would exceed the forward budget
+        (:func:`bayesfa.forward.log_mean_exp_by_strings`)."""
+        def log_prob(part):
+            logp = self.per_sample_log_prob(arrays, options, part)
+            return logp.reshape(-1, logp.shape[-1])
+
+        return log_mean_exp_by_strings(log_prob, int(np.prod(self.draw_grid(arrays))), corpus)
 
 
 class ChainFront(DrawMixture, DrawAutomata):

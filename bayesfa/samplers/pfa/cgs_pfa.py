@@ -30,7 +30,7 @@ import numpy as np
 from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
+from bayesfa.forward import forward_log_prob, log_mean_exp_by_strings, xi_to_pfa
 from bayesfa.methods import FitResult, add_mcmc_arguments, nonnegative_int, positive_int
 from bayesfa.samplers.pfa._replica_kernel import MIN_B as REPLICA_MIN_B, SWAP_EVERY
 from bayesfa.samplers.pfa._split_merge_kernel import SCANS as SPLIT_MERGE_SCANS
@@ -159,7 +159,8 @@ def predict_log_prob(counts: np.ndarray, beta: float, corpus: Corpus) -> np.ndar
     """
     counts = np.asarray(counts)
     flat = counts.reshape((-1,) + counts.shape[-3:])
-    return log_mean_exp(plugin_log_prob(flat, beta, corpus), axis=0)
+    # over blocks of strings when the [S, n_strings] table would exceed the forward budget
+    return log_mean_exp_by_strings(lambda part: plugin_log_prob(flat, beta, part), flat.shape[0], corpus)
 
 
 def _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs) -> int:
@@ -1293,7 +1294,8 @@ class _CGSPFA(DrawAutomata):
         kernel's chain state (``c``, ``ct``, ``z``, positions, uniforms) of each running chain,
         every chain's recorded counts twice (per chain, then stacked), one chain more while a
         resumed or parallel chain is read back; for Eq. 6, the counts, a chunk of plug-in ``xi~``
-        (three float64 copies) and the forward pass (:mod:`bayesfa.memory`).
+        (three float64 copies) and the forward pass, over bounded blocks of strings
+        (:func:`bayesfa.memory.eq6_bytes`).
 
         ``options["interleave"]``: the chains of a process run at once, each state twice.
 
@@ -1301,7 +1303,7 @@ class _CGSPFA(DrawAutomata):
         a few draws. ``options["predict_sha256"]`` (set by ``bayesfa fit --predict``): the
         online Eq. 6 of each block of draws during the fit, for a test set taken to be the
         size of ``corpus`` (as for ``predict_log_prob``)."""
-        from bayesfa.memory import forward_bytes
+        from bayesfa.memory import eq6_bytes, forward_bytes
         from bayesfa.samplers.pfa._cgs_pfa_kernel import padded_width
 
         if options.get("auto"):  # N chosen by the fit: bayesfa.samplers.pfa.auto
@@ -1352,8 +1354,9 @@ class _CGSPFA(DrawAutomata):
             fit += jobs * (state + 2 * chain)
         if options.get("shards") is not None:  # --shards: every chain's shards live at once (on
             fit += (chains - 1) * state          # this machine's workers with --scheduler local)
-        work = max(eq6_work(k), 2 * samples * corpus.n_strings * 8)
-        return int(max(fit, samples * size * 4 + samples * corpus.n_strings * 8 + work))
+        # Eq. 6 of every draw, over blocks of strings (bayesfa.forward.log_mean_exp_by_strings)
+        predict = samples * size * 4 + eq6_bytes(samples, k, size * 8, n + 1, corpus)
+        return int(max(fit, predict))
 
     def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
             workdir: str | os.PathLike | None = None, predict: Corpus | None = None) -> FitResult:

@@ -63,7 +63,7 @@ import numpy as np
 from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
+from bayesfa.forward import forward_log_prob, log_mean_exp_by_strings, xi_to_pfa
 from bayesfa.methods import FitResult, add_mcmc_arguments, nonnegative_int, positive_float
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
                                      block_sweeps, check_chain_arguments, check_checkpoint_every,
@@ -219,7 +219,9 @@ def per_sample_log_prob(arrays: dict[str, np.ndarray], corpus: Corpus) -> np.nda
 
 def predict_log_prob(arrays: dict[str, np.ndarray], corpus: Corpus) -> np.ndarray:
     """Eq. 6: ``log`` of the mean of ``Pr(b | xi~(s))`` over every draw of every chain."""
-    return log_mean_exp(plugin_log_prob(*_flat(arrays), corpus), axis=0)
+    flat, beta_bar, alpha = _flat(arrays)
+    return log_mean_exp_by_strings(lambda part: plugin_log_prob(flat, beta_bar, alpha, part),
+                                   flat.shape[0], corpus)
 
 
 class _Chain:
