@@ -115,13 +115,15 @@ def test_same_seed_same_draws_and_states_in_use_reported():
 
 
 def test_default_truncation_and_bad_arguments():
-    """``--truncate 0`` is ``max(2 states, 20)`` for the blocked sampler; a start above the
+    """``--truncate 0`` is ``max(2 states, 200)`` for the blocked sampler (starts up to 100
+    share one model); a start above the
     truncation, an unknown sampler and a blocked mutant on the direct sampler are one-line
     InputErrors."""
     train = get_toy("small").train
-    r = sample_ipfa(train, states=12, iterations=4, burn_in=2, period=1, chains=1,
-                    sampler="blocked")
-    assert r.info["truncate"] == 24
+    for states, expected in ((12, 200), (100, 200), (120, 240)):
+        r = sample_ipfa(train, states=states, iterations=4, burn_in=2, period=1, chains=1,
+                        sampler="blocked")
+        assert r.info["truncate"] == expected
     with pytest.raises(InputError, match="exceeds the truncation"):
         sample_ipfa(train, states=30, iterations=4, burn_in=2, period=1, chains=1,
                     sampler="blocked", truncate=20)

@@ -46,6 +46,7 @@ from scipy.special import gammaln, logsumexp
 from bayesfa.corpus import Corpus
 from bayesfa.exact import free_positions
 from bayesfa.samplers.pfa._cgs_pfa_kernel import count_transitions, padded_width
+from bayesfa.samplers.pfa._ipfa_kernel import refresh_weights
 from bayesfa.samplers.pfa import _ipfa_blocked_kernel as kern
 from bayesfa.validation.checks import Check, chi2_row
 from bayesfa.validation.pfa.reference import all_paths, batch_counts, path_codes
@@ -131,8 +132,8 @@ def exact_posterior(train: Corpus, n_states: int, alpha, gamma):
 # -- the sampler side ---------------------------------------------------------------------------
 
 @njit
-def _run(sweeps, n_sweeps, starts, hyper0, tokens, c, ct, ci, beta, meta, mcol, mrow, hyper,
-         priors, rng, theta, filt, ends, hyper_end):
+def _run(sweeps, n_sweeps, starts, hyper0, positions, uniforms, tokens, c, ct, ci, recip, bk,
+         beta, meta, mcol, mrow, hyper, priors, rng, theta, filt, ends, hyper_end):
     n_st = beta.shape[0] - 1
     for r in range(starts.shape[0]):
         z = starts[r].copy()
@@ -141,8 +142,9 @@ def _run(sweeps, n_sweeps, starts, hyper0, tokens, c, ct, ci, beta, meta, mcol, 
         beta[1:] = 1.0 / n_st
         hyper[0] = hyper0[r, 0]
         hyper[1] = hyper0[r, 1]
-        sweeps(n_sweeps, tokens, z, c, ct, ci, beta, meta, mcol, mrow, hyper, priors, rng, theta,
-               filt)
+        refresh_weights(ci, recip, bk, beta, meta, hyper[0], c.shape[1], True)
+        sweeps(n_sweeps, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta, mcol,
+               mrow, hyper, priors, rng, theta, filt)
         ends[r] = z
         hyper_end[r] = hyper
 
@@ -150,7 +152,8 @@ def _run(sweeps, n_sweeps, starts, hyper0, tokens, c, ct, ci, beta, meta, mcol, 
 def run_chains(n_chains: int, n_sweeps: int, priors, fixed, rng, variant: str | None = None,
                train: Corpus = TOY, n_states: int = TOY_STATES):
     """End states ``(z [R, T + 1], (alpha, gamma) [R, 2])`` of ``n_chains`` chains of
-    ``n_sweeps`` blocked sweeps (``variant``: a mutation or None) from uniformly random
+    ``n_sweeps`` sweeps of the blocked sampler (:func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_hybrid`:
+    step 0 then steps 1-6; ``variant``: a mutation or None) from uniformly random
     paths, ``beta`` uniform, each hyperparameter from its prior (``priors`` a pair of
     ``(shape, rate)`` or None: that one fixed at ``fixed``)."""
     tokens = np.ascontiguousarray(train.tokens, dtype=np.int32)
@@ -174,11 +177,15 @@ def run_chains(n_chains: int, n_sweeps: int, priors, fixed, rng, variant: str | 
     meta = np.array([n_states, n_states], dtype=np.int64)
     mcol = np.zeros(n_states + 1, dtype=np.int64)
     mrow = np.zeros(n_states + 1, dtype=np.int64)
+    recip = np.zeros(w, dtype=np.float32)
+    bk = np.zeros(w, dtype=np.float32)
     theta, filt = kern.scratch(tokens, n_states, n_sym)
     ends = np.empty_like(starts)
     hyper_end = np.empty((n_chains, 2))
-    _run(kern.build_sweeps(variant), n_sweeps, starts, hyper0, tokens, c, ct, ci, beta, meta,
-         mcol, mrow, np.zeros(2), flat, rng, theta, filt, ends, hyper_end)
+    _run(kern.build_hybrid(variant), n_sweeps, starts, hyper0,
+         np.ascontiguousarray(free, dtype=np.int64), np.zeros(free.size), tokens,
+         c, ct, ci, recip, bk, beta, meta, mcol, mrow, np.zeros(2), flat, rng, theta, filt, ends,
+         hyper_end)
     return ends, hyper_end
 
 
