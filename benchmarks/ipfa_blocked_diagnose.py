@@ -118,7 +118,8 @@ def main(argv=None) -> dict:
     sweeps = bkern.build_sweeps(None)
     trace = []
     for s in range(args.sweeps):
-        chain.run(1, rng, priors, sweeps)
+        sweeps(1, chain.tokens, chain.z, chain.c, chain.ct, chain.ci, chain.beta, chain.meta,
+               chain.mcol, chain.mrow, chain.hyper, priors, rng, chain.theta, chain.filt)
         if s % 10 == 9 or s == args.sweeps - 1:
             trace.append(_snapshot(chain, s + 1, args.truncate))
             print(json.dumps(trace[-1]), flush=True)
