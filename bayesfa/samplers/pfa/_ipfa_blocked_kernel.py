@@ -67,11 +67,11 @@ MUTATIONS: dict[str, str] = {
     "blocked-no-top-tables": "blocked sampler: gamma's update without its auxiliary top-level "
                              "tables r_k ~ CRT(m_.k, gamma/L), the states in use standing for "
                              "their sum (the HDP's formula)",
-    "blocked-stale-weights": "step 0: the direct-assignment sweep on weights recip, bk left from "
-                             "the last sweep (not refreshed after beta and alpha were redrawn)",
+    "blocked-step0-gamma-for-alpha": "step 0's weights refreshed with gamma in alpha's place "
+                                     "(recip = 1 / (C_k + gamma), bk = gamma beta_k / A)",
 }
 #: Mutants of step 0 only (the blocked sweep of steps 1-6 is production's).
-STEP0_MUTATIONS = ("blocked-stale-weights",)
+STEP0_MUTATIONS = ("blocked-step0-gamma-for-alpha",)
 
 
 @njit(cache=True)
@@ -221,15 +221,14 @@ def build_hybrid(mutation: str | None = None):
 
     blocked = build_sweeps(mutation)
     direct = build_direct(None)
-    refresh = mutation != "blocked-stale-weights"
+    slip = mutation == "blocked-step0-gamma-for-alpha"
 
     def hybrid(n_sweeps, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta, mcol,
                mrow, hyper, priors, rng, theta, filt):
         n_sym = c.shape[1]
         log_lik = 0.0
         for _ in range(n_sweeps):
-            if refresh:
-                refresh_weights(ci, recip, bk, beta, meta, hyper[0], n_sym, True)
+            refresh_weights(ci, recip, bk, beta, meta, hyper[1] if slip else hyper[0], n_sym, True)
             direct(1, 0, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta, mcol,
                    mrow, hyper, priors, rng, True)
             log_lik = blocked(1, tokens, z, c, ct, ci, beta, meta, mcol, mrow, hyper, priors,

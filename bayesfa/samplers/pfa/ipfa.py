@@ -147,7 +147,8 @@ class IPFAResult(NamedTuple):
     info : timings and sizes.
     moved : float64 ``[chain, draw]``, the fraction of the free positions whose state changed,
         per sweep, over each draw's sweeps (the sampler statistic of
-        :data:`bayesfa.rundir.SAMPLE_STATS`; a relabelling is not a move).
+        :data:`bayesfa.rundir.SAMPLE_STATS`; a relabelling is not a move; with ``--sampler
+        blocked`` step 0's moves and step 2's changes added, so up to 2).
     beta : float64 ``[chain, kept, K+1]``, the sampled weights ``beta_k`` each kept draw's
         log joint is conditioned on (``beta[0] = beta_u``), for the ``recorded`` check.
     tables : int64 ``[chain, kept, K+1]``, the table counts ``m_.k`` behind ``beta_bar``
