@@ -106,6 +106,7 @@ def main(argv=None) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     command = ("python benchmarks/ipfa_blocked_diagnose.py "
                + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+    commit = git_commit()  # the code that runs (taken before, not after the run)
     t0 = time.process_time()
     pfa = generator(args.seed)
     data = pfa.sample(args.strings + 500, np.random.default_rng(args.seed + 1))
@@ -125,7 +126,7 @@ def main(argv=None) -> dict:
             print(json.dumps(trace[-1]), flush=True)
     alpha, gamma = float(chain.hyper[0]), float(chain.hyper[1])
     merges = merge_table(tokens, chain.z.copy(), chain.beta.copy(), alpha, args.truncate, n_sym)
-    result = {"commit": git_commit(), "command": command, "settings": vars(args),
+    result = {"commit": commit, "command": command, "settings": vars(args),
               "train_strings": train.n_strings, "train_tokens": int(tokens.size),
               "trace": trace, "end": {"alpha": alpha, "gamma": gamma},
               "merges_of_the_end_state": merges,
