@@ -55,7 +55,8 @@ from bayesfa.samplers.pfa._ffbs_kernel import _log_gamma, ffbs_paths, max_letter
 from bayesfa.samplers.pfa._ipfa_kernel import (ALPHA_AUX_ITERATIONS, resample_alpha,
                                                resample_gamma, sample_tables)
 
-__all__ = ["MUTATIONS", "build_sweeps", "draw_theta", "scratch", "sweeps", "states_in_use"]
+__all__ = ["MUTATIONS", "STEP0_MUTATIONS", "build_hybrid", "build_sweeps", "draw_theta", "scratch",
+           "sweeps", "states_in_use"]
 
 #: Deliberate errors for ``bayesfa validate ipfa:mutant-NAME`` (all named ``blocked-...``).
 MUTATIONS: dict[str, str] = {
@@ -66,7 +67,11 @@ MUTATIONS: dict[str, str] = {
     "blocked-no-top-tables": "blocked sampler: gamma's update without its auxiliary top-level "
                              "tables r_k ~ CRT(m_.k, gamma/L), the states in use standing for "
                              "their sum (the HDP's formula)",
+    "blocked-step0-gamma-for-alpha": "step 0's weights refreshed with gamma in alpha's place "
+                                     "(recip = 1 / (C_k + gamma), bk = gamma beta_k / A)",
 }
+#: Mutants of step 0 only (the blocked sweep of steps 1-6 is production's).
+STEP0_MUTATIONS = ("blocked-step0-gamma-for-alpha",)
 
 
 @njit(cache=True)
@@ -121,6 +126,8 @@ def build_sweeps(mutation: str | None = None):
         raise ValueError(f"unknown mutation {mutation!r}; choose from {', '.join(MUTATIONS)}")
     if mutation in _BUILT:
         return _BUILT[mutation]
+    if mutation in STEP0_MUTATIONS:
+        return build_sweeps(None)
     no_beta = mutation == "blocked-no-beta"
     untruncated = mutation == "blocked-untruncated-prior"
     no_top = mutation == "blocked-no-top-tables"
@@ -184,3 +191,49 @@ def build_sweeps(mutation: str | None = None):
 
 #: The production sweeps (no mutation); see :func:`build_sweeps`.
 sweeps = build_sweeps(None)
+
+_HYBRID: dict = {}
+
+
+def build_hybrid(mutation: str | None = None):
+    """``hybrid(n_sweeps, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta,
+    mcol, mrow, hyper, priors, rng, theta, filt)``: ``n_sweeps`` sweeps, each step 0 then the
+    blocked sweep of :func:`build_sweeps` (steps 1-6). Step 0 is one sweep of the collapsed
+    direct-assignment sampler of the same truncated model
+    (:func:`bayesfa.samplers.pfa._ipfa_kernel.build_sweeps` with ``truncated``: every free
+    position ``z_t`` drawn in turn from Eq. 9 with the prior ``alpha H`` over the ``L``
+    states, then the tables, ``beta ~ Dir(gamma/L + m_.k)`` and ``alpha``; ``gamma`` held),
+    on ``recip``, ``bk`` refreshed from the current ``beta`` and ``alpha`` first. Each step
+    leaves the truncated posterior invariant, so their composition does. Step 0 is what
+    opens states: its weight for an empty state is the prior predictive ``alpha H`` (its row
+    integrated out), where step 2's is a row drawn from the prior, which rarely fits the
+    letters that follow (issue 38; benchmarks/RESULTS.md). ``positions`` int64 ``[M]`` the
+    free positions, ``uniforms`` float64 ``[M]`` scratch, ``recip`` and ``bk`` ``[W]`` as in
+    :mod:`bayesfa.samplers.pfa._ipfa_kernel`. Compiled in each process (``cache=False``), as
+    every caller of the direct sweep. Returns step 2's ``log Pr(data | theta)`` of the last
+    sweep."""
+    if mutation is not None and mutation not in MUTATIONS:
+        raise ValueError(f"unknown mutation {mutation!r}; choose from {', '.join(MUTATIONS)}")
+    if mutation in _HYBRID:
+        return _HYBRID[mutation]
+    from bayesfa.samplers.pfa._ipfa_kernel import build_sweeps as build_direct
+    from bayesfa.samplers.pfa._ipfa_kernel import refresh_weights
+
+    blocked = build_sweeps(mutation)
+    direct = build_direct(None)
+    slip = mutation == "blocked-step0-gamma-for-alpha"
+
+    def hybrid(n_sweeps, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta, mcol,
+               mrow, hyper, priors, rng, theta, filt):
+        n_sym = c.shape[1]
+        log_lik = 0.0
+        for _ in range(n_sweeps):
+            refresh_weights(ci, recip, bk, beta, meta, hyper[1] if slip else hyper[0], n_sym, True)
+            direct(1, 0, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta, mcol,
+                   mrow, hyper, priors, rng, True)
+            log_lik = blocked(1, tokens, z, c, ct, ci, beta, meta, mcol, mrow, hyper, priors,
+                              rng, theta, filt)
+        return log_lik
+
+    _HYBRID[mutation] = njit(cache=False)(hybrid)
+    return _HYBRID[mutation]

@@ -12,9 +12,11 @@ table counts.
 
 ``--sampler blocked`` (``sampler="blocked"``) runs the weak-limit blocked sampler of
 :mod:`bayesfa.samplers.pfa._ipfa_blocked_kernel` instead (Fox, Sudderth, Jordan & Willsky
-2011): the model truncated to ``L = --truncate`` states (0: :func:`default_truncation`), every
-string's path redrawn by forward filtering-backward sampling each sweep, ``alpha`` and
-``gamma`` sampled or fixed; its draws are stored as the truncated direct sampler's, with the
+2011): the model truncated to ``L = --truncate`` states (0: :func:`default_truncation`), each
+sweep a direct-assignment sweep of the truncated model (which opens states) and then every
+string's path redrawn by forward filtering-backward sampling
+(:func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_hybrid`), ``alpha`` and ``gamma``
+sampled or fixed; its draws are stored as the truncated direct sampler's, with the
 states in use (not ``L``) as ``n_states``.
 
 Prediction (Eq. 6): the mean over draws of ``Pr(b | xi~(s))`` with each draw's plug-in
@@ -87,9 +89,19 @@ SAMPLERS = ("direct", "blocked")
 TRUNCATION_WARN = 0.9
 
 
+#: The blocked sampler's smallest default truncation (issue 38): starts of up to this many / 2
+#: states sample one and the same weak-limit model.
+MIN_DEFAULT_TRUNCATION = 200
+
+
 def default_truncation(states: int) -> int:
-    """The blocked sampler's truncation ``L`` when ``--truncate`` is 0: ``max(2 states, 20)``."""
-    return max(2 * int(states), 20)
+    """The blocked sampler's truncation ``L`` when ``--truncate`` is 0: ``max(2 states, 200)``.
+
+    ``L`` is part of the model (``beta ~ Dir(gamma/L, ..)``), so a default that followed the
+    start (``max(2 states, 20)`` before) made starts of 10 and of 100 states sample two
+    different posteriors, the first capped at 20 states (a generated 40-state PFA's chains
+    filled it; benchmarks/RESULTS.md, issue 38 item 1)."""
+    return max(2 * int(states), MIN_DEFAULT_TRUNCATION)
 
 
 #: States in use assumed by :meth:`_IPFA.estimate_memory` (they are not known before the fit).
@@ -135,7 +147,8 @@ class IPFAResult(NamedTuple):
     info : timings and sizes.
     moved : float64 ``[chain, draw]``, the fraction of the free positions whose state changed,
         per sweep, over each draw's sweeps (the sampler statistic of
-        :data:`bayesfa.rundir.SAMPLE_STATS`; a relabelling is not a move).
+        :data:`bayesfa.rundir.SAMPLE_STATS`; a relabelling is not a move; with ``--sampler
+        blocked`` step 0's moves and step 2's changes added, so up to 2).
     beta : float64 ``[chain, kept, K+1]``, the sampled weights ``beta_k`` each kept draw's
         log joint is conditioned on (``beta[0] = beta_u``), for the ``recorded`` check.
     tables : int64 ``[chain, kept, K+1]``, the table counts ``m_.k`` behind ``beta_bar``
@@ -374,8 +387,11 @@ class _BlockedChain(_Chain):
         self.theta, self.filt = scratch(self.tokens, self.capacity, n_symbols)
 
     def run(self, n_sweeps, rng, priors, sweeps):
-        sweeps(n_sweeps, self.tokens, self.z, self.c, self.ct, self.ci, self.beta, self.meta,
-               self.mcol, self.mrow, self.hyper, priors, rng, self.theta, self.filt)
+        """``n_sweeps`` sweeps of ``sweeps`` (:func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_hybrid`:
+        step 0, the direct-assignment sweep, then the blocked steps 1-6)."""
+        sweeps(n_sweeps, self.positions, self.uniforms, self.tokens, self.z, self.c, self.ct,
+               self.ci, self.recip, self.bk, self.beta, self.meta, self.mcol, self.mrow,
+               self.hyper, priors, rng, self.theta, self.filt)
 
     def draw(self, mutation=None):
         from bayesfa.samplers.pfa._cgs_pfa_kernel import n_states_used
@@ -483,7 +499,7 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
     """
     from bayesfa.online import LogMeanAccumulator
     if sampler == "blocked":
-        from bayesfa.samplers.pfa._ipfa_blocked_kernel import build_sweeps
+        from bayesfa.samplers.pfa._ipfa_blocked_kernel import build_hybrid as build_sweeps
         chain_type = _BlockedChain
     else:
         from bayesfa.samplers.pfa._ipfa_kernel import build_sweeps
@@ -786,12 +802,14 @@ class _IPFA(DrawAutomata):
                             help="direct sampler: 0 (default) the HDP, states added and removed; "
                                  "L > 0 the weak-limit model with L states, beta ~ Dir(gamma/L, "
                                  "...) (needs --gamma-prior fixed). Blocked sampler: its L "
-                                 "(0: max(2 x --states, 20)), gamma sampled or fixed")
+                                 "(0: max(2 x --states, 200), so starts up to 100 share one "
+                                 "model), gamma sampled or fixed")
         parser.add_argument("--sampler", choices=SAMPLERS, default=SAMPLERS[0],
                             help="direct (default): collapsed direct-assignment Gibbs, one "
                                  "position at a time; blocked: the weak-limit blocked sampler "
-                                 "(Fox et al. 2011), every string's path redrawn by forward "
-                                 "filtering-backward sampling each sweep, O(L^2) per token")
+                                 "(Fox et al. 2011), each sweep a direct-assignment sweep of "
+                                 "the truncated model, then every string's path redrawn by "
+                                 "forward filtering-backward sampling, O(L^2) per token")
         parser.add_argument("--alpha-hold", type=nonnegative_int, default=0, metavar="SWEEPS",
                             help="keep alpha at --alpha for the first SWEEPS sweeps of the "
                                  "burn-in, its prior applying after (a start that mixes faster "

@@ -44,8 +44,9 @@
     the chain mixes slowly (an error of ergodicity, which a test started at stationarity
     barely sees); ``predictive`` fails it (|z| 33 at seed 0).
 
-``blocked-posterior``, ``blocked-posterior-hyper``
-    the weak-limit blocked sampler (``--sampler blocked``) against the truncated model's exact
+``blocked-posterior``, ``blocked-posterior-hyper``, ``blocked-step0-posterior``, ``blocked-step0-posterior-hyper``
+    the weak-limit blocked sampler (``--sampler blocked``; its steps 1-6 alone, then its whole
+    sweep with step 0) against the truncated model's exact
     posterior of the paths (and of ``alpha``, ``gamma`` when sampled) on its own toy:
     :mod:`bayesfa.validation.pfa.ipfa_blocked`. Its fit has no predictive reference here (the
     enumeration above is of the HDP, not of the weak limit).
@@ -835,7 +836,8 @@ class _Spec:
                                       "sampler": "blocked"}
 
     def check_names(self) -> list[str]:
-        blocked = ["blocked-posterior", "blocked-posterior-hyper"]
+        blocked = ["blocked-posterior", "blocked-posterior-hyper", "blocked-step0-posterior",
+                   "blocked-step0-posterior-hyper"]
         return (["predictive"] + blocked if self.blocked else
                 ["predictive", "geweke", "geweke-hyper"] + ([] if self.variant else blocked))
 
@@ -862,7 +864,8 @@ class _Spec:
         if self.blocked or options.get("sampler", "direct") == "blocked":
             return {"reference": None, "exact": None,
                     "kind": "unavailable (the blocked sampler's model is the weak limit; its "
-                            "exact checks are blocked-posterior and blocked-posterior-hyper)"}
+                            "exact checks are blocked-posterior, blocked-posterior-hyper and their "
+                            "blocked-step0- twins)"}
         if options.get("truncate", 0):
             return {"reference": None, "exact": None,
                     "kind": "unavailable (the enumeration is for the HDP, not --truncate)"}

@@ -46,6 +46,7 @@ from scipy.special import gammaln, logsumexp
 from bayesfa.corpus import Corpus
 from bayesfa.exact import free_positions
 from bayesfa.samplers.pfa._cgs_pfa_kernel import count_transitions, padded_width
+from bayesfa.samplers.pfa._ipfa_kernel import refresh_weights
 from bayesfa.samplers.pfa import _ipfa_blocked_kernel as kern
 from bayesfa.validation.checks import Check, chi2_row
 from bayesfa.validation.pfa.reference import all_paths, batch_counts, path_codes
@@ -130,9 +131,25 @@ def exact_posterior(train: Corpus, n_states: int, alpha, gamma):
 
 # -- the sampler side ---------------------------------------------------------------------------
 
+def _steps_1_to_6(blocked):
+    """The blocked sweep without step 0, called as :func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_hybrid`'s."""
+    key = id(blocked)
+    if key not in _ALONE:
+        @njit
+        def alone(n_sweeps, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta, mcol,
+                  mrow, hyper, priors, rng, theta, filt):
+            return blocked(n_sweeps, tokens, z, c, ct, ci, beta, meta, mcol, mrow, hyper, priors,
+                           rng, theta, filt)
+        _ALONE[key] = alone
+    return _ALONE[key]
+
+
+_ALONE: dict = {}
+
+
 @njit
-def _run(sweeps, n_sweeps, starts, hyper0, tokens, c, ct, ci, beta, meta, mcol, mrow, hyper,
-         priors, rng, theta, filt, ends, hyper_end):
+def _run(sweeps, n_sweeps, starts, hyper0, positions, uniforms, tokens, c, ct, ci, recip, bk,
+         beta, meta, mcol, mrow, hyper, priors, rng, theta, filt, ends, hyper_end):
     n_st = beta.shape[0] - 1
     for r in range(starts.shape[0]):
         z = starts[r].copy()
@@ -141,16 +158,19 @@ def _run(sweeps, n_sweeps, starts, hyper0, tokens, c, ct, ci, beta, meta, mcol, 
         beta[1:] = 1.0 / n_st
         hyper[0] = hyper0[r, 0]
         hyper[1] = hyper0[r, 1]
-        sweeps(n_sweeps, tokens, z, c, ct, ci, beta, meta, mcol, mrow, hyper, priors, rng, theta,
-               filt)
+        refresh_weights(ci, recip, bk, beta, meta, hyper[0], c.shape[1], True)
+        sweeps(n_sweeps, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta, mcol,
+               mrow, hyper, priors, rng, theta, filt)
         ends[r] = z
         hyper_end[r] = hyper
 
 
 def run_chains(n_chains: int, n_sweeps: int, priors, fixed, rng, variant: str | None = None,
-               train: Corpus = TOY, n_states: int = TOY_STATES):
+               train: Corpus = TOY, n_states: int = TOY_STATES, step0: bool = True):
     """End states ``(z [R, T + 1], (alpha, gamma) [R, 2])`` of ``n_chains`` chains of
-    ``n_sweeps`` blocked sweeps (``variant``: a mutation or None) from uniformly random
+    ``n_sweeps`` sweeps of the blocked sampler (:func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_hybrid`:
+    step 0 then steps 1-6; ``step0`` False: steps 1-6 alone, :func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_sweeps`;
+    ``variant``: a mutation or None) from uniformly random
     paths, ``beta`` uniform, each hyperparameter from its prior (``priors`` a pair of
     ``(shape, rate)`` or None: that one fixed at ``fixed``)."""
     tokens = np.ascontiguousarray(train.tokens, dtype=np.int32)
@@ -174,11 +194,16 @@ def run_chains(n_chains: int, n_sweeps: int, priors, fixed, rng, variant: str | 
     meta = np.array([n_states, n_states], dtype=np.int64)
     mcol = np.zeros(n_states + 1, dtype=np.int64)
     mrow = np.zeros(n_states + 1, dtype=np.int64)
+    recip = np.zeros(w, dtype=np.float32)
+    bk = np.zeros(w, dtype=np.float32)
     theta, filt = kern.scratch(tokens, n_states, n_sym)
     ends = np.empty_like(starts)
     hyper_end = np.empty((n_chains, 2))
-    _run(kern.build_sweeps(variant), n_sweeps, starts, hyper0, tokens, c, ct, ci, beta, meta,
-         mcol, mrow, np.zeros(2), flat, rng, theta, filt, ends, hyper_end)
+    sweeps = kern.build_hybrid(variant) if step0 else _steps_1_to_6(kern.build_sweeps(variant))
+    _run(sweeps, n_sweeps, starts, hyper0,
+         np.ascontiguousarray(free, dtype=np.int64), np.zeros(free.size), tokens,
+         c, ct, ci, recip, bk, beta, meta, mcol, mrow, np.zeros(2), flat, rng, theta, filt, ends,
+         hyper_end)
     return ends, hyper_end
 
 
@@ -189,15 +214,18 @@ def _bin_of(values, prior):
 
 
 def posterior_check(variant: str | None = None, *, sampled: bool = True, seed: int = 0,
-                    alpha: float = ALPHA, n_chains: int = N_CHAINS, n_sweeps: int = SWEEPS) -> Check:
+                    alpha: float = ALPHA, n_chains: int = N_CHAINS, n_sweeps: int = SWEEPS,
+                    step0: bool = True) -> Check:
     """Chains of the blocked sampler against :func:`exact_posterior` on :data:`TOY` (module
     docstring): ``alpha`` and ``gamma`` under :data:`PRIORS` (``sampled``) or fixed at
-    :data:`FIXED`."""
+    :data:`FIXED`; the whole sweep (``step0``, checks ``blocked-step0-...``) or steps 1-6
+    alone (``blocked-posterior...``: step 0 redraws beta and alpha too, so it would hide a
+    slip of steps 4-6)."""
     t0 = time.perf_counter()
     priors = PRIORS if sampled else (None, None)
     ref = exact_posterior(TOY, TOY_STATES, *(PRIORS if sampled else FIXED))
     rng = np.random.default_rng(seed)
-    ends, hyper = run_chains(n_chains, n_sweeps, priors, FIXED, rng, variant)
+    ends, hyper = run_chains(n_chains, n_sweeps, priors, FIXED, rng, variant, step0=step0)
     tests = [("labelled paths", np.bincount(path_codes(ends, TOY.tokens, TOY_STATES),
                                             minlength=ref[0].size), ref[0])]
     if sampled:
@@ -209,9 +237,11 @@ def posterior_check(variant: str | None = None, *, sampled: bool = True, seed: i
     hyper_text = (f"alpha ~ Gamma{PRIORS[0]}, gamma ~ Gamma{PRIORS[1]} sampled" if sampled else
                   f"alpha = {FIXED[0]:g}, gamma = {FIXED[1]:g} fixed")
     return Check(
-        name="blocked-posterior-hyper" if sampled else "blocked-posterior",
+        name=("blocked-step0-" if step0 else "blocked-")
+             + ("posterior-hyper" if sampled else "posterior"),
         passed=all(r["pass"] for r in rows),
-        description=(f"{label}: {n_chains} chains of {n_sweeps} blocked sweeps (weak limit, "
+        description=(f"{label}: {n_chains} chains of {n_sweeps} blocked sweeps "
+                     f"({'step 0 then steps 1-6' if step0 else 'steps 1-6 alone'}; weak limit, "
                      f"L = {TOY_STATES}) on the toy ab ba a ε from uniform paths, {hyper_text}; "
                      f"end states vs the truncated model's exact posterior (beta and theta "
                      f"integrated exactly, hyperparameters by quadrature; Pearson chi-square)"),
@@ -221,7 +251,10 @@ def posterior_check(variant: str | None = None, *, sampled: bool = True, seed: i
 
 
 def blocked_checks(variant: str | None = None, *, seed: int = 0, alpha: float = ALPHA) -> list[Check]:
-    """The blocked sampler's checks ``bayesfa validate ipfa`` runs: hyperparameters fixed, and
-    both sampled (seeds ``seed`` and ``seed + 1``)."""
-    return [posterior_check(variant, sampled=False, seed=seed, alpha=alpha),
+    """The blocked sampler's checks ``bayesfa validate ipfa`` runs: steps 1-6 alone, then the
+    whole sweep (step 0, the direct-assignment sweep, first), each with the hyperparameters
+    fixed (seed ``seed``) and both sampled (seed ``seed + 1``)."""
+    return [posterior_check(variant, sampled=False, seed=seed, alpha=alpha, step0=False),
+            posterior_check(variant, sampled=True, seed=seed + 1, alpha=alpha, step0=False),
+            posterior_check(variant, sampled=False, seed=seed, alpha=alpha),
             posterior_check(variant, sampled=True, seed=seed + 1, alpha=alpha)]
