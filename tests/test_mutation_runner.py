@@ -48,3 +48,21 @@ def test_relative_imports_are_resolved(run, tmp_path):
                                   "    from bayesfa.scoring import x\n")
     assert run.imports_of(pkg / "front.py", tmp_path) >= {
         "bayesfa.samplers.pfa._k", "bayesfa.samplers.pfa._other", "bayesfa.scoring"}
+
+
+def test_near_scope_validates_the_methods_that_call_a_kernel_not_those_importing_its_front(run):
+    graph, methods = run.import_graph(), run.registry()
+    kernel = "bayesfa.samplers.pfa._cgs_pfa_kernel"
+    near = run.methods_of(kernel, graph, methods, "near")
+    assert "cgs-pfa" in near and "ipfa" in near
+    assert "hpyp" not in near and "hpyp" in run.methods_of(kernel, graph, methods, "all")
+    assert run.methods_of("bayesfa.samplers.pfa._ipfa_kernel", graph, methods, "near") == ["ipfa"]
+
+
+def test_a_work_copy_goes_on_at_a_commit_that_changes_no_copied_file(run, tmp_path):
+    head = run._git("rev-parse", "--short", "HEAD")
+    (tmp_path / "commit").write_text(head + "\n")
+    assert run.prepare_work(tmp_path) == head
+    (tmp_path / "commit").write_text("4b825dc\n")  # git's empty tree: every file differs
+    with pytest.raises(SystemExit):
+        run.prepare_work(tmp_path)

@@ -9,8 +9,8 @@ as the killer. Not in CI (hours of CPU); its per-file score goes to RESULTS.
 
 How. ``run`` copies the repository at HEAD (``git archive``) to ``--work`` once (default
 ``../mutation-work`` beside the repository; the copy's commit is recorded in
-``WORK/commit`` and a later ``run`` at another commit is refused, so one session's verdicts
-are all about one commit) and makes, per target file, a cosmic-ray session
+``WORK/commit`` and a later ``run`` at a commit whose ``bayesfa/``, ``tests/`` or
+``pyproject.toml`` differ is refused, so one session's verdicts are all about one code) and makes, per target file, a cosmic-ray session
 (``WORK/sessions/SLUG.{toml,sqlite,sh}``). cosmic-ray mutates the copy in place, one mutant at
 a time, and runs the file's test command:
 
@@ -19,8 +19,11 @@ a time, and runs the file's test command:
    is off where those tests pass so on the unmutated copy (each mutant would otherwise
    recompile the kernels), else on;
 2. if they pass, ``bayesfa validate METHOD --seed 0`` for each method whose front reaches the
-   file through bayesfa's imports (:func:`methods_of`; JIT on): a failing check is a kill.
-   ``--no-validate`` leaves this step out (a quick look).
+   file through bayesfa's imports without passing through another method's front
+   (:func:`methods_of`, ``--validate-scope near``; ``all`` takes every method whose front
+   reaches it at all: eleven for a CGS-PFA kernel, since the CVB and HPYP fronts import
+   ``cgs_pfa`` for its hold-out split, at ~1-3 CPU minutes each per surviving mutant; JIT on): a
+   failing check is a kill. ``--no-validate`` leaves this step out (a quick look).
 
 numba's cache lives in ``WORK/numba-cache``; before each mutant the entries of the mutated
 file and of every file that imports it (directly or not: numba does not notice a changed
@@ -57,6 +60,9 @@ ROOT = HERE.parents[1]
 TARGETS = ("bayesfa/samplers", "bayesfa/learners")
 OUT = ROOT / "benchmarks/results/mutation"
 EQUIVALENT = HERE / "equivalent.json"
+#: What the work copy holds: a later HEAD that changes none of it (only benchmarks/, docs)
+#: may go on with the copy's verdicts.
+COPIED = ("bayesfa", "tests", "pyproject.toml")
 #: Seconds a mutant's tests may take with numba's JIT on (they compile the mutated kernels).
 JIT_TIMEOUT = 850
 
@@ -119,9 +125,32 @@ def registry(root: Path = ROOT) -> dict[str, str]:
     raise SystemExit("bayesfa/methods.py has no REGISTRY")
 
 
-def methods_of(module: str, graph: dict[str, set[str]], methods: dict[str, str]) -> list[str]:
-    """The methods whose front reaches ``module`` through bayesfa's imports."""
-    return sorted(name for name, front in methods.items() if module in reach(graph, front))
+def reach_near(graph: dict[str, set[str]], start: str, stops: set[str]) -> set[str]:
+    """What ``start`` reaches through imports without going on through a module of ``stops``
+    (other than ``start``; the stops reached are included)."""
+    seen, todo = set(), [start]
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        if m != start and m in stops:
+            continue
+        todo.extend(graph.get(m, ()))
+    return seen
+
+
+def methods_of(module: str, graph: dict[str, set[str]], methods: dict[str, str],
+               scope: str = "all") -> list[str]:
+    """The methods whose front reaches ``module`` through bayesfa's imports. ``scope="near"``:
+    only those that reach it without passing through another method's front (``hpyp`` imports
+    ``cgs_pfa`` for its hold-out split, so every CGS-PFA kernel is in its reach; the kernel is
+    validated by the methods that call it, ``cgs-pfa``, ``ipfa``, ``cgs-sg``)."""
+    if scope == "all":
+        return sorted(name for name, front in methods.items() if module in reach(graph, front))
+    fronts = set(methods.values())
+    return sorted(name for name, front in methods.items()
+                  if module in reach_near(graph, front, fronts))
 
 
 def tests_of(module: str, root: Path = ROOT) -> list[str]:
@@ -143,13 +172,13 @@ def targets(root: Path = ROOT, patterns: list[str] | None = None) -> list[Path]:
     return files
 
 
-def plan(root: Path = ROOT, patterns: list[str] | None = None) -> list[dict]:
+def plan(root: Path = ROOT, patterns: list[str] | None = None, scope: str = "near") -> list[dict]:
     graph, methods = import_graph(root), registry(root)
     rows = []
     for p in targets(root, patterns):
         m = module_name(p, root)
         rows.append({"file": str(p.relative_to(root)), "module": m, "tests": tests_of(m, root),
-                     "methods": methods_of(m, graph, methods)})
+                     "methods": methods_of(m, graph, methods, scope)})
     return rows
 
 
@@ -170,13 +199,15 @@ def prepare_work(work: Path) -> str:
     stamp = work / "commit"
     if stamp.exists():
         have = stamp.read_text().strip()
-        if have != head:
+        same = have == head or subprocess.run(
+            ["git", "-C", str(ROOT), "diff", "--quiet", have, head, "--", *COPIED]).returncode == 0
+        if not same:
             raise SystemExit(f"run.py: {work} holds commit {have}, HEAD is {head}: finish or move "
                              f"that work folder (its verdicts are about {have}), or give --work")
         return head
     (work / "main").mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD", "bayesfa", "tests",
-                              "pyproject.toml"], check=True, capture_output=True).stdout
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD", *COPIED], check=True,
+                             capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(work / "main")], input=archive, check=True)
     stamp.write_text(head + "\n")
     return head
@@ -380,10 +411,13 @@ def main(argv=None) -> int:
     p.add_argument("--sample", type=int, default=0, help="K mutants per file (0: all)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-validate", action="store_true", help="the fast tests only")
+    p.add_argument("--validate-scope", choices=("near", "all"), default="near",
+                   help="near (default): validate the methods that reach the file without "
+                        "passing through another method's front; all: every method reaching it")
     args = p.parse_args(argv)
     work = Path(args.work).resolve()
     if args.command == "plan":
-        for row in plan(ROOT, args.files):
+        for row in plan(ROOT, args.files, args.validate_scope):
             print(f"{row['file']}\n  methods: {', '.join(row['methods']) or '-'}\n  tests: "
                   f"{', '.join(row['tests']) or '- (no test imports it)'}")
         return 0
@@ -406,7 +440,7 @@ def main(argv=None) -> int:
         p.error("--cosmic-ray: cosmic-ray not found (pip install cosmic-ray, or give its path)")
     prepare_work(work)
     graph = import_graph(work / "main")
-    for row in plan(work / "main", args.files):
+    for row in plan(work / "main", args.files, args.validate_scope):
         run_file(row, work, args, graph)
     report(work, Path(args.out), read)
     return 0
