@@ -63,8 +63,12 @@ EQUIVALENT = HERE / "equivalent.json"
 #: What the work copy holds: a later HEAD that changes none of it (only benchmarks/, docs)
 #: may go on with the copy's verdicts.
 COPIED = ("bayesfa", "tests", "pyproject.toml")
-#: Seconds a mutant's tests may take with numba's JIT on (they compile the mutated kernels).
-JIT_TIMEOUT = 850
+#: CPU seconds a mutant's tests may take with numba's JIT on (they compile the mutated
+#: kernels) and off; CPU seconds of one ``validate`` (compiling included). Limits are on CPU,
+#: not wall time: on the shared machine a correct run's wall time is several times its CPU.
+JIT_CPU, NOJIT_CPU, VALIDATE_CPU = 600, 300, 900
+#: cosmic-ray's own limit (wall seconds), a backstop far above the CPU limits
+WALL_TIMEOUT = 4 * 3600
 
 
 # -- what a file is tested by ---------------------------------------------------------------
@@ -234,17 +238,23 @@ def session_files(work: Path, row: dict, python: str, validate: bool, jit: bool,
              f"export PYTHONPATH={main} NUMBA_CACHE_DIR={cache}",
              # compiled code of the mutated file, and of files that may have inlined it, is stale
              f"find {cache} \\( {names} \\) -delete 2>/dev/null"]
+    # a time-out is a kill (as cosmic-ray counts it), marked TIMEOUT in the job's output so
+    # that report counts it apart
     if row["tests"]:
-        lines.append(f"{python} -S {HERE / 'warm_runner.py'} run {sock} "
-                     f"{JIT_TIMEOUT + 10 if jit else 110} || exit 1")
+        lines += [f"{python} -S {HERE / 'warm_runner.py'} run {sock} {WALL_TIMEOUT - 60}",
+                  'rc=$?; [ $rc = 2 ] && { echo "TIMEOUT tests"; exit 1; }; [ $rc = 0 ] || exit 1']
     if validate:
-        lines += [f"{python} -m bayesfa.cli validate {m} --seed 0 >/dev/null 2>&1 || exit 1"
-                  for m in row["methods"]]
+        for m in row["methods"]:
+            lines += [f"( ulimit -t {VALIDATE_CPU}; exec {python} -m bayesfa.cli validate {m} "
+                      "--seed 0 >/dev/null 2>&1 )",
+                      # 152 = 128 + SIGXCPU (the CPU limit), 137 = 128 + SIGKILL (its hard limit)
+                      f'rc=$?; case $rc in 0) ;; 152|137) echo "TIMEOUT validate {m}"; exit 1;; '
+                      '*) exit 1;; esac']
     if not row["tests"] and not (validate and row["methods"]):
         lines.append("exit 0  # nothing tests this file: every mutant survives")
     script.write_text("\n".join(lines) + "\n")
     script.chmod(0o755)
-    toml.write_text(f'[cosmic-ray]\nmodule-path = "{main / row["file"]}"\ntimeout = {JIT_TIMEOUT + 60:.1f}\n'
+    toml.write_text(f'[cosmic-ray]\nmodule-path = "{main / row["file"]}"\ntimeout = {WALL_TIMEOUT:.1f}\n'
                     f'excluded-modules = []\ntest-command = "bash {script}"\n\n'
                     f'[cosmic-ray.distributor]\nname = "local"\n')
     return toml, db, sock
@@ -255,7 +265,7 @@ def _serve(row: dict, work: Path, python: str, sock: Path, jit: bool):
     if not row["tests"]:
         return None
     env = dict(os.environ, NUMBA_DISABLE_JIT="0" if jit else "1", PYTHONPATH=str(work / "main"),
-               WARM_TIMEOUT=str(JIT_TIMEOUT if jit else 100),
+               WARM_CPU=str(JIT_CPU if jit else NOJIT_CPU), WARM_TIMEOUT=str(WALL_TIMEOUT - 120),
                NUMBA_CACHE_DIR=str(work / "numba-cache"))
     if sock.exists():
         sock.unlink()
@@ -332,7 +342,7 @@ def outcomes(db: Path) -> dict:
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
-    n = {"killed": 0, "survived": 0, "incompetent": 0, "skipped": 0, "pending": 0}
+    n = {"killed": 0, "timeouts": 0, "survived": 0, "incompetent": 0, "skipped": 0, "pending": 0}
     survivors = []
     with use_db(str(db), WorkDB.Mode.open) as wdb:
         n["pending"] = sum(1 for _ in wdb.pending_work_items)
@@ -347,8 +357,22 @@ def outcomes(db: Path) -> dict:
                 survivors.append({"job": item.job_id, "line": m.start_pos[0],
                                   "operator": m.operator_name, "occurrence": m.occurrence})
             else:
-                n["killed"] += 1
+                n["killed"] += 1  # a time-out is a kill, also counted apart
+                output = result.output or ""
+                n["timeouts"] += output == "timeout" or "TIMEOUT" in output
     return {**n, "survivors": survivors}
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float | None, float | None]:
+    """The exact (Clopper-Pearson) interval of a binomial proportion, ``k`` of ``n``."""
+    if n == 0:
+        return None, None
+    from scipy.stats import beta
+
+    a = (1 - level) / 2
+    lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
+    hi = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
+    return lo, hi
 
 
 def report(work: Path, out: Path, read=None) -> dict:
@@ -371,21 +395,31 @@ def report(work: Path, out: Path, read=None) -> dict:
         eq = equivalent.get(row["file"], {})
         live = [s for s in o["survivors"] if s["job"] not in eq]
         denom = o["killed"] + len(live)
-        rows.append({"file": row["file"], **{k: o[k] for k in ("killed", "survived", "incompetent",
-                                                                "skipped", "pending")},
+        lo, hi = clopper_pearson(o["killed"], denom)
+        rows.append({"file": row["file"], **{k: o.get(k, 0) for k in (
+                         "killed", "timeouts", "survived", "incompetent", "skipped", "pending")},
+                     "ran": o["killed"] + o["survived"] + o["incompetent"],
                      "equivalent": len(o["survivors"]) - len(live),
-                     "score": o["killed"] / denom if denom else None, "survivors": live})
+                     "score": o["killed"] / denom if denom else None, "score_95": [lo, hi],
+                     "survivors": live})
     summary = {"commit": commit, "command": "python benchmarks/mutation/run.py run; "
                "python benchmarks/mutation/run.py report", "files": rows}
     write_out_json(out / "summary.json", summary)
     md = [f"Mutation score per file at `{commit}` (`python benchmarks/mutation/run.py run`, then "
-          "`report`): killed / (killed + survived), equivalent survivors left out.", "",
-          "| file | killed | survived | equivalent | incompetent | pending | skipped | score |",
-          "|---|---:|---:|---:|---:|---:|---:|---:|"]
+          "`report`): killed / (killed + survived), equivalent survivors left out; time-outs "
+          "are kills (as cosmic-ray counts them), also shown apart; 95 % interval: "
+          "Clopper-Pearson, for the file's score when the mutants ran are a random sample of "
+          "its mutants (`--sample`; skipped: not in the sample).", "",
+          "| file | ran | killed | of which time-outs | survived | equivalent | incompetent | "
+          "pending | skipped | score | 95 % interval |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         score = "-" if r["score"] is None else f"{100 * r['score']:.1f} %"
-        md.append(f"| {r['file']} | {r['killed']} | {len(r['survivors'])} | {r['equivalent']} | "
-                  f"{r['incompetent']} | {r['pending']} | {r['skipped']} | {score} |")
+        ci = "-" if r["score"] is None else \
+            f"{100 * r['score_95'][0]:.0f}-{100 * r['score_95'][1]:.0f} %"
+        md.append(f"| {r['file']} | {r['ran']} | {r['killed']} | {r['timeouts']} | "
+                  f"{len(r['survivors'])} | {r['equivalent']} | {r['incompetent']} | "
+                  f"{r['pending']} | {r['skipped']} | {score} | {ci} |")
     write_out_text(out / "summary.md", "\n".join(md) + "\n")
     print("\n".join(md))
     return summary
