@@ -17,7 +17,8 @@ a time, and runs the file's test command:
 1. the fast tests that import the file's module (directly, by its dotted name or ``from
    PACKAGE import NAME``), through ``warm_runner.py``, ``-x``: a failure is a kill. numba's JIT
    is off where those tests pass so on the unmutated copy (each mutant would otherwise
-   recompile the kernels), else on;
+   recompile the kernels), else on (``--jit on``: always on, cheaper for a kernel whose tests
+   run long sweeps);
 2. if they pass, ``bayesfa validate METHOD --seed 0`` for each method whose front reaches the
    file through bayesfa's imports without passing through another method's front
    (:func:`methods_of`, ``--validate-scope near``; ``all`` takes every method whose front
@@ -290,7 +291,7 @@ def run_file(row: dict, work: Path, args, graph: dict[str, set[str]]) -> None:
     validate = not args.no_validate
     server = None
     try:
-        for jit in (False, True):
+        for jit in {"auto": (False, True), "on": (True,), "off": (False,)}[args.jit]:
             toml, db, sock = session_files(work, row, args.python, validate, jit, graph)
             server = _serve(row, work, args.python, sock, jit)
             # the killer must pass on the unmutated copy, or every "kill" would be a false one
@@ -445,6 +446,11 @@ def main(argv=None) -> int:
     p.add_argument("--sample", type=int, default=0, help="K mutants per file (0: all)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-validate", action="store_true", help="the fast tests only")
+    p.add_argument("--jit", choices=("auto", "on", "off"), default="auto",
+                   help="numba's JIT for the fast tests: auto (default) off where the tests pass "
+                        "so on the unmutated copy, else on; on: a kernel's tests in pure Python "
+                        "can take far longer than compiling it (tests/test_ipfa.py and "
+                        "test_wide_counts.py: over 220 CPU s without the JIT)")
     p.add_argument("--validate-scope", choices=("near", "all"), default="near",
                    help="near (default): validate the methods that reach the file without "
                         "passing through another method's front; all: every method reaching it")
