@@ -48,3 +48,73 @@ def test_relative_imports_are_resolved(run, tmp_path):
                                   "    from bayesfa.scoring import x\n")
     assert run.imports_of(pkg / "front.py", tmp_path) >= {
         "bayesfa.samplers.pfa._k", "bayesfa.samplers.pfa._other", "bayesfa.scoring"}
+
+
+def test_near_scope_validates_the_methods_that_call_a_kernel_not_those_importing_its_front(run):
+    graph, methods = run.import_graph(), run.registry()
+    kernel = "bayesfa.samplers.pfa._cgs_pfa_kernel"
+    near = run.methods_of(kernel, graph, methods, "near")
+    assert "cgs-pfa" in near and "ipfa" in near
+    assert "hpyp" not in near and "hpyp" in run.methods_of(kernel, graph, methods, "all")
+    assert run.methods_of("bayesfa.samplers.pfa._ipfa_kernel", graph, methods, "near") == ["ipfa"]
+
+
+def test_a_work_copy_goes_on_at_a_commit_that_changes_no_copied_file(run, tmp_path):
+    head = run._git("rev-parse", "--short", "HEAD")
+    (tmp_path / "commit").write_text(head + "\n")
+    assert run.prepare_work(tmp_path) == head
+    (tmp_path / "commit").write_text("4b825dc\n")  # git's empty tree: every file differs
+    with pytest.raises(SystemExit):
+        run.prepare_work(tmp_path)
+
+
+def test_clopper_pearson_interval(run):
+    lo, hi = run.clopper_pearson(10, 10)
+    assert hi == 1.0 and abs(lo - 0.025 ** 0.1) < 1e-12  # (alpha/2)^(1/n) when every one is killed
+    lo, hi = run.clopper_pearson(0, 5)
+    assert lo == 0.0 and abs(hi - (1 - 0.025 ** 0.2)) < 1e-12
+    lo, hi = run.clopper_pearson(7, 10)
+    assert lo < 0.7 < hi
+    assert run.clopper_pearson(0, 0) == (None, None)
+
+
+def test_session_script_reports_time_outs_apart(run, tmp_path):
+    row = {"file": "bayesfa/samplers/pfa/_ipfa_kernel.py", "module": "bayesfa.samplers.pfa._ipfa_kernel",
+           "tests": ["tests/test_ipfa.py"], "methods": ["ipfa"]}
+    toml, _, _ = run.session_files(tmp_path, row, "python", True, False, run.import_graph())
+    script = toml.with_suffix(".sh").read_text()
+    assert 'echo "TIMEOUT tests"' in script and "ulimit -t" in script
+    assert 'echo "TIMEOUT validate ipfa"' in script
+    assert f"timeout = {run.WALL_TIMEOUT:.1f}" in toml.read_text()
+
+
+def test_warm_runner_limits_cpu_time_and_reports_a_time_out_apart(tmp_path):
+    """A child that spins past its CPU limit is a time-out (exit 2), a failing test a kill
+    (exit 1), a passing one 0: the limit is on CPU time, so load on the machine is no kill."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests/test_x.py").write_text(
+        "import os\n\ndef test_x():\n    mode = open(os.path.join(os.path.dirname(__file__), 'mode')).read()\n"
+        "    while mode == 'spin':\n        pass\n    assert mode == 'pass'\n")
+    sock = tmp_path / "s.sock"
+    runner = ROOT / "benchmarks/mutation/warm_runner.py"
+    env = dict(os.environ, WARM_CPU="1", WARM_TIMEOUT="60")
+    server = subprocess.Popen([sys.executable, str(runner), "serve", str(sock), str(tmp_path), "--",
+                               "tests/test_x.py"], env=env)
+    try:
+        for _ in range(600):
+            if sock.exists():
+                break
+            time.sleep(0.1)
+        codes = {}
+        for mode in ("pass", "fail", "spin"):
+            (tmp_path / "tests/mode").write_text(mode)
+            codes[mode] = subprocess.run([sys.executable, "-S", str(runner), "run", str(sock), "70"]).returncode
+        assert codes == {"pass": 0, "fail": 1, "spin": 2}
+    finally:
+        server.terminate()
+        server.wait()

@@ -159,3 +159,17 @@ def test_cli_fit_with_replicas(tmp_path, capsys):
                  "--out", str(tmp_path / "bad")]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--replicas needs --kernel gibbs" in err
+
+
+def test_ladder_row_states_its_margin():
+    """The ladder row is exact: a mutant that adapts after burn-in fails it with margin inf
+    (issue 39 item 4: the kill matrix's catch margin of ``rex-adapt-after-burn-in`` was
+    unmeasured), the move's own chains pass it."""
+    import math
+
+    from bayesfa.validation.checks import margin
+
+    bad = check.replica_chain("rex-adapt-after-burn-in", n_chains=40, seed=0)
+    assert not bad.rows[-1]["pass"] and margin(bad) == math.inf
+    good = check.replica_chain(None, n_chains=40, seed=0)
+    assert good.rows[-1]["pass"] and good.rows[-1]["error"] == 0

@@ -9,18 +9,22 @@ as the killer. Not in CI (hours of CPU); its per-file score goes to RESULTS.
 
 How. ``run`` copies the repository at HEAD (``git archive``) to ``--work`` once (default
 ``../mutation-work`` beside the repository; the copy's commit is recorded in
-``WORK/commit`` and a later ``run`` at another commit is refused, so one session's verdicts
-are all about one commit) and makes, per target file, a cosmic-ray session
+``WORK/commit`` and a later ``run`` at a commit whose ``bayesfa/``, ``tests/`` or
+``pyproject.toml`` differ is refused, so one session's verdicts are all about one code) and makes, per target file, a cosmic-ray session
 (``WORK/sessions/SLUG.{toml,sqlite,sh}``). cosmic-ray mutates the copy in place, one mutant at
 a time, and runs the file's test command:
 
 1. the fast tests that import the file's module (directly, by its dotted name or ``from
    PACKAGE import NAME``), through ``warm_runner.py``, ``-x``: a failure is a kill. numba's JIT
    is off where those tests pass so on the unmutated copy (each mutant would otherwise
-   recompile the kernels), else on;
+   recompile the kernels), else on (``--jit on``: always on, cheaper for a kernel whose tests
+   run long sweeps);
 2. if they pass, ``bayesfa validate METHOD --seed 0`` for each method whose front reaches the
-   file through bayesfa's imports (:func:`methods_of`; JIT on): a failing check is a kill.
-   ``--no-validate`` leaves this step out (a quick look).
+   file through bayesfa's imports without passing through another method's front
+   (:func:`methods_of`, ``--validate-scope near``; ``all`` takes every method whose front
+   reaches it at all: eleven for a CGS-PFA kernel, since the CVB and HPYP fronts import
+   ``cgs_pfa`` for its hold-out split, at ~1-3 CPU minutes each per surviving mutant; JIT on): a
+   failing check is a kill. ``--no-validate`` leaves this step out (a quick look).
 
 numba's cache lives in ``WORK/numba-cache``; before each mutant the entries of the mutated
 file and of every file that imports it (directly or not: numba does not notice a changed
@@ -57,8 +61,15 @@ ROOT = HERE.parents[1]
 TARGETS = ("bayesfa/samplers", "bayesfa/learners")
 OUT = ROOT / "benchmarks/results/mutation"
 EQUIVALENT = HERE / "equivalent.json"
-#: Seconds a mutant's tests may take with numba's JIT on (they compile the mutated kernels).
-JIT_TIMEOUT = 850
+#: What the work copy holds: a later HEAD that changes none of it (only benchmarks/, docs)
+#: may go on with the copy's verdicts.
+COPIED = ("bayesfa", "tests", "pyproject.toml")
+#: CPU seconds a mutant's tests may take with numba's JIT on (they compile the mutated
+#: kernels) and off; CPU seconds of one ``validate`` (compiling included). Limits are on CPU,
+#: not wall time: on the shared machine a correct run's wall time is several times its CPU.
+JIT_CPU, NOJIT_CPU, VALIDATE_CPU = 600, 300, 900
+#: cosmic-ray's own limit (wall seconds), a backstop far above the CPU limits
+WALL_TIMEOUT = 4 * 3600
 
 
 # -- what a file is tested by ---------------------------------------------------------------
@@ -119,9 +130,32 @@ def registry(root: Path = ROOT) -> dict[str, str]:
     raise SystemExit("bayesfa/methods.py has no REGISTRY")
 
 
-def methods_of(module: str, graph: dict[str, set[str]], methods: dict[str, str]) -> list[str]:
-    """The methods whose front reaches ``module`` through bayesfa's imports."""
-    return sorted(name for name, front in methods.items() if module in reach(graph, front))
+def reach_near(graph: dict[str, set[str]], start: str, stops: set[str]) -> set[str]:
+    """What ``start`` reaches through imports without going on through a module of ``stops``
+    (other than ``start``; the stops reached are included)."""
+    seen, todo = set(), [start]
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        if m != start and m in stops:
+            continue
+        todo.extend(graph.get(m, ()))
+    return seen
+
+
+def methods_of(module: str, graph: dict[str, set[str]], methods: dict[str, str],
+               scope: str = "all") -> list[str]:
+    """The methods whose front reaches ``module`` through bayesfa's imports. ``scope="near"``:
+    only those that reach it without passing through another method's front (``hpyp`` imports
+    ``cgs_pfa`` for its hold-out split, so every CGS-PFA kernel is in its reach; the kernel is
+    validated by the methods that call it, ``cgs-pfa``, ``ipfa``, ``cgs-sg``)."""
+    if scope == "all":
+        return sorted(name for name, front in methods.items() if module in reach(graph, front))
+    fronts = set(methods.values())
+    return sorted(name for name, front in methods.items()
+                  if module in reach_near(graph, front, fronts))
 
 
 def tests_of(module: str, root: Path = ROOT) -> list[str]:
@@ -143,13 +177,13 @@ def targets(root: Path = ROOT, patterns: list[str] | None = None) -> list[Path]:
     return files
 
 
-def plan(root: Path = ROOT, patterns: list[str] | None = None) -> list[dict]:
+def plan(root: Path = ROOT, patterns: list[str] | None = None, scope: str = "near") -> list[dict]:
     graph, methods = import_graph(root), registry(root)
     rows = []
     for p in targets(root, patterns):
         m = module_name(p, root)
         rows.append({"file": str(p.relative_to(root)), "module": m, "tests": tests_of(m, root),
-                     "methods": methods_of(m, graph, methods)})
+                     "methods": methods_of(m, graph, methods, scope)})
     return rows
 
 
@@ -170,13 +204,15 @@ def prepare_work(work: Path) -> str:
     stamp = work / "commit"
     if stamp.exists():
         have = stamp.read_text().strip()
-        if have != head:
+        same = have == head or subprocess.run(
+            ["git", "-C", str(ROOT), "diff", "--quiet", have, head, "--", *COPIED]).returncode == 0
+        if not same:
             raise SystemExit(f"run.py: {work} holds commit {have}, HEAD is {head}: finish or move "
                              f"that work folder (its verdicts are about {have}), or give --work")
         return head
     (work / "main").mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD", "bayesfa", "tests",
-                              "pyproject.toml"], check=True, capture_output=True).stdout
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD", *COPIED], check=True,
+                             capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(work / "main")], input=archive, check=True)
     stamp.write_text(head + "\n")
     return head
@@ -203,17 +239,23 @@ def session_files(work: Path, row: dict, python: str, validate: bool, jit: bool,
              f"export PYTHONPATH={main} NUMBA_CACHE_DIR={cache}",
              # compiled code of the mutated file, and of files that may have inlined it, is stale
              f"find {cache} \\( {names} \\) -delete 2>/dev/null"]
+    # a time-out is a kill (as cosmic-ray counts it), marked TIMEOUT in the job's output so
+    # that report counts it apart
     if row["tests"]:
-        lines.append(f"{python} -S {HERE / 'warm_runner.py'} run {sock} "
-                     f"{JIT_TIMEOUT + 10 if jit else 110} || exit 1")
+        lines += [f"{python} -S {HERE / 'warm_runner.py'} run {sock} {WALL_TIMEOUT - 60}",
+                  'rc=$?; [ $rc = 2 ] && { echo "TIMEOUT tests"; exit 1; }; [ $rc = 0 ] || exit 1']
     if validate:
-        lines += [f"{python} -m bayesfa.cli validate {m} --seed 0 >/dev/null 2>&1 || exit 1"
-                  for m in row["methods"]]
+        for m in row["methods"]:
+            lines += [f"( ulimit -t {VALIDATE_CPU}; exec {python} -m bayesfa.cli validate {m} "
+                      "--seed 0 >/dev/null 2>&1 )",
+                      # 152 = 128 + SIGXCPU (the CPU limit), 137 = 128 + SIGKILL (its hard limit)
+                      f'rc=$?; case $rc in 0) ;; 152|137) echo "TIMEOUT validate {m}"; exit 1;; '
+                      '*) exit 1;; esac']
     if not row["tests"] and not (validate and row["methods"]):
         lines.append("exit 0  # nothing tests this file: every mutant survives")
     script.write_text("\n".join(lines) + "\n")
     script.chmod(0o755)
-    toml.write_text(f'[cosmic-ray]\nmodule-path = "{main / row["file"]}"\ntimeout = {JIT_TIMEOUT + 60:.1f}\n'
+    toml.write_text(f'[cosmic-ray]\nmodule-path = "{main / row["file"]}"\ntimeout = {WALL_TIMEOUT:.1f}\n'
                     f'excluded-modules = []\ntest-command = "bash {script}"\n\n'
                     f'[cosmic-ray.distributor]\nname = "local"\n')
     return toml, db, sock
@@ -224,7 +266,7 @@ def _serve(row: dict, work: Path, python: str, sock: Path, jit: bool):
     if not row["tests"]:
         return None
     env = dict(os.environ, NUMBA_DISABLE_JIT="0" if jit else "1", PYTHONPATH=str(work / "main"),
-               WARM_TIMEOUT=str(JIT_TIMEOUT if jit else 100),
+               WARM_CPU=str(JIT_CPU if jit else NOJIT_CPU), WARM_TIMEOUT=str(WALL_TIMEOUT - 120),
                NUMBA_CACHE_DIR=str(work / "numba-cache"))
     if sock.exists():
         sock.unlink()
@@ -249,7 +291,7 @@ def run_file(row: dict, work: Path, args, graph: dict[str, set[str]]) -> None:
     validate = not args.no_validate
     server = None
     try:
-        for jit in (False, True):
+        for jit in {"auto": (False, True), "on": (True,), "off": (False,)}[args.jit]:
             toml, db, sock = session_files(work, row, args.python, validate, jit, graph)
             server = _serve(row, work, args.python, sock, jit)
             # the killer must pass on the unmutated copy, or every "kill" would be a false one
@@ -301,7 +343,7 @@ def outcomes(db: Path) -> dict:
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
-    n = {"killed": 0, "survived": 0, "incompetent": 0, "skipped": 0, "pending": 0}
+    n = {"killed": 0, "timeouts": 0, "survived": 0, "incompetent": 0, "skipped": 0, "pending": 0}
     survivors = []
     with use_db(str(db), WorkDB.Mode.open) as wdb:
         n["pending"] = sum(1 for _ in wdb.pending_work_items)
@@ -316,8 +358,22 @@ def outcomes(db: Path) -> dict:
                 survivors.append({"job": item.job_id, "line": m.start_pos[0],
                                   "operator": m.operator_name, "occurrence": m.occurrence})
             else:
-                n["killed"] += 1
+                n["killed"] += 1  # a time-out is a kill, also counted apart
+                output = result.output or ""
+                n["timeouts"] += output == "timeout" or "TIMEOUT" in output
     return {**n, "survivors": survivors}
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float | None, float | None]:
+    """The exact (Clopper-Pearson) interval of a binomial proportion, ``k`` of ``n``."""
+    if n == 0:
+        return None, None
+    from scipy.stats import beta
+
+    a = (1 - level) / 2
+    lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
+    hi = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
+    return lo, hi
 
 
 def report(work: Path, out: Path, read=None) -> dict:
@@ -340,21 +396,31 @@ def report(work: Path, out: Path, read=None) -> dict:
         eq = equivalent.get(row["file"], {})
         live = [s for s in o["survivors"] if s["job"] not in eq]
         denom = o["killed"] + len(live)
-        rows.append({"file": row["file"], **{k: o[k] for k in ("killed", "survived", "incompetent",
-                                                                "skipped", "pending")},
+        lo, hi = clopper_pearson(o["killed"], denom)
+        rows.append({"file": row["file"], **{k: o.get(k, 0) for k in (
+                         "killed", "timeouts", "survived", "incompetent", "skipped", "pending")},
+                     "ran": o["killed"] + o["survived"] + o["incompetent"],
                      "equivalent": len(o["survivors"]) - len(live),
-                     "score": o["killed"] / denom if denom else None, "survivors": live})
+                     "score": o["killed"] / denom if denom else None, "score_95": [lo, hi],
+                     "survivors": live})
     summary = {"commit": commit, "command": "python benchmarks/mutation/run.py run; "
                "python benchmarks/mutation/run.py report", "files": rows}
     write_out_json(out / "summary.json", summary)
     md = [f"Mutation score per file at `{commit}` (`python benchmarks/mutation/run.py run`, then "
-          "`report`): killed / (killed + survived), equivalent survivors left out.", "",
-          "| file | killed | survived | equivalent | incompetent | pending | skipped | score |",
-          "|---|---:|---:|---:|---:|---:|---:|---:|"]
+          "`report`): killed / (killed + survived), equivalent survivors left out; time-outs "
+          "are kills (as cosmic-ray counts them), also shown apart; 95 % interval: "
+          "Clopper-Pearson, for the file's score when the mutants ran are a random sample of "
+          "its mutants (`--sample`; skipped: not in the sample).", "",
+          "| file | ran | killed | of which time-outs | survived | equivalent | incompetent | "
+          "pending | skipped | score | 95 % interval |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         score = "-" if r["score"] is None else f"{100 * r['score']:.1f} %"
-        md.append(f"| {r['file']} | {r['killed']} | {len(r['survivors'])} | {r['equivalent']} | "
-                  f"{r['incompetent']} | {r['pending']} | {r['skipped']} | {score} |")
+        ci = "-" if r["score"] is None else \
+            f"{100 * r['score_95'][0]:.0f}-{100 * r['score_95'][1]:.0f} %"
+        md.append(f"| {r['file']} | {r['ran']} | {r['killed']} | {r['timeouts']} | "
+                  f"{len(r['survivors'])} | {r['equivalent']} | {r['incompetent']} | "
+                  f"{r['pending']} | {r['skipped']} | {score} | {ci} |")
     write_out_text(out / "summary.md", "\n".join(md) + "\n")
     print("\n".join(md))
     return summary
@@ -380,10 +446,18 @@ def main(argv=None) -> int:
     p.add_argument("--sample", type=int, default=0, help="K mutants per file (0: all)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-validate", action="store_true", help="the fast tests only")
+    p.add_argument("--jit", choices=("auto", "on", "off"), default="auto",
+                   help="numba's JIT for the fast tests: auto (default) off where the tests pass "
+                        "so on the unmutated copy, else on; on: a kernel's tests in pure Python "
+                        "can take far longer than compiling it (tests/test_ipfa.py and "
+                        "test_wide_counts.py: over 220 CPU s without the JIT)")
+    p.add_argument("--validate-scope", choices=("near", "all"), default="near",
+                   help="near (default): validate the methods that reach the file without "
+                        "passing through another method's front; all: every method reaching it")
     args = p.parse_args(argv)
     work = Path(args.work).resolve()
     if args.command == "plan":
-        for row in plan(ROOT, args.files):
+        for row in plan(ROOT, args.files, args.validate_scope):
             print(f"{row['file']}\n  methods: {', '.join(row['methods']) or '-'}\n  tests: "
                   f"{', '.join(row['tests']) or '- (no test imports it)'}")
         return 0
@@ -406,7 +480,7 @@ def main(argv=None) -> int:
         p.error("--cosmic-ray: cosmic-ray not found (pip install cosmic-ray, or give its path)")
     prepare_work(work)
     graph = import_graph(work / "main")
-    for row in plan(work / "main", args.files):
+    for row in plan(work / "main", args.files, args.validate_scope):
         run_file(row, work, args, graph)
     report(work, Path(args.out), read)
     return 0

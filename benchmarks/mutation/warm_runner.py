@@ -8,19 +8,30 @@ reads another's cached .pyc).
 
     python warm_runner.py serve SOCKET ROOT -- PYTEST_ARGS...   # the server (background)
     python warm_runner.py run SOCKET [TIMEOUT]                    # the test command: exit 0 = pass
+
+Time limits are on CPU time (``WARM_CPU`` seconds, the child's ``RLIMIT_CPU``), not on wall
+time: on a shared machine at load 10 a correct test run takes five times its CPU in wall time,
+and a wall-clock limit would count that as a kill. A wall-clock backstop (``WARM_TIMEOUT``,
+default ten times the CPU limit) catches a child that sleeps. ``run`` exits 0 when the tests
+pass, 1 when they fail, 2 when the child ran out of time (a time-out: a kill, as cosmic-ray
+counts it, which the caller can report apart).
 """
 import os
 import socket
 import sys
 
 
-# seconds; below cosmic-ray's own timeout, so a hung mutant is killed here (WARM_TIMEOUT: longer,
-# for tests that compile numba kernels)
-CHILD_TIMEOUT = float(os.environ.get("WARM_TIMEOUT", "100"))
+# CPU seconds a child may use (WARM_CPU: more for tests that compile numba kernels); the
+# wall-clock backstop WARM_TIMEOUT is ten times that unless given
+CHILD_CPU = float(os.environ.get("WARM_CPU", "100"))
+CHILD_TIMEOUT = float(os.environ.get("WARM_TIMEOUT", str(10 * CHILD_CPU)))
+#: the reply for a child that ran out of time
+TIMED_OUT = "T"
 
 
-def _wait(pid: int, timeout: float) -> int:
-    """The child's exit code, or 1 after killing it when it runs past ``timeout``."""
+def _wait(pid: int, timeout: float):
+    """The child's exit code, or :data:`TIMED_OUT` when it ran out of CPU time (``SIGXCPU``, or
+    ``SIGKILL`` at the hard limit) or past ``timeout`` seconds of wall time (then killed)."""
     import signal
     import time
 
@@ -28,11 +39,13 @@ def _wait(pid: int, timeout: float) -> int:
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
+            if os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGXCPU, signal.SIGKILL):
+                return TIMED_OUT
             return os.waitstatus_to_exitcode(status)
         if time.monotonic() > end:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-            return 1
+            return TIMED_OUT
         time.sleep(0.02)
 
 
@@ -56,6 +69,10 @@ def serve(path: str, root: str, args: list[str]) -> None:
         conn.recv(16)
         pid = os.fork()
         if pid == 0:
+            import resource
+
+            cpu = int(CHILD_CPU)
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
             server.close()
             os.chdir(root)
             sys.path.insert(0, root)
@@ -72,9 +89,9 @@ def serve(path: str, root: str, args: list[str]) -> None:
 
 
 def run(path: str, timeout: float) -> int:
-    """0 if the tests pass, 1 if they fail. A failure to reach the server is not a kill: it is
-    retried for a minute, then logged to ``SOCKET.errors`` (which must stay empty for the run
-    to count) before exiting 1."""
+    """0 if the tests pass, 1 if they fail, 2 if they ran out of time. A failure to reach the
+    server is not a kill: it is retried for a minute, then logged to ``SOCKET.errors`` (which
+    must stay empty for the run to count) before exiting 1."""
     import time
 
     end = time.monotonic() + 60
@@ -85,6 +102,8 @@ def run(path: str, timeout: float) -> int:
             client.connect(path)
             client.sendall(b"run")
             reply = client.recv(16).decode()
+            if reply == TIMED_OUT:
+                return 2
             return 0 if int(reply) == 0 else 1
         except (OSError, ValueError) as err:
             if time.monotonic() > end:
@@ -99,4 +118,4 @@ if __name__ == "__main__":
         cut = sys.argv.index("--")
         serve(sys.argv[2], sys.argv[3], sys.argv[cut + 1:])
     else:
-        sys.exit(run(sys.argv[2], float(sys.argv[3]) if len(sys.argv) > 3 else 110.0))
+        sys.exit(run(sys.argv[2], float(sys.argv[3]) if len(sys.argv) > 3 else CHILD_TIMEOUT + 10))
