@@ -119,8 +119,9 @@ def test_ipfa_float64_chain_state_is_exact_integers(lowered, sampler):
     rng = np.random.default_rng(5)
     priors = np.array([1.0, 0.1, 1.0, 0.1])
     if sampler == "blocked":
-        from bayesfa.samplers.pfa._ipfa_blocked_kernel import sweeps
+        from bayesfa.samplers.pfa._ipfa_blocked_kernel import build_hybrid
 
+        sweeps = build_hybrid(None)  # what ipfa's blocked chain runs: step 0, then steps 1-6
         chain = ipfa._BlockedChain(tokens, n_symbols, 3, rng, 1.0, 1.0, 8)
     else:
         from bayesfa.samplers.pfa._ipfa_kernel import sweeps
