@@ -415,14 +415,18 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
 
         # on every worker: data scattered to one worker die with it (scattered data cannot be
         # recomputed), and the units that need them fail instead of moving elsewhere
-        corpus_f, test_f = scatter_everywhere(client, [train, test])
+        held = scatter_everywhere(client, [train, test])
+
+        def rescatter():
+            held[:] = scatter_everywhere(client, [train, test])
 
         def submit(c):
-            return client.submit(_final_unit, spec.method, corpus_f, test_f, options,
+            return client.submit(_final_unit, spec.method, held[0], held[1], options,
                                  metas[c]["seed"], not bar.quiet, pure=False)
 
-        # a unit whose worker died is submitted again (selection.results_resubmitting)
-        for c, res in results_resubmitting(client, {submit(c): c for c in todo}, submit):
+        # a unit whose worker died is submitted again (selection.results_resubmitting), its
+        # data scattered again if they went with the worker
+        for c, res in results_resubmitting(client, {submit(c): c for c in todo}, submit, rescatter):
             if res["log_mean"].shape != (n_test,):
                 raise ValueError(f"chain {c}: {res['log_mean'].size} log probabilities for "
                                  f"{n_test} test strings")

@@ -345,11 +345,13 @@ def scatter_everywhere(client, data: list) -> list:
     raise AssertionError("unreachable")
 
 
-def results_resubmitting(client, futures: dict, submit):
+def results_resubmitting(client, futures: dict, submit, rescatter=None):
     """``(futures[f], f.result())`` for each Dask future as it finishes. A task the scheduler
     cancelled because a worker died under it (seen as "already forgotten") is submitted again
     with ``submit(key)``, at most :data:`TASK_RESUBMITS` times each: a task is a pure function
-    of its inputs and seed. On any error the futures left are cancelled."""
+    of its inputs and seed. A cancellation for "lost dependencies" (the scattered data went
+    with the worker) first calls ``rescatter()``, so that ``submit`` sends data that exist. On
+    any error the futures left are cancelled."""
     import concurrent.futures
 
     from dask.distributed import as_completed
@@ -361,10 +363,12 @@ def results_resubmitting(client, futures: dict, submit):
             key = futures.pop(fut)
             try:
                 res = fut.result()
-            except concurrent.futures.CancelledError:
+            except concurrent.futures.CancelledError as err:
                 lost[key] = lost.get(key, 0) + 1
                 if lost[key] > TASK_RESUBMITS or client.status != "running":
                     raise
+                if rescatter is not None and "lost dependencies" in str(err):
+                    rescatter()
                 again = submit(key)
                 futures[again] = key
                 done.add(again)
@@ -376,15 +380,19 @@ def results_resubmitting(client, futures: dict, submit):
 
 
 def _run_on_dask(client, method, corpus, splits, pending, finish, bar, notice=False) -> None:
-    [corpus_f] = scatter_everywhere(client, [corpus])
+    held = scatter_everywhere(client, [corpus])
+
+    def rescatter():
+        held[:] = scatter_everywhere(client, [corpus])
 
     def submit(i):
         t = pending[i]
         payload = {"options": t.options, "train": splits[t.fold][0], "held": splits[t.fold][1],
                    "seed": t.seed, "notice": bool(notice)}
-        return client.submit(_run_task, method, corpus_f, payload, pure=False)
+        return client.submit(_run_task, method, held[0], payload, pure=False)
 
-    for i, res in results_resubmitting(client, {submit(i): i for i in range(len(pending))}, submit):
+    for i, res in results_resubmitting(client, {submit(i): i for i in range(len(pending))}, submit,
+                                       rescatter):
         finish(pending[i], res)
         bar.update(1)
 
