@@ -129,13 +129,13 @@ def merge_rows(rows) -> list[dict]:
     return [last[k] for k in sorted(last, key=key)]
 
 
-def rows_csv(rows) -> str:
-    """The rows as ``summary.csv`` (empty cells for None)."""
+def rows_csv(rows, columns=COLUMNS) -> str:
+    """The rows as ``summary.csv`` (empty cells for None), in ``columns``."""
     buf = io.StringIO()
-    w = csv.DictWriter(buf, COLUMNS, extrasaction="ignore", lineterminator="\n")
+    w = csv.DictWriter(buf, columns, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({k: ("" if r.get(k) is None else r[k]) for k in COLUMNS})
+        w.writerow({k: ("" if r.get(k) is None else r[k]) for k in columns})
     return buf.getvalue()
 
 

@@ -355,15 +355,8 @@ def merge(rows) -> list[dict]:
 
 
 def rows_csv(rows) -> str:
-    import csv
-    import io
-
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, COLUMNS, extrasaction="ignore", lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: ("" if r.get(k) is None else r[k]) for k in COLUMNS})
-    return buf.getvalue()
+    """The rows as ``natural.csv``: :func:`peers.rows_csv` in this table's columns."""
+    return peers.rows_csv(rows, COLUMNS)
 
 
 def main(argv=None) -> int:

@@ -108,14 +108,8 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
 
 
 def reach(graph: dict[str, set[str]], start: str) -> set[str]:
-    seen, todo = set(), [start]
-    while todo:
-        m = todo.pop()
-        if m in seen:
-            continue
-        seen.add(m)
-        todo.extend(graph.get(m, ()))
-    return seen
+    """Every module ``start`` reaches through imports (:func:`reach_near` with no stops)."""
+    return reach_near(graph, start, set())
 
 
 def registry(root: Path = ROOT) -> dict[str, str]:
