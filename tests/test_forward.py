@@ -17,6 +17,18 @@ from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
 
 
 # -- helpers (also used by test_automata and test_pautomac) ---------------------------------
+
+def _traced_peak(fn, *args):
+    """``fn(*args)`` and tracemalloc's peak during the call, in bytes."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        out = fn(*args)
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
 def random_pfa(rng: np.random.Generator, n_states: int, n_letters: int, *,
                sparsity: float = 0.0, min_stop: float = 0.0):
     """``(init, trans, stop)`` of a random PFA.
@@ -241,7 +253,6 @@ def test_samples_are_chunked_to_the_memory_budget(monkeypatch, samples_per_chunk
     """A sample's forward state is three ``[n_strings, Q]`` float64 arrays; the sample axis is
     cut into chunks of ``floor(_CHUNK_BYTES / that)`` samples (at least one), and the traced
     peak of a call, besides its output, stays within twice the budget."""
-    import tracemalloc
 
     rng = np.random.default_rng(3)
     n_samples, n_states, n_letters, n_strings = 40, 8, 3, 200
@@ -263,12 +274,7 @@ def test_samples_are_chunked_to_the_memory_budget(monkeypatch, samples_per_chunk
         return chunk(*args)
 
     monkeypatch.setattr(forward, "_forward_chunk", spy)
-    tracemalloc.start()
-    try:
-        got = forward_log_prob(init, trans, stop, corpus)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    got, peak = _traced_peak(forward_log_prob, init, trans, stop, corpus)
     full, rest = divmod(n_samples, samples_per_chunk)
     assert sizes == [samples_per_chunk] * full + ([rest] if rest else [])
     assert peak - got.nbytes <= 2 * budget
@@ -351,18 +357,12 @@ def test_log_mean_exp_by_strings_gives_the_bits_of_one_block(monkeypatch, string
 def test_string_chunks_bound_the_memory(monkeypatch):
     """One sample's messages over every string exceed the budget: the traced peak of a call,
     besides its output, stays within twice the budget (it held every string's before)."""
-    import tracemalloc
 
     corpus, init, trans, stop = _random_batch(8, n_samples=2, n_states=40, n_strings=3000)
     want = forward_log_prob(init, trans, stop, corpus)
     budget = 64 * 40 * forward.MESSAGE_BYTES
     monkeypatch.setattr(forward, "_CHUNK_BYTES", budget)
-    tracemalloc.start()
-    try:
-        got = forward_log_prob(init, trans, stop, corpus)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    got, peak = _traced_peak(forward_log_prob, init, trans, stop, corpus)
     assert corpus.n_strings * 40 * forward.MESSAGE_BYTES > 20 * budget
     assert peak - got.nbytes <= 2 * budget
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
