@@ -253,7 +253,6 @@ def test_samples_are_chunked_to_the_memory_budget(monkeypatch, samples_per_chunk
     """A sample's forward state is three ``[n_strings, Q]`` float64 arrays; the sample axis is
     cut into chunks of ``floor(_CHUNK_BYTES / that)`` samples (at least one), and the traced
     peak of a call, besides its output, stays within twice the budget."""
-
     rng = np.random.default_rng(3)
     n_samples, n_states, n_letters, n_strings = 40, 8, 3, 200
     strings = [list(rng.integers(0, n_letters, size=k)) for k in rng.integers(0, 12, size=n_strings)]
@@ -357,7 +356,6 @@ def test_log_mean_exp_by_strings_gives_the_bits_of_one_block(monkeypatch, string
 def test_string_chunks_bound_the_memory(monkeypatch):
     """One sample's messages over every string exceed the budget: the traced peak of a call,
     besides its output, stays within twice the budget (it held every string's before)."""
-
     corpus, init, trans, stop = _random_batch(8, n_samples=2, n_states=40, n_strings=3000)
     want = forward_log_prob(init, trans, stop, corpus)
     budget = 64 * 40 * forward.MESSAGE_BYTES
