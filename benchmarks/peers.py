@@ -13,7 +13,8 @@ Peers, each at its documented practice, its size chosen on held-out *training* s
   automaton is reported as is: a test string of weight <= 0 has no probability and the row
   says "zero probability" (no smoothing is added);
 - ``hmm-em``: hmmlearn's ``CategoricalHMM`` by Baum-Welch, through bayesfa's ``hmm-em`` method
-  (5 random restarts, the best training likelihood kept), number of states chosen;
+  (5 random restarts, the best training likelihood kept), number of states chosen; or, with
+  ``--grid trimmed``, the cheaper practice of :data:`TRIMMED` (its reason there);
 - ``alergia``: AALpy's ``run_Alergia`` (Carrasco & Oncina 1994) learning a Markov chain
   over the letters and an end symbol, its Hoeffding bound ``eps`` chosen (size: states
   learned); unsmoothed, so an unseen transition is a zero probability;
@@ -47,7 +48,13 @@ written atomically to ``OUT/units/P.METHOD.json`` when it ends, failed or not, a
 skips the units that have a file. The summary (``summary.csv``, ``summary.json``: commit,
 portable command, problems done) is rebuilt from the unit files at the end.
 
+Grids. ``--grid full`` (the default) runs :data:`GRIDS` with each method's defaults;
+``--grid trimmed`` runs :data:`TRIMMED`'s grid and fixed options instead (only for the methods
+it lists). A unit's row records which (``grid`` in its JSON, and in ``chosen_by`` and its
+command), and a rerun with the other grid does not reuse it.
+
     nice -n 10 python benchmarks/peers.py --problems 24,12,5 --workers 1
+    nice -n 10 python benchmarks/peers.py --methods hmm-em --grid trimmed --workers 1 --timeout 900
 """
 
 from __future__ import annotations
@@ -89,6 +96,25 @@ GRIDS = {
     "estatemerge": [0.01, 0.1, 1.0],
     "cvb0": [5, 10, 20, 40],
     "hmm-em": [2, 4, 8, 16, 32],  # bayesfa's hmm-em defaults: 5 restarts, 100 iterations
+}
+#: ``--grid trimmed``: a cheaper practice for a peer whose full grid costs too much CPU on the
+#: project's 2-core machine, ``{method: {"grid": sizes, "fixed": options}}``.
+#:
+#: hmm-em: the full grid (5 sizes x 5 restarts x 100 EM iterations, on the 80 % and the refit)
+#: is about 20 CPU minutes on a 20,000-string problem and over an hour on a 100,000-string one
+#: (hours over the 47). Measured (hmmlearn 'scaling', one restart, this machine, niced, shared):
+#: one EM iteration costs about 0.42 CPU s at 2 to 16 states and 0.7 at 32 on problem 43
+#: (20,000 strings, 119,000 symbols), 2.5 s at 2 to 8 states, 3.7 at 16 and 8.9 at 32 on
+#: problem 18 (100,000 strings, 1.6 M symbols): the per-string work of hmmlearn dominates up to
+#: 16 states. On problem 1, the log-likelihood per symbol from a random start rises by less than
+#: 1e-3 a step after 14 iterations (4 states) and 17 (16 states), then creeps. So: two sizes, 4
+#: and 16 states (the held-out choice still picks between them), one restart (no best-of-5), and
+#: at most 15 EM iterations per fit (hmm-em's tolerance, 1e-3 on the total log-likelihood, does
+#: not stop it earlier on these data): about 120 CPU s of EM per iteration over all 47
+#: problems, about 35 CPU minutes with the reading and scoring. An HMM stopped at 15 iterations,
+#: of at most 16 states, from one start: a weaker practice than the full one, named as such.
+TRIMMED = {
+    "hmm-em": {"grid": [4, 16], "fixed": {"restarts": 1, "n_iter": 15}},
 }
 RUN = list(GRIDS)           # the methods fitted here
 COMMITTED = ["auto", "ipfa"]  # the methods read from committed runs
@@ -323,30 +349,46 @@ CHOSEN = {"spectral": "rank", "hmm-em": "states", "alergia": "eps",
           "cvb0": "states", "estatemerge": "beta"}
 
 
-def run_unit(problem: str, method: str, data: Path, seed: int) -> dict:
-    """Choose the size on held-out training strings, refit on all of them, score the test."""
+def setting(method: str, grid: str = "full"):
+    """``(fit_predict, sizes, note)`` of ``method`` under ``--grid`` ``grid`` (``full``:
+    :data:`PEERS` and :data:`GRIDS`; ``trimmed``: :data:`TRIMMED`'s sizes and fixed options);
+    ``note`` is what a row's ``chosen_by`` says of the setting (empty for ``full``)."""
+    if grid == "full":
+        return PEERS[method], GRIDS[method], ""
+    if grid != "trimmed" or method not in TRIMMED:
+        raise ValueError(f"no {grid!r} grid for {method} (trimmed: {sorted(TRIMMED)})")
+    t = TRIMMED[method]
+    fixed = ", ".join(f"{k}={v}" for k, v in t["fixed"].items())
+    return (_bayesfa(method, CHOSEN[method], t["fixed"]), t["grid"],
+            f"; grid trimmed ({fixed}; see peers.TRIMMED)")
+
+
+def run_unit(problem: str, method: str, data: Path, seed: int, grid: str = "full") -> dict:
+    """Choose the size on held-out training strings, refit on all of them, score the test;
+    ``grid``: ``full`` or ``trimmed`` (:func:`setting`)."""
     from bayesfa.pautomac import read_sample, read_solution
     from bayesfa.scoring import score_all_log
 
     train = read_sample(data / f"{problem}.pautomac.train")
     test = read_sample(data / f"{problem}.pautomac.test").with_alphabet(train.alphabet_size)
     fit_idx, held_idx = heldout_split(train.n_strings, seed, problem)
-    fit_predict, grid = PEERS[method], GRIDS[method]
+    fit_predict, sizes, note = setting(method, grid)
     t0 = time.process_time()
     trials = []
-    for value, (preds, size) in zip(grid, fit_predict(train.subset(fit_idx), [train.subset(held_idx)],
-                                                      grid, seed)):
+    for value, (preds, size) in zip(sizes, fit_predict(train.subset(fit_idx),
+                                                       [train.subset(held_idx)], sizes, seed)):
         zeros, loglik = heldout_fit(preds[0])
         trials.append({"value": value, "size": size, "zeros": zeros, "loglik": loglik})
     best = choose(trials)
     [(preds, size)] = fit_predict(train, [test], [best["value"]], seed)
     cpu = time.process_time() - t0
-    chosen = (f"{CHOSEN[method]}={best['value']} of {grid} by held-out log-likelihood "
-              f"({int(HELDOUT * 100)}% of training strings, seed {seed})")
+    chosen = (f"{CHOSEN[method]}={best['value']} of {sizes} by held-out log-likelihood "
+              f"({int(HELDOUT * 100)}% of training strings, seed {seed}){note}")
     lp = preds[0]
     bad = int(np.count_nonzero(~np.isfinite(lp)))
     out = row(problem, method, cpu_seconds=round(cpu, 2), size=size, chosen_by=chosen)
     out["trials"] = trials
+    out["grid"] = grid
     if bad:
         out["status"] = f"zero probability ({bad} of {lp.size} test strings)"
         return out
@@ -390,8 +432,10 @@ def default_problems() -> list[str]:
 
 
 def _unit_command(problem, method, args) -> list[str]:
+    grid = getattr(args, "grid", "full")
     return [sys.executable, str(Path(__file__).resolve()), "--unit", f"{problem}:{method}",
-            "--data", str(args.data), "--seed", str(args.seed)]
+            "--data", str(args.data), "--seed", str(args.seed)] + \
+        (["--grid", grid] if grid != "full" else [])
 
 
 _lock = threading.Lock()
@@ -403,7 +447,12 @@ def drive_unit(problem, method, args, units: Path, cmd=None, failed=None) -> dic
     (default :func:`row`) makes the row of a unit that failed or timed out."""
     path = units / f"{problem}.{method}.json"
     if path.exists():
-        return json.loads(path.read_text())
+        done = json.loads(path.read_text())
+        want = getattr(args, "grid", "full")
+        if cmd is None and done.get("grid", "full") != want:
+            raise SystemExit(f"{path} ran grid {done.get('grid', 'full')!r}, not {want!r}: "
+                             f"move it away to rerun")
+        return done
     cmd = cmd or _unit_command(problem, method, args)
     make_row = failed or row
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -422,6 +471,7 @@ def drive_unit(problem, method, args, units: Path, cmd=None, failed=None) -> dic
         proc.stderr.close()
         res = make_row(problem, method, status=f"time-out ({args.timeout:g} s wall, "
                   f"{usage.ru_utime + usage.ru_stime:.0f} CPU s)")
+    res.setdefault("grid", getattr(args, "grid", "full"))
     res["command"] = _portable(cmd)
     with _lock:
         write_out_json(path, res)
@@ -445,6 +495,9 @@ def main(argv=None) -> int:
     p.add_argument("--data", default=str(DATA))
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--workers", type=int, default=1, help="units at once")
+    p.add_argument("--grid", choices=["full", "trimmed"], default="full",
+                   help="full: GRIDS at each method's defaults; trimmed: TRIMMED's cheaper "
+                        f"practice (methods {sorted(TRIMMED)})")
     p.add_argument("--timeout", type=float, default=3600.0, help="wall seconds per unit")
     p.add_argument("--out", default=str(OUT))
     p.add_argument("--note", default="", help="a note for summary.json (e.g. where the units ran)")
@@ -454,7 +507,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.unit:
         problem, method = args.unit.split(":")
-        print(json.dumps(run_unit(problem, method, Path(args.data), args.seed)))
+        print(json.dumps(run_unit(problem, method, Path(args.data), args.seed, args.grid)))
         return 0
     problems = default_problems() if args.problems is None else \
         [s.strip() for s in args.problems.split(",") if s.strip()]
@@ -462,6 +515,8 @@ def main(argv=None) -> int:
     unknown = [m for m in methods if m not in PEERS]
     if unknown:
         p.error(f"--methods: unknown {unknown}; choose from {RUN}")
+    if args.grid == "trimmed" and not args.summarize_only and set(methods) - set(TRIMMED):
+        p.error(f"--grid trimmed: no trimmed grid for {sorted(set(methods) - set(TRIMMED))}")
     for q in problems:
         missing = missing_pautomac_file(args.data, q)
         if missing:
@@ -490,7 +545,10 @@ def main(argv=None) -> int:
         "methods_committed": COMMITTED,
         "unit_commands": "each unit's row in units/P.METHOD.json has its command",
         "note": args.note,
-        "grids": GRIDS, "heldout_fraction": HELDOUT, "not_run": NOT_RUN,
+        "grids": GRIDS, "trimmed": TRIMMED,
+        "grid_by_method": {m: sorted({r.get("grid", "full") for r in done if r["method"] == m})
+                           for m in ran},
+        "heldout_fraction": HELDOUT, "not_run": NOT_RUN,
         "mean_ratio_minus_one": {m: _mean(over, m) for m in RUN + COMMITTED} if complete else {},
         "mean_over": "the problems every method has a row for (problems); None: a failed row",
         "rows": rows})

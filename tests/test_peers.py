@@ -183,3 +183,38 @@ def test_front_best_on_ignores_a_partial_run(front):
     assert s["common"] == ["1", "2", "3"]
     assert [s["per_method"][m]["best_on"] for m in ("auto", "peer", "part")] == [2, 1, None]
     assert "| part |" in front.table(s) and "- (partial)" in front.table(s)
+
+
+def test_trimmed_grid_is_named_in_the_command_the_row_and_the_fit(peers, tmp_path, monkeypatch):
+    """``--grid trimmed``: hmm-em's sizes and fixed options come from TRIMMED, the unit's
+    command carries ``--grid trimmed``, a unit of the other grid is not reused, and a method
+    without a trimmed setting is refused."""
+    import argparse
+    import json
+
+    fit_predict, sizes, note = peers.setting("hmm-em", "trimmed")
+    assert sizes == peers.TRIMMED["hmm-em"]["grid"] != peers.GRIDS["hmm-em"]
+    assert "grid trimmed" in note and "restarts=1" in note
+    assert peers.setting("hmm-em")[1:] == (peers.GRIDS["hmm-em"], "")
+    with pytest.raises(ValueError):
+        peers.setting("spectral", "trimmed")
+    seen = []
+    monkeypatch.setattr("bayesfa.online.fit_and_predict",
+                        lambda name, train, options, seed, t: seen.append(options) or
+                        type("P", (), {"log_mean": np.zeros(1), "info": {"fit": {"n_states": 4}}})())
+    fit_predict(None, [None], [4], 1)
+    assert seen[0]["restarts"] == 1 and seen[0]["n_iter"] == 15 and seen[0]["states"] == 4
+    args = argparse.Namespace(data="d", seed=1, grid="trimmed", timeout=5.0)
+    cmd = peers._unit_command("3", "hmm-em", args)
+    assert cmd[-2:] == ["--grid", "trimmed"]
+    assert "--grid" not in peers._unit_command("3", "hmm-em", argparse.Namespace(data="d", seed=1))
+    (tmp_path / "3.hmm-em.json").write_text(json.dumps(peers.row("3", "hmm-em")))  # no grid: full
+    with pytest.raises(SystemExit, match="ran grid 'full', not 'trimmed'"):
+        peers.drive_unit("3", "hmm-em", args, tmp_path)
+    script = [sys.executable, "-c", "import json; print(json.dumps({'problem': '4', "
+              "'method': 'hmm-em', 'status': 'ok', 'cpu_seconds': 1, 'size': 4, 'grid': 'trimmed'}))"]
+    res = peers.drive_unit("4", "hmm-em", args, tmp_path, cmd=script)
+    assert res["grid"] == "trimmed" and json.loads((tmp_path / "4.hmm-em.json").read_text())["grid"] == "trimmed"
+    with pytest.raises(SystemExit):
+        peers.main(["--methods", "spectral", "--grid", "trimmed", "--problems", "1",
+                    "--out", str(tmp_path / "x")])
