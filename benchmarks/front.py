@@ -100,6 +100,9 @@ def summarize(rows: list[dict]) -> dict:
                   "median_failures_worst": float(np.median(worst)) if len(worst) else None,
                   "best_on": best[m], "cpu_median": float(np.median(cpu)) if len(cpu) else None,
                   "cpu_total": float(cpu.sum()) if len(cpu) else None,
+                  # a row run with a cheaper grid than the peer's documented practice
+                  # (peers.py --grid trimmed) says so in its chosen_by
+                  "trimmed": sum("grid trimmed" in (r.get("chosen_by") or "") for r in mine),
                   **_against(by, problems, m)}
     return {"methods": methods, "problems": problems, "common": common, "complete": complete,
             "per_method": out}
@@ -140,7 +143,11 @@ def table(s: dict) -> str:
         best = f"{r['best_on']} of {len(s['common'])}" if r["best_on"] is not None else "- (partial)"
         against = (f"{r['ref_ahead']} of {r['ref_compared']} | {_num(r['mean_over_ref'], '{:.1f}')}"
                    if r["ref_ahead"] is not None else "- | -")
-        lines.append(f"| {m} | {ORIGIN.get(m, '')} | {r['problems']} ({r['ok']} / {r['failed']}) "
+        origin = ORIGIN.get(m, "")
+        if r.get("trimmed"):
+            origin += (" - trimmed grid" if r["trimmed"] == r["problems"]
+                       else f" - trimmed grid on {r['trimmed']}")
+        lines.append(f"| {m} | {origin} | {r['problems']} ({r['ok']} / {r['failed']}) "
                      f"| {_num(r['mean'])} | {_num(r['median'])} | "
                      f"{_num(r['median_failures_worst'])} | {best} | "
                      f"{_num(r['cpu_median'], '{:.1f}')} / {_num(r['cpu_total'], '{:.0f}')} | "

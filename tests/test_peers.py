@@ -159,6 +159,24 @@ def test_front_summary_counts_failures_apart_and_never_best(front):
     assert text.splitlines()[2].startswith("| auto |")  # best median first
 
 
+def test_front_table_says_which_rows_ran_a_trimmed_grid(front):
+    """A peer whose rows ran ``peers.py --grid trimmed`` is marked so in the table's 'from'
+    column (all its rows, or how many), so that nobody reads it as the peer's full practice."""
+    def rows(trimmed_on):
+        return [{"problem": str(p), "method": m, "ratio_minus_one": 0.001 * p, "cpu_seconds": 1.0,
+                 "chosen_by": ("held-out; grid trimmed (restarts=1)" if m == "hmm-em" and p in trimmed_on
+                               else "held-out")}
+                for p in (1, 2) for m in ("auto", "hmm-em")]
+
+    def hmm_line(text):
+        return next(line for line in text.splitlines() if line.startswith("| hmm-em |"))
+
+    assert "| peer (hmmlearn) - trimmed grid |" in hmm_line(front.table(front.summarize(rows({1, 2}))))
+    assert "| peer (hmmlearn) - trimmed grid on 1 |" in hmm_line(front.table(front.summarize(rows({1}))))
+    assert "| peer (hmmlearn) |" in hmm_line(front.table(front.summarize(rows(set()))))
+    assert "trimmed" not in front.table(front.summarize(rows(set())))
+
+
 def test_front_puts_its_table_between_the_markers_only(front):
     """``--results``: the table replaces what stands between the two marker lines, the rest
     of the file is kept byte for byte; a file without the markers is refused."""
