@@ -535,9 +535,10 @@ def main(argv=None) -> int:
     ran = sorted({r["method"] for r in done})
     complete = [q for q in done_problems if all((units / f"{q}.{m}.json").exists() for m in RUN)]
     over = [r for r in rows if r["problem"] in complete]
+    commit = git_commit()  # before writing: the summary's own files would make the tree dirty
     write_out_text(out / "summary.csv", rows_csv(rows))
     write_out_json(out / "summary.json", {
-        "commit": git_commit(), "command": _portable([sys.executable] + sys.argv),
+        "commit": commit, "command": _portable([sys.executable] + sys.argv),
         "machine": cpu_name(), "partial": len(complete) < 47,
         "problems": complete, "methods_run": RUN, "methods_with_rows": ran,
         "problems_by_method": {m: [r["problem"] for r in merge_rows(done) if r["method"] == m]
