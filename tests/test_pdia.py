@@ -208,6 +208,58 @@ def test_moves_satisfy_detailed_balance_on_a_tiny_corpus(table_moves):
     assert moved > 1000  # the moves do move between configurations
 
 
+def _ambiguity_state(new_table_dish, k_old_elsewhere=False):
+    """A fixed proposal state of the PDIA's table move, as :func:`_pdfa_kernel.move_table`
+    hands it to ``_ambiguous`` (dishes already the proposal's). Letters 1, 2 (0 ends a
+    string), states 0-3 (4 with ``k_old_elsewhere``), tables 0-3:
+
+    - table ``t0 = 0`` (letter 1), customers ``(0, 1)`` and ``(3, 1)``, moved from dish
+      ``k_old = 1`` to dish 2; both its customers are common (``c = 2``), none in ``O``;
+    - table 1 (letter 2), opened by the proposal's walk: its one customer ``(2, 2)`` is new
+      (just in time), dish ``new_table_dish``;
+    - table 2 (letter 2), dish 3, customers ``(0, 2)`` (common) and ``(1, 2)``, which the
+      proposed path no longer visits (the one ``O`` entry);
+    - table 3 (letter 1), dish 1, customer ``(4, 1)``, untouched: only with
+      ``k_old_elsewhere``."""
+    from bayesfa.samplers.pdia import _crf_kernel as C
+    from bayesfa.samplers.pdia import _pdfa_kernel as K
+
+    n_cap, n_sym = 5, 3
+    seat = np.full((n_cap, n_sym), -1, dtype=np.int32)
+    tabs = np.zeros((7, n_cap * n_sym), dtype=np.int32)
+    sts = np.zeros((4, n_cap), dtype=np.int32)
+    tables = [(0, 1, 2, [(0, 1), (3, 1)]), (1, 2, new_table_dish, [(2, 2)]),
+              (2, 2, 3, [(0, 2), (1, 2)])]
+    if k_old_elsewhere:
+        tables.append((3, 1, 1, [(4, 1)]))
+    for t, col, dish, customers in tables:
+        tabs[C.T_N, t], tabs[C.T_DISH, t], tabs[C.T_COL, t] = len(customers), dish, col
+        sts[C.S_M, dish] += 1
+        for q, s in customers:
+            seat[q, s] = t
+    newq, news = np.array([2], dtype=np.int32), np.array([2], dtype=np.int32)
+    oseat = np.array([2], dtype=np.int32)
+    ws = K.new_workspace(8, n_cap, n_sym)
+    ws[6][K.C_STAMP] = 1  # a proposal's stamp (the workspace's marks start at 0)
+    return K._ambiguous(-1, -1, 0, 1, seat, 1, newq, news, 1, oseat, tabs, sts, ws)
+
+
+def test_ambiguity_rule_on_fixed_table_move_states():
+    """The rule of ``_pdfa_kernel._ambiguous`` on fixed states (``_ambiguity_state``): a table
+    move takes table ``t0`` from state 1 to state 2 while its walk opens a new table whose
+    dish is state 1. After the move state 1 exists, served only by the new table, which did
+    not serve it before with an old customer: the same result is reached by other events
+    (state 1 as a new dish of ``t0``'s proposal, ...) whose reverse is this one, so the
+    proposal must be rejected. It is state 1's *former* server ``t0`` that keeps common
+    customers (``c > 0``) without losing any to ``O``: the rule must count ``c`` there (the
+    surviving cosmic-ray mutant ``c > 0`` -> ``c < 0`` in the X flag, issue 39, returned
+    False). Not ambiguous when the new table serves another state (state 1 is then gone
+    after the move), or when an untouched table also serves state 1 (state 1 persists)."""
+    assert _ambiguity_state(new_table_dish=1)
+    assert not _ambiguity_state(new_table_dish=3)
+    assert not _ambiguity_state(new_table_dish=1, k_old_elsewhere=True)
+
+
 # -- the hyperparameter moves: exact reference by quadrature, mutants -------------------------
 
 def test_hyper_reference_matches_adaptive_quadrature_of_scalar_enumerations():
