@@ -120,3 +120,36 @@ def test_warm_runner_limits_cpu_time_and_reports_a_time_out_apart(tmp_path):
     finally:
         server.terminate()
         server.wait()
+
+
+def test_report_reads_several_work_copies_each_file_at_its_copys_commit(run, tmp_path):
+    """``report --also``: sessions of work copies at two commits in one table, each row with
+    its copy's commit; a file's session in the first copy wins over one in the others."""
+    import json
+
+    kernel, front = "bayesfa/samplers/pfa/_ffbs_kernel.py", "bayesfa/learners/hmm_em.py"
+    works = []
+    for name, commit, files in (("a", "aaaaaaa", [kernel]), ("b", "bbbbbbb", [kernel, front])):
+        w = tmp_path / name
+        (w / "sessions").mkdir(parents=True)
+        (w / "main").symlink_to(ROOT)
+        (w / "commit").write_text(commit + "\n")
+        for f in files:
+            (w / "sessions" / f"{run.slug(f)}.sqlite").write_text(name)
+        works.append(w)
+
+    def read(db):  # session "a": 3 killed, "b": 1 killed and a live survivor
+        n, live = {"a": (3, 0), "b": (1, 1)}[db.read_text()]
+        return {"killed": n, "timeouts": 0, "survived": live, "incompetent": 0, "skipped": 0,
+                "pending": 0, "survivors": [{"job": f"live{i}", "line": 1, "operator": "x",
+                                             "occurrence": i} for i in range(live)]}
+
+    summary = run.report(works[0], tmp_path / "out", read, [works[1]])
+    rows = {r["file"]: r for r in summary["files"]}
+    assert set(rows) == {kernel, front}
+    assert (rows[kernel]["commit"], rows[kernel]["killed"]) == ("aaaaaaa", 3)
+    assert (rows[front]["commit"], rows[front]["score"]) == ("bbbbbbb", 0.5)
+    assert summary["commits"] == ["aaaaaaa", "bbbbbbb"]
+    assert json.loads((tmp_path / "out/summary.json").read_text())["files"] == summary["files"]
+    md = (tmp_path / "out/summary.md").read_text()
+    assert f"| {front} | `bbbbbbb` |" in md and f"| {kernel} | `aaaaaaa` |" in md
