@@ -383,3 +383,44 @@ def test_estatemerge_prints_an_upper_bound_after_a_timed_start(bars, monkeypatch
     assert line.startswith("estatemerge: at most roughly ") and "prefix-tree states" in line
     for key in quiet:
         np.testing.assert_array_equal(loud[key], quiet[key], err_msg=key)
+
+
+def test_estatemerge_upper_bound_is_the_pace_so_far_times_the_states_left(bars, monkeypatch):
+    """The estimate's numbers, on a clock that advances one second per reading: the pace
+    printed is the time since the start over the blue states decided so far (``n >= 2``
+    here, so a pace of time *times* states, the surviving cosmic-ray mutant of issue 39,
+    differs), and the bound is that pace times the prefix-tree states not yet decided."""
+    import re
+    from types import SimpleNamespace
+
+    from bayesfa.learners.greedy import estatemerge as em
+
+    readings = []
+
+    def perf_counter():
+        readings.append(float(len(readings)))
+        return readings[-1]
+
+    at_write = []
+    write = _Bar.write
+
+    def noted_write(self, text, file=None):
+        at_write.append((readings[-1], self.n))  # the last reading: the one of the pace
+        write(self, text, file)
+
+    monkeypatch.setattr(_Bar, "write", noted_write)
+    monkeypatch.setattr(em, "time", SimpleNamespace(perf_counter=perf_counter))
+    monkeypatch.setattr(em, "PROGRESS_SECONDS", 1e-12)
+    monkeypatch.setattr(em, "ESTIMATE_AFTER_SECONDS", 5.0)
+    monkeypatch.setattr(em, "ESTIMATE_SECONDS", -1.0)
+    em.estatemerge(_corpus(40), 0.5, progress=True)
+    (bar,) = bars
+    (line,) = bar.lines
+    got = re.search(r"roughly (\d+) s more \((\d+) prefix-tree states, .* at (\S+) s a blue "
+                    r"state timed on the first (\d+)\)", line)
+    assert got, line
+    bound, n_tree, per, n = got.group(1), int(got.group(2)), got.group(3), int(got.group(4))
+    (now, n_bar), = at_write
+    assert n == n_bar >= 2 and now - readings[0] >= em.ESTIMATE_AFTER_SECONDS
+    pace = (now - readings[0]) / n
+    assert per == f"{pace:.3g}" and bound == f"{pace * (n_tree - n):.0f}"
