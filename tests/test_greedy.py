@@ -313,6 +313,8 @@ def test_smoothed_machine_is_a_distribution_equal_to_prediction(name):
     result = method.fit(corpus, options, 0, False)
     machine = method.automaton(result.arrays, options)
     assert _total_mass(machine) == pytest.approx(1.0, abs=1e-9)
+    # the reported size is the machine's (not, e.g., its row length A + 1: a mutant of issue 39)
+    assert result.info["n_states"] == machine.to_pfa().n_states != corpus.alphabet_size + 1
     # every string up to length 4 over the letters: the run's prediction equals the machine's
     strings = [list(p) for n in range(5) for p in itertools.product(range(3), repeat=n)]
     every = Corpus.from_strings(strings, 3)
