@@ -6,6 +6,7 @@ far beyond toy size in one line (before any sampling) unless ``--allow-large``."
 from __future__ import annotations
 
 import argparse
+import sys
 
 import numpy as np
 import pytest
@@ -216,6 +217,7 @@ class _Bar:
 
     def __init__(self, *args, total=None, **kwargs):
         self.total, self.n, self.steps, self.lines, self.closed = total, 0, [], [], False
+        self.kwargs = kwargs
         _Bar.made.append(self)
 
     def update(self, n=1):
@@ -308,7 +310,8 @@ def test_cgs_sg_draws_in_blocks_are_the_draws_of_one_call(monkeypatch):
 def test_hmm_em_reports_every_em_iteration(bars, monkeypatch):
     """One update per EM iteration of every restart (hmmlearn's monitor), the rest of a
     restart's share when ``--tol`` stops it early; the estimate of
-    :func:`bayesfa.learners.cvb.estimate_message` once (threshold 0); same model."""
+    :func:`bayesfa.learners.cvb.estimate_message` once (threshold 0); a bar on standard
+    error that leaves no line behind when done (``leave=False``); same model."""
     from bayesfa.learners import cvb
     from bayesfa.methods import get_method
 
@@ -321,6 +324,7 @@ def test_hmm_em_reports_every_em_iteration(bars, monkeypatch):
     (bar,) = bars
     iterations = [r["iterations"] for r in loud.info["restarts"]]
     assert bar.total == 18 and bar.n == 18 and bar.closed
+    assert bar.kwargs["leave"] is False and bar.kwargs["file"] is sys.stderr
     assert bar.steps.count(1) >= sum(iterations) and len(bar.steps) == sum(iterations) + 3
     assert len(bar.lines) == 1 and bar.lines[0].startswith("hmm-em: estimated roughly "), bar.lines
     assert "for 18 iterations" in bar.lines[0]
