@@ -153,3 +153,16 @@ def test_report_reads_several_work_copies_each_file_at_its_copys_commit(run, tmp
     assert json.loads((tmp_path / "out/summary.json").read_text())["files"] == summary["files"]
     md = (tmp_path / "out/summary.md").read_text()
     assert f"| {front} | `bbbbbbb` |" in md and f"| {kernel} | `aaaaaaa` |" in md
+
+
+def test_a_front_is_killed_by_the_tests_that_get_its_method_by_name(run, tmp_path):
+    """tests/test_progress.py imports no hmm_em module but runs hmm-em (``get_method``): it
+    is in the killer of the method's front, not of the files the front imports."""
+    rows = {r["file"]: r for r in run.plan()}
+    assert "tests/test_progress.py" in rows["bayesfa/learners/hmm_em.py"]["tests"]
+    (tmp_path / "tests").mkdir()
+    call = 'm = get_method("%s")\n'  # not the call itself: this file would match
+    (tmp_path / "tests/test_a.py").write_text(call % "hmm-em")
+    (tmp_path / "tests/test_b.py").write_text(call % "hmm-em-x")
+    assert run.tests_of("bayesfa.learners.front", tmp_path, ("hmm-em",)) == ["tests/test_a.py"]
+    assert run.tests_of("bayesfa.learners.front", tmp_path) == []

@@ -15,7 +15,7 @@ How. ``run`` copies the repository at HEAD (``git archive``) to ``--work`` once 
 a time, and runs the file's test command:
 
 1. the fast tests that import the file's module (directly, by its dotted name or ``from
-   PACKAGE import NAME``), through ``warm_runner.py``, ``-x``: a failure is a kill. numba's JIT
+   PACKAGE import NAME``) or, for a method's front, get that method by name (``get_method``), through ``warm_runner.py``, ``-x``: a failure is a kill. numba's JIT
    is off where those tests pass so on the unmutated copy (each mutant would otherwise
    recompile the kernels), else on (``--jit on``: always on, cheaper for a kernel whose tests
    run long sweeps);
@@ -152,12 +152,14 @@ def methods_of(module: str, graph: dict[str, set[str]], methods: dict[str, str],
                   if module in reach_near(graph, front, fronts))
 
 
-def tests_of(module: str, root: Path = ROOT) -> list[str]:
+def tests_of(module: str, root: Path = ROOT, names: tuple[str, ...] = ()) -> list[str]:
     """The test files that import ``module`` directly (its dotted name, or ``from PARENT
-    import LEAF``)."""
+    import LEAF``), or that get by name (``get_method("NAME")``) a method of ``names``, those
+    whose front ``module`` is (tests/test_progress.py reaches hmm-em so only)."""
     parent, _, leaf = module.rpartition(".")
     pats = [re.compile(rf"\b{re.escape(module)}(?!\w)(?!\.\w)"),  # not a submodule's name
             re.compile(rf"from\s+{re.escape(parent)}\s+import\s+[^\n]*\b{re.escape(leaf)}\b")]
+    pats += [re.compile(rf"""get_method\(\s*["']{re.escape(n)}["']""") for n in names]
     return sorted(str(p.relative_to(root)) for p in (root / "tests").glob("test_*.py")
                   if any(pat.search(p.read_text(encoding="utf-8")) for pat in pats))
 
@@ -176,7 +178,9 @@ def plan(root: Path = ROOT, patterns: list[str] | None = None, scope: str = "nea
     rows = []
     for p in targets(root, patterns):
         m = module_name(p, root)
-        rows.append({"file": str(p.relative_to(root)), "module": m, "tests": tests_of(m, root),
+        names = tuple(sorted(n for n, front in methods.items() if front == m))
+        rows.append({"file": str(p.relative_to(root)), "module": m,
+                     "tests": tests_of(m, root, names),
                      "methods": methods_of(m, graph, methods, scope)})
     return rows
 
