@@ -15,7 +15,8 @@ How. ``run`` copies the repository at HEAD (``git archive``) to ``--work`` once 
 a time, and runs the file's test command:
 
 1. the fast tests that import the file's module (directly, by its dotted name or ``from
-   PACKAGE import NAME``) or, for a method's front, get that method by name (``get_method``), through ``warm_runner.py``, ``-x``: a failure is a kill. numba's JIT
+   PACKAGE import NAME``) or, for a method's front, get that method by name
+   (``get_method``), through ``warm_runner.py``, ``-x``: a failure is a kill. numba's JIT
    is off where those tests pass so on the unmutated copy (each mutant would otherwise
    recompile the kernels), else on (``--jit on``: always on, cheaper for a kernel whose tests
    run long sweeps);
