@@ -59,6 +59,19 @@ def second_order_corpus(seed: int, n_strings: int, alphabet: int) -> Corpus:
 
 
 # -- the prefix tree ----------------------------------------------------------------------------
+@pytest.mark.parametrize("alphabet", [1, 2, 3, 5])
+def test_memory_estimate_covers_the_tree_and_its_merged_copy(alphabet):
+    """``prefix_tree_bytes`` (the memory estimate of the prefix-tree mergers) is at least the
+    two copies of the tables its docstring names: twice the bytes of ``prefix_tree``'s
+    arrays, on a corpus where every letter opens a node (its node bound ``n_letters + 1``
+    reached)."""
+    strings = [[a] * (a + 1) for a in range(alphabet)]  # no two share a first letter
+    corpus = Corpus.from_strings(strings, alphabet)
+    tree = pt.prefix_tree(corpus)
+    assert tree[0].shape[0] == corpus.n_letters + 1
+    assert pt.prefix_tree_bytes(corpus) >= 2 * sum(a.nbytes for a in tree)
+
+
 def test_prefix_tree_counts_and_order():
     corpus = random_corpus(1, 60, 3)
     child, count, order, n_keys, sym, parent = pt.prefix_tree(corpus)
@@ -321,6 +334,27 @@ def test_smoothed_machine_is_a_distribution_equal_to_prediction(name):
     lp = method.predict_log_prob(result.arrays, options, every)
     assert np.all(np.isfinite(lp))
     np.testing.assert_allclose(machine.log_prob(every), lp, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["estatemerge", "alergia"])
+def test_prediction_through_the_sink_equals_the_machine(name):
+    """Letter 1 never occurs in training ("a", "aa"), so every string with a 1 leaves the
+    learned states for the sink (unigram-smoothed, ``smoothed_pdfa``'s state ``Q``): the
+    kernel's prediction (``_prefix_tree._pdfa_log_prob``) equals the smoothed machine's
+    (numpy, written apart) there too, and by hand for "b": beta / (N_0 + 2 beta) for the
+    letter from the start state, then (2 + beta) / (5 + 3 beta) for the end in the sink
+    (unigram: 2 ends, 3 a's, 0 b's; the random corpora of the test above never reach it)."""
+    train = Corpus.from_strings([[0], [0, 0]], 2)
+    method = get_method(name)
+    options = {"beta": 0.5, "alpha": 0.05}
+    result = method.fit(train, options, 0, False)
+    assert (result.arrays["delta"][:, 2] < 0).all()  # letter 1 (symbol 2): the sink
+    machine = method.automaton(result.arrays, options)
+    test = Corpus.from_strings([[1], [1, 1], [0, 1], [1, 0], [0, 1, 0, 0]], 2)
+    lp = method.predict_log_prob(result.arrays, options, test)
+    np.testing.assert_allclose(lp, machine.log_prob(test), rtol=1e-12, atol=1e-12)
+    n0 = result.arrays["counts"][0].sum()
+    assert lp[0] == pytest.approx(np.log(0.5 / (n0 + 1.5)) + np.log(2.5 / 6.5), rel=1e-12)
 
 
 @pytest.mark.shared_data
