@@ -336,6 +336,19 @@ def test_smoothed_machine_is_a_distribution_equal_to_prediction(name):
     np.testing.assert_allclose(machine.log_prob(every), lp, rtol=1e-12, atol=1e-12)
 
 
+def test_cvgram_folds_bounds():
+    """``--folds``: 2 is the least number of folds that cross-validates (a fit), 1 is
+    refused, and so are more folds than strings."""
+    from bayesfa.errors import InputError
+
+    corpus = random_corpus(2, 30, 2)
+    two = cvgram(corpus, 0.5, 2)
+    assert two["child"].shape[0] >= 1 and two["counts"].sum() > 0
+    for folds in (1, 31):
+        with pytest.raises(InputError):
+            cvgram(corpus, 0.5, folds)
+
+
 @pytest.mark.parametrize("name", ["estatemerge", "alergia"])
 def test_prediction_through_the_sink_equals_the_machine(name):
     """Letter 1 never occurs in training ("a", "aa"), so every string with a 1 leaves the
