@@ -336,6 +336,34 @@ def test_smoothed_machine_is_a_distribution_equal_to_prediction(name):
     np.testing.assert_allclose(machine.log_prob(every), lp, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["evgram", "cvgram"])
+def test_registered_vgram_methods_grow_the_method_not_a_mutant(name):
+    """A fresh instance of each registered VGram method (its class defaults, as ``bayesfa
+    fit`` gets it) grows the trie of the plain function (the criterion checked against brute
+    force above), not that of a validation mutant: on this corpus the first mutant's
+    (``end-outside-alphabet``) trie differs, so a class default ``variant`` of 1 is seen."""
+    corpus = random_corpus(2, 200, 5)
+    method = type(get_method(name))()
+    options = {"beta": 0.5, "folds": 5}
+    arrays = method.fit(corpus, options, 0, False).arrays
+    grow = {"evgram": lambda v: evgram(corpus, 0.5, v),
+            "cvgram": lambda v: cvgram(corpus, 0.5, 5, v)}[name]
+    for key, value in grow(0).items():
+        np.testing.assert_array_equal(arrays[key], value, err_msg=key)
+    mutant = grow(1)
+    assert any(mutant[k].shape != arrays[k].shape or (mutant[k] != arrays[k]).any()
+               for k in arrays)
+
+
+@pytest.mark.parametrize("name,folds", [("evgram", 1), ("cvgram", 5), ("cvgram", 10)])
+def test_vgram_memory_estimate_counts_the_methods_folds(name, folds):
+    """Each VGram method's memory estimate is ``vgram_bytes`` with its folds: CVGram's
+    ``--folds``, EVGram's single one (the evidence counts the whole data as one fold)."""
+    corpus = random_corpus(1, 50, 3)
+    options = {"beta": 0.5} | ({"folds": folds} if name == "cvgram" else {})
+    assert get_method(name).estimate_memory(corpus, options) == _vgram.vgram_bytes(corpus, folds)
+
+
 def test_cvgram_folds_bounds():
     """``--folds``: 2 is the least number of folds that cross-validates (a fit), 1 is
     refused, and so are more folds than strings."""
