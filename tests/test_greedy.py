@@ -259,6 +259,33 @@ def _crit(c, kind, beta):
     return out
 
 
+def test_vgram_trie_arrays_grow_past_their_capacity():
+    """``_vgram._grow_arrays`` (the trie's tables outgrowing their 1,024 first rows; no fast
+    corpus makes that many nodes): the capacity doubles until it holds ``n_new`` nodes, the
+    rows made are kept and the new ones are empty (child -1, counts 0, no caret, depth 0);
+    with room enough the same arrays come back."""
+    child = np.arange(6, dtype=np.int32).reshape(3, 2)
+    counts = np.arange(10, 16, dtype=np.int64).reshape(3, 2)
+    caret = np.array([True, False, True])
+    depth = np.array([0, 1, 1], dtype=np.int32)
+    c2, n2, k2, d2 = _vgram._grow_arrays(child, counts, caret, depth, 5)
+    assert c2.shape == (6, 2) and n2.shape == (6, 2) and k2.shape == (6,) and d2.shape == (6,)
+    np.testing.assert_array_equal(c2, np.vstack([child, np.full((3, 2), -1)]))
+    np.testing.assert_array_equal(n2, np.vstack([counts, np.zeros((3, 2))]))
+    np.testing.assert_array_equal(k2, [True, False, True, False, False, False])
+    np.testing.assert_array_equal(d2, [0, 1, 1, 0, 0, 0])
+    assert _vgram._grow_arrays(child, counts, caret, depth, 13)[0].shape == (24, 2)
+    same = _vgram._grow_arrays(child, counts, caret, depth, 3)[0]
+    assert same.shape == child.shape and np.shares_memory(same, child)
+
+
+def test_vgram_prediction_refuses_another_alphabet():
+    """A trie grown on 3 letters refuses a corpus of 2, saying both sizes."""
+    arrays = evgram(random_corpus(0, 40, 3), 0.5)
+    with pytest.raises(ValueError, match="corpus has 2 letters, the trie 3$"):
+        _vgram.vgram_log_prob(arrays, 0.5, random_corpus(0, 5, 2))
+
+
 @pytest.mark.parametrize("kind", [_vgram.EVIDENCE, _vgram.CROSS_VALIDATION])
 def test_vgram_trie_against_brute_force(kind):
     corpus = second_order_corpus(3, 300, 3)
