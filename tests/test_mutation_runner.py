@@ -166,3 +166,12 @@ def test_a_front_is_killed_by_the_tests_that_get_its_method_by_name(run, tmp_pat
     (tmp_path / "tests/test_b.py").write_text(call % "hmm-em-x")
     assert run.tests_of("bayesfa.learners.front", tmp_path, ("hmm-em",)) == ["tests/test_a.py"]
     assert run.tests_of("bayesfa.learners.front", tmp_path) == []
+
+
+def test_the_runners_own_tests_are_no_killer(run):
+    """This file names kernels as data and needs ``benchmarks/``, which the work copy lacks:
+    in a killer it failed on every unmutated copy (``_cgs_pfa_kernel.py``, ``_ipfa_kernel.py``)."""
+    for row in run.plan():
+        assert "tests/test_mutation_runner.py" not in row["tests"], row["file"]
+    rows = {r["file"]: r for r in run.plan()}
+    assert "tests/test_ipfa.py" in rows["bayesfa/samplers/pfa/_ipfa_kernel.py"]["tests"]
