@@ -35,6 +35,23 @@ def test_exact_reference_by_hand():
     assert info["relative_interval"] < 1e-4
 
 
+def test_discount_options_take_the_unit_interval_and_max_states_bounds_the_capacity():
+    """``--d`` / ``--d0`` take values in [0, 1) and refuse 1; the sampler's state capacity
+    is ``min(2 T + 2, --max-states + 1)`` (``state_capacity``'s docstring), in both regimes."""
+    from bayesfa.samplers.pdia.pdia import state_capacity
+
+    parser = argparse.ArgumentParser()
+    get_method("pdia").add_arguments(parser)
+    got = vars(parser.parse_args(["--d", "0", "--d0", "0.5"]))
+    assert (got["d"], got["d0"]) == (0.0, 0.5)
+    for bad in ("1", "-0.1"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["--d", bad])
+    corpus = Corpus.from_strings([[0, 1, 0], [1]], 2)  # T = 6 tokens (ends included)
+    assert state_capacity(corpus, {"max_states": 3}) == 4
+    assert state_capacity(corpus, {"max_states": 100}) == 2 * corpus.n_tokens + 2
+
+
 def test_pdia_fit_predict_seed_and_posterior_of_a_trivial_corpus():
     """With one training string "a" the posterior has one configuration: the sampler's
     predictive is the exact one up to the Monte Carlo draws of unvisited transitions."""
