@@ -150,6 +150,8 @@ def test_run_trace_and_seed():
     np.testing.assert_array_equal(a.trace["n_edges"], (a.counts > 0).sum(axis=(2, 3, 4)))
     np.testing.assert_array_equal(a.trace["n_graph_edges"], a.graph.sum(axis=(2, 3, 4)))
     np.testing.assert_array_equal(a.trace["n_pairs"], (a.counts.sum(-1) > 0).sum(axis=(2, 3)))
+    # E of the fully connected NFA, (N + 1)((S - 1) N + 1) = 4 * 7 (Sect. 3), in the run's info
+    assert a.info["n_full_edges"] == 28
     xi = cgs_sg.sg_xi(a.counts, a.graph, 0.5)
     used = a.graph.sum(axis=(-2, -1)) > 0
     np.testing.assert_allclose(xi.sum(axis=(-2, -1))[used], 1.0, rtol=1e-12)

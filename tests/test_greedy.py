@@ -59,6 +59,19 @@ def second_order_corpus(seed: int, n_strings: int, alphabet: int) -> Corpus:
 
 
 # -- the prefix tree ----------------------------------------------------------------------------
+@pytest.mark.parametrize("alphabet", [1, 2, 3, 5])
+def test_memory_estimate_covers_the_tree_and_its_merged_copy(alphabet):
+    """``prefix_tree_bytes`` (the memory estimate of the prefix-tree mergers) is at least the
+    two copies of the tables its docstring names: twice the bytes of ``prefix_tree``'s
+    arrays, on a corpus where every letter opens a node (its node bound ``n_letters + 1``
+    reached)."""
+    strings = [[a] * (a + 1) for a in range(alphabet)]  # no two share a first letter
+    corpus = Corpus.from_strings(strings, alphabet)
+    tree = pt.prefix_tree(corpus)
+    assert tree[0].shape[0] == corpus.n_letters + 1
+    assert pt.prefix_tree_bytes(corpus) >= 2 * sum(a.nbytes for a in tree)
+
+
 def test_prefix_tree_counts_and_order():
     corpus = random_corpus(1, 60, 3)
     child, count, order, n_keys, sym, parent = pt.prefix_tree(corpus)
@@ -246,6 +259,33 @@ def _crit(c, kind, beta):
     return out
 
 
+def test_vgram_trie_arrays_grow_past_their_capacity():
+    """``_vgram._grow_arrays`` (the trie's tables outgrowing their 1,024 first rows; no fast
+    corpus makes that many nodes): the capacity doubles until it holds ``n_new`` nodes, the
+    rows made are kept and the new ones are empty (child -1, counts 0, no caret, depth 0);
+    with room enough the same arrays come back."""
+    child = np.arange(6, dtype=np.int32).reshape(3, 2)
+    counts = np.arange(10, 16, dtype=np.int64).reshape(3, 2)
+    caret = np.array([True, False, True])
+    depth = np.array([0, 1, 1], dtype=np.int32)
+    c2, n2, k2, d2 = _vgram._grow_arrays(child, counts, caret, depth, 5)
+    assert c2.shape == (6, 2) and n2.shape == (6, 2) and k2.shape == (6,) and d2.shape == (6,)
+    np.testing.assert_array_equal(c2, np.vstack([child, np.full((3, 2), -1)]))
+    np.testing.assert_array_equal(n2, np.vstack([counts, np.zeros((3, 2))]))
+    np.testing.assert_array_equal(k2, [True, False, True, False, False, False])
+    np.testing.assert_array_equal(d2, [0, 1, 1, 0, 0, 0])
+    assert _vgram._grow_arrays(child, counts, caret, depth, 13)[0].shape == (24, 2)
+    same = _vgram._grow_arrays(child, counts, caret, depth, 3)[0]
+    assert same.shape == child.shape and np.shares_memory(same, child)
+
+
+def test_vgram_prediction_refuses_another_alphabet():
+    """A trie grown on 3 letters refuses a corpus of 2, saying both sizes."""
+    arrays = evgram(random_corpus(0, 40, 3), 0.5)
+    with pytest.raises(ValueError, match="corpus has 2 letters, the trie 3$"):
+        _vgram.vgram_log_prob(arrays, 0.5, random_corpus(0, 5, 2))
+
+
 @pytest.mark.parametrize("kind", [_vgram.EVIDENCE, _vgram.CROSS_VALIDATION])
 def test_vgram_trie_against_brute_force(kind):
     corpus = second_order_corpus(3, 300, 3)
@@ -313,12 +353,76 @@ def test_smoothed_machine_is_a_distribution_equal_to_prediction(name):
     result = method.fit(corpus, options, 0, False)
     machine = method.automaton(result.arrays, options)
     assert _total_mass(machine) == pytest.approx(1.0, abs=1e-9)
+    # the reported size is the machine's (not, e.g., its row length A + 1: a mutant of issue 39)
+    assert result.info["n_states"] == machine.to_pfa().n_states != corpus.alphabet_size + 1
     # every string up to length 4 over the letters: the run's prediction equals the machine's
     strings = [list(p) for n in range(5) for p in itertools.product(range(3), repeat=n)]
     every = Corpus.from_strings(strings, 3)
     lp = method.predict_log_prob(result.arrays, options, every)
     assert np.all(np.isfinite(lp))
     np.testing.assert_allclose(machine.log_prob(every), lp, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["evgram", "cvgram"])
+def test_registered_vgram_methods_grow_the_method_not_a_mutant(name):
+    """A fresh instance of each registered VGram method (its class defaults, as ``bayesfa
+    fit`` gets it) grows the trie of the plain function (the criterion checked against brute
+    force above), not that of a validation mutant: on this corpus the first mutant's
+    (``end-outside-alphabet``) trie differs, so a class default ``variant`` of 1 is seen."""
+    corpus = random_corpus(2, 200, 5)
+    method = type(get_method(name))()
+    options = {"beta": 0.5, "folds": 5}
+    arrays = method.fit(corpus, options, 0, False).arrays
+    grow = {"evgram": lambda v: evgram(corpus, 0.5, v),
+            "cvgram": lambda v: cvgram(corpus, 0.5, 5, v)}[name]
+    for key, value in grow(0).items():
+        np.testing.assert_array_equal(arrays[key], value, err_msg=key)
+    mutant = grow(1)
+    assert any(mutant[k].shape != arrays[k].shape or (mutant[k] != arrays[k]).any()
+               for k in arrays)
+
+
+@pytest.mark.parametrize("name,folds", [("evgram", 1), ("cvgram", 5), ("cvgram", 10)])
+def test_vgram_memory_estimate_counts_the_methods_folds(name, folds):
+    """Each VGram method's memory estimate is ``vgram_bytes`` with its folds: CVGram's
+    ``--folds``, EVGram's single one (the evidence counts the whole data as one fold)."""
+    corpus = random_corpus(1, 50, 3)
+    options = {"beta": 0.5} | ({"folds": folds} if name == "cvgram" else {})
+    assert get_method(name).estimate_memory(corpus, options) == _vgram.vgram_bytes(corpus, folds)
+
+
+def test_cvgram_folds_bounds():
+    """``--folds``: 2 is the least number of folds that cross-validates (a fit), 1 is
+    refused, and so are more folds than strings."""
+    from bayesfa.errors import InputError
+
+    corpus = random_corpus(2, 30, 2)
+    two = cvgram(corpus, 0.5, 2)
+    assert two["child"].shape[0] >= 1 and two["counts"].sum() > 0
+    for folds in (1, 31):
+        with pytest.raises(InputError):
+            cvgram(corpus, 0.5, folds)
+
+
+@pytest.mark.parametrize("name", ["estatemerge", "alergia"])
+def test_prediction_through_the_sink_equals_the_machine(name):
+    """Letter 1 never occurs in training ("a", "aa"), so every string with a 1 leaves the
+    learned states for the sink (unigram-smoothed, ``smoothed_pdfa``'s state ``Q``): the
+    kernel's prediction (``_prefix_tree._pdfa_log_prob``) equals the smoothed machine's
+    (numpy, written apart) there too, and by hand for "b": beta / (N_0 + 2 beta) for the
+    letter from the start state, then (2 + beta) / (5 + 3 beta) for the end in the sink
+    (unigram: 2 ends, 3 a's, 0 b's; the random corpora of the test above never reach it)."""
+    train = Corpus.from_strings([[0], [0, 0]], 2)
+    method = get_method(name)
+    options = {"beta": 0.5, "alpha": 0.05}
+    result = method.fit(train, options, 0, False)
+    assert (result.arrays["delta"][:, 2] < 0).all()  # letter 1 (symbol 2): the sink
+    machine = method.automaton(result.arrays, options)
+    test = Corpus.from_strings([[1], [1, 1], [0, 1], [1, 0], [0, 1, 0, 0]], 2)
+    lp = method.predict_log_prob(result.arrays, options, test)
+    np.testing.assert_allclose(lp, machine.log_prob(test), rtol=1e-12, atol=1e-12)
+    n0 = result.arrays["counts"][0].sum()
+    assert lp[0] == pytest.approx(np.log(0.5 / (n0 + 1.5)) + np.log(2.5 / 6.5), rel=1e-12)
 
 
 @pytest.mark.shared_data

@@ -43,6 +43,24 @@ def test_node_discounts_are_products_along_the_edge():
     assert nd == pytest.approx([0.1, 0.2 * 0.3, 0.9 ** 12, 0.2])
 
 
+def test_path_buffer_holds_the_longest_root_path():
+    """``Tree.path_len``, the size of the kernel's root-to-node path buffers (``score_tokens``;
+    numba checks no bounds), is at least the nodes on the tree's longest root path (its
+    levels + 1), for trees of 2 to 9 levels (uncompressed: one level per context length), so
+    the levels 2, 3, 6, 7 where ``levels | 2`` falls short are among them."""
+    from bayesfa.samplers.ngram._hpyp_kernel import node_levels
+
+    seen = set()
+    for n in range(0, 9):
+        corpus = Corpus.from_strings([[0] * n, [1]], 2)
+        F, _, first = flat_symbols(corpus, False)
+        tree = build(F, first, True, DISCOUNTS, D_INF, compress=False)
+        levels = int(node_levels(tree.parent).max())
+        seen.add(levels)
+        assert tree.path_len >= levels + 1, (n, levels, tree.path_len)
+    assert {2, 3, 6, 7} <= seen
+
+
 def test_single_particle_is_unbiased_for_the_marginal_likelihood():
     """Seating each symbol once as it arrives, the product of the predictives is an unbiased
     estimate of p(data) (sequential importance sampling with one particle), on the compressed

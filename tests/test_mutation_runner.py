@@ -120,3 +120,58 @@ def test_warm_runner_limits_cpu_time_and_reports_a_time_out_apart(tmp_path):
     finally:
         server.terminate()
         server.wait()
+
+
+def test_report_reads_several_work_copies_each_file_at_its_copys_commit(run, tmp_path):
+    """``report --also``: sessions of work copies at two commits in one table, each row with
+    its copy's commit; a file's session in the first copy wins over one in the others."""
+    import json
+
+    kernel, front = "bayesfa/samplers/pfa/_ffbs_kernel.py", "bayesfa/learners/hmm_em.py"
+    works = []
+    for name, commit, files in (("a", "aaaaaaa", [kernel]), ("b", "bbbbbbb", [kernel, front])):
+        w = tmp_path / name
+        (w / "sessions").mkdir(parents=True)
+        (w / "main").symlink_to(ROOT)
+        (w / "commit").write_text(commit + "\n")
+        for f in files:
+            (w / "sessions" / f"{run.slug(f)}.sqlite").write_text(name)
+        works.append(w)
+
+    def read(db):  # session "a": 3 killed, "b": 1 killed and a live survivor
+        n, live = {"a": (3, 0), "b": (1, 1)}[db.read_text()]
+        return {"killed": n, "timeouts": 0, "survived": live, "incompetent": 0, "skipped": 0,
+                "pending": 0, "survivors": [{"job": f"live{i}", "line": 1, "operator": "x",
+                                             "occurrence": i} for i in range(live)]}
+
+    summary = run.report(works[0], tmp_path / "out", read, [works[1]])
+    rows = {r["file"]: r for r in summary["files"]}
+    assert set(rows) == {kernel, front}
+    assert (rows[kernel]["commit"], rows[kernel]["killed"]) == ("aaaaaaa", 3)
+    assert (rows[front]["commit"], rows[front]["score"]) == ("bbbbbbb", 0.5)
+    assert summary["commits"] == ["aaaaaaa", "bbbbbbb"]
+    assert json.loads((tmp_path / "out/summary.json").read_text())["files"] == summary["files"]
+    md = (tmp_path / "out/summary.md").read_text()
+    assert f"| {front} | `bbbbbbb` |" in md and f"| {kernel} | `aaaaaaa` |" in md
+
+
+def test_a_front_is_killed_by_the_tests_that_get_its_method_by_name(run, tmp_path):
+    """tests/test_progress.py imports no hmm_em module but runs hmm-em (``get_method``): it
+    is in the killer of the method's front, not of the files the front imports."""
+    rows = {r["file"]: r for r in run.plan()}
+    assert "tests/test_progress.py" in rows["bayesfa/learners/hmm_em.py"]["tests"]
+    (tmp_path / "tests").mkdir()
+    call = 'm = get_method("%s")\n'  # not the call itself: this file would match
+    (tmp_path / "tests/test_a.py").write_text(call % "hmm-em")
+    (tmp_path / "tests/test_b.py").write_text(call % "hmm-em-x")
+    assert run.tests_of("bayesfa.learners.front", tmp_path, ("hmm-em",)) == ["tests/test_a.py"]
+    assert run.tests_of("bayesfa.learners.front", tmp_path) == []
+
+
+def test_the_runners_own_tests_are_no_killer(run):
+    """This file names kernels as data and needs ``benchmarks/``, which the work copy lacks:
+    in a killer it failed on every unmutated copy (``_cgs_pfa_kernel.py``, ``_ipfa_kernel.py``)."""
+    for row in run.plan():
+        assert "tests/test_mutation_runner.py" not in row["tests"], row["file"]
+    rows = {r["file"]: r for r in run.plan()}
+    assert "tests/test_ipfa.py" in rows["bayesfa/samplers/pfa/_ipfa_kernel.py"]["tests"]

@@ -35,6 +35,23 @@ def test_exact_reference_by_hand():
     assert info["relative_interval"] < 1e-4
 
 
+def test_discount_options_take_the_unit_interval_and_max_states_bounds_the_capacity():
+    """``--d`` / ``--d0`` take values in [0, 1) and refuse 1; the sampler's state capacity
+    is ``min(2 T + 2, --max-states + 1)`` (``state_capacity``'s docstring), in both regimes."""
+    from bayesfa.samplers.pdia.pdia import state_capacity
+
+    parser = argparse.ArgumentParser()
+    get_method("pdia").add_arguments(parser)
+    got = vars(parser.parse_args(["--d", "0", "--d0", "0.5"]))
+    assert (got["d"], got["d0"]) == (0.0, 0.5)
+    for bad in ("1", "-0.1"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["--d", bad])
+    corpus = Corpus.from_strings([[0, 1, 0], [1]], 2)  # T = 6 tokens (ends included)
+    assert state_capacity(corpus, {"max_states": 3}) == 4
+    assert state_capacity(corpus, {"max_states": 100}) == 2 * corpus.n_tokens + 2
+
+
 def test_pdia_fit_predict_seed_and_posterior_of_a_trivial_corpus():
     """With one training string "a" the posterior has one configuration: the sampler's
     predictive is the exact one up to the Monte Carlo draws of unvisited transitions."""
@@ -206,6 +223,58 @@ def test_moves_satisfy_detailed_balance_on_a_tiny_corpus(table_moves):
         if se > 0:
             assert abs(pi[a] * tab - pi[b] * tba) / se < crit, (a, b, tab, tba)
     assert moved > 1000  # the moves do move between configurations
+
+
+def _ambiguity_state(new_table_dish, k_old_elsewhere=False):
+    """A fixed proposal state of the PDIA's table move, as :func:`_pdfa_kernel.move_table`
+    hands it to ``_ambiguous`` (dishes already the proposal's). Letters 1, 2 (0 ends a
+    string), states 0-3 (4 with ``k_old_elsewhere``), tables 0-3:
+
+    - table ``t0 = 0`` (letter 1), customers ``(0, 1)`` and ``(3, 1)``, moved from dish
+      ``k_old = 1`` to dish 2; both its customers are common (``c = 2``), none in ``O``;
+    - table 1 (letter 2), opened by the proposal's walk: its one customer ``(2, 2)`` is new
+      (just in time), dish ``new_table_dish``;
+    - table 2 (letter 2), dish 3, customers ``(0, 2)`` (common) and ``(1, 2)``, which the
+      proposed path no longer visits (the one ``O`` entry);
+    - table 3 (letter 1), dish 1, customer ``(4, 1)``, untouched: only with
+      ``k_old_elsewhere``."""
+    from bayesfa.samplers.pdia import _crf_kernel as C
+    from bayesfa.samplers.pdia import _pdfa_kernel as K
+
+    n_cap, n_sym = 5, 3
+    seat = np.full((n_cap, n_sym), -1, dtype=np.int32)
+    tabs = np.zeros((7, n_cap * n_sym), dtype=np.int32)
+    sts = np.zeros((4, n_cap), dtype=np.int32)
+    tables = [(0, 1, 2, [(0, 1), (3, 1)]), (1, 2, new_table_dish, [(2, 2)]),
+              (2, 2, 3, [(0, 2), (1, 2)])]
+    if k_old_elsewhere:
+        tables.append((3, 1, 1, [(4, 1)]))
+    for t, col, dish, customers in tables:
+        tabs[C.T_N, t], tabs[C.T_DISH, t], tabs[C.T_COL, t] = len(customers), dish, col
+        sts[C.S_M, dish] += 1
+        for q, s in customers:
+            seat[q, s] = t
+    newq, news = np.array([2], dtype=np.int32), np.array([2], dtype=np.int32)
+    oseat = np.array([2], dtype=np.int32)
+    ws = K.new_workspace(8, n_cap, n_sym)
+    ws[6][K.C_STAMP] = 1  # a proposal's stamp (the workspace's marks start at 0)
+    return K._ambiguous(-1, -1, 0, 1, seat, 1, newq, news, 1, oseat, tabs, sts, ws)
+
+
+def test_ambiguity_rule_on_fixed_table_move_states():
+    """The rule of ``_pdfa_kernel._ambiguous`` on fixed states (``_ambiguity_state``): a table
+    move takes table ``t0`` from state 1 to state 2 while its walk opens a new table whose
+    dish is state 1. After the move state 1 exists, served only by the new table, which did
+    not serve it before with an old customer: the same result is reached by other events
+    (state 1 as a new dish of ``t0``'s proposal, ...) whose reverse is this one, so the
+    proposal must be rejected. It is state 1's *former* server ``t0`` that keeps common
+    customers (``c > 0``) without losing any to ``O``: the rule must count ``c`` there (the
+    surviving cosmic-ray mutant ``c > 0`` -> ``c < 0`` in the X flag, issue 39, returned
+    False). Not ambiguous when the new table serves another state (state 1 is then gone
+    after the move), or when an untouched table also serves state 1 (state 1 persists)."""
+    assert _ambiguity_state(new_table_dish=1)
+    assert not _ambiguity_state(new_table_dish=3)
+    assert not _ambiguity_state(new_table_dish=1, k_old_elsewhere=True)
 
 
 # -- the hyperparameter moves: exact reference by quadrature, mutants -------------------------

@@ -6,6 +6,7 @@ far beyond toy size in one line (before any sampling) unless ``--allow-large``."
 from __future__ import annotations
 
 import argparse
+import sys
 
 import numpy as np
 import pytest
@@ -216,6 +217,7 @@ class _Bar:
 
     def __init__(self, *args, total=None, **kwargs):
         self.total, self.n, self.steps, self.lines, self.closed = total, 0, [], [], False
+        self.kwargs = kwargs
         _Bar.made.append(self)
 
     def update(self, n=1):
@@ -308,7 +310,8 @@ def test_cgs_sg_draws_in_blocks_are_the_draws_of_one_call(monkeypatch):
 def test_hmm_em_reports_every_em_iteration(bars, monkeypatch):
     """One update per EM iteration of every restart (hmmlearn's monitor), the rest of a
     restart's share when ``--tol`` stops it early; the estimate of
-    :func:`bayesfa.learners.cvb.estimate_message` once (threshold 0); same model."""
+    :func:`bayesfa.learners.cvb.estimate_message` once (threshold 0); a bar on standard
+    error that leaves no line behind when done (``leave=False``); same model."""
     from bayesfa.learners import cvb
     from bayesfa.methods import get_method
 
@@ -321,6 +324,7 @@ def test_hmm_em_reports_every_em_iteration(bars, monkeypatch):
     (bar,) = bars
     iterations = [r["iterations"] for r in loud.info["restarts"]]
     assert bar.total == 18 and bar.n == 18 and bar.closed
+    assert bar.kwargs["leave"] is False and bar.kwargs["file"] is sys.stderr
     assert bar.steps.count(1) >= sum(iterations) and len(bar.steps) == sum(iterations) + 3
     assert len(bar.lines) == 1 and bar.lines[0].startswith("hmm-em: estimated roughly "), bar.lines
     assert "for 18 iterations" in bar.lines[0]
@@ -383,3 +387,44 @@ def test_estatemerge_prints_an_upper_bound_after_a_timed_start(bars, monkeypatch
     assert line.startswith("estatemerge: at most roughly ") and "prefix-tree states" in line
     for key in quiet:
         np.testing.assert_array_equal(loud[key], quiet[key], err_msg=key)
+
+
+def test_estatemerge_upper_bound_is_the_pace_so_far_times_the_states_left(bars, monkeypatch):
+    """The estimate's numbers, on a clock that advances one second per reading: the pace
+    printed is the time since the start over the blue states decided so far (``n >= 2``
+    here, so a pace of time *times* states, the surviving cosmic-ray mutant of issue 39,
+    differs), and the bound is that pace times the prefix-tree states not yet decided."""
+    import re
+    from types import SimpleNamespace
+
+    from bayesfa.learners.greedy import estatemerge as em
+
+    readings = []
+
+    def perf_counter():
+        readings.append(float(len(readings)))
+        return readings[-1]
+
+    at_write = []
+    write = _Bar.write
+
+    def noted_write(self, text, file=None):
+        at_write.append((readings[-1], self.n))  # the last reading: the one of the pace
+        write(self, text, file)
+
+    monkeypatch.setattr(_Bar, "write", noted_write)
+    monkeypatch.setattr(em, "time", SimpleNamespace(perf_counter=perf_counter))
+    monkeypatch.setattr(em, "PROGRESS_SECONDS", 1e-12)
+    monkeypatch.setattr(em, "ESTIMATE_AFTER_SECONDS", 5.0)
+    monkeypatch.setattr(em, "ESTIMATE_SECONDS", -1.0)
+    em.estatemerge(_corpus(40), 0.5, progress=True)
+    (bar,) = bars
+    (line,) = bar.lines
+    got = re.search(r"roughly (\d+) s more \((\d+) prefix-tree states, .* at (\S+) s a blue "
+                    r"state timed on the first (\d+)\)", line)
+    assert got, line
+    bound, n_tree, per, n = got.group(1), int(got.group(2)), got.group(3), int(got.group(4))
+    (now, n_bar), = at_write
+    assert n == n_bar >= 2 and now - readings[0] >= em.ESTIMATE_AFTER_SECONDS
+    pace = (now - readings[0]) / n
+    assert per == f"{pace:.3g}" and bound == f"{pace * (n_tree - n):.0f}"

@@ -5,7 +5,7 @@ as the killer. Not in CI (hours of CPU); its per-file score goes to RESULTS.
     pip install cosmic-ray                     # not a bayesfa dependency (any venv: --cosmic-ray)
     python benchmarks/mutation/run.py plan     # files, their killer tests and methods, no run
     nice -n 19 python benchmarks/mutation/run.py run [--files PATTERN ...] [--sample K]
-    python benchmarks/mutation/run.py report   # benchmarks/results/mutation/summary.{json,md}
+    python benchmarks/mutation/run.py report [--also WORK ...]  # results/mutation/summary.*
 
 How. ``run`` copies the repository at HEAD (``git archive``) to ``--work`` once (default
 ``../mutation-work`` beside the repository; the copy's commit is recorded in
@@ -15,7 +15,8 @@ How. ``run`` copies the repository at HEAD (``git archive``) to ``--work`` once 
 a time, and runs the file's test command:
 
 1. the fast tests that import the file's module (directly, by its dotted name or ``from
-   PACKAGE import NAME``), through ``warm_runner.py``, ``-x``: a failure is a kill. numba's JIT
+   PACKAGE import NAME``) or, for a method's front, get that method by name
+   (``get_method``), through ``warm_runner.py``, ``-x``: a failure is a kill. numba's JIT
    is off where those tests pass so on the unmutated copy (each mutant would otherwise
    recompile the kernels), else on (``--jit on``: always on, cheaper for a kernel whose tests
    run long sweeps);
@@ -152,14 +153,23 @@ def methods_of(module: str, graph: dict[str, set[str]], methods: dict[str, str],
                   if module in reach_near(graph, front, fronts))
 
 
-def tests_of(module: str, root: Path = ROOT) -> list[str]:
+#: Test files that are no killer though they name a module: this runner's own tests (they
+#: name kernels as data and read ``benchmarks/``, which the work copy does not hold, so they
+#: failed on every unmutated copy: ``_cgs_pfa_kernel.py``'s and ``_ipfa_kernel.py``'s killers)
+NOT_KILLERS = frozenset({"test_mutation_runner.py"})
+
+
+def tests_of(module: str, root: Path = ROOT, names: tuple[str, ...] = ()) -> list[str]:
     """The test files that import ``module`` directly (its dotted name, or ``from PARENT
-    import LEAF``)."""
+    import LEAF``), or that get by name (``get_method("NAME")``) a method of ``names``, those
+    whose front ``module`` is (tests/test_progress.py reaches hmm-em so only)."""
     parent, _, leaf = module.rpartition(".")
     pats = [re.compile(rf"\b{re.escape(module)}(?!\w)(?!\.\w)"),  # not a submodule's name
             re.compile(rf"from\s+{re.escape(parent)}\s+import\s+[^\n]*\b{re.escape(leaf)}\b")]
+    pats += [re.compile(rf"""get_method\(\s*["']{re.escape(n)}["']""") for n in names]
     return sorted(str(p.relative_to(root)) for p in (root / "tests").glob("test_*.py")
-                  if any(pat.search(p.read_text(encoding="utf-8")) for pat in pats))
+                  if p.name not in NOT_KILLERS
+                  and any(pat.search(p.read_text(encoding="utf-8")) for pat in pats))
 
 
 def targets(root: Path = ROOT, patterns: list[str] | None = None) -> list[Path]:
@@ -176,7 +186,9 @@ def plan(root: Path = ROOT, patterns: list[str] | None = None, scope: str = "nea
     rows = []
     for p in targets(root, patterns):
         m = module_name(p, root)
-        rows.append({"file": str(p.relative_to(root)), "module": m, "tests": tests_of(m, root),
+        names = tuple(sorted(n for n, front in methods.items() if front == m))
+        rows.append({"file": str(p.relative_to(root)), "module": m,
+                     "tests": tests_of(m, root, names),
                      "methods": methods_of(m, graph, methods, scope)})
     return rows
 
@@ -370,50 +382,58 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float | None, 
     return lo, hi
 
 
-def report(work: Path, out: Path, read=None) -> dict:
+def report(work: Path, out: Path, read=None, also: list[Path] | None = None) -> dict:
     """Per-file scores into ``out``/summary.{json,md}, through the guarded writer (a file it
     did not write is refused). ``read(db)``: a session's :func:`outcomes` (by default in this
-    interpreter; :func:`main` reads them in cosmic-ray's when this one lacks it)."""
+    interpreter; :func:`main` reads them in cosmic-ray's when this one lacks it). ``also``:
+    further work copies (at other commits) whose sessions are reported too, each row with the
+    commit of the copy its session ran in (a file's session in ``work`` comes first, then in
+    ``also``'s order)."""
     sys.path.insert(0, str(HERE.parent))
     from guarded_out import check_out, write_out_json, write_out_text
 
     read = read or outcomes
     check_out(out / "summary.json", out / "summary.md")
     equivalent = json.loads(EQUIVALENT.read_text()) if EQUIVALENT.exists() else {}
-    commit = (work / "commit").read_text().strip()
+    works = [work, *(also or [])]
+    commits = {w: (w / "commit").read_text().strip() for w in works}
+    commit = commits[work]
     rows = []
     for row in plan(work / "main"):
-        db = work / "sessions" / f"{slug(row['file'])}.sqlite"
-        if not db.exists():
+        found = [w for w in works if (w / "sessions" / f"{slug(row['file'])}.sqlite").exists()]
+        if not found:
             continue
+        db = found[0] / "sessions" / f"{slug(row['file'])}.sqlite"
         o = read(db)
         eq = equivalent.get(row["file"], {})
         live = [s for s in o["survivors"] if s["job"] not in eq]
         denom = o["killed"] + len(live)
         lo, hi = clopper_pearson(o["killed"], denom)
-        rows.append({"file": row["file"], **{k: o.get(k, 0) for k in (
+        rows.append({"file": row["file"], "commit": commits[found[0]],
+                     **{k: o.get(k, 0) for k in (
                          "killed", "timeouts", "survived", "incompetent", "skipped", "pending")},
                      "ran": o["killed"] + o["survived"] + o["incompetent"],
                      "equivalent": len(o["survivors"]) - len(live),
                      "score": o["killed"] / denom if denom else None, "score_95": [lo, hi],
                      "survivors": live})
-    summary = {"commit": commit, "command": "python benchmarks/mutation/run.py run; "
+    summary = {"commit": commit, "commits": sorted({r["commit"] for r in rows}),
+               "command": "python benchmarks/mutation/run.py run; "
                "python benchmarks/mutation/run.py report", "files": rows}
     write_out_json(out / "summary.json", summary)
-    md = [f"Mutation score per file at `{commit}` (`python benchmarks/mutation/run.py run`, then "
-          "`report`): killed / (killed + survived), equivalent survivors left out; time-outs "
-          "are kills (as cosmic-ray counts them), also shown apart; 95 % interval: "
+    md = ["Mutation score per file, each at the commit of its work copy (column commit; "
+          "`python benchmarks/mutation/run.py run`, then `report`): killed / (killed + "
+          "survived), equivalent survivors left out; time-outs are kills (as cosmic-ray counts them), also shown apart; 95 % interval: "
           "Clopper-Pearson, for the file's score when the mutants ran are a random sample of "
           "its mutants (`--sample`; skipped: not in the sample).", "",
-          "| file | ran | killed | of which time-outs | survived | equivalent | incompetent | "
-          "pending | skipped | score | 95 % interval |",
-          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+          "| file | commit | ran | killed | of which time-outs | survived | equivalent | "
+          "incompetent | pending | skipped | score | 95 % interval |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         score = "-" if r["score"] is None else f"{100 * r['score']:.1f} %"
         ci = "-" if r["score"] is None else \
             f"{100 * r['score_95'][0]:.0f}-{100 * r['score_95'][1]:.0f} %"
-        md.append(f"| {r['file']} | {r['ran']} | {r['killed']} | {r['timeouts']} | "
-                  f"{len(r['survivors'])} | {r['equivalent']} | {r['incompetent']} | "
+        md.append(f"| {r['file']} | `{r['commit']}` | {r['ran']} | {r['killed']} | "
+                  f"{r['timeouts']} | {len(r['survivors'])} | {r['equivalent']} | {r['incompetent']} | "
                   f"{r['pending']} | {r['skipped']} | {score} | {ci} |")
     write_out_text(out / "summary.md", "\n".join(md) + "\n")
     print("\n".join(md))
@@ -433,6 +453,9 @@ def main(argv=None) -> int:
     p.add_argument("command", choices=("plan", "run", "report"))
     p.add_argument("--files", nargs="*", help="only files matching these patterns (glob or substring)")
     p.add_argument("--work", default=str(ROOT.parent / "mutation-work"))
+    p.add_argument("--also", nargs="*", default=[], metavar="WORK",
+                   help="report: further work copies (other commits) whose sessions are "
+                        "reported too, each file at its copy's commit")
     p.add_argument("--out", default=str(OUT))
     p.add_argument("--python", default=os.environ.get("BAYESFA_PYTHON", sys.executable),
                    help="the interpreter with bayesfa's dependencies")
@@ -468,7 +491,7 @@ def main(argv=None) -> int:
                                                   str(db)], check=True, capture_output=True,
                                                  text=True).stdout)
     if args.command == "report":
-        report(work, Path(args.out), read)
+        report(work, Path(args.out), read, [Path(w).resolve() for w in args.also])
         return 0
     if shutil.which(args.cosmic_ray) is None:
         p.error("--cosmic-ray: cosmic-ray not found (pip install cosmic-ray, or give its path)")
