@@ -376,3 +376,27 @@ def test_a_schedule_of_an_older_format_is_refused_in_one_line(tmp_path):
     with pytest.raises(InputError, match="older bayesfa") as exc:
         auto.read_schedule(old)
     assert "\n" not in str(exc.value)
+
+
+def test_phase3_sweep_cost_measured_as_free_falls_back_to_the_model():
+    """A fuzzed fit on a few strings measured its ladder sweeps as free (their CPU no more than
+    the draws' recording subtracted from it), and phase 3 planned 1.2e11 sweeps for a 1 s
+    budget. A measurement under MEASURED_FLOOR of the calibrated model is replaced by that
+    floor; a plausible one is kept as measured."""
+    from bayesfa.samplers.pfa._cgs_pfa_kernel import padded_width
+
+    schedule = {"position_seconds": 6e-8, "lane_seconds": 1e-9, "forward_seconds": 2e-9}
+    model = 6e-8 + padded_width(10) * 1e-9
+    step = {"phase": "ladder", "states": 10, "sweeps": 40, "cpu": 0.0100, "cpu_sweeps": 0.0100}
+    n_draws = auto.draw_plan(40, auto.RUNG_DRAWS)[2]
+    draw = 0.0100 / n_draws  # the draws' recording accounts for all the sweeps' CPU
+    free = auto.measured_costs([step], 10, 100, 50, draw, schedule)
+    assert free["final_sweep_seconds"] == pytest.approx(auto.MEASURED_FLOOR * model, rel=0.02)
+    assert free["final_forward_seconds"] == pytest.approx(auto.MEASURED_FLOOR * 2e-9, rel=0.02)
+    plausible = dict(step, cpu_sweeps=0.0100 + 40 * 100 * model, cpu=0.0100 + 40 * 100 * model + 0.01)
+    kept = auto.measured_costs([plausible], 10, 100, 50, draw, schedule)
+    assert kept["final_sweep_seconds"] == pytest.approx(model, rel=0.02)
+    assert auto.measured_costs([step], 10, 100, 50, draw)["final_sweep_seconds"] < 1e-12  # no model
+    plan = auto.final_plan({"sweep": 100 * free["final_sweep_seconds"], "round": 0.0, "draw": draw,
+                            "forward": 0.0, "start": 0.0}, 0.27, 1, 10, 5, stored=False)
+    assert plan["sweeps"] * 100 * model < 0.27 / auto.MEASURED_FLOOR * 1.05

@@ -128,6 +128,9 @@ SCHEDULE_FORMAT = "bayesfa-cgs-pfa-schedule/2"
 _KEY = 0x6175746F  # spawn-key word of the auto phases' Generators
 _COSTS = ("position_seconds", "lane_seconds", "forward_seconds")
 #: measured before phase 3 (:func:`final_costs`) and recorded in the schedule
+#: Phase 3's measured sweep and forward costs are taken as at least this fraction of the
+#: calibrated model's (:func:`measured_costs`): a measurement far below it is noise.
+MEASURED_FLOOR = 0.25
 _FINAL_COSTS = ("final_sweep_seconds", "final_forward_seconds", "final_draw_seconds",
                 "final_start_seconds")
 _BLOCKED_COSTS = ("blocked_round_seconds", "blocked_round_every")  # with blocked final chains
@@ -625,14 +628,15 @@ def final_plan(costs: dict, money: float, chains: int, n_states: int, n_symbols:
 
 
 def measured_costs(steps: list[dict], n_states: int, n_positions: int, held_size: int,
-                   draw_seconds: float) -> dict[str, float]:
+                   draw_seconds: float, schedule: dict | None = None) -> dict[str, float]:
     """Phase 3's sweep and forward costs at the winner's N, measured on the chains of phases
     1-2 that ran at that N (``steps``: the ledger's; the beta phase's when it ran, else the
     ladder's rung): ``final_sweep_seconds``, CPU seconds of a sweep per free position (their
     sweeps' CPU less their draws' recording, ``draw_seconds`` each, over sweeps x
     ``n_positions``), and ``final_forward_seconds``, of a forward pass per draw, padded letter
     and ``(N+1)**2`` (their held-out scoring over ``held_size`` letters). Each rounded to the
-    nearest power of 2**(1/32) (:func:`_round_fine`)."""
+    nearest power of 2**(1/32) (:func:`_round_fine`). With the ``schedule`` (:func:`calibrate`'s
+    model), neither is taken below :data:`MEASURED_FLOOR` times the model's."""
     at_n = [s for s in steps if s.get("states") == n_states and "cpu_sweeps" in s]
     beta = [s for s in at_n if s["phase"] == "beta"]
     use = beta or at_n
@@ -641,8 +645,15 @@ def measured_costs(steps: list[dict], n_states: int, n_positions: int, held_size
     work = sum(s["sweeps"] for s in use) * n_positions
     forward_cpu = sum(s["cpu"] - s["cpu_sweeps"] for s in use)
     forward_work = sum(n_draws) * held_size * (n_states + 1) ** 2
-    return {"final_sweep_seconds": _round_fine(max(sweep_cpu, 1e-9) / max(work, 1)),
-            "final_forward_seconds": _round_fine(max(forward_cpu, 1e-9) / max(forward_work, 1))}
+    sweep = max(sweep_cpu, 1e-9) / max(work, 1)
+    forward = max(forward_cpu, 1e-9) / max(forward_work, 1)
+    if schedule is not None:
+        # a measurement under MEASURED_FLOOR of the calibrated model is the clock's or the
+        # draws' subtraction's noise, not a sweep (a few strings, a sweep of microseconds):
+        # sized from it, phase 3 planned 1e11 sweeps for a 1 s budget; the model stands then
+        sweep = max(sweep, MEASURED_FLOOR * sweep_cost(schedule, n_states, 1))
+        forward = max(forward, MEASURED_FLOOR * schedule["forward_seconds"])
+    return {"final_sweep_seconds": _round_fine(sweep), "final_forward_seconds": _round_fine(forward)}
 
 
 def calibrate_final(kept: Corpus, z_kept: np.ndarray, n_states: int, beta: float,
@@ -862,7 +873,7 @@ def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_sta
         calibration_cpu = cpu_seconds() - t0
     if timed:
         schedule.update(measured_costs(ledger.steps, n_states, free_positions(kept.tokens).size,
-                                       _forward_size(held), schedule["final_draw_seconds"]))
+                                       _forward_size(held), schedule["final_draw_seconds"], schedule))
         schedule["final_start_seconds"] = _round_fine(cpu_seconds() - start, up=True)
     free = free_positions(corpus.tokens)
     held_pos = free[~_kept_mask(corpus, kept_idx)]
