@@ -127,10 +127,10 @@ STORED_BYTES = 1 << 28  # counts kept by the final chains (without online predic
 SCHEDULE_FORMAT = "bayesfa-cgs-pfa-schedule/2"
 _KEY = 0x6175746F  # spawn-key word of the auto phases' Generators
 _COSTS = ("position_seconds", "lane_seconds", "forward_seconds")
-#: measured before phase 3 (:func:`final_costs`) and recorded in the schedule
 #: Phase 3's measured sweep and forward costs are taken as at least this fraction of the
 #: calibrated model's (:func:`measured_costs`): a measurement far below it is noise.
 MEASURED_FLOOR = 0.25
+#: measured before phase 3 (:func:`final_costs`) and recorded in the schedule
 _FINAL_COSTS = ("final_sweep_seconds", "final_forward_seconds", "final_draw_seconds",
                 "final_start_seconds")
 _BLOCKED_COSTS = ("blocked_round_seconds", "blocked_round_every")  # with blocked final chains
