@@ -84,7 +84,10 @@ DATA = ROOT.parent / "shared/data/pautomac"
 AUTO = ROOT / "benchmarks/results/pautomac47-auto-4h"
 IPFA = ROOT / "benchmarks/results/pautomac47-ipfa"
 OUT = ROOT / "benchmarks/results/peers"
-COLUMNS = ["problem", "method", "ratio_minus_one", "cpu_seconds", "size", "chosen_by", "status"]
+#: summary.csv's columns: issue 40's six, then ``status`` and where the row comes from
+#: (``command``: repository-relative, ``commit``: the code it ran at)
+COLUMNS = ["problem", "method", "ratio_minus_one", "cpu_seconds", "size", "chosen_by", "status",
+           "command", "commit"]
 HELDOUT = 0.2
 SPECTRAL_BASIS = 300  # prefixes (and as many suffixes) in the spectral method's Hankel basis
 SPECTRAL_MAX_LEN = 4  # letters of a basis string at most
@@ -133,14 +136,24 @@ NOT_RUN = {
                             "on the full training files is hours per problem on this machine",
 }
 
+#: the status of a method's rows on the problems it has no unit for, where the reason is known
+#: (otherwise "not run yet (partial run)")
+NOT_YET = {
+    "cvb0": "not run: its full grid took 187.5 CPU s on problem 24 (20,000 strings) and passed "
+            "the 1800 s time-out on problem 12; several CPU-hours over the 47 on the project's "
+            "2-core machine, and no trimmed grid is defined for it",
+}
+
 
 # -- rows ------------------------------------------------------------------------------------
 
 def row(problem, method, *, ratio_minus_one=None, cpu_seconds=None, size=None, chosen_by="",
-        status="ok") -> dict:
-    """One summary row; a failed unit has ``ratio_minus_one`` None and says why in ``status``."""
+        status="ok", command=None, commit=None) -> dict:
+    """One summary row; a failed unit has ``ratio_minus_one`` None and says why in ``status``;
+    ``command`` and ``commit`` say what made it (a unit's are set when it is written)."""
     return {"problem": str(problem), "method": method, "ratio_minus_one": ratio_minus_one,
-            "cpu_seconds": cpu_seconds, "size": size, "chosen_by": chosen_by, "status": status}
+            "cpu_seconds": cpu_seconds, "size": size, "chosen_by": chosen_by, "status": status,
+            "command": command, "commit": commit}
 
 
 def merge_rows(rows) -> list[dict]:
@@ -408,21 +421,31 @@ def committed_rows(problems) -> list[dict]:
         commit = summary["code"].split("git ")[-1]
         got = {r["problem"]: r for r in csv.DictReader((folder / "summary.csv").open())}
         where = f"{folder.relative_to(ROOT)} (git {commit})"
+        made = {"command": run_command(folder), "commit": commit}
         for p in problems:
             r = got.get(p)
             if r is None:
-                out.append(row(p, method, chosen_by=where, status=f"not in {where}"))
+                out.append(row(p, method, chosen_by=where, status=f"not in {where}", **made))
             elif method == "auto":
                 out.append(row(p, method, ratio_minus_one=float(r["ratio"]) - 1,
                                cpu_seconds=float(r["cpu_seconds"]), size=int(r["states"]),
                                chosen_by=f"cgs-pfa --auto: N and beta={r['beta']} from held-out "
-                                         f"training strings; {where}"))
+                                         f"training strings; {where}", **made))
             else:
                 out.append(row(p, method, ratio_minus_one=float(r["ratio"]) - 1,
                                cpu_seconds=float(r["seconds"]), size=round(float(r["states"]), 1),
                                chosen_by=f"inferred (mean states in use); cpu_seconds = the "
-                                         f"units' compute seconds; {where}"))
+                                         f"units' compute seconds; {where}", **made))
     return out
+
+
+def run_command(folder: Path) -> str:
+    """The ``bayesfa pautomac run`` command that made ``folder`` (the first line of its
+    ``summary.md`` in backquotes, as the runner writes it)."""
+    for line in (folder / "summary.md").read_text().splitlines():
+        if line.startswith("`bayesfa ") and line.endswith("`"):
+            return line.strip("`")
+    raise ValueError(f"{folder / 'summary.md'}: no command line in backquotes")
 
 
 # -- the driver --------------------------------------------------------------------------------
@@ -473,6 +496,7 @@ def drive_unit(problem, method, args, units: Path, cmd=None, failed=None) -> dic
                   f"{usage.ru_utime + usage.ru_stime:.0f} CPU s)")
     res.setdefault("grid", getattr(args, "grid", "full"))
     res["command"] = _portable(cmd)
+    res["commit"] = getattr(args, "commit", None) or git_commit()
     with _lock:
         write_out_json(path, res)
     key = "ratio_minus_one" if "ratio_minus_one" in res else "perplexity"
@@ -523,19 +547,21 @@ def main(argv=None) -> int:
             p.error(f"--data: no {missing} in {args.data}")
     out, units = Path(args.out), Path(args.out) / "units"
     check_out(out / "summary.csv", out / "summary.json")
+    # the code's commit, read before any file is written (a unit's row records it)
+    args.commit = git_commit()
     jobs = [(q, m) for m in methods for q in problems]  # each peer on every problem in turn
     if not args.summarize_only:
         with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
             list(pool.map(lambda job: drive_unit(*job, args, units), jobs))
     done = [json.loads(f.read_text()) for f in sorted(units.glob("[!.]*.json"))]
     done_problems = sorted({r["problem"] for r in done}, key=lambda s: int(s) if s.isdigit() else 0)
-    missing = [row(q, m, status="not run yet (partial run)") for q in done_problems for m in RUN
-               if not (units / f"{q}.{m}.json").exists()]
+    missing = [row(q, m, status=NOT_YET.get(m, "not run yet (partial run)"))
+               for q in done_problems for m in RUN if not (units / f"{q}.{m}.json").exists()]
     rows = merge_rows(committed_rows(done_problems) + missing + done)
     ran = sorted({r["method"] for r in done})
     complete = [q for q in done_problems if all((units / f"{q}.{m}.json").exists() for m in RUN)]
     over = [r for r in rows if r["problem"] in complete]
-    commit = git_commit()  # before writing: the summary's own files would make the tree dirty
+    commit = args.commit
     write_out_text(out / "summary.csv", rows_csv(rows))
     write_out_json(out / "summary.json", {
         "commit": commit, "command": _portable([sys.executable] + sys.argv),
@@ -544,7 +570,7 @@ def main(argv=None) -> int:
         "problems_by_method": {m: [r["problem"] for r in merge_rows(done) if r["method"] == m]
                                for m in ran},
         "methods_committed": COMMITTED,
-        "unit_commands": "each unit's row in units/P.METHOD.json has its command",
+        "unit_commands": "each row has its command and commit (a unit's from units/P.METHOD.json)",
         "note": args.note,
         "grids": GRIDS, "trimmed": TRIMMED,
         "grid_by_method": {m: sorted({r.get("grid", "full") for r in done if r["method"] == m})

@@ -7,26 +7,16 @@ numpy, apart from the code they check.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+import benchmodules
 
 
 @pytest.fixture(scope="module")
 def mixing():
-    path = list(sys.path)
-    try:
-        spec = importlib.util.spec_from_file_location("pautomac_mixing", BENCH / "pautomac_mixing.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = path
-    return module
+    return benchmodules.load("pautomac_mixing.py")
 
 
 def test_chain_plan_is_table3_burn_in_and_keeps_both_halves(mixing):

@@ -5,28 +5,19 @@ probabilities from its exact Hankel blocks. All deterministic (no sampling, no e
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import itertools
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+import benchmodules
 
 
 @pytest.fixture(scope="module")
 def peers():
-    path = list(sys.path)
-    try:
-        spec = importlib.util.spec_from_file_location("peers", BENCH / "peers.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = path
-    return module
+    return benchmodules.load("peers.py")
 
 
 def test_rows_one_per_problem_and_method_failures_kept(peers):
@@ -125,14 +116,7 @@ def test_spectral_empirical_expectations_match_counts(peers):
 
 @pytest.fixture(scope="module")
 def front():
-    path = list(sys.path)
-    try:
-        spec = importlib.util.spec_from_file_location("front", BENCH / "front.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = path
-    return module
+    return benchmodules.load("front.py")
 
 
 def test_front_summary_counts_failures_apart_and_never_best(front):
@@ -236,3 +220,50 @@ def test_trimmed_grid_is_named_in_the_command_the_row_and_the_fit(peers, tmp_pat
     with pytest.raises(SystemExit):
         peers.main(["--methods", "spectral", "--grid", "trimmed", "--problems", "1",
                     "--out", str(tmp_path / "x")])
+
+
+def test_every_summary_row_names_its_command_and_commit(peers, tmp_path, monkeypatch):
+    """issue 40's done-when: each row of summary.csv with its command and commit. A unit's come
+    from its file (the driver writes the commit read before the run); the committed auto and
+    ipfa rows take their folder's command (summary.md) and commit (summary.json); a method with
+    no unit gets a row that says why."""
+    import argparse
+    import json
+
+    monkeypatch.setattr(peers, "git_commit", lambda: "abc1234")
+    args = argparse.Namespace(data="d", seed=1, grid="full", timeout=30.0, commit="abc1234")
+    script = [sys.executable, "-c", "import json; print(json.dumps({'problem': '4', "
+              "'method': 'alergia', 'status': 'ok', 'cpu_seconds': 1, 'size': 4}))"]
+    units = tmp_path / "units"
+    res = peers.drive_unit("4", "alergia", args, units, cmd=script)
+    on_disk = json.loads((units / "4.alergia.json").read_text())
+    assert res["commit"] == on_disk["commit"] == "abc1234" and on_disk["command"]
+    data = tmp_path / "data"  # summarize-only reads no data, but checks the files are there
+    data.mkdir()
+    for name in ("4.pautomac.train", "4.pautomac.test", "4.pautomac_solution.txt"):
+        (data / name).write_text("")
+    assert peers.main(["--summarize-only", "--problems", "4", "--data", str(data),
+                       "--out", str(tmp_path)]) == 0
+    table = list(csv.DictReader((tmp_path / "summary.csv").open()))
+    assert list(table[0]) == peers.COLUMNS and {"command", "commit"} <= set(peers.COLUMNS)
+    by = {r["method"]: r for r in table}
+    assert set(by) == set(peers.METHODS)
+    assert by["alergia"]["commit"] == "abc1234"
+    assert by["alergia"]["command"] == on_disk["command"]
+    for m in peers.COMMITTED:  # read from the committed runs' folders
+        folder = peers.AUTO if m == "auto" else peers.IPFA
+        code = json.loads((folder / "summary.json").read_text())["code"]
+        assert by[m]["commit"] and code.endswith(f"git {by[m]['commit']}")
+        assert by[m]["command"].startswith("bayesfa pautomac run ") and "/work" not in by[m]["command"]
+    assert by["cvb0"]["status"] == peers.NOT_YET["cvb0"]
+    assert by["spectral"]["status"] == "not run yet (partial run)"
+
+
+def test_committed_peer_units_each_name_a_commit():
+    """Every committed unit row of benchmarks/results/peers names the commit it ran at."""
+    import json
+
+    units = sorted((benchmodules.BENCH / "results/peers/units").glob("[!.]*.json"))
+    assert units
+    missing = [u.name for u in units if not json.loads(u.read_text()).get("commit")]
+    assert not missing, missing

@@ -4,9 +4,6 @@ ALERGIA's prefix probabilities, the DNA windows, and one row per (dataset, metho
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,19 +12,12 @@ import pytest
 from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+import benchmodules
 
 
 @pytest.fixture(scope="module")
 def nat():
-    path = list(sys.path)
-    try:
-        spec = importlib.util.spec_from_file_location("peers_natural", BENCH / "peers_natural.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = path
-    return module
+    return benchmodules.load("peers_natural.py")
 
 
 @pytest.fixture
