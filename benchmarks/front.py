@@ -58,10 +58,11 @@ ORIGIN = {"auto": "bayesfa (cgs-pfa --auto)", "ipfa": "bayesfa", "cvb0": "bayesf
 
 
 def read_rows(path: Path) -> list[dict]:
-    """The rows of a peers ``summary.csv``; a row not yet run (``not run yet``) is left out."""
+    """The rows of a peers ``summary.csv``; a row of a unit never run (status ``not run yet``,
+    or ``not run: why``) is left out: it is no failure of the method."""
     rows = []
     for r in csv.DictReader(path.open()):
-        if r["status"].startswith("not run yet"):
+        if r["status"].startswith("not run"):
             continue
         r["ratio_minus_one"] = float(r["ratio_minus_one"]) if r["ratio_minus_one"] else None
         r["cpu_seconds"] = float(r["cpu_seconds"]) if r["cpu_seconds"] else None
@@ -222,8 +223,8 @@ def main(argv=None) -> int:
             f"its own problems)" if partial else "")
     md = (f"{table(s)}\n{len(s['problems'])} problems have rows; 'best on' ranks the methods "
           f"with a row on every problem{note}. Made by `{command}` at {git_commit()} from the "
-          f"peers' summary.csv (its rows made at {peers_meta.get('commit', '?')}; the auto and "
-          f"ipfa rows at the commits their chosen_by names).\n")
+          f"peers' summary.csv (summarised at {peers_meta.get('commit', '?')}; each row's command "
+          f"and commit columns name what made it).\n")
     write_out_text(out / "summary.md", md)
     write_out_json(out / "summary.json", {"commit": git_commit(), "command": command,
                                           "peers_commit": peers_meta.get("commit"), **s})

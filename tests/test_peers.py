@@ -187,6 +187,19 @@ def test_front_best_on_ignores_a_partial_run(front):
     assert "| part |" in front.table(s) and "- (partial)" in front.table(s)
 
 
+def test_front_leaves_out_rows_never_run_but_keeps_failures(front, peers, tmp_path):
+    """A row whose unit never ran ('not run yet ...', 'not run: why') is no failure of the
+    method and is left out of the front; a time-out or zero-probability row stays in."""
+    rows = [peers.row("1", "cvb0", status="not run: too slow here"),
+            peers.row("2", "cvb0", status="not run yet (partial run)"),
+            peers.row("3", "cvb0", status="time-out (1800 s)"),
+            peers.row("4", "cvb0", ratio_minus_one=0.01, cpu_seconds=2.0, size=5)]
+    path = tmp_path / "summary.csv"
+    path.write_text(peers.rows_csv(rows))
+    kept = front.read_rows(path)
+    assert [(r["problem"], r["status"]) for r in kept] == [("3", "time-out (1800 s)"), ("4", "ok")]
+    assert kept[0]["ratio_minus_one"] is None and kept[1]["ratio_minus_one"] == 0.01
+
 def test_trimmed_grid_is_named_in_the_command_the_row_and_the_fit(peers, tmp_path, monkeypatch):
     """``--grid trimmed``: hmm-em's sizes and fixed options come from TRIMMED, the unit's
     command carries ``--grid trimmed``, a unit of the other grid is not reused, and a method
