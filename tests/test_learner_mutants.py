@@ -50,3 +50,43 @@ def test_mutant_is_caught(mutant):
     failed = {c.name for c in report.checks if not c.passed}
     assert not report.passed
     assert CATCHES[mutant] in failed, failed
+
+
+#: the registered methods whose validation specs fit an instance themselves (``_method`` of
+#: :mod:`bayesfa.validation.learners`), the specs that used to set its ``variant`` to 0
+OWN_INSTANCE = ("estatemerge", "alergia", "evgram", "cvgram", "hmm-em", "cvb0", "cvb2", "gcvb0")
+
+
+@pytest.mark.parametrize("method", OWN_INSTANCE)
+def test_wrong_class_default_variant_fails_validate(method, monkeypatch):
+    """``validate`` sees the method as a user gets it (issue 39's blind spot: the specs set
+    ``variant`` on the instance they fit, so a registered class whose default ``variant`` was
+    a mutant's code passed). The class default set, by monkeypatch, to the code of the
+    method's first named mutant: the registry now hands users that mutant, and ``validate
+    METHOD`` fails, through the check that catches the named mutant where it is listed."""
+    from bayesfa.methods import get_method
+    from bayesfa.validation.harness import resolve_method
+
+    mutant = mutant_names_of(method)[0]
+    code = resolve_method(mutant).variant
+    assert code != 0
+    monkeypatch.setattr(type(get_method(method)), "variant", code)
+    assert get_method(method).variant == code  # what a user gets now
+    report = validate(method, "tiny", SEED)
+    failed = {c.name for c in report.checks if not c.passed}
+    assert not report.passed
+    if mutant in CATCHES:
+        assert CATCHES[mutant] in failed, failed
+
+
+def test_wrong_shared_vgram_default_fails_validate_of_both(monkeypatch):
+    """The survivor that showed the blind spot (cosmic-ray ``9f777a9f``, issue 39):
+    ``_VGramMethod.variant = 0`` -> ``1`` in ``bayesfa/learners/greedy/evgram.py``, the class
+    both registered VGram methods inherit, makes each run the end-outside-alphabet mutant;
+    ``validate`` of each now fails through ``criterion``."""
+    from bayesfa.learners.greedy import evgram
+
+    monkeypatch.setattr(evgram._VGramMethod, "variant", evgram.MUTATIONS["end-outside-alphabet"])
+    for method in ("evgram", "cvgram"):
+        report = validate(method, "tiny", SEED)
+        assert "criterion" in {c.name for c in report.checks if not c.passed}, method

@@ -26,7 +26,11 @@ Methods that join later plug in through a *validation spec*, so that this module
 per method. A registry object names its spec by import path, ``validation =
 "bayesfa.validation.MODULE:OBJECT"`` (samplers never import validation or NumPyro code), and
 the spec has any of these optional attributes (a mutant, the object ``mutant(variant)``
-returns, may carry them itself):
+returns, may carry them itself). ``validate METHOD`` sees the method as a user gets it: a spec
+that fits an instance itself fits the registered one (:func:`bayesfa.methods.get_method`), its
+class's default ``variant`` included, never a copy with ``variant`` reset to the method's code
+(issue 39: a class default of a mutant's code then passed;
+``tests/test_learner_mutants.py::test_wrong_class_default_variant_fails_validate``):
 
 ``validation_budget`` : dict
     small-budget option overrides on toys (like :data:`BUDGETS`, which keeps the entries of
