@@ -52,9 +52,12 @@ def test_mutant_is_caught(mutant):
     assert CATCHES[mutant] in failed, failed
 
 
-#: the registered methods whose validation specs fit an instance themselves (``_method`` of
-#: :mod:`bayesfa.validation.learners`), the specs that used to set its ``variant`` to 0
-OWN_INSTANCE = ("estatemerge", "alergia", "evgram", "cvgram", "hmm-em", "cvb0", "cvb2", "gcvb0")
+#: the registered methods whose validation specs run the method's code themselves (``_method``
+#: of :mod:`bayesfa.validation.learners`; the memoizer's seating in
+#: :class:`bayesfa.validation.ngram.hpyp.MemoizerSpec`), the specs that used the variant 0
+#: instead of the registered instance's own
+OWN_INSTANCE = ("estatemerge", "alergia", "evgram", "cvgram", "hmm-em", "cvb0", "cvb2", "gcvb0",
+                "memoizer")
 
 
 @pytest.mark.parametrize("method", OWN_INSTANCE)

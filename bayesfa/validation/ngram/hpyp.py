@@ -574,10 +574,15 @@ class MemoizerSpec:
 
         from scipy import stats as sps
 
+        from bayesfa.methods import get_method
         from bayesfa.samplers.ngram.hpyp import flat_symbols
         from bayesfa.samplers.ngram.memoizer import METHOD, build, seat
         from bayesfa.validation.checks import Check
         from bayesfa.validation.toys import all_strings, format_string
+
+        # the seating of the method as a user gets it (the registered instance's own
+        # ``variant``, a wrong class default included; issue 39), a mutant's code for a mutant
+        variant = self.variant if self.variant else get_method("memoizer").variant
 
         parser = argparse.ArgumentParser(add_help=False)
         METHOD.add_arguments(parser)
@@ -605,7 +610,7 @@ class MemoizerSpec:
             lp = np.empty(MEMOIZER_PARTICLES)
             for r in range(MEMOIZER_PARTICLES):
                 lp[r] = seat(tree, n_sym, F.size - first, np.zeros(1, dtype=np.int64), False,
-                             np.random.default_rng([seed, r]), self.variant)[0]
+                             np.random.default_rng([seed, r]), variant)[0]
             w = np.exp(lp - exact)
             se = float(w.std(ddof=1) / math.sqrt(w.size))
             z = (float(w.mean()) - 1.0) / se
