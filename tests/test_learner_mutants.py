@@ -93,3 +93,18 @@ def test_wrong_shared_vgram_default_fails_validate_of_both(monkeypatch):
     for method in ("evgram", "cvgram"):
         report = validate(method, "tiny", SEED)
         assert "criterion" in {c.name for c in report.checks if not c.passed}, method
+
+
+def test_wrong_hpyp_default_fails_validate_through_its_hyper_check(monkeypatch):
+    """The same blind spot in a sampler's kernel check: HPYP's ``hyper-conditional`` ran the
+    hyperparameter move with the spec's variant 0, so a class default of the hyper mutant
+    ``hyper-skip-two-customers`` (the audit's slip of issue 39, which the predictive check
+    cannot see: it holds d and theta fixed) passed ``validate hpyp``. It now runs the
+    registered instance's own ``variant`` and fails."""
+    from bayesfa.methods import get_method
+    from bayesfa.validation.harness import resolve_method
+
+    code = resolve_method("hpyp:mutant-hyper-skip-two-customers").variant
+    monkeypatch.setattr(type(get_method("hpyp")), "variant", code)
+    report = validate("hpyp", "tiny", SEED)
+    assert "hyper-conditional" in {c.name for c in report.checks if not c.passed}

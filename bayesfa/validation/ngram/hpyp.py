@@ -320,7 +320,13 @@ class HPYPSpec:
         return ["predictive", "recorded", "hyper-conditional"]
 
     def kernel_checks(self, toy, *, seed: int = 0, alpha: float = 1e-3):
-        return [hyper_conditional_check(seed=seed, alpha=alpha, variant=self.variant)]
+        """The hyperparameter move of the method as a user gets it: a mutant's code, or the
+        registered instance's own ``variant`` (a wrong class default included; issue 39: with
+        the spec's 0 here, a class default of a hyper mutant's code passed)."""
+        from bayesfa.methods import get_method
+
+        variant = self.variant if self.variant else get_method("hpyp").variant
+        return [hyper_conditional_check(seed=seed, alpha=alpha, variant=variant)]
 
     def mutant(self, variant: str):
         from bayesfa.samplers.ngram.hpyp import _HPYP
