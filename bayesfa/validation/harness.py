@@ -26,11 +26,13 @@ Methods that join later plug in through a *validation spec*, so that this module
 per method. A registry object names its spec by import path, ``validation =
 "bayesfa.validation.MODULE:OBJECT"`` (samplers never import validation or NumPyro code), and
 the spec has any of these optional attributes (a mutant, the object ``mutant(variant)``
-returns, may carry them itself). ``validate METHOD`` sees the method as a user gets it: a spec
-that fits an instance itself fits the registered one (:func:`bayesfa.methods.get_method`), its
-class's default ``variant`` included, never a copy with ``variant`` reset to the method's code
-(issue 39: a class default of a mutant's code then passed;
-``tests/test_learner_mutants.py::test_wrong_class_default_variant_fails_validate``):
+returns, may carry them itself). ``validate METHOD`` sees the method as a user gets it (issue
+39: a class default of a mutant's code passed while specs reset ``variant`` to 0): a
+registered instance that carries a named mutant's variant attributes is validated as that
+mutant (:func:`registered_as`), and a spec that runs the method's code itself uses the
+registered instance (:func:`bayesfa.methods.get_method`) with its own ``variant``
+(``tests/test_learner_mutants.py``: ``test_wrong_class_default_variant_fails_validate``,
+``test_registered_as_names_each_mutant_a_registered_instance_can_be``):
 
 ``validation_budget`` : dict
     small-budget option overrides on toys (like :data:`BUDGETS`, which keeps the entries of
