@@ -428,3 +428,51 @@ def test_estatemerge_upper_bound_is_the_pace_so_far_times_the_states_left(bars, 
     assert n == n_bar >= 2 and now - readings[0] >= em.ESTIMATE_AFTER_SECONDS
     pace = (now - readings[0]) / n
     assert per == f"{pace:.3g}" and bound == f"{pace * (n_tree - n):.0f}"
+
+
+@pytest.mark.parametrize("pace", [0.1, 0.03])
+def test_estatemerge_bar_moves_about_once_a_second(pace, bars, monkeypatch):
+    """The documented contract of ``estatemerge(..., progress=True)`` (its docstring): the bar
+    moves about once a second. On a clock that advances ``pace`` seconds per blue state the
+    merger decides (the real merger, timed by a fake ``time.perf_counter``), the calls start
+    at one blue state and double while they are short; from then on the bar moves at most a
+    second after its last move and not before half a second (the last call excepted: it ends
+    when no blue state is left). A merger pacing itself on another interval (the surviving
+    cosmic-ray mutant ``PROGRESS_SECONDS = 2.0`` of issue 39 moves every 2 s) fails; the
+    machine is the one of the single call."""
+    from types import SimpleNamespace
+
+    from bayesfa.learners.greedy import estatemerge as em
+
+    now = [0.0]
+    at_update = []
+    steps = em.estatemerge_steps
+    update = _Bar.update
+
+    def timed_steps(*args):
+        state, n, done = steps(*args)
+        now[0] += pace * n  # every blue state decided costs `pace` seconds
+        return state, n, done
+
+    def noted_update(self, n=1):
+        at_update.append(now[0])
+        update(self, n)
+
+    rng = np.random.default_rng(5)  # prefixes of one random string: ~180 blue states decided
+    line = rng.integers(0, 4, size=200)
+    corpus = Corpus.from_strings([line[:rng.integers(0, 200)].tolist() for _ in range(200)], 4)
+    quiet = em.estatemerge(corpus, 0.5)
+    monkeypatch.setattr(_Bar, "update", noted_update)
+    monkeypatch.setattr(em, "estatemerge_steps", timed_steps)
+    monkeypatch.setattr(em, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    loud = em.estatemerge(corpus, 0.5, progress=True)
+    for key in quiet:
+        np.testing.assert_array_equal(loud[key], quiet[key], err_msg=key)
+    (bar,) = bars
+    gaps = np.diff([0.0] + at_update)
+    assert bar.steps[0] == 1 and np.isclose(gaps[0], pace)
+    ramp = int(np.argmax(gaps >= 0.5))  # the first call of half a second or more
+    assert gaps[ramp] >= 0.5 and all(b == 2 * a for a, b in zip(bar.steps[:ramp], bar.steps[1:ramp]))
+    steady = gaps[ramp:-1]
+    assert steady.size >= 3, (bar.steps, gaps)  # the corpus is long enough to see the pace
+    assert np.all(gaps <= 1.0 + 1e-9) and np.all(steady >= 0.5), gaps

@@ -26,7 +26,13 @@ Methods that join later plug in through a *validation spec*, so that this module
 per method. A registry object names its spec by import path, ``validation =
 "bayesfa.validation.MODULE:OBJECT"`` (samplers never import validation or NumPyro code), and
 the spec has any of these optional attributes (a mutant, the object ``mutant(variant)``
-returns, may carry them itself):
+returns, may carry them itself). ``validate METHOD`` sees the method as a user gets it (issue
+39: a class default of a mutant's code passed while specs reset ``variant`` to 0): a
+registered instance that carries a named mutant's variant attributes is validated as that
+mutant (:func:`registered_as`), and a spec that runs the method's code itself uses the
+registered instance (:func:`bayesfa.methods.get_method`) with its own ``variant``
+(``tests/test_learner_mutants.py``: ``test_wrong_class_default_variant_fails_validate``,
+``test_registered_as_names_each_mutant_a_registered_instance_can_be``):
 
 ``validation_budget`` : dict
     small-budget option overrides on toys (like :data:`BUDGETS`, which keeps the entries of
@@ -243,6 +249,33 @@ def carry_spec(method, spec, name: str):
 def _method_mutants(method) -> list[str]:
     names = getattr(hooks(method), "mutant_names", None)
     return list(names()) if callable(names) else []
+
+
+#: The attributes in which a registered method's instance and its named mutants differ (each
+#: mutant object sets one or two of them; the method itself has those it has at their
+#: production values).
+VARIANT_ATTRIBUTES = ("variant", "emission_variant", "plugin", "star", "mutation")
+
+
+def registered_as(name: str) -> str:
+    """What a user gets as ``name``: ``name``, or the named mutant whose every
+    :data:`VARIANT_ATTRIBUTES` the registered instance carries (a wrong class or constructor
+    default, e.g. ``variant = 1`` in the class: issue 39, where ``validate`` then passed because
+    specs ran their checks with the production code). :func:`validate` validates that
+    mutant instead, so that every check, the kernel checks that take a spec's variant
+    included, runs the code a user would run. A mutant's name is returned unchanged."""
+    from bayesfa.methods import get_method
+    from bayesfa.validation.pfa import mutants
+
+    if MUTANT_INFIX in name or name.startswith(mutants.PREFIX):
+        return name
+    method = get_method(name)
+    own = [a for a in VARIANT_ATTRIBUTES if hasattr(method, a)]  # none: cgs-pfa's kernels
+    for mutant in mutant_names_of(name) if own else ():
+        other = resolve_method(mutant)
+        if all(getattr(other, a, None) == getattr(method, a) for a in own):
+            return mutant
+    return name
 
 
 def mutant_names_of(name: str) -> list[str]:
@@ -540,10 +573,19 @@ def validate(method_name: str, toy: str | Toy = "tiny", seed: int = 0, *, alpha:
     (``bayesfa validate cgs-pfa --kernel alias-mh``); the fit and every kernel check use it.
     After the predictive comparison, the ``recorded`` check (:func:`recorded_check`) of the
     same fit: every quantity of its trace recomputed from its recorded state (exact).
-    None: the method's default for the toy (the alias-MH and bucket-MH mutants imply their kernel)."""
+    None: the method's default for the toy (the alias-MH and bucket-MH mutants imply their kernel).
+    A registered method whose instance is one of its named mutants (:func:`registered_as`) is
+    validated as that mutant, its report named ``method_name`` with
+    ``info["registered_instance_is"]``."""
     toy = get_toy(toy) if isinstance(toy, str) else toy
     if kernel is not None and method_name != "cgs-pfa":
         raise ValueError(f"a kernel can be chosen for cgs-pfa only, not for {method_name!r}")
+    user_gets = registered_as(method_name)
+    if user_gets != method_name:  # the registered instance is a named mutant: validate that
+        report = validate(user_gets, toy, seed, alpha=alpha, kernel_checks=kernel_checks)
+        report.method = method_name
+        report.info["registered_instance_is"] = user_gets
+        return report
     spec = hooks(resolve_method(method_name))
     reason = getattr(spec, "not_applicable", None)
     if reason:

@@ -113,11 +113,27 @@ def prefix_tree(corpus: Corpus):
 
 
 def prefix_tree_bytes(corpus: Corpus) -> int:
-    """Peak bytes of :func:`prefix_tree` and of a merger working on it (two copies of the
-    tables: the original counts and the merged ones)."""
+    """Peak bytes of :func:`prefix_tree` and of a merger working on it: the larger of
+
+    - the build: :func:`_build_raw`'s tables (``child``, ``count``, ``order``, ``n_keys``),
+      allocated for ``n_tokens + 1`` rows before the tree is known, held while
+      :func:`_bfs_relabel` makes the tree of at most ``n_letters + 1`` nodes (the same tables
+      plus ``sym`` and ``parent``, and its ``new_id`` and ``queue``, int32 each). Exact on a
+      corpus whose every letter opens a node, up to the 8 bytes a node of ``new_id`` and
+      ``queue`` (Python never sees them);
+    - the merge: three copies of the tree's tables (a row each, with 12 bytes of
+      ``sym``, ``parent`` and the red-blue flags): the tree, the merger's copy (ALERGIA copies
+      ``child`` and ``count``), and the learned machine with the merger's scratch.
+
+    ``tests/test_greedy.py::test_memory_estimate_is_the_arrays_the_build_and_the_merge_hold``
+    compares it with those arrays' byte counts (before, the build's ``n_tokens + 1`` rows
+    were not counted: a corpus of many empty strings needed more than the estimate).
+    """
     nodes = corpus.n_letters + 1
-    row = (corpus.alphabet_size + 1) * (4 + 8) + corpus.alphabet_size * 4 + 4 * 4
-    return int(3 * nodes * row)
+    table = (corpus.alphabet_size + 1) * (4 + 8) + corpus.alphabet_size * 4 + 4
+    build = (corpus.n_tokens + 1) * table + nodes * (table + 4 * 4)
+    merge = 3 * nodes * (table + 3 * 4)
+    return int(max(build, merge))
 
 
 # -- red-blue machinery ---------------------------------------------------------------------

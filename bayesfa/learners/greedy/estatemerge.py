@@ -190,7 +190,9 @@ def estatemerge_kernel(child, count, order, n_keys, sym, parent, beta, first_fit
 
 #: With ``progress``, the merger runs in calls lasting about this many seconds each (the
 #: number of blue states per call adapted as it goes), the bar moving after each; the merges
-#: are those of one call.
+#: are those of one call. The documented contract (:func:`estatemerge`'s docstring): the bar
+#: moves about once a second, never waiting much longer than a second between two moves once
+#: a call's pace is known (``tests/test_progress.py::test_estatemerge_bar_moves_about_once_a_second``).
 PROGRESS_SECONDS = 1.0
 #: With ``progress``, after this many seconds an upper bound of the time left is printed when
 #: it exceeds :data:`ESTIMATE_SECONDS` (every prefix-tree state decided once at the pace so far)
@@ -235,8 +237,9 @@ def estatemerge(corpus: Corpus, beta: float, first_fit: bool = False,
 
     Returns ``delta`` int32 ``[Q, A+1]``, ``counts`` int64 ``[Q, A+1]`` and ``unigram``
     int64 ``[A+1]`` (:mod:`bayesfa.learners.greedy._prefix_tree`). ``progress``: a tqdm
-    count of the blue states decided on standard error, moving about every
-    :data:`PROGRESS_SECONDS` (the same machine as without).
+    count of the blue states decided on standard error, moving about once a second
+    (:data:`PROGRESS_SECONDS`; the first calls, one blue state then twice as many each time
+    until a call's pace is known, come sooner), with the same machine as without.
     """
     child, count, order, n_keys, sym, parent = pt.prefix_tree(corpus)
     if progress:

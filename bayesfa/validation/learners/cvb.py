@@ -459,8 +459,14 @@ class CVBSpec:
         return list(MUTATIONS[self.kind])
 
     def _method(self):
+        """The method the checks fit: for the method itself (``variant`` 0) the registered
+        instance as a user gets it, its class's own ``variant`` included (a wrong default is
+        validated, not reset; issue 39); for a mutant a copy with the mutant's code."""
         from bayesfa.learners import cvb
+        from bayesfa.methods import get_method
 
+        if not self.variant:
+            return get_method(self.kind)
         method = copy.copy(getattr(cvb, self.kind.upper()))
         method.variant = self.variant
         return method
@@ -478,12 +484,13 @@ class CVBSpec:
 
         toy = dataclasses.replace(toy, beta=CHECK_BETA)
         method = self._method()
+        variant = method.variant  # the method's own (a wrong class default included)
         if self.kind == "gcvb0":
-            return gcvb0_checks(toy, seed, self.variant, method)
-        res = _fit(self.kind, toy, seed, self.variant)
+            return gcvb0_checks(toy, seed, variant, method)
+        res = _fit(self.kind, toy, seed, variant)
         res.info["seed"] = seed
-        return [moments_check(self.kind, toy, seed, self.variant, res.q),
-                update_check(self.kind, toy, seed, self.variant),
+        return [moments_check(self.kind, toy, seed, variant, res.q),
+                update_check(self.kind, toy, seed, variant),
                 fixed_point_check(self.kind, toy, res),
                 expected_counts_check(self.kind, toy, seed, method, res)]
 

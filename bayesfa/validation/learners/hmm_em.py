@@ -169,10 +169,16 @@ class HMMEMSpec:
         return carry_spec(spec._method(), spec, f"hmm-em:mutant-{variant}")
 
     def _method(self):
+        """The method the checks fit: for the method itself (``variant`` 0) the registered
+        instance as a user gets it, its class's own ``variant`` included (a wrong default is
+        validated, not reset; issue 39); for a mutant a copy with the mutant's code."""
         import copy
 
         from bayesfa.learners import hmm_em
+        from bayesfa.methods import get_method
 
+        if not self.variant:
+            return get_method("hmm-em")
         method = copy.copy(hmm_em.METHOD)
         method.variant = self.variant
         return method
@@ -196,7 +202,7 @@ class HMMEMSpec:
                 "sequence": False}
         pseudo = opts["pseudo_count"]
         x, lengths, n_features = hmm_em.symbols(corpus, False)
-        model = hmm_em.new_model(k, n_features, opts, int(seed), self.variant)
+        model = hmm_em.new_model(k, n_features, opts, int(seed), method.variant)  # the method's own
         iterates, refused = [], None
         with hmm_em._quiet_hmmlearn():
             try:

@@ -320,7 +320,13 @@ class HPYPSpec:
         return ["predictive", "recorded", "hyper-conditional"]
 
     def kernel_checks(self, toy, *, seed: int = 0, alpha: float = 1e-3):
-        return [hyper_conditional_check(seed=seed, alpha=alpha, variant=self.variant)]
+        """The hyperparameter move of the method as a user gets it: a mutant's code, or the
+        registered instance's own ``variant`` (a wrong class default included; issue 39: with
+        the spec's 0 here, a class default of a hyper mutant's code passed)."""
+        from bayesfa.methods import get_method
+
+        variant = self.variant if self.variant else get_method("hpyp").variant
+        return [hyper_conditional_check(seed=seed, alpha=alpha, variant=variant)]
 
     def mutant(self, variant: str):
         from bayesfa.samplers.ngram.hpyp import _HPYP
@@ -574,10 +580,15 @@ class MemoizerSpec:
 
         from scipy import stats as sps
 
+        from bayesfa.methods import get_method
         from bayesfa.samplers.ngram.hpyp import flat_symbols
         from bayesfa.samplers.ngram.memoizer import METHOD, build, seat
         from bayesfa.validation.checks import Check
         from bayesfa.validation.toys import all_strings, format_string
+
+        # the seating of the method as a user gets it (the registered instance's own
+        # ``variant``, a wrong class default included; issue 39), a mutant's code for a mutant
+        variant = self.variant if self.variant else get_method("memoizer").variant
 
         parser = argparse.ArgumentParser(add_help=False)
         METHOD.add_arguments(parser)
@@ -605,7 +616,7 @@ class MemoizerSpec:
             lp = np.empty(MEMOIZER_PARTICLES)
             for r in range(MEMOIZER_PARTICLES):
                 lp[r] = seat(tree, n_sym, F.size - first, np.zeros(1, dtype=np.int64), False,
-                             np.random.default_rng([seed, r]), self.variant)[0]
+                             np.random.default_rng([seed, r]), variant)[0]
             w = np.exp(lp - exact)
             se = float(w.std(ddof=1) / math.sqrt(w.size))
             z = (float(w.mean()) - 1.0) / se
