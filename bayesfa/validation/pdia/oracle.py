@@ -577,7 +577,15 @@ class OraclePDFASpec:
         self.variant = variant
 
     def check_names(self) -> list[str]:
-        return ["predictive", "gibbs-sweep", "gibbs-chain", "gibbs-chain-hyper"]
+        return ["predictive", "recorded", "gibbs-sweep", "gibbs-chain", "gibbs-chain-hyper"]
+
+    def recompute_trace(self, arrays, trace, options, train):
+        """The ``recorded`` check's recomputations: the discrete block's potential energy from
+        each draw's ``delta`` and ``mu`` (:func:`bayesfa.validation.oracles.recompute_pdfa`;
+        a model mutant records its own wrong potential, so it fails there too)."""
+        from bayesfa.validation.oracles import recompute_pdfa
+
+        return recompute_pdfa(arrays, trace, options, train)
 
     def mutant_names(self) -> list[str]:
         from bayesfa.models.pdfa import MODEL_VARIANTS
