@@ -252,3 +252,14 @@ def test_pdfa_model_mutants_fail_the_recorded_check(variant):
     report = compare(name, TOY, seed=0, options=SHORT)
     check = recorded_check(name, report, TOY)
     assert not check.passed and check.summary["failed_quantities"] == ["potential_energy"]
+
+
+def test_oracle_pdfa_validates_with_distinct_hyperparameters():
+    """issue 39 item 2: the harness's oracle-pdfa fit (and its mutants') has alpha, beta,
+    gamma distinct and none 1, so a slip that swaps two of them changes the answer."""
+    from bayesfa.validation.harness import budget_options, resolve_method
+
+    for name in ("oracle-pdfa", "oracle-pdfa:mutant-no-mu", "oracle-pdfa:mutant-end-mass"):
+        opts = budget_options(name, TOY, resolve_method(name))
+        h = (opts["alpha"], opts["beta"], opts["gamma"])
+        assert h == (1.3, 0.7, 1.6) and opts["pdfa_inference"] == "mcmc", name

@@ -569,9 +569,10 @@ class OraclePDFASpec:
     """Validation spec of ``oracle-pdfa`` (module docstring); ``variant`` a model mutant."""
 
     #: the harness's budget of oracle-pdfa (MCMC, not the enumeration it does on toys by
-    #: default), here too so that a mutant (named ``oracle-pdfa:mutant-V``) gets it as well
+    #: default; alpha = 1.3, beta = 0.7, gamma = 1.6), here too so that a mutant (named
+    #: ``oracle-pdfa:mutant-V``) gets it as well
     validation_budget = {"iterations": 1_500, "burn_in": 500, "period": 1, "chains": 4,
-                         "pdfa_inference": "mcmc"}
+                         "pdfa_inference": "mcmc", "alpha": 1.3, "beta": 0.7, "gamma": 1.6}
 
     def __init__(self, variant: str = ""):
         self.variant = variant
