@@ -58,7 +58,7 @@ def test_forward_log_lik_by_enumerating_paths():
     np.testing.assert_allclose(oracles.forward_log_lik(xi, TOY.train), want, rtol=1e-12)
 
 
-def _nuts_trace(model, xi, pe, shape=(2, 3)):
+def _nuts_trace(xi, pe, shape=(2, 3)):
     s = shape[0] * shape[1]
     return {"potential_energy": np.asarray(pe).reshape(shape),
             "accept_prob": np.full(shape, 0.9), "diverging": np.zeros(shape, dtype=bool),
@@ -108,7 +108,7 @@ def test_nuts_potential_energy_recomputed_and_a_wrong_record_caught(hand_made):
     reference recomputes from xi; one draw's record off by 1e-6 (relative 3e-8) fails, and
     only that quantity; a NUTS statistic out of its range fails too."""
     model, (xi, pe, options) = hand_made
-    trace, arrays = _nuts_trace(model, xi, pe)
+    trace, arrays = _nuts_trace(xi, pe)
     rec, extra = oracles.recompute_nuts(model, arrays, trace, options, TOY.train)
     check = build(trace, rec, extra)
     assert check.passed, check.to_table()
