@@ -22,6 +22,9 @@ MCMC schedule: ``--burn-in`` NUTS warm-up steps, then ``--iterations - --burn-in
 which every ``--period``-th is kept, in each of ``--chains`` chains run one after the other
 (``--jobs`` is accepted and ignored). Predictions are the posterior predictive
 ``(1/S) sum_s Pr(b | xi^(s))`` over the saved draws ``xi`` ``[S, N+1, A, N+1]`` (chain-major).
+``oracle-pdfa``'s MCMC also keeps each draw's table ``delta`` ``[S, Q, L]`` and ``mu``
+``[S, Q]``, from which ``validate``'s ``recorded`` check recomputes the potential energy its
+trace records (:mod:`bayesfa.validation.oracles`; NUTS oracles: from ``xi``).
 """
 
 from __future__ import annotations
@@ -151,6 +154,7 @@ def _path_counts_bytes(tables: int, n_strings: int, q: int, letters: int) -> int
 
 class OraclePFA:
     name = "oracle-pfa"
+    validation = "bayesfa.validation.oracles:ORACLE_PFA"
     summary = "NUTS on the fully connected PFA prior (Eq. 2), paths summed out (slow oracle)"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -177,6 +181,7 @@ class OraclePFA:
 
 class OracleHMM:
     name = "oracle-hmm"
+    validation = "bayesfa.validation.oracles:ORACLE_HMM"
     summary = "NUTS on the HMM prior of Sect. 4.4 (xi = eta theta), paths summed out (slow oracle)"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -287,8 +292,10 @@ class OraclePDFA:
                 continuous[h] = samples[h]
         info = {"inference": "mcmc", "hyperpriors": hyper, "seconds": time.perf_counter() - start,
                 "divergences": int(trace["diverging"].sum()), **_diagnostics(continuous)}
+        mu = np.asarray(samples["mu"], dtype=np.float64)
         return FitResult({"xi": xi.reshape((-1,) + xi.shape[2:]),
-                          "delta": delta.reshape((-1,) + delta.shape[2:])}, trace, info)
+                          "delta": delta.reshape((-1,) + delta.shape[2:]),
+                          "mu": mu.reshape((-1,) + mu.shape[2:])}, trace, info)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """Enumeration: every table as Python tuples and as an array, the path counts of every
@@ -310,7 +317,8 @@ class OraclePDFA:
             return int(max(fit, tables + predict))
         samples = _kept(options)
         xi = samples * q * (letters + 1) * q * 8
-        fit = _path_counts_bytes(samples, n, q, letters) + 2 * xi + samples * q * letters * 16
+        fit = (_path_counts_bytes(samples, n, q, letters) + 2 * xi + samples * q * letters * 16
+               + samples * q * 8)                             # mu, kept for validate's check
         return int(max(fit, xi_predictive_bytes(samples, q, letters + 1, corpus)))
 
     def predict_log_prob(self, arrays, options, corpus):

@@ -109,9 +109,10 @@ BUDGETS: dict[str, dict[str, Any]] = {
     "oracle-hmm": {"iterations": 1_500, "burn_in": 500, "period": 1, "chains": 4,
                    "alpha": 0.4, "beta": 0.7},
     # MCMC (DiscreteHMCGibbs), not the enumeration the method does by default on toys, so
-    # that the comparison with the exact enumeration tests something
+    # that the comparison with the exact enumeration tests something; alpha, beta, gamma
+    # distinct and none 1 (issue 39), as pdfa's
     "oracle-pdfa": {"iterations": 1_500, "burn_in": 500, "period": 1, "chains": 4,
-                    "pdfa_inference": "mcmc"},
+                    "pdfa_inference": "mcmc", "alpha": 1.3, "beta": 0.7, "gamma": 1.6},
 }
 _TOY_BETA = ("cgs-pfa", "oracle-pfa")
 

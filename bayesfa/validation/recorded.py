@@ -40,12 +40,17 @@ from bayesfa.validation.checks import Check
 class Recomputed:
     """A trace entry's recomputation: ``values`` aligned with ``recorded`` (both
     ``[chain, draw]`` or the draws the arrays keep), agreement within ``rtol`` relative to
-    ``max(1, |value|)`` (0: exact), and ``how`` it was recomputed (the formula, the module)."""
+    ``max(1, |value|)`` (0: exact) plus ``atol`` (per draw, aligned with ``values``, or one
+    number: a bound on what the recorded state's own rounding can move the value, which
+    ``how`` derives, e.g. the NumPyro oracles' stick-breaking,
+    :func:`bayesfa.validation.oracles.stick_rounding_bound`; 0 by default), and ``how`` it
+    was recomputed (the formula, the module)."""
 
     values: np.ndarray
     recorded: np.ndarray
     rtol: float
     how: str
+    atol: Any = 0.0
 
 
 @dataclass
@@ -125,9 +130,12 @@ def recorded_check(trace: dict[str, Any], recomputed: dict[str, Recomputed],
             continue
         both_nan = np.isnan(got) & np.isnan(want)
         diff = np.where(both_nan, 0.0, np.abs(got - want))
-        bound = r.rtol * np.maximum(1.0, np.abs(want))
+        bound = r.rtol * np.maximum(1.0, np.abs(want)) + np.asarray(r.atol, dtype=np.float64)
         bad = ~(diff <= bound)  # NaN on one side only: a failure
-        ratio = np.where(bad, np.inf, 0.0) if r.rtol == 0 else diff / bound
+        exact = r.rtol == 0 and not np.any(np.asarray(r.atol) != 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = (np.where(bad, np.inf, 0.0) if exact
+                     else np.where(bad | (bound > 0), diff / bound, 0.0))
         ratios.append(float(np.max(ratio)) if ratio.size else 0.0)
         rows.append({"quantity": name, "draws": int(got.size),
                      "max_diff": float(np.nanmax(np.where(np.isnan(diff), np.inf, diff)))

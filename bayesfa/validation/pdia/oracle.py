@@ -569,15 +569,24 @@ class OraclePDFASpec:
     """Validation spec of ``oracle-pdfa`` (module docstring); ``variant`` a model mutant."""
 
     #: the harness's budget of oracle-pdfa (MCMC, not the enumeration it does on toys by
-    #: default), here too so that a mutant (named ``oracle-pdfa:mutant-V``) gets it as well
+    #: default; alpha = 1.3, beta = 0.7, gamma = 1.6), here too so that a mutant (named
+    #: ``oracle-pdfa:mutant-V``) gets it as well
     validation_budget = {"iterations": 1_500, "burn_in": 500, "period": 1, "chains": 4,
-                         "pdfa_inference": "mcmc"}
+                         "pdfa_inference": "mcmc", "alpha": 1.3, "beta": 0.7, "gamma": 1.6}
 
     def __init__(self, variant: str = ""):
         self.variant = variant
 
     def check_names(self) -> list[str]:
-        return ["predictive", "gibbs-sweep", "gibbs-chain", "gibbs-chain-hyper"]
+        return ["predictive", "recorded", "gibbs-sweep", "gibbs-chain", "gibbs-chain-hyper"]
+
+    def recompute_trace(self, arrays, trace, options, train):
+        """The ``recorded`` check's recomputations: the discrete block's potential energy from
+        each draw's ``delta`` and ``mu`` (:func:`bayesfa.validation.oracles.recompute_pdfa`;
+        a model mutant records its own wrong potential, so it fails there too)."""
+        from bayesfa.validation.oracles import recompute_pdfa
+
+        return recompute_pdfa(arrays, trace, options, train)
 
     def mutant_names(self) -> list[str]:
         from bayesfa.models.pdfa import MODEL_VARIANTS
