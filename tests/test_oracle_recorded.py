@@ -14,6 +14,7 @@ import pytest
 
 import bayesfa.models.pfa  # noqa: F401  (JAX in float64, as the oracles run it)
 from bayesfa.validation import oracles
+from bayesfa.validation.pdia import oracle as pdfa_oracle
 from bayesfa.validation.recorded import recorded_check as build
 from bayesfa.validation.toys import get_toy
 
@@ -182,26 +183,26 @@ def _pdfa_hand_made(hyper: bool):
 @pytest.mark.parametrize("hyper", [False, True])
 def test_pdfa_potential_energy_recomputed_and_a_wrong_record_caught(hyper):
     arrays, trace, options = _pdfa_hand_made(hyper)
-    rec, extra = oracles.recompute_pdfa(arrays, trace, options, TOY.train)
+    rec, extra = pdfa_oracle.recompute_pdfa(arrays, trace, options, TOY.train)
     check = build(trace, rec, extra)
     assert check.passed, check.to_table()
     row = next(r for r in check.rows if r["quantity"] == "potential_energy")
     assert row["max_diff"] < 1e-12 * np.abs(trace["potential_energy"]).max()
     wrong = dict(trace, potential_energy=trace["potential_energy"].copy())
     wrong["potential_energy"][1, 0] += 1e-6
-    rec, extra = oracles.recompute_pdfa(arrays, wrong, options, TOY.train)
+    rec, extra = pdfa_oracle.recompute_pdfa(arrays, wrong, options, TOY.train)
     assert build(wrong, rec, extra).summary["failed_quantities"] == ["potential_energy"]
     # a slip between two hyperparameters (alpha for gamma) changes the recomputation
     swapped = dict(options, alpha=options["gamma"], gamma=options["alpha"])
     if not hyper:
-        rec, extra = oracles.recompute_pdfa(arrays, trace, swapped, TOY.train)
+        rec, extra = pdfa_oracle.recompute_pdfa(arrays, trace, swapped, TOY.train)
         assert not build(trace, rec, extra).passed
 
 
 def test_pdfa_without_mu_fails_and_says_why():
     arrays, trace, options = _pdfa_hand_made(False)
     del arrays["mu"]
-    rec, extra = oracles.recompute_pdfa(arrays, trace, options, TOY.train)
+    rec, extra = pdfa_oracle.recompute_pdfa(arrays, trace, options, TOY.train)
     check = build(trace, rec, extra)
     assert not check.passed
     assert "mu" in next(r for r in check.rows if r["quantity"] == "potential_energy")["how"]

@@ -582,10 +582,8 @@ class OraclePDFASpec:
 
     def recompute_trace(self, arrays, trace, options, train):
         """The ``recorded`` check's recomputations: the discrete block's potential energy from
-        each draw's ``delta`` and ``mu`` (:func:`bayesfa.validation.oracles.recompute_pdfa`;
+        each draw's ``delta`` and ``mu`` (:func:`recompute_pdfa`;
         a model mutant records its own wrong potential, so it fails there too)."""
-        from bayesfa.validation.oracles import recompute_pdfa
-
         return recompute_pdfa(arrays, trace, options, train)
 
     def mutant_names(self) -> list[str]:
@@ -609,3 +607,74 @@ class OraclePDFASpec:
 
 ORACLE_PDFA = OraclePDFASpec()
 
+
+# -- the recorded check (issue 39): the discrete block's potential energy recomputed --------
+
+def pdfa_potential_energy(delta: np.ndarray, mu: np.ndarray, corpus: Corpus, alpha, beta,
+                          gamma, n_letters: int | None = None) -> np.ndarray:
+    """The discrete block's potential energy ``[S]`` of ``oracle-pdfa`` at tables ``delta``
+    ``[S, Q, L]`` and ``mu`` ``[S, Q]`` (``alpha``, ``beta``, ``gamma`` scalars, or ``[S]``
+    draws under ``--hyperpriors``, whose Gamma(1, 1) log densities are then added)."""
+    from bayesfa.validation.oracles import distinct_strings, log_dirichlet
+
+    delta = np.asarray(delta, dtype=np.int64)
+    mu = np.asarray(mu, dtype=np.float64)
+    n_draws, n_q, n_l = delta.shape
+    n_l = n_l if n_letters is None else n_letters
+    hyper = np.ndim(alpha) > 0
+    a, b, g = (np.broadcast_to(np.asarray(h, dtype=np.float64), (n_draws,))
+               for h in (alpha, beta, gamma))
+    strings = [list(s) for s, m in distinct_strings(corpus) for _ in range(m)]
+    out = np.empty(n_draws)
+    for s in range(n_draws):
+        log_p = (float(log_dirichlet(mu[s], g[s] / n_q))                       # gen:mu
+                 + n_l * (gammaln(a[s]) - gammaln(a[s] + n_q))                  # Pólya urns
+                 + log_target(delta[s], mu[s], strings, n_l, a[s], b[s]))       # ... and data
+        if hyper:
+            log_p -= a[s] + b[s] + g[s]                                          # Gamma(1, 1)
+        out[s] = -log_p
+    return out
+
+
+def recompute_pdfa(arrays: dict, trace: dict, options: dict, train: Corpus):
+    """``(recomputed, extra_rows)`` of ``oracle-pdfa``: MCMC fits, the discrete block's
+    potential energy from each draw's ``delta`` and ``mu``; the NUTS block's statistics and the
+    hyperparameters' draws by range. An enumeration fit records no trace (one row, says so)."""
+    from bayesfa.validation.oracles import TOLERANCE, _chain_draw, _nuts_statistics
+    from bayesfa.validation.recorded import NotRecomputable, Recomputed
+
+    if not trace:
+        return {}, [{"quantity": "trace", "draws": 0, "max_diff": None, "tolerance": None,
+                     "pass": "delta" in arrays and "log_weight" in arrays,
+                     "how": "an enumeration (--pdfa-inference enumerate): exact weights of "
+                            "every table, no draws, no trace"}]
+    pe = np.asarray(trace["potential_energy"], dtype=np.float64)
+    shape = pe.shape
+    out: dict = _nuts_statistics(trace, shape, "the NUTS block's (on mu): ")
+    if "mu" not in arrays:
+        out["potential_energy"] = NotRecomputable(
+            pe, shape, -np.inf, np.inf, "a function of each draw's mu, which this fit did not "
+            "keep (the oracle keeps it since issue 39)")
+        return out, [{"quantity": "mu (the recorded state)", "draws": 0, "max_diff": None,
+                      "tolerance": None, "pass": False, "how": "not recorded"}]
+    hyper = bool(options.get("hyperpriors", False))
+    if hyper:
+        h = {k: np.asarray(trace[k], dtype=np.float64).reshape(-1) for k in ("alpha", "beta",
+                                                                              "gamma")}
+        for k in h:
+            out[k] = NotRecomputable(
+                np.asarray(trace[k], dtype=np.float64), shape, np.finfo(float).tiny, np.inf,
+                f"the draw of {k} itself (Gamma(1, 1) hyperprior, sampled by NUTS with mu), "
+                "part of the state the potential energy is recomputed from")
+    else:
+        h = {k: float(options[k]) for k in ("alpha", "beta", "gamma")}
+    values = pdfa_potential_energy(arrays["delta"], arrays["mu"], train, h["alpha"], h["beta"],
+                                   h["gamma"])
+    out["potential_energy"] = Recomputed(
+        _chain_draw(values, shape), pe, TOLERANCE,
+        "the discrete block's -[log Dir(mu; gamma/|Q|) + Pólya urns of delta's columns given mu "
+        "+ Dirichlet-multinomials of the emission counts along delta's paths"
+        + (" + Gamma(1, 1) of alpha, beta, gamma" if hyper else "")
+        + "], scipy from each draw's delta and mu (bayesfa.validation.pdia.oracle, "
+          "its log_target)")
+    return out, []
