@@ -10,7 +10,9 @@ installed). Importing this module imports neither Dask nor numba.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import subprocess
 import sys
 from typing import Any, Iterator, NamedTuple
 
@@ -80,3 +82,19 @@ def open_cluster(scheduler: str = "local", workers: int | None = None, *,
     finally:
         if cluster is not None:
             cluster.close()
+
+
+def run_command(cmd: list[str], timeout: float) -> dict:
+    """Run ``cmd`` as a process of its own (a task a Dask worker runs: a benchmark's unit, which
+    must be killable), killed after ``timeout`` wall seconds: ``{"returncode", "stdout",
+    "stderr"}``, or ``{"timeout": True, "cpu": S}`` with the CPU seconds it had spent."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, _, usage = os.wait4(proc.pid, 0)
+        proc.stdout.close()
+        proc.stderr.close()
+        return {"timeout": True, "cpu": usage.ru_utime + usage.ru_stime}
+    return {"returncode": proc.returncode, "stdout": stdout, "stderr": stderr}

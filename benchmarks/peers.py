@@ -42,10 +42,11 @@ the peer failed; ``status`` is ``ok``, ``zero probability (K of N test strings)`
 prediction (``time.process_time`` in the unit's process, every thread; imports and reading
 excluded); ``size`` the fitted model's (states, or rank); ``chosen_by`` how the size was chosen.
 
-Units. Each (problem, method) is one process (``--unit``) run by a pool of ``--workers``
-threads (bayesfa's Dask runner runs bayesfa methods only, not arbitrary units); its row is
-written atomically to ``OUT/units/P.METHOD.json`` when it ends, failed or not, and a rerun
-skips the units that have a file. The summary (``summary.csv``, ``summary.json``: commit,
+Units. Each (problem, method) is one process (``--unit``), started by a task on the Dask
+cluster of ``--scheduler`` (``local``: ``--workers`` single-thread workers on this machine;
+or a running scheduler's address, as ``bayesfa pautomac run --scheduler``: :func:`run_units`);
+its row is written atomically here to ``OUT/units/P.METHOD.json`` when it ends, failed or
+not, and a rerun skips the units that have a file. The summary (``summary.csv``, ``summary.json``: commit,
 portable command, problems done) is rebuilt from the unit files at the end.
 
 Grids. ``--grid full`` (the default) runs :data:`GRIDS` with each method's defaults;
@@ -60,13 +61,10 @@ command), and a rerun with the other grid does not reuse it.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import csv
 import hashlib
 import io
 import json
-import os
-import subprocess
 import sys
 import threading
 import time
@@ -464,45 +462,104 @@ def _unit_command(problem, method, args) -> list[str]:
 _lock = threading.Lock()
 
 
-def drive_unit(problem, method, args, units: Path, cmd=None, failed=None) -> dict:
-    """Run one unit in its own process (killed after ``--timeout`` seconds), write its row.
-    ``cmd`` (default :func:`_unit_command`'s) prints the row as its last line; ``failed``
-    (default :func:`row`) makes the row of a unit that failed or timed out."""
-    path = units / f"{problem}.{method}.json"
-    if path.exists():
-        done = json.loads(path.read_text())
-        want = getattr(args, "grid", "full")
-        if cmd is None and done.get("grid", "full") != want:
-            raise SystemExit(f"{path} ran grid {done.get('grid', 'full')!r}, not {want!r}: "
-                             f"move it away to rerun")
-        return done
-    cmd = cmd or _unit_command(problem, method, args)
+def unit_row(problem, method, args, units: Path, cmd, outcome: dict, failed=None) -> dict:
+    """The row of a unit from its process's ``outcome`` (:func:`bayesfa.cluster.run_command`): the row it
+    printed as its last line, or one made by ``failed`` (default :func:`row`) that says why;
+    with its grid, portable command and commit, written atomically to
+    ``units/P.METHOD.json``."""
     make_row = failed or row
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=args.timeout)
-        last = stdout.strip().splitlines()[-1] if stdout.strip() else ""
-        if proc.returncode == 0 and last.startswith("{"):
+    if outcome.get("timeout"):
+        res = make_row(problem, method, status=f"time-out ({args.timeout:g} s wall, "
+                                                f"{outcome['cpu']:.0f} CPU s)")
+    else:
+        stdout = outcome["stdout"].strip()
+        last = stdout.splitlines()[-1] if stdout else ""
+        if outcome["returncode"] == 0 and last.startswith("{"):
             res = json.loads(last)
         else:
-            why = (stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1][:200]
+            why = (outcome["stderr"].strip().splitlines() or [f"exit {outcome['returncode']}"])[-1][:200]
             res = make_row(problem, method, status=f"error: {why}")
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, _, usage = os.wait4(proc.pid, 0)  # the CPU it had spent (imports included)
-        proc.stdout.close()
-        proc.stderr.close()
-        res = make_row(problem, method, status=f"time-out ({args.timeout:g} s wall, "
-                  f"{usage.ru_utime + usage.ru_stime:.0f} CPU s)")
     res.setdefault("grid", getattr(args, "grid", "full"))
     res["command"] = _portable(cmd)
     res["commit"] = getattr(args, "commit", None) or git_commit()
     with _lock:
-        write_out_json(path, res)
+        write_out_json(units / f"{problem}.{method}.json", res)
     key = "ratio_minus_one" if "ratio_minus_one" in res else "perplexity"
     print(f"{problem:>3} {method:<17} {res['status']:<30} {key}={res.get(key)} "
           f"cpu={res['cpu_seconds']} size={res['size']}", flush=True)
     return res
+
+
+def _done(problem, method, args, units: Path, cmd) -> dict | None:
+    """The row of a unit already run (its file), or None; a unit of the other grid is refused
+    (move its file away to rerun it)."""
+    path = units / f"{problem}.{method}.json"
+    if not path.exists():
+        return None
+    done = json.loads(path.read_text())
+    want = getattr(args, "grid", "full")
+    if cmd is None and done.get("grid", "full") != want:
+        raise SystemExit(f"{path} ran grid {done.get('grid', 'full')!r}, not {want!r}: "
+                         f"move it away to rerun")
+    return done
+
+
+def drive_unit(problem, method, args, units: Path, cmd=None, failed=None) -> dict:
+    """Run one unit in its own process here (killed after ``--timeout`` seconds), write its
+    row. ``cmd`` (default :func:`_unit_command`'s) prints the row as its last line; ``failed``
+    (default :func:`row`) makes the row of a unit that failed or timed out."""
+    done = _done(problem, method, args, units, cmd)
+    if done is not None:
+        return done
+    from bayesfa.cluster import run_command
+
+    cmd = cmd or _unit_command(problem, method, args)
+    return unit_row(problem, method, args, units, cmd, run_command(cmd, args.timeout), failed)
+
+
+def run_units(jobs, args, units: Path, cmd_of=None, failed=None, processes: bool = True) -> list[dict]:
+    """Every unit of ``jobs`` (``(problem, method)`` pairs) without a file, one process each,
+    on the Dask cluster of ``--scheduler``/``--workers`` (:func:`bayesfa.cluster.open_cluster`:
+    ``local`` starts ``--workers`` single-thread workers here; an address joins a running
+    scheduler, whose workers need this checkout at the same path and its Python). Each row is
+    written here as its unit ends, so an interrupted run loses no finished unit and a rerun
+    skips them. ``cmd_of(problem, method)``: a unit's command (default :func:`_unit_command`'s);
+    ``processes=False``: worker threads of this process (tests)."""
+    from dask.distributed import as_completed
+
+    from bayesfa.cluster import open_cluster, run_command
+
+    rows, todo = [], []
+    for problem, method in jobs:
+        cmd = cmd_of(problem, method) if cmd_of else None
+        done = _done(problem, method, args, units, cmd)
+        if done is not None:
+            rows.append(done)
+        else:
+            todo.append((problem, method, cmd or _unit_command(problem, method, args)))
+    if not todo:
+        return rows
+    with open_cluster(args.scheduler, args.workers, processes=processes) as cluster:
+        # the task is bayesfa's (importable on every worker); only the command travels
+        futures = {cluster.client.submit(run_command, cmd, args.timeout, pure=False,
+                                         key=f"peers-{problem}.{method}"): (problem, method, cmd)
+                   for problem, method, cmd in todo}
+        for fut in as_completed(futures):
+            problem, method, cmd = futures[fut]
+            rows.append(unit_row(problem, method, args, units, cmd, fut.result(), failed))
+    return rows
+
+
+def check_cluster(parser, args) -> None:
+    """``--scheduler``/``--workers`` as ``bayesfa pautomac run`` takes them, or a one-line
+    usage error."""
+    from bayesfa.cluster import check_scheduler
+    from bayesfa.errors import InputError
+
+    try:
+        check_scheduler(args.scheduler, args.workers)
+    except InputError as e:
+        parser.error(str(e))
 
 
 def _portable(cmd) -> str:
@@ -518,7 +575,11 @@ def main(argv=None) -> int:
     p.add_argument("--methods", default=",".join(RUN), help=f"peers to run, of {RUN}")
     p.add_argument("--data", default=str(DATA))
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--workers", type=int, default=1, help="units at once")
+    p.add_argument("--scheduler", default="local", help="the Dask cluster the units run on: "
+                   "local (--workers single-thread workers here) or a running scheduler's "
+                   "address, tcp://HOST:PORT (its workers need this checkout at the same path)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="with --scheduler local: units at once (default 1)")
     p.add_argument("--grid", choices=["full", "trimmed"], default="full",
                    help="full: GRIDS at each method's defaults; trimmed: TRIMMED's cheaper "
                         f"practice (methods {sorted(TRIMMED)})")
@@ -536,6 +597,7 @@ def main(argv=None) -> int:
     problems = default_problems() if args.problems is None else \
         [s.strip() for s in args.problems.split(",") if s.strip()]
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    check_cluster(p, args)
     unknown = [m for m in methods if m not in PEERS]
     if unknown:
         p.error(f"--methods: unknown {unknown}; choose from {RUN}")
@@ -551,8 +613,7 @@ def main(argv=None) -> int:
     args.commit = git_commit()
     jobs = [(q, m) for m in methods for q in problems]  # each peer on every problem in turn
     if not args.summarize_only:
-        with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
-            list(pool.map(lambda job: drive_unit(*job, args, units), jobs))
+        run_units(jobs, args, units)
     done = [json.loads(f.read_text()) for f in sorted(units.glob("[!.]*.json"))]
     done_problems = sorted({r["problem"] for r in done}, key=lambda s: int(s) if s.isdigit() else 0)
     missing = [row(q, m, status=NOT_YET.get(m, "not run yet (partial run)"))

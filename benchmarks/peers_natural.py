@@ -41,8 +41,8 @@ Conventions, as the PDIA rows' (``bayesfa perplexity``, ``benchmarks/pdia_table1
 A peer that gives a test sentence (window) zero or non-positive probability has no perplexity:
 its row's ``status`` says ``zero probability (K of N test sentences)``. ``cpu_seconds``: the
 unit's ``time.process_time`` for the choice, the refit and the scoring (imports and reading
-excluded). Units: one process per (dataset, method) through :func:`peers.drive_unit`, its row
-written to ``OUT/natural_units/DATASET.METHOD.json``; a rerun skips finished units; the
+excluded). Units: one process per (dataset, method) on the Dask cluster of ``--scheduler``
+(:func:`peers.run_units`), its row written to ``OUT/natural_units/DATASET.METHOD.json``; a rerun skips finished units; the
 summary (``natural.csv``, ``natural.json``) is rebuilt from them, with bayesfa's committed
 PDIA, smoothed PDIA, PDIA-MAP, n-gram and memoizer rows read from the files that hold them
 (:data:`COMMITTED`; each row names the file and its commit; not rerun).
@@ -53,7 +53,6 @@ PDIA, smoothed PDIA, PDIA-MAP, n-gram and memoizer rows read from the files that
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import json
 import subprocess
 import sys
@@ -364,7 +363,8 @@ def main(argv=None) -> int:
     p.add_argument("--natural", default=",".join(DATASETS), help=f"datasets, of {list(DATASETS)}")
     p.add_argument("--methods", default=",".join(RUN), help=f"peers to run, of {RUN}")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--scheduler", default="local", help="as benchmarks/peers.py's")
+    p.add_argument("--workers", type=int, default=None, help="as benchmarks/peers.py's")
     p.add_argument("--timeout", type=float, default=1800.0, help="wall seconds per unit")
     p.add_argument("--runs", default=str(RUNS), help="where bayesfa data writes the splits")
     p.add_argument("--out", default=str(OUT))
@@ -384,20 +384,19 @@ def main(argv=None) -> int:
     for m in methods:
         if m not in PEERS:
             p.error(f"--methods: unknown {m}; choose from {RUN}")
+    peers.check_cluster(p, args)
     out, units = Path(args.out), Path(args.out) / "natural_units"
     check_out(out / "natural.csv", out / "natural.json")
 
-    def one(job):
-        d, m = job
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--unit", f"{d}:{m}",
-               "--runs", str(args.runs), "--seed", str(args.seed)]
-        return peers.drive_unit(d, m, args, units, cmd=cmd, failed=nat_row)
+    def cmd_of(d, m):
+        return [sys.executable, str(Path(__file__).resolve()), "--unit", f"{d}:{m}",
+                "--runs", str(args.runs), "--seed", str(args.seed)]
 
     if not args.summarize_only:
         for d in datasets:  # write the splits once, before the units read them
             load(d, Path(args.runs))
-        with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
-            list(pool.map(one, [(d, m) for d in datasets for m in methods]))
+        peers.run_units([(d, m) for d in datasets for m in methods], args, units,
+                        cmd_of=cmd_of, failed=nat_row)
     done = [json.loads(f.read_text()) for f in sorted(units.glob("[!.]*.json"))]
     missing = [nat_row(d, m, status="not run yet (partial run)") for d in datasets for m in RUN
                if not (units / f"{d}.{m}.json").exists()]

@@ -280,3 +280,80 @@ def test_committed_peer_units_each_name_a_commit():
     assert units
     missing = [u.name for u in units if not json.loads(u.read_text()).get("commit")]
     assert not missing, missing
+
+
+def _counting_unit(tmp_path, problem, method, body="print(json.dumps(row))"):
+    """A unit command that appends to ``ran.txt`` (so a test counts the runs) and prints a row."""
+    code = ("import json, sys; open(sys.argv[1], 'a').write(sys.argv[2] + '\\n'); "
+            "row = {'problem': sys.argv[3], 'method': sys.argv[4], 'status': 'ok', "
+            "'cpu_seconds': 1.0, 'size': 3, 'ratio_minus_one': 0.5}; " + body)
+    return [sys.executable, "-c", code, str(tmp_path / "ran.txt"), f"{problem}.{method}",
+            problem, method]
+
+
+def test_units_run_on_a_dask_cluster_write_each_row_and_resume(peers, tmp_path):
+    """issue 40 item 1: the units run on the Dask cluster of --scheduler (worker threads here),
+    each row written as its unit ends, a failed or timed-out unit a row that says so, and a
+    rerun runs only the units without a file."""
+    import argparse
+    import json
+
+    args = argparse.Namespace(scheduler="local", workers=2, timeout=20.0, grid="full", commit="c0ffee1")
+    units = tmp_path / "units"
+    bodies = {("1", "spectral"): "print(json.dumps(row))",
+              ("2", "spectral"): "sys.exit('boom')",
+              ("3", "spectral"): "import time; time.sleep(60)"}
+
+    def cmd_of(problem, method):
+        return _counting_unit(tmp_path, problem, method, bodies[(problem, method)])
+
+    args.timeout = 5.0
+    rows = peers.run_units(list(bodies), args, units, cmd_of=cmd_of, processes=False)
+    by = {r["problem"]: r for r in rows}
+    assert by["1"]["status"] == "ok" and by["1"]["ratio_minus_one"] == 0.5
+    assert by["2"]["status"] == "error: boom" and by["2"]["ratio_minus_one"] is None
+    assert by["3"]["status"].startswith("time-out (5 s wall")
+    for p in ("1", "2", "3"):
+        on_disk = json.loads((units / f"{p}.spectral.json").read_text())
+        assert on_disk["status"] == by[p]["status"] and on_disk["commit"] == "c0ffee1"
+    assert sorted((tmp_path / "ran.txt").read_text().split()) == ["1.spectral", "2.spectral", "3.spectral"]
+    (units / "2.spectral.json").unlink()  # the failed unit moved away: a rerun runs it alone
+    bodies[("2", "spectral")] = "print(json.dumps(row))"
+    again = peers.run_units(list(bodies), args, units, cmd_of=cmd_of, processes=False)
+    assert {r["problem"]: r["status"] for r in again} == {"1": "ok", "2": "ok", "3": by["3"]["status"]}
+    assert sorted((tmp_path / "ran.txt").read_text().split()) == [
+        "1.spectral", "2.spectral", "2.spectral", "3.spectral"]
+
+
+def test_units_run_in_dask_worker_processes(tmp_path):
+    """The same through --scheduler local's worker processes, as the script runs it (a
+    process of its own, its main guarded): the task the workers run is bayesfa's
+    (:func:`bayesfa.cluster.run_command`), so only the unit's command travels."""
+    import json
+    import subprocess
+
+    cmd = _counting_unit(tmp_path, "7", "alergia")
+    driver = tmp_path / "driver.py"
+    driver.write_text(
+        "import argparse, json, sys\n"
+        "from pathlib import Path\n"
+        f"sys.path.insert(0, {str(benchmodules.BENCH.parent / 'tests')!r})\n"
+        "import benchmodules\n"
+        "if __name__ == '__main__':\n"
+        "    peers = benchmodules.load('peers.py')\n"
+        "    args = argparse.Namespace(scheduler='local', workers=1, timeout=60.0, grid='full',\n"
+        "                              commit='c0ffee1')\n"
+        f"    rows = peers.run_units([('7', 'alergia')], args, Path(sys.argv[1]),\n"
+        f"                           cmd_of=lambda p, m: {cmd!r})\n"
+        "    print(json.dumps([(r['problem'], r['status'], r['commit']) for r in rows]))\n")
+    proc = subprocess.run([sys.executable, str(driver), str(tmp_path / "units")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [["7", "ok", "c0ffee1"]]
+    assert json.loads((tmp_path / "units" / "7.alergia.json").read_text())["status"] == "ok"
+
+
+def test_scheduler_and_workers_checked_in_one_line(peers, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        peers.main(["--scheduler", "nowhere", "--problems", "1", "--out", str(tmp_path)])
+    assert exc.value.code == 2 and "--scheduler 'nowhere'" in capsys.readouterr().err
