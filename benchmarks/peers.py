@@ -618,7 +618,9 @@ def main(argv=None) -> int:
     done_problems = sorted({r["problem"] for r in done}, key=lambda s: int(s) if s.isdigit() else 0)
     missing = [row(q, m, status=NOT_YET.get(m, "not run yet (partial run)"))
                for q in done_problems for m in RUN if not (units / f"{q}.{m}.json").exists()]
-    rows = merge_rows(committed_rows(done_problems) + missing + done)
+    # the peers not run here get a row on every problem that says why (not a missing row)
+    absent = [row(q, m, status=f"not run: {why}") for q in done_problems for m, why in NOT_RUN.items()]
+    rows = merge_rows(committed_rows(done_problems) + missing + done + absent)
     ran = sorted({r["method"] for r in done})
     complete = [q for q in done_problems if all((units / f"{q}.{m}.json").exists() for m in RUN)]
     over = [r for r in rows if r["problem"] in complete]

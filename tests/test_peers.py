@@ -260,7 +260,7 @@ def test_every_summary_row_names_its_command_and_commit(peers, tmp_path, monkeyp
     table = list(csv.DictReader((tmp_path / "summary.csv").open()))
     assert list(table[0]) == peers.COLUMNS and {"command", "commit"} <= set(peers.COLUMNS)
     by = {r["method"]: r for r in table}
-    assert set(by) == set(peers.METHODS)
+    assert set(by) == set(peers.METHODS) | set(peers.NOT_RUN)
     assert by["alergia"]["commit"] == "abc1234"
     assert by["alergia"]["command"] == on_disk["command"]
     for m in peers.COMMITTED:  # read from the committed runs' folders
@@ -269,6 +269,8 @@ def test_every_summary_row_names_its_command_and_commit(peers, tmp_path, monkeyp
         assert by[m]["commit"] and code.endswith(f"git {by[m]['commit']}")
         assert by[m]["command"].startswith("bayesfa pautomac run ") and "/work" not in by[m]["command"]
     assert by["cvb0"]["status"] == peers.NOT_YET["cvb0"]
+    for m, why in peers.NOT_RUN.items():  # a peer not run here: a row that says why
+        assert by[m]["status"] == f"not run: {why}" and by[m]["ratio_minus_one"] == ""
     assert by["spectral"]["status"] == "not run yet (partial run)"
 
 
