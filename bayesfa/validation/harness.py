@@ -247,6 +247,23 @@ def carry_spec(method, spec, name: str):
     return method
 
 
+def variant_method(name: str, production, variant):
+    """The method a spec's checks fit: for the method itself (``variant`` 0) the registered
+    instance ``name`` as a user gets it (:func:`bayesfa.methods.get_method`), its class's own
+    ``variant`` included, so that a wrong default is validated, not reset (issue 39: with
+    ``variant`` set by the spec, a class default of a mutant's code passed); for a mutant, a
+    copy of ``production`` (the module's method object) with the mutant's ``variant``."""
+    if not variant:
+        from bayesfa.methods import get_method
+
+        return get_method(name)
+    import copy
+
+    method = copy.copy(production)
+    method.variant = variant
+    return method
+
+
 def _method_mutants(method) -> list[str]:
     names = getattr(hooks(method), "mutant_names", None)
     return list(names()) if callable(names) else []

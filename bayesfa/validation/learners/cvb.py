@@ -52,15 +52,11 @@ Mutants (:data:`bayesfa.learners._cvb_kernel.MUTATIONS`, compile-time switches o
 
 from __future__ import annotations
 
-import copy
 import itertools
-import math
-from typing import Any
 
 import numpy as np
 from scipy.special import gammaln
 
-from bayesfa.corpus import Corpus
 from bayesfa.validation.checks import Check
 
 MOMENT_TOL = 1e-9
@@ -459,17 +455,11 @@ class CVBSpec:
         return list(MUTATIONS[self.kind])
 
     def _method(self):
-        """The method the checks fit: for the method itself (``variant`` 0) the registered
-        instance as a user gets it, its class's own ``variant`` included (a wrong default is
-        validated, not reset; issue 39); for a mutant a copy with the mutant's code."""
+        """The method the checks fit (:func:`~bayesfa.validation.harness.variant_method`)."""
         from bayesfa.learners import cvb
-        from bayesfa.methods import get_method
+        from bayesfa.validation.harness import variant_method
 
-        if not self.variant:
-            return get_method(self.kind)
-        method = copy.copy(getattr(cvb, self.kind.upper()))
-        method.variant = self.variant
-        return method
+        return variant_method(self.kind, getattr(cvb, self.kind.upper()), self.variant)
 
     def mutant(self, name: str):
         from bayesfa.learners._cvb_kernel import MUTATIONS

@@ -265,18 +265,10 @@ class _MutantsOfModule:
         return carry_spec(spec._method(), spec, f"{self.name}:mutant-{variant}")
 
     def _method(self):
-        """The method the checks fit. The spec of the method itself (``variant`` 0) validates
-        the registered instance as a user gets it (:func:`bayesfa.methods.get_method`), its
-        class's own ``variant`` included, so that a wrong default is validated, not reset
-        (issue 39: with ``variant`` set here, a class default of a mutant's code passed);
-        a mutant's spec, a copy with the mutant's code."""
-        if not self.variant:
-            from bayesfa.methods import get_method
+        """The method the checks fit (:func:`~bayesfa.validation.harness.variant_method`)."""
+        from bayesfa.validation.harness import variant_method
 
-            return get_method(self.name)
-        method = copy.copy(self._module().METHOD)
-        method.variant = self.variant
-        return method
+        return variant_method(self.name, self._module().METHOD, self.variant)
 
 
 class GreedySpec(_MutantsOfModule):

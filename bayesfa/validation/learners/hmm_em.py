@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
 
 import numpy as np
 
@@ -169,19 +168,11 @@ class HMMEMSpec:
         return carry_spec(spec._method(), spec, f"hmm-em:mutant-{variant}")
 
     def _method(self):
-        """The method the checks fit: for the method itself (``variant`` 0) the registered
-        instance as a user gets it, its class's own ``variant`` included (a wrong default is
-        validated, not reset; issue 39); for a mutant a copy with the mutant's code."""
-        import copy
-
+        """The method the checks fit (:func:`~bayesfa.validation.harness.variant_method`)."""
         from bayesfa.learners import hmm_em
-        from bayesfa.methods import get_method
+        from bayesfa.validation.harness import variant_method
 
-        if not self.variant:
-            return get_method("hmm-em")
-        method = copy.copy(hmm_em.METHOD)
-        method.variant = self.variant
-        return method
+        return variant_method("hmm-em", hmm_em.METHOD, self.variant)
 
     def check_names(self) -> list[str]:
         return ["em-step", "objective-monotone", "fixed-point", "predictive", "train-likelihood",
