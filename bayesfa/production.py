@@ -25,7 +25,9 @@ the same for every grid point, as :mod:`bayesfa.selection` explains; its ``selec
 records it).
 
 ``--auto --budget TOTAL`` (cgs-pfa, :mod:`bayesfa.samplers.pfa.auto`): TOTAL CPU seconds are
-shared among the problems in proportion to their training tokens (:func:`budget_shares`);
+shared among the problems (:func:`budget_shares`: evenly by default, each problem weighing the
+same in the mean ratio; ``--shares tokens`` in proportion to their training tokens, the rule
+before issue 37);
 each problem is one unit that chooses N and beta from held-out training strings and runs the
 final chains within its share, and writes its decisions to ``problems/NAME/auto.json``; the
 summary adds each problem's CPU seconds and share. A kill loses the problems in flight (each
@@ -241,10 +243,13 @@ class RunSpec:
     beta_grid: list[float] | None = None
     folds: int = 10
     one_se: bool = False
+    shares: str = "even"         # --auto: how TOTAL is shared among the problems (budget_shares)
 
     def identity(self) -> dict[str, Any]:
         opts = {k: v for k, v in self.options.items() if k not in EXECUTION_OPTIONS | {"chains"}}
         opts["chains"] = self.chains
+        if self.auto:
+            opts["shares"] = self.shares
         if self.select:
             opts.update(select=True, states=self.states_grid, beta=self.beta_grid,
                         folds=self.folds, one_se=self.one_se)
@@ -292,6 +297,9 @@ def open_results(out: str | Path, spec: RunSpec) -> Path:
         except (OSError, ValueError):
             raise InputError(f"{RUN_JSON} is unreadable; choose another --out", out) from None
         old = stored.get("identity") if isinstance(stored, dict) else None
+        old_options = old.get("options") if isinstance(old, dict) else None
+        if isinstance(old_options, dict) and old_options.get("auto") and "shares" not in old_options:
+            old_options["shares"] = "tokens"  # a run made before --shares: it shared by tokens
         if old != identity:
             raise InputError(f"holds a production run made with "
                              f"{_differences(old or {}, identity)}; choose another --out", out)
@@ -456,19 +464,30 @@ def _auto_columns(pdir: Path) -> dict[str, Any]:
         raise InputError(f"a finished --auto unit but no readable {AUTO_JSON}", pdir) from None
 
 
-def budget_shares(total: float, problems: list[Problem]) -> dict[str, float]:
-    """``--auto --budget TOTAL`` shared among ``problems`` in proportion to their training
-    tokens (the sweeps' cost); a problem whose training file cannot be read gets nothing (it
+#: ``--shares``: how ``--auto --budget TOTAL`` is shared among the problems (:func:`budget_shares`)
+SHARES = ("even", "tokens")
+
+
+def budget_shares(total: float, problems: list[Problem], rule: str = "even") -> dict[str, float]:
+    """``--auto --budget TOTAL`` shared among ``problems``: ``even``, the same CPU for each
+    (every problem weighs the same in the mean ratio - 1, and a large problem's score stops
+    improving long before a small one's: issue 37, RESULTS "--auto over three seeds"), or
+    ``tokens``, in proportion to their training tokens (the sweeps' cost; the rule of the runs
+    before issue 37). Either way a problem whose training file cannot be read gets nothing (it
     fails when it is run). The shares depend on the problem list: a rerun must name the same
     problems (its units are refused otherwise)."""
     from bayesfa.pautomac import read_sample
 
+    if rule not in SHARES:
+        raise InputError(f"--shares {rule}: one of {', '.join(SHARES)}")
     sizes = {}
     for p in problems:
         try:
-            sizes[p.name] = read_sample(p.train).n_tokens
+            n_tokens = read_sample(p.train).n_tokens
         except (InputError, OSError):
             sizes[p.name] = 0
+        else:
+            sizes[p.name] = 1 if rule == "even" else n_tokens
     whole = sum(sizes.values()) or 1
     return {name: float(total) * n / whole for name, n in sizes.items()}
 
@@ -524,7 +543,7 @@ def run(spec: RunSpec, problems: list[Problem], out: str | Path, scheduler: str 
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(problems), 64)),
                                                      thread_name_prefix="problem")
         try:
-            shares = budget_shares(spec.options["budget"], problems) if spec.auto else {}
+            shares = budget_shares(spec.options["budget"], problems, spec.shares) if spec.auto else {}
             jobs = {pool.submit(run_problem, client, spec, p, results, bar, memory, shares.get(p.name)): p
                     for p in problems}
             for job in concurrent.futures.as_completed(jobs):
@@ -775,6 +794,9 @@ def add_cli(parser: argparse.ArgumentParser, method: str | None) -> None:
                    help="worker processes of the local cluster; default 1")
     p.add_argument("--out", required=True, metavar="RESULTS",
                    help="results folder: new, empty, or this same run (finished units are kept)")
+    p.add_argument("--shares", choices=SHARES, default=None,
+                   help="--auto: share --budget TOTAL among the problems evenly (default) or in "
+                        "proportion to their training tokens (the rule of runs made before it)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_run, _method_defaults=defaults)
 
@@ -796,6 +818,8 @@ def spec_from_args(args) -> RunSpec:
             raise InputError("--auto and --budget TOTAL go together (TOTAL: CPU seconds for all problems)")
         if args.select:
             raise InputError("--auto chooses N and beta itself; drop --select")
+    elif args.shares is not None:
+        raise InputError("--shares shares --auto's --budget among the problems; it needs --auto")
     grids = {}
     for key in ("states", "beta"):
         if key in defaults:
@@ -810,7 +834,7 @@ def spec_from_args(args) -> RunSpec:
     for key, grid in grids.items():
         if grid is not None and len(grid) > 1:
             raise InputError(f"--{key} {','.join(map(str, grid))}: a grid needs --select")
-    return RunSpec(args.method, options, args.seed, args.chains)
+    return RunSpec(args.method, options, args.seed, args.chains, shares=args.shares or "even")
 
 
 def cmd_run(args) -> int:

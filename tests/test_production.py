@@ -377,6 +377,59 @@ def test_dask_scheduler_with_two_workers_survives_one_killed_mid_run(reference, 
             _killpg(proc)
 
 
+def test_budget_shares_even_or_by_tokens(data_dir):
+    """``--shares even`` (the default) gives every readable problem the same CPU, ``tokens`` CPU
+    in proportion to its training tokens; an unreadable problem gets nothing either way."""
+    problems = production.find_problems(data_dir, ["a", "b", "bad"])
+    sizes = {n: read_sample(data_dir / f"{n}.pautomac.train").n_tokens for n in GOOD}
+    assert sizes["a"] != sizes["b"]
+    even = production.budget_shares(90.0, problems)
+    assert even == production.budget_shares(90.0, problems, "even") == {"a": 45.0, "b": 45.0, "bad": 0.0}
+    tokens = production.budget_shares(90.0, problems, "tokens")
+    assert tokens["bad"] == 0 and sum(tokens.values()) == pytest.approx(90.0)
+    assert tokens["a"] / tokens["b"] == pytest.approx(sizes["a"] / sizes["b"])
+    with pytest.raises(InputError, match="--shares sqrt: one of even, tokens"):
+        production.budget_shares(90.0, problems, "sqrt")
+
+
+def test_shares_is_part_of_an_auto_runs_identity(data_dir, tmp_path):
+    """``--shares`` is in an ``--auto`` run's identity: a rerun with the other rule is refused
+    in one line; a run folder made before the option (no ``shares`` in run.json) shared by
+    tokens and resumes with ``--shares tokens`` only; ``--shares`` without ``--auto`` is refused."""
+    def spec(shares):
+        args = ["run", "--data", str(data_dir), "--problems", "a", *AUTO, "--out", str(tmp_path / "x")]
+        if shares:
+            args += ["--shares", shares]
+        return production.spec_from_args(production_parser().parse_args(args))
+
+    even, tokens = spec(None), spec("tokens")
+    assert even.identity()["options"]["shares"] == "even" and spec("even").identity() == even.identity()
+    assert tokens.identity()["options"]["shares"] == "tokens"
+    out = tmp_path / "run"
+    production.open_results(out, even)
+    with pytest.raises(InputError, match="shares"):
+        production.open_results(out, tokens)
+    old = json.loads((out / "run.json").read_text())  # as written before --shares existed
+    del old["identity"]["options"]["shares"]
+    (out / "run.json").write_text(json.dumps(old))
+    assert production.open_results(out, tokens) == out
+    with pytest.raises(InputError, match="shares"):
+        production.open_results(out, even)
+    rc, err = _run(["--data", str(data_dir), "--problems", "a", *SETTINGS, "--shares", "even",
+                    "--scheduler", "local", "--out", str(tmp_path / "y"), "--quiet"])
+    assert rc != 0 and "--shares shares --auto's --budget among the problems; it needs --auto" in err
+    assert not (tmp_path / "y").exists()
+
+
+def production_parser():
+    """The ``pautomac`` parser for cgs-pfa, as the CLI builds it (``run`` its subcommand)."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    production.add_cli(parser, "cgs-pfa")
+    return parser
+
+
 #: the run's CPU budget: at about 1.5 CPU-s a problem the fixed costs outside the plan (reading
 #: and predicting the test set, the unit's set-up) overshot 10 % once under load (1.73 s on a
 #: share of 1.49); at about 5 s a problem they stay well inside the stated overshoot
@@ -386,21 +439,19 @@ AUTO = ["--method", "cgs-pfa", "--auto", "--budget", str(AUTO_BUDGET), "--chains
 
 
 @pytest.mark.slow
-def test_auto_budget_is_shared_by_size_decisions_recorded_and_a_rerun_resumes(data_dir, tmp_path):
+def test_auto_budget_is_shared_decisions_recorded_and_a_rerun_resumes(data_dir, tmp_path):
     """``pautomac run --auto --budget TOTAL``: one unit per problem with its share of TOTAL
-    (in proportion to its training tokens), its decisions in problems/NAME/auto.json and its
-    CPU in the summary; a rerun of the same command keeps the finished units and answers."""
+    (evenly, the default ``--shares``), its decisions in problems/NAME/auto.json and its CPU in
+    the summary; a rerun of the same command keeps the finished units and answers."""
     out = tmp_path / "auto"
     rc, err = _run(["--data", str(data_dir), "--problems", "a,b,bad", *AUTO, "--out", str(out)])
     assert rc == 1 and "bad (" in err, err  # the bad problem fails alone
-    sizes = {n: read_sample(data_dir / f"{n}.pautomac.train").n_tokens for n in GOOD}
     lines = (out / "summary.csv").read_text().splitlines()
     assert lines[0] == "problem,method,states,beta,score,min_score,ratio,seconds,cpu_seconds,budget"
     rows = {r.split(",")[0]: r.split(",") for r in lines[1:]}
     assert sorted(rows) == list(GOOD)
     shares = production.budget_shares(AUTO_BUDGET, production.find_problems(data_dir, ["a", "b", "bad"]))
-    assert shares["bad"] == 0 and abs(sum(shares.values()) - AUTO_BUDGET) < 1e-9
-    assert shares["a"] / shares["b"] == pytest.approx(sizes["a"] / sizes["b"])
+    assert shares["bad"] == 0 and shares["a"] == shares["b"] == AUTO_BUDGET / 2
     for name in GOOD:
         decided = json.loads((out / "problems" / name / "auto.json").read_text())
         states, beta = int(rows[name][2]), float(rows[name][3])
