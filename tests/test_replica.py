@@ -32,7 +32,7 @@ def _fit(**kw):
 
 def test_the_move_passes_its_exact_checks():
     checks = check.replica_checks(None, seed=0)
-    assert [c.name for c in checks] == ["replica-swap-invariance", "replica-chain"]
+    assert [c.name for c in checks] == ["replica-swap-invariance", "replica-chain", "replica-blocked-chain"]
     assert all(c.passed for c in checks), [c.rows for c in checks if not c.passed]
     rates = checks[1].summary["mean_swap_rate"]
     assert all(0.2 < r < 0.95 for r in rates)  # the swaps do happen, and are not all accepted
@@ -111,6 +111,47 @@ def test_replicas_1_is_no_option_and_a_seed_gives_one_result():
     assert resolve("cgs-pfa", {})["replicas"] == 1
 
 
+def test_replicas_with_blocked_moves_move_the_b1_replica_only():
+    """``--replicas R --blocked-every K`` (issue 37 item 3's combination): reproducible, not
+    the replica chain without the moves, and the blocked move runs on slot 0 only (the mutant
+    ``rex-blocked-every-slot`` runs it on every slot: its hot slots then differ too)."""
+    on, again, plain = _fit(replicas=3, blocked_every=2), _fit(replicas=3, blocked_every=2), _fit(replicas=3)
+    for name in ("counts", "log_joint", "z"):
+        np.testing.assert_array_equal(getattr(on, name), getattr(again, name))
+    assert not np.array_equal(on.counts, plain.counts)
+    ends = {v: check.run_fixed_ladder(3, 0, v) for v in (None, "rex-blocked-every-slot")}
+    assert not np.array_equal(ends[None], ends["rex-blocked-every-slot"])
+    calls = []
+
+    class Spy(rex.Replicas):
+        def sweeps(self, n):
+            real = self.blocked_move
+
+            def spy(tokens, z, *rest):
+                calls.append(next(r for r, st in enumerate(self.states) if st[0] is z))
+                return real(tokens, z, *rest)
+
+            self.blocked_move = spy
+            try:
+                return super().sweeps(n)
+            finally:
+                self.blocked_move = real
+
+    toy = get_toy("small")
+    from bayesfa.samplers.chains import free_positions, random_path
+
+    rng = np.random.default_rng(0)
+    states = []
+    for _ in range(3):
+        z = random_path(toy.train.tokens, 3, rng)
+        counts = cgs_pfa.new_counts(3, toy.train.alphabet_size + 1)
+        gibbs.fill_counts(toy.train.tokens, z, *counts, 0.5)
+        states.append((z, *counts))
+    Spy(toy.train.tokens, free_positions(toy.train.tokens), states, 0.5, rng, 0,
+        blocked_every=3).sweeps(9)
+    assert calls == [0, 0, 0]
+
+
 def test_checkpoint_dir_is_not_used_and_results_do_not_change(tmp_path):
     full = _fit(replicas=2)
     again = _fit(replicas=2, checkpoint_dir=tmp_path, checkpoint_every=0.0)
@@ -129,7 +170,7 @@ def test_bad_values_are_refused():
     for bad in (0.0, 1.0, 1.5):
         with pytest.raises(InputError, match="--replica-min-b must be"):
             _fit(replicas=2, replica_min_b=bad)
-    for kw in ({"anneal": 10}, {"split_merge": 0.5}, {"blocked_every": 2}):
+    for kw in ({"anneal": 10}, {"split_merge": 0.5}):
         with pytest.raises(InputError, match=f"--{next(iter(kw)).replace('_', '-')}"):
             _fit(replicas=2, **kw)
     with pytest.raises(InputError, match="--interleave"):

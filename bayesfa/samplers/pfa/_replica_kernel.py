@@ -34,7 +34,15 @@ ladder ``b`` float64 ``[R]``, the swap counters per pair, one ``np.random.Genera
 sweeps and the swaps. A swap exchanges two slots' states (the arrays), never their
 temperatures. The swap itself is the numba function :func:`build_swap` compiles; the
 mutants of :data:`MUTATIONS` are compile-time switches of its one source, and the driver's
-``mutation`` argument (for ``adapt-after-burn-in``).
+``mutation`` argument (for ``adapt-after-burn-in`` and ``blocked-every-slot``).
+
+Blocked moves (``--replicas R --blocked-every K``, issue 37 item 3's combination). After every
+``K``-th chain sweep (and its swap round), slot 0, the replica at ``b = 1``, gets one blocked
+whole-string move (:func:`bayesfa.samplers.pfa._ffbs_kernel.blocked_move`: ``theta`` from its
+Dirichlet posterior given slot 0's counts, every string's path by forward filtering-backward
+sampling, ``theta`` dropped), which leaves ``pi_0``, the untempered posterior, invariant, and
+so the product over replicas. The hot replicas get none: their targets ``Pr(alpha, z)^b`` are
+not the collapsed form of a joint with ``theta`` that the move could sample exactly.
 """
 
 from __future__ import annotations
@@ -61,6 +69,9 @@ MUTATIONS: dict[str, str] = {
     "rex-no-temperature-difference": "swap accepted with min(1, exp(l_j - l_i)), without the factor (b_i - b_j)",
     "rex-swap-temperatures": "the slots' temperatures exchanged instead of their states (slot 0, the one recorded, leaves b = 1)",
     "rex-adapt-after-burn-in": "the ladder still adapted after burn-in, while draws are recorded",
+    "rex-blocked-every-slot": "with --blocked-every, the blocked move (theta from its b = 1 posterior, "
+                              "every path by FFBS) run on every replica, not only on b = 1: the hot "
+                              "replicas leave their tempered targets",
 }
 
 _BUILT: dict = {}
@@ -127,11 +138,12 @@ class Replicas:
     (``_cgs_pfa_kernel.fill_counts``), slot 0 first; they are swept in place. ``done``: the
     sweeps made (the burn-in sweeps left and the swap rounds' parity follow from it).
     :meth:`sweeps` runs sweeps, each followed by a swap round every ``swap_every`` sweeps;
-    slot 0 (``b = 1``) is the chain to record (:attr:`state`)."""
+    slot 0 (``b = 1``) is the chain to record (:attr:`state`). ``blocked_every = K > 0``: a
+    blocked move of slot 0 after every ``K``-th sweep (module docstring)."""
 
     def __init__(self, tokens, positions, states: list, beta: float, rng: np.random.Generator,
                  burn_in: int, swap_every: int = SWAP_EVERY, min_b: float = MIN_B,
-                 mutation: str | None = None):
+                 mutation: str | None = None, blocked_every: int = 0):
         self.tokens, self.positions, self.rng, self.beta = tokens, positions, rng, float(beta)
         self.burn_in, self.swap_every, self.min_b = int(burn_in), int(swap_every), float(min_b)
         self.states = list(states)
@@ -144,6 +156,14 @@ class Replicas:
         self.win_tried, self.win_accepted = np.zeros(n - 1, np.int64), np.zeros(n - 1, np.int64)
         self.tried, self.accepted = np.zeros(n - 1, np.int64), np.zeros(n - 1, np.int64)
         self.ladder_at_burn_in = self.b.copy() if self.burn_in == 0 else None
+        self.blocked_every, self.blocked_scratch = int(blocked_every), None
+        if self.blocked_every:
+            from bayesfa.samplers.pfa import _ffbs_kernel as ffbs
+
+            c = self.states[0][1]
+            self.blocked_move = ffbs.blocked_move
+            self.blocked_scratch = ffbs.scratch(tokens, c.shape[0] - 1, c.shape[1])
+            self.blocked_slots = range(n) if mutation == "rex-blocked-every-slot" else (0,)
 
     @property
     def state(self) -> tuple:
@@ -152,8 +172,9 @@ class Replicas:
 
     def sweeps(self, n_sweeps: int) -> tuple[int, int, int]:
         """``n_sweeps`` rounds: one tempered Gibbs sweep of every replica (slot order), then,
-        every ``swap_every``-th sweep of the chain, a swap round; during burn-in the ladder
-        is updated at the end of each window of swap rounds. Returns ``(moved, tried,
+        every ``swap_every``-th sweep of the chain, a swap round, and every
+        ``blocked_every``-th a blocked move of slot 0; during burn-in the ladder is updated at
+        the end of each window of swap rounds. Returns ``(moved, tried,
         accepted)``, summed over the rounds: the positions slot 0's sweeps (``b = 1``, the
         recorded chain) moved, and the swaps tried and accepted (every pair)."""
         moved = tried = accepted = 0
@@ -168,6 +189,11 @@ class Replicas:
                 t, a = self._swap_round()
                 tried += t
                 accepted += a
+            if self.blocked_every and self.done % self.blocked_every == 0:
+                for r in self.blocked_slots:
+                    z, c, ct, ci, recip = self.states[r]
+                    self.blocked_move(self.tokens, z, c, ct, ci, recip, self.rng, self.beta,
+                                      *self.blocked_scratch)
             if self.done == self.burn_in:
                 self.ladder_at_burn_in = self.b.copy()
         return moved, tried, accepted

@@ -357,8 +357,9 @@ def check_replicas(replicas, swap_every, min_b, kernel: str, anneal, split_merge
                    blocked_every) -> None:
     """One-line :class:`InputError` unless ``replicas`` (``--replicas``) and ``swap_every``
     (``--swap-every``) are integers >= 1 and ``min_b`` (``--replica-min-b``) a number in
-    (0, 1); replica exchange runs with the plain ``gibbs`` kernel only: neither with
-    ``--anneal``, ``--split-merge`` nor ``--blocked-every``."""
+    (0, 1); replica exchange runs with the plain ``gibbs`` kernel only, with neither
+    ``--anneal`` nor ``--split-merge`` (``--blocked-every`` moves the b = 1 replica:
+    :mod:`bayesfa.samplers.pfa._replica_kernel`)."""
     for name, value in (("--replicas", replicas), ("--swap-every", swap_every)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise InputError(f"{name} must be an integer >= 1, got {value!r}")
@@ -369,8 +370,7 @@ def check_replicas(replicas, swap_every, min_b, kernel: str, anneal, split_merge
         return
     if kernel != "gibbs":
         raise InputError(f"--replicas needs --kernel gibbs (not {kernel})")
-    for name, value in (("--anneal", anneal), ("--split-merge", split_merge),
-                        ("--blocked-every", blocked_every)):
+    for name, value in (("--anneal", anneal), ("--split-merge", split_merge)):
         if value:
             raise InputError(f"--replicas is not available with {name}")
 
@@ -426,7 +426,9 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     sweep of the chain is a tempered sweep of every replica, a swap round follows every
     ``swap_every`` sweeps, the ladder (from 1 down to ``replica_min_b``) adapts during burn-in
     only, and the draws are slot 0's (``b = 1``). ``replica_mutation``: a mutant of
-    :data:`~bayesfa.samplers.pfa._replica_kernel.MUTATIONS` (validation only). Such a chain
+    :data:`~bayesfa.samplers.pfa._replica_kernel.MUTATIONS` (validation only). With
+    ``blocked_every = K`` as well, slot 0 gets a blocked move after every ``K``-th sweep (the
+    hot replicas none: :mod:`~bayesfa.samplers.pfa._replica_kernel`). Such a chain
     is not checkpointed (``checkpoint`` and ``resume`` must be None): an interrupted fit
     reruns it from its seed, to the same result.
 
@@ -477,7 +479,7 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
             kernel.fill_counts(tokens, zr, *counts_r, float(beta))
             states.append((zr, *counts_r))
         rex = Replicas(tokens, positions, states, beta, rng, burn_in, swap_every, replica_min_b,
-                       replica_mutation)
+                       replica_mutation, blocked_every)
     c, ct, ci, recip = new_counts(n_states, n_symbols, count_dtype(tokens.size))
     kernel.fill_counts(tokens, z, c, ct, ci, recip, float(beta))
     state = (positions, tokens, z, c, ct, ci, recip, rng, float(beta))
@@ -1258,8 +1260,9 @@ class _CGSPFA(DrawAutomata):
                                  "1 > ... > --replica-min-b on Pr(alpha, z)^b (Eq. 4), neighbours "
                                  "swapping states (non-reversible even/odd scheme), the ladder "
                                  "adapted during burn-in only; only b = 1 is recorded (checked by "
-                                 "bayesfa validate cgs-pfa); plain gibbs kernel only, no "
-                                 "mid-chain checkpoints; default 1 (off)")
+                                 "bayesfa validate cgs-pfa); with --blocked-every K the b = 1 "
+                                 "replica gets a blocked move every K sweeps; plain gibbs kernel "
+                                 "only, no mid-chain checkpoints; default 1 (off)")
         parser.add_argument("--swap-every", type=positive_int, default=SWAP_EVERY, metavar="K",
                             help=f"with --replicas, a swap round after every K sweeps; default "
                                  f"{SWAP_EVERY}")

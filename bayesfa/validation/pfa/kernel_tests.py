@@ -555,7 +555,7 @@ def cgs_pfa_checks(toy, variant: str | None = None, *, seed: int = 0, alpha: flo
     checks of the split-merge move (``--split-merge``,
     :func:`bayesfa.validation.pfa.split_merge.split_merge_checks`) and the three of the blocked
     move (``--blocked-every``, :func:`bayesfa.validation.pfa.blocked.blocked_checks`) and the
-    two of replica exchange (``--replicas``,
+    three of replica exchange (``--replicas``, with and without ``--blocked-every``,
     :func:`bayesfa.validation.pfa.replica.replica_checks`), each with the move's mutant when
     ``variant`` is one."""
     from bayesfa.validation.pfa.mutants import (BLOCKED_MUTANTS, REPLICA_MUTANTS, SPLIT_MERGE_MUTANTS,

@@ -21,6 +21,19 @@ enumerated log joints of Eq. 4 (Shibata & Yoshinaka 2013), never from the sample
     exact, no error rate). The burn-in and period are long enough for a ladder update to
     fall after burn-in (at the 60th swap round), so that adaptation there would show.
 
+:func:`replica_blocked_chain` -- (c) ``--replicas`` with ``--blocked-every``: ``n_chains``
+    independent sets of replicas at the fixed :data:`LADDER` (the driver,
+    :class:`~bayesfa.samplers.pfa._replica_kernel.Replicas`, burn-in 0 so the ladder never
+    adapts), a swap round after every sweep and a blocked whole-string move of slot 0 (``b =
+    1``) after every :data:`BLOCKED_EVERY`; after ``BURN_IN + PERIOD`` sweeps from random
+    paths, *every* slot's paths against its tempered posterior ``pi_{b_r}``: the product is
+    the target, so a move that leaves a hot replica's law (the mutant
+    ``rex-blocked-every-slot``, the move on every replica) shows there even where the b = 1
+    chain, mixing fast on a toy, hides it. Measured at 2,000 chains (2026-12-02): the move
+    passes on seeds 0-4 (smallest p 0.016-0.38 against 1e-3 / 6); the mutant fails on each (slot
+    1, b = 0.6: p 1e-14 to 1e-26; catch margin 3.7-6.1). At 1,000 chains every hot slot's cells
+    pool into one (expected counts below 5 over 2,048 paths) and the mutant passed on all five.
+
 Each check's false-alarm rate is ``alpha`` (Bonferroni over its chi-square rows), with fixed
 seeds. The mutants (:data:`~bayesfa.samplers.pfa._replica_kernel.MUTATIONS`) must fail
 them; what each was seen to do on seeds 0-4 is recorded in ``tests/test_replica.py``.
@@ -46,6 +59,8 @@ LADDER = (1.0, 0.6, 0.3)
 MIN_B = 0.3
 BURN_IN = 40
 PERIOD = 24
+#: The combined check's blocked move: after every second sweep of the chain.
+BLOCKED_EVERY = 2
 _COLUMNS = ["test", "cells", "chi2", "dof", "p_value", "threshold", "pass"]
 
 
@@ -113,10 +128,12 @@ def swap_invariance(variant: str | None = None, *, n_draws: int = 200_000, seed:
         notes=[f"false-alarm rate {alpha:g} (Bonferroni over the {len(rows)} chi-square tests)"])
 
 
-def run_chains(n_chains: int, seed: int, variant: str | None = None, replicas: int = len(LADDER)):
+def run_chains(n_chains: int, seed: int, variant: str | None = None, replicas: int = len(LADDER),
+               blocked_every: int = 0):
     """The recorded paths ``[n_chains, T + 1]`` and the stats of ``n_chains`` replica-exchange
     chains of the front (:func:`~bayesfa.samplers.pfa.cgs_pfa._run_chain`, one draw each,
-    chain ``k`` seeded by ``SeedSequence(seed).spawn(n_chains)[k]``)."""
+    chain ``k`` seeded by ``SeedSequence(seed).spawn(n_chains)[k]``; ``blocked_every``: its
+    ``--blocked-every``)."""
     from bayesfa.samplers.pfa.cgs_pfa import _run_chain
 
     tokens, n_symbols = TOY.train.tokens, TOY.train.alphabet_size + 1
@@ -124,7 +141,8 @@ def run_chains(n_chains: int, seed: int, variant: str | None = None, replicas: i
     stats = []
     for k, child in enumerate(np.random.SeedSequence(seed).spawn(n_chains)):
         out = _run_chain(tokens, n_symbols, TOY.n_states, TOY.beta, BURN_IN, PERIOD, 1, child,
-                         replicas=replicas, replica_min_b=MIN_B, replica_mutation=variant)
+                         replicas=replicas, replica_min_b=MIN_B, replica_mutation=variant,
+                         blocked_every=blocked_every)
         ends[k] = out[5]
         stats.append(out[9])
     return ends, stats
@@ -159,6 +177,67 @@ def replica_chain(variant: str | None = None, *, n_chains: int = 2_000, seed: in
                f"ladder row is exact)"])
 
 
+def run_fixed_ladder(n_chains: int, seed: int, variant: str | None = None,
+                     blocked_every: int = BLOCKED_EVERY) -> np.ndarray:
+    """Every slot's path ``[R, n_chains, T + 1]`` after ``BURN_IN + PERIOD`` sweeps of
+    ``n_chains`` independent :class:`~bayesfa.samplers.pfa._replica_kernel.Replicas` on
+    :data:`TOY` at the fixed ladder :data:`LADDER` (no adaptation: its burn-in is 0), every slot
+    from a uniformly random path, a swap round after every sweep and, with ``blocked_every``, a
+    blocked move after every ``blocked_every``-th (chain ``k`` seeded by
+    ``SeedSequence(seed).spawn(n_chains)[k]``)."""
+    from bayesfa.samplers.chains import free_positions, random_path
+    from bayesfa.samplers.pfa import _cgs_pfa_kernel as gibbs
+    from bayesfa.samplers.pfa.cgs_pfa import new_counts
+
+    tokens, n_symbols = TOY.train.tokens, TOY.train.alphabet_size + 1
+    positions = free_positions(tokens)
+    ends = None
+    for k, child in enumerate(np.random.SeedSequence(seed).spawn(n_chains)):
+        rng = np.random.default_rng(child)
+        states = []
+        for _ in LADDER:
+            z = random_path(tokens, TOY.n_states, rng)
+            counts = new_counts(TOY.n_states, n_symbols)
+            gibbs.fill_counts(tokens, z, *counts, float(TOY.beta))
+            states.append((z, *counts))
+        chain = rex.Replicas(tokens, positions, states, TOY.beta, rng, 0, 1, MIN_B, variant,
+                             blocked_every)
+        chain.b = np.array(LADDER, dtype=np.float64)
+        chain.sweeps(BURN_IN + PERIOD)
+        if ends is None:
+            ends = np.empty((len(LADDER), n_chains, states[0][0].size), dtype=np.int32)
+        for r, st in enumerate(chain.states):
+            ends[r, k] = st[0]
+    return ends
+
+
+def replica_blocked_chain(variant: str | None = None, *, n_chains: int = 2_000, seed: int = 0,
+                          alpha: float = ALPHA) -> Check:
+    """(c): ``n_chains`` replica-exchange chains at the fixed :data:`LADDER` with a blocked move
+    of slot 0 after every :data:`BLOCKED_EVERY` sweeps (:func:`run_fixed_ladder`); each slot's
+    paths against its tempered posterior ``pi_b`` (the product over replicas is the target)."""
+    t0 = time.perf_counter()
+    pp = path_posterior(TOY.train, TOY.n_states, TOY.beta)
+    ends = run_fixed_ladder(n_chains, seed, variant)
+    rows = []
+    for r, b in enumerate(LADDER):
+        rows += _slot_rows(pp, path_codes(ends[r], TOY.train.tokens, TOY.n_states), b,
+                           alpha / (2 * len(LADDER)), f"slot {r} (b = {b:g})")
+    return Check(
+        name="replica-blocked-chain", passed=all(r["pass"] for r in rows),
+        description=(f"{_label(variant)}: {n_chains} chains of {len(LADDER)} replicas on toy "
+                     f"{TOY.name!r} at the fixed ladder {LADDER}, a swap round after every sweep "
+                     f"and a blocked move of the b = 1 replica after every {BLOCKED_EVERY} "
+                     f"(--replicas with --blocked-every), {BURN_IN + PERIOD} sweeps from random "
+                     f"paths; each slot's paths vs its tempered posterior (Eq. 4 enumerated; "
+                     f"Pearson chi-square)"),
+        alpha=alpha, columns=_COLUMNS, rows=rows,
+        summary={"toy": TOY.name, "n_chains": n_chains, "sweeps": BURN_IN + PERIOD,
+                 "blocked_every": BLOCKED_EVERY, "seconds": time.perf_counter() - t0},
+        notes=[f"false-alarm rate {alpha:g} (Bonferroni over the {len(rows)} chi-square tests)"])
+
+
 def replica_checks(variant: str | None = None, *, seed: int = 0, alpha: float = ALPHA) -> list[Check]:
     """The replica-exchange checks ``bayesfa validate cgs-pfa`` runs (CI settings)."""
-    return [swap_invariance(variant, seed=seed, alpha=alpha), replica_chain(variant, seed=seed, alpha=alpha)]
+    return [swap_invariance(variant, seed=seed, alpha=alpha), replica_chain(variant, seed=seed, alpha=alpha),
+            replica_blocked_chain(variant, seed=seed, alpha=alpha)]
