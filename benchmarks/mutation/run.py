@@ -471,7 +471,7 @@ def entry_of(o: dict, commit: str, source: str) -> dict:
             "survived": o["survived"], "incompetent": o["incompetent"]}
     unlisted = {k: have[k] - listed[k] for k in OUTCOMES if have[k] != listed[k]}
     return {"commit": commit, "source": source, "skipped": o["skipped"], "pending": o["pending"],
-            "jobs": sorted(jobs, key=lambda j: (j["line"] or 0, j["job"])), "unlisted": unlisted}
+            "jobs": jobs, "unlisted": unlisted}
 
 
 def entry_from_summary(row: dict, equivalent: dict) -> dict:
