@@ -144,6 +144,12 @@ def test_state_split_is_a_valid_path_that_merges_back(corpus):
     assert (z2[fixed] == 0).all()                      # state 0 exactly where Algorithm 1 puts it
     assert z2[pos].min() >= 1 and z2[pos].max() == 15   # every new state used
     np.testing.assert_array_equal(auto.merge_copies(z2, 10, 15, z, tokens), z)
+    # and from an odd number of states (the copies' indices start at n_from + 1 either way)
+    z3 = np.zeros(tokens.size + 1, dtype=np.int32)
+    z3[pos] = rng.integers(1, 6, size=pos.size, dtype=np.int32)
+    z4 = auto.split_states(z3, tokens, 5, 8, np.random.default_rng(5))
+    assert z4[pos].max() == 8
+    np.testing.assert_array_equal(auto.merge_copies(z4, 5, 8, z3, tokens), z3)
     # the same joint support: every transition of the split path is in the fully connected
     # PFA's support (Eq. 2's prior), and merging the counts of the copies gives the parent's
     from bayesfa.samplers.pfa import _cgs_pfa_kernel as kern
