@@ -144,6 +144,12 @@ def test_state_split_is_a_valid_path_that_merges_back(corpus):
     assert (z2[fixed] == 0).all()                      # state 0 exactly where Algorithm 1 puts it
     assert z2[pos].min() >= 1 and z2[pos].max() == 15   # every new state used
     np.testing.assert_array_equal(auto.merge_copies(z2, 10, 15, z, tokens), z)
+    # and from an odd number of states (the copies' indices start at n_from + 1 either way)
+    z3 = np.zeros(tokens.size + 1, dtype=np.int32)
+    z3[pos] = rng.integers(1, 6, size=pos.size, dtype=np.int32)
+    z4 = auto.split_states(z3, tokens, 5, 8, np.random.default_rng(5))
+    assert z4[pos].max() == 8
+    np.testing.assert_array_equal(auto.merge_copies(z4, 5, 8, z3, tokens), z3)
     # the same joint support: every transition of the split path is in the fully connected
     # PFA's support (Eq. 2's prior), and merging the counts of the copies gives the parent's
     from bayesfa.samplers.pfa import _cgs_pfa_kernel as kern
@@ -400,3 +406,25 @@ def test_phase3_sweep_cost_measured_as_free_falls_back_to_the_model():
     plan = auto.final_plan({"sweep": 100 * free["final_sweep_seconds"], "round": 0.0, "draw": draw,
                             "forward": 0.0, "start": 0.0}, 0.27, 1, 10, 5, stored=False)
     assert plan["sweeps"] * 100 * model < 0.27 / auto.MEASURED_FLOOR * 1.05
+
+
+@pytest.mark.parametrize("n_strings", [5_000, 50_000])
+def test_memory_estimate_covers_a_chains_counts_and_eq6_of_its_kept_draws(n_strings):
+    """With one chain keeping one draw (``--max-draws 1``), the ``--auto`` estimate is at
+    least a chain's counts at the ladder's largest N (``new_counts``, measured) plus Eq. 6 of
+    that draw on a corpus of this size (:func:`bayesfa.memory.eq6_bytes`, the bounded blocks
+    of strings, for the draw's float64 plug-in ``xi~``): the docstring's chain states and
+    "Eq. 6 of the kept draws". On 5,000 and 50,000 random strings, where Eq. 6 outgrows a
+    rung's draws (a slip that dropped that term, issue 39's survivor ``state + max(heldout,
+    predict)`` -> ``state % max(...)``, fails both)."""
+    from bayesfa.memory import eq6_bytes
+
+    rng = np.random.default_rng(0)
+    corpus = Corpus.from_strings([list(rng.integers(0, 3, size=rng.integers(0, 12)))
+                                  for _ in range(n_strings)], 3)
+    n, a = auto.LADDER_MAX, corpus.alphabet_size + 1
+    draw = np.zeros((n + 1, a, n + 1), dtype=np.int32)  # one recorded C_iaj
+    counts = sum(x.nbytes for x in new_counts(n, a))
+    eq6 = eq6_bytes(1, 1, 2 * draw.nbytes, n + 1, corpus)  # xi~ in float64: twice the int32
+    opts = {"auto": True, "chains": 1, "budget": 10.0, "max_draws": 1}
+    assert METHOD.estimate_memory(corpus, opts) >= counts + eq6

@@ -111,6 +111,20 @@ def test_same_seed_same_result():
     np.testing.assert_allclose(a.log_joint, checks.hmm_log_joint(a.counts, 0.5, 0.5), rtol=1e-12)
 
 
+def test_stored_bytes_count_the_draws_a_run_keeps():
+    """``stored_bytes`` (the memory estimate of CGS-HMM and CGS-SG) grows with the bytes a
+    draw stores by as many draws as a run of the same schedule keeps (read off its counts:
+    (30 - 10) // 5 = 4 a chain), twice over at the fit's peak (the chains' outputs and their
+    stack); with a large ``per_draw`` the fit's peak, not Eq. 6's, is the maximum."""
+    a = cgs_hmm.sample_cgs_hmm(TRAIN, seed=7, **KW)
+    chains, draws = a.counts.shape[:2]
+    opts = {"states": KW["n_states"], "iterations": KW["iterations"], "burn_in": KW["burn_in"],
+            "period": KW["period"], "chains": KW["chains"]}
+    big = 10 ** 8
+    step = cgs_hmm.stored_bytes(TRAIN, opts, big + 1, 0) - cgs_hmm.stored_bytes(TRAIN, opts, big, 0)
+    assert (chains, draws) == (2, 4) and step == 2 * chains * draws
+
+
 @pytest.mark.slow
 def test_jobs_do_not_change_the_result():
     a = cgs_hmm.sample_cgs_hmm(TRAIN, seed=7, **KW)

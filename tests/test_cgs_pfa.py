@@ -251,6 +251,64 @@ def test_inversion_at_the_top_of_the_unit_interval():
         assert z[t] == 1, (t, cond)
 
 
+def _threshold_below(corpus, z0, t, n_states, beta):
+    """The two adjacent doubles ``lo < hi`` where the sweep's draw at ``t`` changes from a
+    state below ``z_t`` (at ``lo``) to ``z_t`` itself (at ``hi``): ``u * total`` crosses the
+    kernel's own ``below``, the sum of ``g_k`` over ``k < z_t`` (bisection; the draw is
+    monotone in ``u``, the inverse CDF)."""
+    def draw(u):
+        z, c, ct, ci, recip = chain_state(corpus, n_states, z0.copy(), beta)
+        g = np.zeros(c.shape[2], dtype=np.float32)
+        kernel.sweep_positions(np.array([t]), np.array([u]), corpus.tokens, z, c, ct, ci, recip,
+                               g, beta)
+        return int(z[t])
+
+    old, lo, hi = int(z0[t]), 0.0, 1.0
+    while lo < (mid := (lo + hi) / 2) < hi:
+        if draw(mid) < old:
+            lo = mid
+        else:
+            hi = mid
+    return draw(lo), draw(hi)
+
+
+def test_inversion_just_below_and_at_the_top_of_the_cdf_with_many_states():
+    """At the largest ``u`` that draws a state below ``z_t = old``, the draw is ``old - 1``
+    (Eq. 9's inverse CDF over ``k = 1..N``: the state whose interval ends at ``old``'s), and at
+    ``u = 1 - 2**-53`` it is ``N``: deterministic, 40 states, every free position with
+    ``old >= 2`` of a random path.
+
+    This is what reaches the sweep's two fallbacks (``k = old - 1`` when ``target < below``
+    but the sequential scan over ``k < old`` never exceeds ``target``; ``k = N`` when the scan
+    above ``old`` does not): the kernel's ``below`` and ``total`` are the float32 sums of the
+    vectorised weight loop (fastmath: reassociated, 8 lanes), which differ from the scan's
+    sequential float32 sums in the last bits, so a ``u * total`` that falls between the two
+    sums reaches the fallback. Random uniforms land there with probability ~1e-7 a position;
+    the bisection lands there exactly. With 40 states, 66 of the 164 positions below reach the
+    first fallback (counted with its mutant ``k = old & 1``, which then draws state 0 or 1;
+    cosmic-ray's surviving mutant of issue 39, killed by this test)."""
+    rng = np.random.default_rng(3)
+    strings = [list(rng.integers(0, 3, size=rng.integers(0, 12))) for _ in range(30)]
+    corpus = Corpus.from_strings(strings, alphabet_size=3)
+    n_states = 40
+    free = exact.free_positions(corpus.tokens)
+    z0 = np.zeros(corpus.n_tokens + 1, dtype=np.int32)
+    z0[free] = rng.integers(1, n_states + 1, size=free.size)
+    top = 1.0 - 2.0 ** -53
+    checked = 0
+    for t in free:
+        old = int(z0[t])
+        z, c, ct, ci, recip = chain_state(corpus, n_states, z0.copy(), BETA)
+        g = np.zeros(c.shape[2], dtype=np.float32)
+        kernel.sweep_positions(np.array([t]), np.array([top]), corpus.tokens, z, c, ct, ci, recip,
+                               g, BETA)
+        assert z[t] == n_states, (t, old, z[t])
+        if old < 2:
+            continue
+        assert _threshold_below(corpus, z0, t, n_states, BETA) == (old - 1, old), (t, old)
+        checked += 1
+    assert checked == 164  # the positions the docstring counts
+
 def test_a_sweep_is_its_positions_one_at_a_time():
     """``sweep_positions`` over all free positions equals the same positions resampled one
     call at a time with the same uniforms (z and every count table): a sweep neither stops

@@ -276,3 +276,33 @@ def test_scoring_sentences_undoes_its_seatings_exactly():
                  1 / n_sym, path_len, out)
     assert cs[0] > before[2][0] and c.sum() > before[0].sum()
     assert np.all(t <= c) and np.all((t > 0) == (c > 0))
+
+
+@pytest.mark.parametrize("order", [2, 3, 5])
+def test_memory_estimate_covers_the_chain_state_the_tree_and_the_draws(order, monkeypatch):
+    """``estimate_memory`` is at least the bytes a fit holds: one chain's state (``c, t, cs,
+    ts, sizes`` and the hyperparameters) and the context tree, both measured as the chain
+    runs, and the stored draws (the fit's arrays); on a toy and on 200 random strings of four
+    letters. (A slip in the state's term, issue 39's survivor ``+`` -> ``>>`` on line 817,
+    left the draws alone: short by the state and tree, it fails.)"""
+    from bayesfa.samplers.ngram import hpyp
+    from bayesfa.validation.toys import get_toy
+
+    method, seen, inner = get_method("hpyp"), {}, hpyp._run_chain
+
+    def spy(tree, arrays, *args, **kw):
+        seen["state"] = sum(getattr(arrays, f).nbytes
+                            for f in ("c", "t", "cs", "ts", "sizes", "disc", "conc"))
+        seen["tree"] = sum(x.nbytes for x in tree)
+        return inner(tree, arrays, *args, **kw)
+
+    monkeypatch.setattr(hpyp, "_run_chain", spy)
+    rng = np.random.default_rng(0)
+    randoms = Corpus.from_strings([list(rng.integers(0, 4, size=rng.integers(0, 15)))
+                                   for _ in range(200)], 4)
+    for corpus in (get_toy("tiny").train, randoms):
+        opts = options(iterations=12, burn_in=4, period=2, chains=2, order=order, holdout=0.0)
+        fit = method.fit(corpus, opts, 0, False)
+        held = seen["state"] + seen["tree"] + sum(
+            v.nbytes for v in fit.arrays.values() if isinstance(v, np.ndarray))
+        assert method.estimate_memory(corpus, opts) >= held, (corpus.n_tokens, seen, held)

@@ -175,3 +175,143 @@ def test_the_runners_own_tests_are_no_killer(run):
         assert "tests/test_mutation_runner.py" not in row["tests"], row["file"]
     rows = {r["file"]: r for r in run.plan()}
     assert "tests/test_ipfa.py" in rows["bayesfa/samplers/pfa/_ipfa_kernel.py"]["tests"]
+
+
+def _work(tmp_path, name, commit, sessions=()):
+    w = tmp_path / name
+    (w / "sessions").mkdir(parents=True)
+    (w / "main").symlink_to(ROOT)
+    (w / "commit").write_text(commit + "\n")
+    for f, text in sessions:
+        (w / "sessions" / f"{f}.sqlite").write_text(text)
+    return w
+
+
+def test_report_keeps_the_verdicts_of_sessions_gone_with_their_work_copy(run, tmp_path):
+    """A session's sqlite lives outside the repository, gone on a fresh machine: ``report``
+    writes every job's verdict to ``verdicts.json`` beside the summary, and a later report
+    with no work copy holding that session gives the same row from it (the commit, counts,
+    time-outs apart and the survivor's job id, which ``equivalent.json`` names), while a
+    session on the machine replaces its file's committed verdicts."""
+    import json
+
+    kernel = "bayesfa/samplers/pfa/_ffbs_kernel.py"
+    jobs = [{"job": "j1", "line": 10, "operator": "core/A", "occurrence": 0, "outcome": "killed"},
+            {"job": "j2", "line": 11, "operator": "core/B", "occurrence": 1, "outcome": "timeout"},
+            {"job": "j3", "line": 12, "operator": "core/C", "occurrence": 2, "outcome": "survived"},
+            {"job": "j4", "line": 13, "operator": "core/D", "occurrence": 3, "outcome": "survived"}]
+
+    def read(db):
+        if db.read_text() == "new":
+            return {"killed": 1, "timeouts": 0, "survived": 0, "incompetent": 0, "skipped": 3,
+                    "pending": 0, "survivors": [], "jobs": [dict(jobs[0], job="n1")]}
+        return {"killed": 2, "timeouts": 1, "survived": 2, "incompetent": 0, "skipped": 40,
+                "pending": 1, "jobs": jobs,
+                "survivors": [{k: j[k] for k in ("job", "line", "operator", "occurrence")}
+                              for j in jobs[2:]]}
+
+    eq = tmp_path / "equivalent.json"
+    eq.write_text(json.dumps({kernel: {"j4": "a reason"}}))
+    run.EQUIVALENT, saved = eq, run.EQUIVALENT
+    try:
+        out = tmp_path / "out"
+        first = run.report(_work(tmp_path, "a", "aaaaaaa", [(run.slug(kernel), "old")]), out, read)
+        kept = json.loads((out / "verdicts.json").read_text())["files"][kernel]
+        assert (kept["commit"], kept["jobs"], kept["unlisted"]) == ("aaaaaaa", jobs, {})
+        (out / "summary.json").unlink()  # only the verdicts: a summary is no source here
+        again = run.report(_work(tmp_path, "b", "bbbbbbb"), out, read)
+        assert again["files"] == first["files"]
+        row = again["files"][0]
+        assert (row["commit"], row["killed"], row["timeouts"], row["equivalent"]) == ("aaaaaaa", 2, 1, 1)
+        assert [s["job"] for s in row["survivors"]] == ["j3"] and row["score"] == 2 / 3
+        assert (row["skipped"], row["pending"], row["ran"]) == (40, 1, 4)
+        newer = run.report(_work(tmp_path, "c", "ccccccc", [(run.slug(kernel), "new")]), out, read)
+        assert (newer["files"][0]["commit"], newer["files"][0]["killed"]) == ("ccccccc", 1)
+        assert json.loads((out / "verdicts.json").read_text())["files"][kernel]["commit"] == "ccccccc"
+    finally:
+        run.EQUIVALENT = saved
+
+
+def test_report_keeps_the_rows_of_a_summary_written_before_the_verdicts(run, tmp_path):
+    """The summary.json written before ``verdicts.json`` existed kept each file's counts and
+    live survivors only: with no session and no verdicts, its rows come back unchanged
+    (equivalent survivors from ``equivalent.json``), and its counts go into the verdicts as
+    ``unlisted``."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from guarded_out import write_out_json
+
+    kernel = "bayesfa/samplers/pfa/_ffbs_kernel.py"
+    live = {"job": "live1", "line": 7, "operator": "core/A", "occurrence": 2}
+    row = {"file": kernel, "commit": "9ee608b", "killed": 3, "timeouts": 1, "survived": 3,
+           "incompetent": 1, "skipped": 800, "pending": 1, "ran": 7, "equivalent": 2,
+           "score": 0.75, "score_95": list(run.clopper_pearson(3, 4)), "survivors": [live]}
+    eq = tmp_path / "equivalent.json"
+    eq.write_text(json.dumps({kernel: {"eq1": "a reason", "eq2": "another"}}))
+    out = tmp_path / "out"
+    write_out_json(out / "summary.json", {"commit": "9ee608b", "commits": ["9ee608b"],
+                                          "command": "", "files": [row]})
+    run.EQUIVALENT, saved = eq, run.EQUIVALENT
+    try:
+        summary = run.report(_work(tmp_path, "fresh", "fffffff"), out, lambda db: None)
+    finally:
+        run.EQUIVALENT = saved
+    assert summary["files"] == [row]
+    kept = json.loads((out / "verdicts.json").read_text())["files"][kernel]
+    assert kept["unlisted"] == {"killed": 2, "timeout": 1, "incompetent": 1}
+    assert sorted(j["job"] for j in kept["jobs"]) == ["eq1", "eq2", "live1"]
+
+
+def test_a_new_session_takes_the_verdicts_judged_at_the_same_code(run, tmp_path, monkeypatch):
+    """``run`` at the same code (the same commit, or one that changes only files outside the
+    copy or the runner's own tests) copies a file's committed verdicts into the new session,
+    matched by mutation (cosmic-ray's job ids are new at each ``init``), and samples them
+    first; at other code it copies none. Without a judged job the sample is the old one."""
+    import random
+    import subprocess
+
+    repo = tmp_path / "repo"
+    (repo / "bayesfa").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "benchmarks").mkdir()
+
+    def commit(path, text):
+        (repo / path).write_text(text)
+        subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                        "commit", "-qm", path], check=True)
+        return subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    a = commit("bayesfa/x.py", "x = 1\n")
+    b = commit("benchmarks/y.md", "y\n")
+    c = commit("tests/test_mutation_runner.py", "# the runner's own tests\n")
+    d = commit("tests/test_x.py", "# a killer changed\n")
+    e = commit("bayesfa/x.py", "x = 2\n")
+    monkeypatch.setattr(run, "ROOT", repo)
+    entry = {"commit": a, "source": "session", "skipped": 5, "pending": 0, "unlisted": {},
+             "jobs": [{"job": "j1", "line": 1, "operator": "core/A", "occurrence": 0,
+                       "outcome": "killed"},
+                      {"job": "j2", "line": 1, "operator": "core/B", "occurrence": 0,
+                       "outcome": "survived"}]}
+    assert [j["job"] for j in run.judged(entry, b)] == ["j1", "j2"]
+    assert [j["job"] for j in run.judged(entry, c)] == ["j1", "j2"]
+    assert run.judged(entry, d) == run.judged(entry, e) == run.judged(None, a) == []
+
+    keys = [(1, f"core/{op}", 0) for op in "CDAEFBGH"]
+    copied, skipped = run.choose(keys, 4, 1, run.judged(entry, a))
+    assert {i: j["job"] for i, j in copied.items()} == {2: "j1", 5: "j2"}
+    assert copied[5]["commit"] == a
+    assert len(skipped) == 4 and not skipped & {2, 5}  # the two judged, two sampled
+    copied, skipped = run.choose(keys, 0, 1, run.judged(entry, a))  # no sample: all kept
+    assert len(copied) == 2 and skipped == set()
+    keep = set(random.Random(1).sample(range(len(keys)), 4))
+    assert run.choose(keys, 4, 1, []) == ({}, set(range(len(keys))) - keep)
+
+
+def test_a_copied_verdict_keeps_its_job_id(run):
+    m = run.IMPORTED.match("verdicts.json: job 14e3e1c6abc at 9ee608b (timeout)\nTIMEOUT (copied)")
+    assert m.groups() == ("14e3e1c6abc", "9ee608b", "timeout")

@@ -92,6 +92,34 @@ def test_fit_seed_trace_predict_map_and_sequence():
     assert total == pytest.approx(1.0, abs=1e-9)
 
 
+def test_memory_estimate_is_the_pdias_plus_the_emission_arrays_and_draws():
+    """``estimate_memory`` is the PDIA's plus what the smoothed emissions hold: the arrays
+    ``Emission.prepare`` adds to a chain or replaces (``lg``; measured on a real chain
+    state) and the stored
+    ``lpi0`` and ``beta0`` of a fit (measured on its arrays), exactly (the estimate counts
+    every one at the size it has for sentences). The 3-D table alone is 8 (S + 1) (T + 3)
+    bytes: a slip in it (issue 39's survivor ``* (T + 3)`` -> ``| (T + 3)``) fails."""
+    from bayesfa.samplers.pdia import pdfa
+    from bayesfa.samplers.pdia.pdia import state_capacity
+    from bayesfa.samplers.pdia.pdia_smoothed import Emission
+
+    method, pdia = get_method("pdia-smoothed"), get_method("pdia")
+    corpus = get_toy("tiny").train
+    opts = options(iterations=12, burn_in=4, period=2, chains=2)
+    st = pdfa.ChainState(pdfa.CRF, pdfa.as_symbols(corpus, False), state_capacity(corpus, opts))
+    before = {k: id(v) for k, v in vars(st).items() if isinstance(v, np.ndarray)}
+    hyp, fixed = pdfa.hyper_values(pdfa.CRF, opts)
+    Emission().prepare(st, hyp, fixed, opts, np.random.default_rng(0))
+    # new arrays, and lg, which replaces the PDIA's 2-D one (counted in the PDIA's estimate)
+    added = {k: v.nbytes for k, v in vars(st).items()
+             if isinstance(v, np.ndarray) and before.get(k) != id(v)}
+    assert set(added) == {"ehyp", "pi0", "lpi0", "lg", "lg_lim"}
+    fit = method.fit(corpus, opts, 0, False)
+    stored = fit.arrays["lpi0"].nbytes + fit.arrays["beta0"].nbytes
+    extra = method.estimate_memory(corpus, opts) - pdia.estimate_memory(corpus, opts)
+    assert extra == sum(added.values()) + stored, (extra, added, stored)
+
+
 def test_pi0_gibbs_step_against_the_exact_predictive():
     """Training strings "a", "a": one transition configuration (q0 -a-> q1), so the
     posterior's randomness is ``pi0`` alone and the predictive checks the Gibbs step on it

@@ -311,9 +311,13 @@ def test_foreign_and_corrupt_hpyp_checkpoints(tmp_path, monkeypatch):
         assert str(path) in str(err.value) and "\n" not in str(err.value)
     path.write_bytes(data)
     good = checkpoint_state(path)
+    done = int(good["sweeps_done"])
+    # counters: each a scalar, and the sweeps and draws done integers (both are required:
+    # a counter of another shape or an integer counter stored as a float is damage too)
     for key, value in (("draws_done", np.array(HP_DRAWS - 1)), ("sizes", good["sizes"][:-1]),
                        ("c", good["c"].astype(np.int64)), ("out_t", good["out_t"][:-1]),
-                       ("rng_state", np.array("{not json"))):
+                       ("rng_state", np.array("{not json")), ("sweeps_done", np.array([done])),
+                       ("sweeps_done", np.array(float(done)))):
         np.savez(path, **{**good, key: value})
         with pytest.raises(InputError, match="chain-0001.npz"):
             _hpyp(checkpoint_dir=tmp_path)

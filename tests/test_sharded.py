@@ -67,6 +67,10 @@ def test_same_seed_and_shards_give_the_same_result_whatever_the_workers(client):
         c = run(one_worker.client, 2)
     assert_same(a, c)
     assert a.info["shards"] == 2 and sum(a.info["shard_tokens"]) == a.info["n_tokens"]
+    # per sweep and chain, the count table C_iaj (int32, the recorded draws' shape) goes to
+    # each shard and each shard's delta of it comes back
+    table = np.zeros(a.counts.shape[2:], dtype=np.int32)
+    assert a.info["bytes_per_sweep"] == 2 * 2 * table.nbytes
     # and the seed matters: another seed, another chain
     assert not np.array_equal(run(client, 2, seed=6).z, a.z)
 

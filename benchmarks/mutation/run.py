@@ -33,7 +33,12 @@ callee in another file) are removed, so no mutant runs another's compiled code.
 
 Before a file's mutants run, its test command must pass on the unmutated copy (else every
 "kill" would be a false one, and ``run`` stops). Resumable: a session's sqlite keeps every verdict; ``run`` again continues with the pending
-mutants (``cosmic-ray exec`` skips finished jobs). ``--sample K`` keeps a seeded random sample
+mutants (``cosmic-ray exec`` skips finished jobs). The sqlite lives in the work copy, outside
+the repository, so ``report`` also keeps every job's verdict in the committed
+``benchmarks/results/mutation/verdicts.json`` (:data:`VERDICTS`): a later ``report`` on a
+machine without that work copy reports the file from it, and a later ``run`` at the same code
+(:func:`same_code`) copies those verdicts into its new session (sampling them first) instead
+of running those mutants again. ``--sample K`` keeps a seeded random sample
 of K mutants per file (the rest marked skipped, never counted).
 
 Score per file: killed / (killed + survived), over the mutants that ran (an incompetent
@@ -204,15 +209,25 @@ def _git(*args: str) -> str:
                           text=True).stdout.strip()
 
 
+def same_code(a: str, b: str) -> bool:
+    """Whether commits ``a`` and ``b`` hold the same :data:`COPIED` files, the runner's own
+    tests (:data:`NOT_KILLERS`, never run by a killer) aside: a session's verdicts at ``a``
+    are then verdicts at ``b``. An unknown commit is not the same code."""
+    if a == b:
+        return True
+    return subprocess.run(
+        ["git", "-C", str(ROOT), "diff", "--quiet", a, b, "--", *COPIED,
+         *(f":(exclude)tests/{t}" for t in sorted(NOT_KILLERS))],
+        capture_output=True).returncode == 0
+
+
 def prepare_work(work: Path) -> str:
     """The repository's HEAD copied to ``work/main`` once; its commit."""
     head = _git("rev-parse", "--short", "HEAD")
     stamp = work / "commit"
     if stamp.exists():
         have = stamp.read_text().strip()
-        same = have == head or subprocess.run(
-            ["git", "-C", str(ROOT), "diff", "--quiet", have, head, "--", *COPIED]).returncode == 0
-        if not same:
+        if not same_code(have, head):
             raise SystemExit(f"run.py: {work} holds commit {have}, HEAD is {head}: finish or move "
                              f"that work folder (its verdicts are about {have}), or give --work")
         return head
@@ -296,8 +311,25 @@ def run_file(row: dict, work: Path, args, graph: dict[str, set[str]]) -> None:
     (numba's JIT off where its tests pass so, which is much faster; else on), then run."""
     validate = not args.no_validate
     server = None
+    jits = {"auto": (False, True), "on": (True,), "off": (False,)}[args.jit]
+    toml, db, sock = session_files(work, row, args.python, validate, jits[0], graph)
+    if not db.exists():
+        # a new session: made, sampled, and given the committed verdicts at the same code
+        subprocess.run([args.cosmic_ray, "init", str(toml), str(db)], check=True, cwd=work)
+        done = judged(load_verdicts(Path(args.out)).get(row["file"]),
+                      (work / "commit").read_text().strip())
+        known = work / "sessions" / f"{slug(row['file'])}.judged.json"
+        known.write_text(json.dumps(done))
+        subprocess.run([cr_python(args.cosmic_ray), __file__, "_sample", str(db),
+                        str(args.sample), str(args.seed), str(known)], check=True, cwd=work)
+        if done:
+            print(f"run.py: {row['file']}: {len(done)} verdicts copied from "
+                  f"{Path(args.out) / VERDICTS} (commit {done[0]['commit']})", file=sys.stderr)
+    if not _pending(db, args.cosmic_ray):
+        print(f"run.py: {row['file']}: no pending mutant", file=sys.stderr)
+        return
     try:
-        for jit in {"auto": (False, True), "on": (True,), "off": (False,)}[args.jit]:
+        for jit in jits:
             toml, db, sock = session_files(work, row, args.python, validate, jit, graph)
             server = _serve(row, work, args.python, sock, jit)
             # the killer must pass on the unmutated copy, or every "kill" would be a false one
@@ -308,11 +340,6 @@ def run_file(row: dict, work: Path, args, graph: dict[str, set[str]]) -> None:
         else:
             raise SystemExit(f"run.py: {row['file']}: its test command fails on the unmutated "
                              f"copy (bash {toml.with_suffix('.sh')}): fix that first")
-        if not db.exists():
-            subprocess.run([args.cosmic_ray, "init", str(toml), str(db)], check=True, cwd=work)
-            if args.sample:
-                subprocess.run([cr_python(args.cosmic_ray), __file__, "_sample", str(db),
-                                str(args.sample), str(args.seed)], check=True, cwd=work)
         print(f"run.py: {row['file']}: tests {len(row['tests'])} (JIT {'on' if jit else 'off'}), "
               f"validate {','.join(row['methods']) if validate and row['methods'] else '-'}",
               file=sys.stderr)
@@ -326,48 +353,160 @@ def cr_python(cr: str) -> str:
     return str(Path(shutil.which(cr) or cr).with_name("python"))
 
 
-def sample(db: Path, k: int, seed: int) -> None:
-    """Keep a seeded random sample of ``k`` of a new session's jobs; mark the rest skipped."""
+def _pending(db: Path, cr: str) -> int:
+    """How many of a session's jobs are pending (in cosmic-ray's interpreter)."""
+    return int(subprocess.run([cr_python(cr), __file__, "_pending", str(db)], check=True,
+                              capture_output=True, text=True).stdout)
+
+
+def choose(keys: list[tuple], k: int, seed: int, done: list[dict] = ()) -> tuple[dict, set]:
+    """Which of a new session's jobs (``keys``: each job's ``(line, operator, occurrence)``,
+    in the session's job-id order) take a verdict judged at the same code (``done``, from
+    :func:`judged`; cosmic-ray's job ids are new at each ``init``, so they are matched by
+    their mutation), and which are skipped: for ``k > 0``, a seeded random sample of ``k`` is
+    kept, the judged jobs first (so a session made anew at the same code takes the sample
+    already judged). Without a judged job the sample is the one before :data:`VERDICTS`
+    existed. Returns ``({index: judged job}, {skipped index})``."""
     import random
 
-    from cosmic_ray.work_db import WorkDB, use_db
-    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+    by_key = {(j["line"], j["operator"], j["occurrence"]): j for j in done}
+    copied = {i: by_key[key] for i, key in enumerate(keys) if key in by_key}
+    if not k:
+        return copied, set()
+    rest = [i for i in range(len(keys)) if i not in copied]
+    keep = {rest[i] for i in random.Random(seed).sample(range(len(rest)),
+                                                        min(max(0, k - len(copied)), len(rest)))}
+    return copied, {i for i in rest if i not in keep}
 
+
+def sample(db: Path, k: int, seed: int, done: list[dict] = ()) -> None:
+    """A new session's jobs as :func:`choose` says: the judged ones get their verdict (its
+    original job id and commit in the output, :data:`IMPORTED`), the others not sampled are
+    marked skipped."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+    tests = {"killed": TestOutcome.KILLED, "timeout": TestOutcome.KILLED,
+             "survived": TestOutcome.SURVIVED, "incompetent": TestOutcome.INCOMPETENT}
     with use_db(str(db), WorkDB.Mode.open) as wdb:
         items = sorted(wdb.pending_work_items, key=lambda x: x.job_id)
-        keep = set(random.Random(seed).sample(range(len(items)), min(k, len(items))))
-        for i, item in enumerate(items):
-            if i not in keep:
-                wdb.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
+        keys = [(x.mutations[0].start_pos[0], x.mutations[0].operator_name,
+                 x.mutations[0].occurrence) for x in items]
+        copied, skipped = choose(keys, k, seed, done)
+        for i, j in copied.items():
+            wdb.set_result(items[i].job_id, WorkResult(
+                worker_outcome=WorkerOutcome.NORMAL, test_outcome=tests[j["outcome"]],
+                output=f"verdicts.json: job {j['job']} at {j['commit']} ({j['outcome']})"
+                       + ("\nTIMEOUT (copied)" if j["outcome"] == "timeout" else "")))
+        for i in sorted(skipped):
+            wdb.set_result(items[i].job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
                                                        output="not in the random sample"))
 
 
 # -- report ----------------------------------------------------------------------------------
 
+#: The output cosmic-ray keeps for a verdict copied from :data:`VERDICTS` into a new session
+#: (:func:`sample`): the original job id, commit and outcome
+IMPORTED = re.compile(r"^verdicts\.json: job (\w+) at (\w+) \((\w+)\)")
+OUTCOMES = ("killed", "timeout", "survived", "incompetent")
+
+
 def outcomes(db: Path) -> dict:
-    """Counts of a session's verdicts and its survivors' job ids (read with cosmic-ray's API)."""
+    """Counts of a session's verdicts, its survivors and every judged job (read with
+    cosmic-ray's API). A job is ``{"job", "line", "operator", "occurrence", "outcome"}``,
+    outcome one of :data:`OUTCOMES` (``timeout``: a kill by time-out); a verdict copied from
+    :data:`VERDICTS` keeps its original job id (which ``equivalent.json`` names)."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
     n = {"killed": 0, "timeouts": 0, "survived": 0, "incompetent": 0, "skipped": 0, "pending": 0}
-    survivors = []
+    survivors, jobs = [], []
     with use_db(str(db), WorkDB.Mode.open) as wdb:
         n["pending"] = sum(1 for _ in wdb.pending_work_items)
         for item, result in wdb.completed_work_items:
             if result.worker_outcome == WorkerOutcome.SKIPPED:
                 n["skipped"] += 1
-            elif result.test_outcome == TestOutcome.INCOMPETENT:
+                continue
+            output = result.output or ""
+            imported = IMPORTED.match(output)
+            m = item.mutations[0]
+            job = {"job": imported.group(1) if imported else item.job_id, "line": m.start_pos[0],
+                   "operator": m.operator_name, "occurrence": m.occurrence}
+            if result.test_outcome == TestOutcome.INCOMPETENT:
                 n["incompetent"] += 1
+                job["outcome"] = "incompetent"
             elif result.test_outcome == TestOutcome.SURVIVED:
                 n["survived"] += 1
-                m = item.mutations[0]
-                survivors.append({"job": item.job_id, "line": m.start_pos[0],
-                                  "operator": m.operator_name, "occurrence": m.occurrence})
+                survivors.append(dict(job))
+                job["outcome"] = "survived"
             else:
                 n["killed"] += 1  # a time-out is a kill, also counted apart
-                output = result.output or ""
-                n["timeouts"] += output == "timeout" or "TIMEOUT" in output
-    return {**n, "survivors": survivors}
+                timeout = output == "timeout" or "TIMEOUT" in output
+                n["timeouts"] += timeout
+                job["outcome"] = "timeout" if timeout else "killed"
+            jobs.append(job)
+    return {**n, "survivors": survivors, "jobs": jobs}
+
+
+# -- verdicts kept in the repository ---------------------------------------------------------
+# A session's sqlite lives in a work copy outside the repository, gone on a fresh machine.
+# ``report`` keeps each file's verdicts in ``OUT/verdicts.json`` (committed with the
+# summary): ``{"files": {FILE: ENTRY}}``, ENTRY = ``{"commit", "source", "skipped",
+# "pending", "jobs": [JOB, ...], "unlisted": {OUTCOME: COUNT}}``, JOB as in :func:`outcomes`;
+# ``unlisted`` counts verdicts whose jobs were not kept (the sessions reported before this
+# file existed: ``summary.json`` kept only the counts and the survivors). ``report`` reports a
+# file whose session is absent from every work copy from its entry; ``run`` copies the
+# verdicts of an entry at the same code into a new session instead of running them again.
+
+VERDICTS = "verdicts.json"
+
+
+def entry_of(o: dict, commit: str, source: str) -> dict:
+    """A session's :func:`outcomes` as an entry of :data:`VERDICTS` at ``commit``. Verdicts
+    that ``o`` counts but does not list (no ``jobs``: a reader that gives counts only) are
+    kept as counts, the survivors as jobs."""
+    jobs = [dict(j) for j in o.get("jobs", [dict(s, outcome="survived") for s in o["survivors"]])]
+    listed = {k: sum(j["outcome"] == k for j in jobs) for k in OUTCOMES}
+    have = {"killed": o["killed"] - o["timeouts"], "timeout": o["timeouts"],
+            "survived": o["survived"], "incompetent": o["incompetent"]}
+    unlisted = {k: have[k] - listed[k] for k in OUTCOMES if have[k] != listed[k]}
+    return {"commit": commit, "source": source, "skipped": o["skipped"], "pending": o["pending"],
+            "jobs": jobs, "unlisted": unlisted}
+
+
+def entry_from_summary(row: dict, equivalent: dict) -> dict:
+    """An entry of :data:`VERDICTS` from a row of a ``summary.json`` written before it
+    (counts and live survivors; the equivalent survivors are ``equivalent.json``'s jobs of
+    the file, whose line and operator it did not keep)."""
+    eq = [{"job": j, "line": None, "operator": None, "occurrence": None, "outcome": "survived"}
+          for j in sorted(equivalent.get(row["file"], {}))]
+    o = {**row, "survivors": [*row["survivors"], *eq]}
+    o["jobs"] = [dict(s, outcome="survived") for s in o["survivors"]]
+    return entry_of(o, row["commit"], "summary.json (counts and survivors only)")
+
+
+def tally(entry: dict) -> dict:
+    """An entry's counts and survivors, as :func:`outcomes` gives them."""
+    n = {k: sum(j["outcome"] == k for j in entry["jobs"]) + entry["unlisted"].get(k, 0)
+         for k in OUTCOMES}
+    return {"killed": n["killed"] + n["timeout"], "timeouts": n["timeout"],
+            "survived": n["survived"], "incompetent": n["incompetent"],
+            "skipped": entry["skipped"], "pending": entry["pending"],
+            "survivors": [{k: j[k] for k in ("job", "line", "operator", "occurrence")}
+                          for j in entry["jobs"] if j["outcome"] == "survived"]}
+
+
+def load_verdicts(out: Path) -> dict:
+    path = out / VERDICTS
+    return json.loads(path.read_text())["files"] if path.exists() else {}
+
+
+def judged(entry: dict | None, commit: str) -> list[dict]:
+    """The jobs of ``entry`` that a new session at ``commit`` need not run again: those
+    judged at the same code (:func:`same_code`)."""
+    if not entry or not same_code(entry["commit"], commit):
+        return []
+    return [dict(j, commit=entry["commit"]) for j in entry["jobs"] if j["operator"] is not None]
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float | None, float | None]:
@@ -393,23 +532,31 @@ def report(work: Path, out: Path, read=None, also: list[Path] | None = None) -> 
     from guarded_out import check_out, write_out_json, write_out_text
 
     read = read or outcomes
-    check_out(out / "summary.json", out / "summary.md")
+    check_out(out / "summary.json", out / "summary.md", out / VERDICTS)
     equivalent = json.loads(EQUIVALENT.read_text()) if EQUIVALENT.exists() else {}
-    works = [work, *(also or [])]
+    works = [w for w in [work, *(also or [])] if (w / "commit").exists()]
     commits = {w: (w / "commit").read_text().strip() for w in works}
-    commit = commits[work]
+    commit = commits[work] if work in commits else _git("rev-parse", "--short", "HEAD")
+    # the committed verdicts, and the rows of a summary written before them
+    entries = load_verdicts(out)
+    old = out / "summary.json"
+    for r in json.loads(old.read_text())["files"] if old.exists() else []:
+        entries.setdefault(r["file"], entry_from_summary(r, equivalent))
     rows = []
-    for row in plan(work / "main"):
+    for row in plan(work / "main" if work in commits else ROOT):
         found = [w for w in works if (w / "sessions" / f"{slug(row['file'])}.sqlite").exists()]
-        if not found:
+        if found:  # a session on this machine: its verdicts replace the committed ones
+            db = found[0] / "sessions" / f"{slug(row['file'])}.sqlite"
+            entries[row["file"]] = entry_of(read(db), commits[found[0]], "session")
+        elif row["file"] not in entries:
             continue
-        db = found[0] / "sessions" / f"{slug(row['file'])}.sqlite"
-        o = read(db)
+        entry = entries[row["file"]]
+        o = tally(entry)
         eq = equivalent.get(row["file"], {})
         live = [s for s in o["survivors"] if s["job"] not in eq]
         denom = o["killed"] + len(live)
         lo, hi = clopper_pearson(o["killed"], denom)
-        rows.append({"file": row["file"], "commit": commits[found[0]],
+        rows.append({"file": row["file"], "commit": entry["commit"],
                      **{k: o.get(k, 0) for k in (
                          "killed", "timeouts", "survived", "incompetent", "skipped", "pending")},
                      "ran": o["killed"] + o["survived"] + o["incompetent"],
@@ -420,6 +567,11 @@ def report(work: Path, out: Path, read=None, also: list[Path] | None = None) -> 
                "command": "python benchmarks/mutation/run.py run; "
                "python benchmarks/mutation/run.py report", "files": rows}
     write_out_json(out / "summary.json", summary)
+    write_out_json(out / VERDICTS, {
+        "about": "each file's mutation verdicts (benchmarks/mutation/run.py, VERDICTS): the "
+                 "session at the entry's commit; report reads them where no work copy holds "
+                 "the file's session, run copies them into a new session at the same code",
+        "files": dict(sorted(entries.items()))})
     md = ["Mutation score per file, each at the commit of its work copy (column commit; "
           "`python benchmarks/mutation/run.py run`, then `report`): killed / (killed + "
           "survived), equivalent survivors left out; time-outs are kills (as cosmic-ray counts them), also shown apart; 95 % interval: "
@@ -445,7 +597,14 @@ def main(argv=None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     if argv[:1] == ["_sample"]:  # in cosmic-ray's interpreter, from run_file
-        sample(Path(argv[1]), int(argv[2]), int(argv[3]))
+        sample(Path(argv[1]), int(argv[2]), int(argv[3]),
+               json.loads(Path(argv[4]).read_text()) if len(argv) > 4 else [])
+        return 0
+    if argv[:1] == ["_pending"]:  # in cosmic-ray's interpreter, from run_file
+        from cosmic_ray.work_db import WorkDB, use_db
+
+        with use_db(argv[1], WorkDB.Mode.open) as wdb:
+            print(sum(1 for _ in wdb.pending_work_items))
         return 0
     if argv[:1] == ["_outcomes"]:  # in cosmic-ray's interpreter, from report
         print(json.dumps(outcomes(Path(argv[1]))))

@@ -170,11 +170,15 @@ class _PDIASmoothed(_PDIA):
                                    proposal=proposal)
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
-        """The PDIA's, plus the 3-D emission table and the stored ``log pi0``."""
+        """The PDIA's, plus the arrays :meth:`Emission.prepare` adds to a chain (the 3-D
+        emission table ``lg``, ``lg_lim``, ``pi0``, ``lpi0``, ``ehyp``) and the stored
+        ``log pi0`` and ``beta0`` of every draw (float64; ``S`` = the alphabet and the end
+        symbol, the most a chain has)."""
         s = corpus.alphabet_size + 1
         n_draws = max(1, (options["iterations"] - options["burn_in"]) // options["period"])
         return (memory_bytes(CRF, corpus, options, state_capacity(corpus, options))
-                + 8 * (s + 1) * (corpus.n_tokens + 3) + 8 * options["chains"] * n_draws * (s + 1))
+                + 8 * (s + 1) * (corpus.n_tokens + 3) + 8 * (3 * s + 2)
+                + 8 * options["chains"] * n_draws * (s + 1))
 
 
 METHOD = _PDIASmoothed()
