@@ -75,19 +75,27 @@ def calibrate(u: _Unit, sweeps: int = 40, moves: int = 15) -> dict:
     return {"sweep_cpu_s": sweep, "move_cpu_s": move, "r": move / sweep}
 
 
-def run_arm(u: _Unit, sweeps: int, blocked_every: int) -> dict:
+def run_arm(u: _Unit, sweeps: int, blocked_every: int, keep_trace: bool = False, **moves) -> dict:
     """One chain of ``sweeps`` sweeps (with a blocked move after every ``blocked_every``-th,
-    0: none), scored; CPU seconds of the fit and its scoring."""
+    0: none), scored; CPU seconds of the fit and its scoring. ``moves``: other options of
+    :func:`~bayesfa.samplers.pfa.cgs_pfa.sample_cgs_pfa` (e.g. ``split_merge``), recorded in the
+    output with the mean of each acceptance rate the sampler reports (``accept_*``).
+    ``keep_trace``: the whole log joint trace too (``log_joint_trace``, one per draw)."""
     from bayesfa.samplers.pfa import auto, cgs_pfa
 
     cpu, wall = time.process_time(), time.perf_counter()
     with auto.front_session(cgs_pfa):
         period, n_draws, first = chain_plan(sweeps, u.settings["period"])
         res = cgs_pfa.sample_cgs_pfa(u.train, u.n_states, u.beta, n_draws * period, 0, period, 1,
-                                     u.seed, kernel=u.kernel, holdout=0.0, blocked_every=blocked_every)
+                                     u.seed, kernel=u.kernel, holdout=0.0, blocked_every=blocked_every,
+                                     **moves)
         tests, _, recs = u.scored_chains(res, period, first)
-    out = {**recs[0], "blocked_every": blocked_every, **u.score(tests[0])}
-    out.pop("log_joint_trace")
+    out = {**recs[0], "blocked_every": blocked_every, **moves, **u.score(tests[0])}
+    if moves:
+        out["accept_rates"] = {k: (float(np.nanmean(v[0])) if np.isfinite(v[0]).any() else None)
+                               for k, v in (res.sample_stats or {}).items() if k.startswith("accept_")}
+    if not keep_trace:
+        out.pop("log_joint_trace")
     out["log_joint_trace_every_10th"] = [float(v) for v in res.log_joint[0][::10]]
     out["cpu_seconds"] = round(time.process_time() - cpu, 2)
     out["wall_seconds"] = round(time.perf_counter() - wall, 2)

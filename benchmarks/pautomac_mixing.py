@@ -177,15 +177,18 @@ class _Unit:
         self.kernel = choose_kernel(opts["kernel"], self.n_states)
 
     @classmethod
-    def load(cls, problem: int, seed: int, data: str, settings: dict, workdir: str) -> "_Unit":
-        """The unit of PAutomaC ``problem`` at Table 3's N and ``settings["beta"]``."""
+    def load(cls, problem: int, seed: int, data: str, settings: dict, workdir: str,
+             states: int | None = None) -> "_Unit":
+        """The unit of PAutomaC ``problem`` at ``states`` (default: Table 3's N) and
+        ``settings["beta"]``."""
         from bayesfa.pautomac import read_sample, read_solution
 
         data = Path(data)
         return cls(read_sample(data / f"{problem}.pautomac.train"),
                    read_sample(data / f"{problem}.pautomac.test"),
                    read_solution(data / f"{problem}.pautomac_solution.txt", log=True),
-                   PAPER_TABLE3[problem][0], settings["beta"], seed, settings, workdir)
+                   PAPER_TABLE3[problem][0] if states is None else states, settings["beta"], seed,
+                   settings, workdir)
 
     def split(self):
         """``(kept corpus, held corpus, kept_idx)``: the held-out slice of the seed, as

@@ -71,9 +71,10 @@ def calibrate(u: _Unit, replicas: int, min_b: float, sweeps: int = 30) -> dict:
     return {"sweep_cpu_s": sweep, "chain_sweep_cpu_s": chain_sweep, "x": chain_sweep / sweep}
 
 
-def run_arm(u: _Unit, sweeps: int, replicas: int, min_b: float) -> dict:
+def run_arm(u: _Unit, sweeps: int, replicas: int, min_b: float, keep_trace: bool = False) -> dict:
     """One chain of ``sweeps`` sweeps (chain sweeps of ``replicas`` replicas; 1: plain),
-    scored; CPU seconds of the fit and its scoring."""
+    scored; CPU seconds of the fit and its scoring. ``keep_trace``: the whole log joint trace
+    too (``log_joint_trace``, one per draw: with replicas, the second half's only)."""
     from bayesfa.samplers.pfa import auto, cgs_pfa
 
     cpu, wall = time.process_time(), time.perf_counter()
@@ -90,7 +91,8 @@ def run_arm(u: _Unit, sweeps: int, replicas: int, min_b: float) -> dict:
             tests, _, recs = u.scored_chains(res, period, 0)
             recs[0]["sweeps"] = n_draws * period
     out = {**recs[0], "replicas": replicas, **u.score(tests[0])}
-    out.pop("log_joint_trace")
+    if not keep_trace:
+        out.pop("log_joint_trace")
     out["log_joint_trace_every_10th"] = [float(v) for v in res.log_joint[0][::10]]
     if replicas > 1:
         out["replica_stats"] = res.info["replica_stats"][0]

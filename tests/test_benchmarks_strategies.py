@@ -1,0 +1,82 @@
+"""benchmarks/pautomac_strategies.py on a toy PAutomaC problem: every arm runs (or, for
+blocked+replica, records the sampler's refusal), the output has every column, and a rerun of the
+same command skips the finished cells."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import benchmodules
+
+
+@pytest.fixture(scope="module")
+def strategies():
+    return benchmodules.load("pautomac_strategies.py")
+
+
+def _toy_data(folder):
+    from bayesfa.corpus import Corpus
+    from bayesfa.pautomac import write_sample, write_solution
+
+    rng = np.random.default_rng(3)
+    strings = [rng.integers(0, 3, size=rng.integers(1, 8)) for _ in range(90)]
+    folder.mkdir()
+    write_sample(folder / "5.pautomac.train", Corpus.from_strings(strings[:70], 3))
+    write_sample(folder / "5.pautomac.test", Corpus.from_strings(strings[70:], 3))
+    write_solution(folder / "5.pautomac_solution.txt", np.full(20, 1 / 20))
+
+
+def test_plateau_is_the_last_quarter_of_sweeps(strategies):
+    # draws at sweeps 10, 20, ..., 100: the last quarter's (after sweep 75) are at 80, 90, 100
+    p = strategies.plateau(np.arange(10.0), 10, 100)
+    assert p == {"last_quarter_mean": 8.0, "last_quarter_min": 7.0, "last_quarter_max": 9.0,
+                 "last_quarter_rise": 2.0, "last_quarter_draws": 3}
+    # a replica chain's trace holds only the second half: 5 draws ending at sweep 100
+    assert strategies.plateau([1.0, 2.0, 3.0, 4.0, 5.0], 10, 100)["last_quarter_draws"] == 3
+
+
+def test_every_arm_runs_and_a_rerun_skips_finished_cells(strategies, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(benchmodules.BENCH))
+    data, out = tmp_path / "data", tmp_path / "res" / "toy.json"
+    _toy_data(data)
+    argv = ["--problem", "5", "--states", "3", "--beta", "0.05", "--seeds", "0,1", "--sweeps", "20",
+            "--period", "5", "--blocked-every", "4", "--replicas", "2", "--min-b", "0.8",
+            "--split-merge", "0.5", "--data", str(data), "--out", str(out)]
+    assert strategies.main(argv) == 0
+    got = json.loads(out.read_text())
+    assert got["command"].startswith("python benchmarks/pautomac_strategies.py --problem 5")
+    assert got["commit"] and set(got["calibration"]) == {"blocked", "replica", "split-merge"}
+    assert set(got["rows"]) == {f"{a}/{s}" for a in strategies.ARMS for s in (0, 1)}
+    for key, row in got["rows"].items():
+        if row["arm"] == "blocked+replica":
+            assert row["supported"] is False and "--blocked-every" in row["reason"]
+            continue
+        for col in ("excess", "ratio_minus_1", "final_log_joint", "mean_log_joint", "cpu_seconds",
+                    "wall_seconds", "sweeps", "log_joint_trace", "commit", "finished"):
+            assert col in row, (key, col)
+        assert set(row["plateau"]) == {"last_quarter_mean", "last_quarter_min", "last_quarter_max",
+                                       "last_quarter_rise", "last_quarter_draws"}
+        assert 0 < row["sweeps"] <= got["sweeps"][row["arm"]]  # chain_plan: whole periods
+    assert "replica_stats" in got["rows"]["replica/0"]
+    assert "accept_split_merge" in got["rows"]["split-merge/0"]["accept_rates"]
+    assert got["sweeps"]["plain"] == 20
+    summary = {s["arm"]: s for s in got["summary"]}
+    assert summary["blocked+replica"]["supported"] is False
+    for arm in ("plain", "replica", "blocked", "split-merge"):
+        s = summary[arm]
+        assert s["seeds"] == 2 and s["worst_excess"] >= s["median_excess"] >= s["best_excess"]
+        assert "median_cpu_seconds" in s and "median_last_quarter_log_joint" in s
+    md = out.with_suffix(".md").read_text()
+    assert "not supported" in md and "worst / best" in md and got["command"] in md
+
+    def refuse(*a, **k):
+        raise AssertionError("a finished cell was run again")
+
+    monkeypatch.setattr(strategies, "run_cell", refuse)
+    monkeypatch.setattr(strategies, "calibrate", refuse)
+    assert strategies.main(argv) == 0
+    again = json.loads(out.read_text())
+    assert again["rows"] == got["rows"] and again["calibration"] == got["calibration"]
