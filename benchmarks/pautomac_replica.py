@@ -42,10 +42,11 @@ from pautomac_mixing import _Unit, chain_plan  # noqa: E402  (this folder's scri
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def calibrate(u: _Unit, replicas: int, min_b: float, sweeps: int = 30) -> dict:
+def calibrate(u: _Unit, replicas: int, min_b: float, sweeps: int = 30, blocked_every: int = 0) -> dict:
     """CPU seconds of one plain sweep and of one replica-exchange chain sweep (R tempered
-    sweeps and a swap round) on ``u``'s training strings, after a first call of each (so that
-    compiling is not timed); ``x`` their ratio."""
+    sweeps and a swap round; with ``blocked_every`` K, a blocked move of the b = 1 replica
+    every K-th) on ``u``'s training strings, after a first call of each (so that compiling is
+    not timed); ``x`` their ratio."""
     from bayesfa.samplers.chains import free_positions, random_path
     from bayesfa.samplers.pfa import _cgs_pfa_kernel as gibbs
     from bayesfa.samplers.pfa._replica_kernel import Replicas
@@ -59,9 +60,9 @@ def calibrate(u: _Unit, replicas: int, min_b: float, sweeps: int = 30) -> dict:
     for z, *counts in states:
         gibbs.fill_counts(tokens, z, *counts, u.beta)
     zp, *state = states.pop()  # the plain chain's
-    rex = Replicas(tokens, positions, states, u.beta, rng, 0, 1, min_b)
+    rex = Replicas(tokens, positions, states, u.beta, rng, 0, 1, min_b, None, blocked_every)
     gibbs.sweeps(1, positions, tokens, zp, *state, rng, u.beta)
-    rex.sweeps(1)
+    rex.sweeps(max(1, blocked_every))
     t = time.process_time()
     gibbs.sweeps(sweeps, positions, tokens, zp, *state, rng, u.beta)
     sweep = (time.process_time() - t) / sweeps
@@ -71,10 +72,12 @@ def calibrate(u: _Unit, replicas: int, min_b: float, sweeps: int = 30) -> dict:
     return {"sweep_cpu_s": sweep, "chain_sweep_cpu_s": chain_sweep, "x": chain_sweep / sweep}
 
 
-def run_arm(u: _Unit, sweeps: int, replicas: int, min_b: float, keep_trace: bool = False) -> dict:
+def run_arm(u: _Unit, sweeps: int, replicas: int, min_b: float, keep_trace: bool = False,
+            blocked_every: int = 0) -> dict:
     """One chain of ``sweeps`` sweeps (chain sweeps of ``replicas`` replicas; 1: plain),
     scored; CPU seconds of the fit and its scoring. ``keep_trace``: the whole log joint trace
-    too (``log_joint_trace``, one per draw: with replicas, the second half's only)."""
+    too (``log_joint_trace``, one per draw: with replicas, the second half's only).
+    ``blocked_every``: with replicas, ``--blocked-every`` (the b = 1 replica's blocked moves)."""
     from bayesfa.samplers.pfa import auto, cgs_pfa
 
     cpu, wall = time.process_time(), time.perf_counter()
@@ -87,7 +90,8 @@ def run_arm(u: _Unit, sweeps: int, replicas: int, min_b: float, keep_trace: bool
         else:  # the first half is burn-in (the ladder adapts there): only the second half's draws
             res = cgs_pfa.sample_cgs_pfa(u.train, u.n_states, u.beta, n_draws * period, first * period,
                                          period, 1, u.seed, kernel=u.kernel, holdout=0.0,
-                                         replicas=replicas, replica_min_b=min_b)
+                                         replicas=replicas, replica_min_b=min_b,
+                                         blocked_every=blocked_every)
             tests, _, recs = u.scored_chains(res, period, 0)
             recs[0]["sweeps"] = n_draws * period
     out = {**recs[0], "replicas": replicas, **u.score(tests[0])}

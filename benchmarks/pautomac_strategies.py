@@ -28,10 +28,11 @@ runs), each arm run by the code of the script that measured it alone:
     The default ``--min-b 0.95``, not the sampler's 0.5: at N = 10 on problem 5 no swap was
     accepted with the ladder down to 0.5 (``benchmarks/results/pautomac_replica/README.md``).
 ``blocked+replica``
-    NOT RUN: the sampler refuses ``--replicas`` with ``--blocked-every`` (``cgs_pfa.check_replicas``:
-    "--replicas is not available with --blocked-every"). The arm's cells record that refusal,
-    taken from the sampler at run time, and no score; the tables say "not supported". Nothing
-    stands in for it.
+    ``--replicas R --replica-min-b B --blocked-every K``: the replica arm with a blocked move of
+    the b = 1 replica after every K-th chain sweep (from ``a7c3d8a``; before it the sampler
+    refused the combination, and the cells run then record that refusal and no score: a rerun
+    at a commit whose sampler accepts it runs them). Calibrated as the replica arm, the moves
+    included.
 ``split-merge``
     ``cgs-pfa --split-merge RATE --split-merge-scans S`` (Jain & Neal moves, RATE per sweep),
     ``round(sweeps / y)`` sweeps, ``y`` the CPU of a sweep with its moves in plain sweeps
@@ -114,6 +115,9 @@ def calibrate(u: _Unit, arm: str, settings: dict) -> dict | None:
         return blocked.calibrate(u)
     if arm == "replica":
         return replica.calibrate(u, settings["replicas"], settings["min_b"])
+    if arm == "blocked+replica" and unsupported(arm, settings) is None:
+        return replica.calibrate(u, settings["replicas"], settings["min_b"],
+                                 blocked_every=settings["blocked_every"])
     if arm == "split-merge":
         return calibrate_split_merge(u, settings["split_merge"], settings["split_merge_scans"])
     return None
@@ -124,7 +128,7 @@ def arm_sweeps(arm: str, settings: dict, cal: dict | None) -> int:
     s = settings["sweeps"]
     if arm == "blocked":
         return int(round(s / (1.0 + cal["r"] / settings["blocked_every"])))
-    if arm == "replica":
+    if arm in ("replica", "blocked+replica"):
         return int(round(s / cal["x"]))
     if arm == "split-merge":
         return int(round(s / cal["y"]))
@@ -144,8 +148,7 @@ def unsupported(arm: str, settings: dict) -> str | None:
                        settings["blocked_every"])
     except InputError as err:
         return f"the sampler refuses it: {err}"
-    raise SystemExit("pautomac_strategies.py: the sampler now accepts --replicas with --blocked-every; "
-                     "this driver has no blocked+replica runner yet (add one to run_cell)")
+    return None
 
 
 # -- one cell ---------------------------------------------------------------------------------------
@@ -176,6 +179,9 @@ def run_cell(u: _Unit, arm: str, sweeps: int, settings: dict) -> dict:
                               split_merge_scans=settings["split_merge_scans"])
     elif arm == "replica":
         out = replica.run_arm(u, sweeps, settings["replicas"], settings["min_b"], keep_trace=True)
+    elif arm == "blocked+replica":
+        out = replica.run_arm(u, sweeps, settings["replicas"], settings["min_b"], keep_trace=True,
+                              blocked_every=settings["blocked_every"])
     else:
         raise ValueError(f"no runner for arm {arm!r}")
     out.pop("log_joint_trace_every_10th", None)
@@ -328,16 +334,22 @@ def main(argv=None) -> int:
     done["command"] = ("python benchmarks/pautomac_strategies.py "
                        + " ".join(sys.argv[1:] if argv is None else argv)).strip()
     load = lambda seed: _Unit.load(args.problem, seed, args.data, settings, "", states=states)  # noqa: E731
-    todo = [(arm, seed) for seed in seeds for arm in arms if f"{arm}/{seed}" not in done["rows"]]
+    def finished(arm, seed):  # a cell refused by an earlier sampler that now runs it is redone
+        row = done["rows"].get(f"{arm}/{seed}")
+        return row is not None and (row.get("supported", True) or unsupported(arm, settings) is not None)
+
+    todo = [(arm, seed) for seed in seeds for arm in arms if not finished(arm, seed)]
     if todo:
         warm_up(settings, arms)
     for arm in arms:
-        if (arm in ("blocked", "replica", "split-merge") and arm not in done["calibration"]
+        if (arm in ("blocked", "replica", "blocked+replica", "split-merge")
+                and done["calibration"].get(arm) is None and unsupported(arm, settings) is None
                 and any(a == arm for a, _ in todo)):
             done["calibration"][arm] = calibrate(load(seeds[0]), arm, settings)
             write_out_json(out, done)
     done["sweeps"] = {arm: arm_sweeps(arm, settings, done["calibration"].get(arm)) for arm in arms
-                      if unsupported(arm, settings) is None and (arm == "plain" or arm in done["calibration"])}
+                      if unsupported(arm, settings) is None
+                      and (arm == "plain" or done["calibration"].get(arm) is not None)}
     for arm, seed in todo:
         key = f"{arm}/{seed}"
         reason = unsupported(arm, settings)

@@ -38,6 +38,7 @@ def test_plateau_is_the_last_quarter_of_sweeps(strategies):
     assert strategies.plateau([1.0, 2.0, 3.0, 4.0, 5.0], 10, 100)["last_quarter_draws"] == 3
 
 
+@pytest.mark.slow  # every arm's kernels compiled: 10-60 s; .ci/run runs it by name
 def test_every_arm_runs_and_a_rerun_skips_finished_cells(strategies, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(benchmodules.BENCH))
     data, out = tmp_path / "data", tmp_path / "res" / "toy.json"
@@ -48,29 +49,26 @@ def test_every_arm_runs_and_a_rerun_skips_finished_cells(strategies, tmp_path, m
     assert strategies.main(argv) == 0
     got = json.loads(out.read_text())
     assert got["command"].startswith("python benchmarks/pautomac_strategies.py --problem 5")
-    assert got["commit"] and set(got["calibration"]) == {"blocked", "replica", "split-merge"}
+    assert got["commit"] and set(got["calibration"]) == {"blocked", "replica", "blocked+replica",
+                                                         "split-merge"}
     assert set(got["rows"]) == {f"{a}/{s}" for a in strategies.ARMS for s in (0, 1)}
     for key, row in got["rows"].items():
-        if row["arm"] == "blocked+replica":
-            assert row["supported"] is False and "--blocked-every" in row["reason"]
-            continue
         for col in ("excess", "ratio_minus_1", "final_log_joint", "mean_log_joint", "cpu_seconds",
                     "wall_seconds", "sweeps", "log_joint_trace", "commit", "finished"):
             assert col in row, (key, col)
         assert set(row["plateau"]) == {"last_quarter_mean", "last_quarter_min", "last_quarter_max",
                                        "last_quarter_rise", "last_quarter_draws"}
         assert 0 < row["sweeps"] <= got["sweeps"][row["arm"]]  # chain_plan: whole periods
-    assert "replica_stats" in got["rows"]["replica/0"]
+    assert "replica_stats" in got["rows"]["replica/0"] and "replica_stats" in got["rows"]["blocked+replica/0"]
     assert "accept_split_merge" in got["rows"]["split-merge/0"]["accept_rates"]
     assert got["sweeps"]["plain"] == 20
     summary = {s["arm"]: s for s in got["summary"]}
-    assert summary["blocked+replica"]["supported"] is False
-    for arm in ("plain", "replica", "blocked", "split-merge"):
+    for arm in strategies.ARMS:
         s = summary[arm]
         assert s["seeds"] == 2 and s["worst_excess"] >= s["median_excess"] >= s["best_excess"]
         assert "median_cpu_seconds" in s and "median_last_quarter_log_joint" in s
     md = out.with_suffix(".md").read_text()
-    assert "not supported" in md and "worst / best" in md and got["command"] in md
+    assert "not supported" not in md and "worst / best" in md and got["command"] in md
 
     def refuse(*a, **k):
         raise AssertionError("a finished cell was run again")
@@ -80,3 +78,27 @@ def test_every_arm_runs_and_a_rerun_skips_finished_cells(strategies, tmp_path, m
     assert strategies.main(argv) == 0
     again = json.loads(out.read_text())
     assert again["rows"] == got["rows"] and again["calibration"] == got["calibration"]
+
+
+@pytest.mark.slow  # every arm's kernels compiled: 10-60 s; .ci/run runs it by name
+def test_a_cell_refused_by_an_earlier_sampler_is_run_now(strategies, tmp_path, monkeypatch):
+    """Cells recorded as refused (the sampler before ``a7c3d8a`` refused ``--replicas`` with
+    ``--blocked-every``) are run by a rerun once the sampler accepts the combination; the
+    others are kept."""
+    monkeypatch.syspath_prepend(str(benchmodules.BENCH))
+    data, out = tmp_path / "data", tmp_path / "res" / "toy.json"
+    _toy_data(data)
+    argv = ["--problem", "5", "--states", "3", "--beta", "0.05", "--seeds", "0", "--sweeps", "10",
+            "--period", "5", "--blocked-every", "4", "--replicas", "2", "--min-b", "0.8",
+            "--arms", "plain,blocked+replica", "--data", str(data), "--out", str(out)]
+    real = strategies.unsupported
+    monkeypatch.setattr(strategies, "unsupported", lambda arm, settings: "the sampler refuses it: old"
+                        if arm == "blocked+replica" else None)
+    assert strategies.main(argv) == 0
+    assert json.loads(out.read_text())["rows"]["blocked+replica/0"]["supported"] is False
+    plain = json.loads(out.read_text())["rows"]["plain/0"]
+    monkeypatch.setattr(strategies, "unsupported", real)
+    assert strategies.main(argv) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert rows["plain/0"] == plain and rows["blocked+replica/0"].get("supported", True)
+    assert "replica_stats" in rows["blocked+replica/0"]
