@@ -29,6 +29,17 @@ def _toy_data(folder):
     write_solution(folder / "5.pautomac_solution.txt", np.full(20, 1 / 20))
 
 
+def _toy_run(tmp_path, monkeypatch, *extra: str) -> tuple[list[str], object]:
+    """The driver's arguments on a toy problem 5 written under ``tmp_path`` (N = 3, period 5,
+    blocked every 4, 2 replicas to b = 0.8) plus ``extra``, and its ``--out``."""
+    monkeypatch.syspath_prepend(str(benchmodules.BENCH))
+    data, out = tmp_path / "data", tmp_path / "res" / "toy.json"
+    _toy_data(data)
+    return (["--problem", "5", "--states", "3", "--beta", "0.05", "--period", "5", "--blocked-every",
+             "4", "--replicas", "2", "--min-b", "0.8", *extra, "--data", str(data), "--out", str(out)],
+            out)
+
+
 def test_plateau_is_the_last_quarter_of_sweeps(strategies):
     # draws at sweeps 10, 20, ..., 100: the last quarter's (after sweep 75) are at 80, 90, 100
     p = strategies.plateau(np.arange(10.0), 10, 100)
@@ -40,12 +51,7 @@ def test_plateau_is_the_last_quarter_of_sweeps(strategies):
 
 @pytest.mark.slow  # every arm's kernels compiled: 10-60 s; .ci/run runs it by name
 def test_every_arm_runs_and_a_rerun_skips_finished_cells(strategies, tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(benchmodules.BENCH))
-    data, out = tmp_path / "data", tmp_path / "res" / "toy.json"
-    _toy_data(data)
-    argv = ["--problem", "5", "--states", "3", "--beta", "0.05", "--seeds", "0,1", "--sweeps", "20",
-            "--period", "5", "--blocked-every", "4", "--replicas", "2", "--min-b", "0.8",
-            "--split-merge", "0.5", "--data", str(data), "--out", str(out)]
+    argv, out = _toy_run(tmp_path, monkeypatch, "--seeds", "0,1", "--sweeps", "20", "--split-merge", "0.5")
     assert strategies.main(argv) == 0
     got = json.loads(out.read_text())
     assert got["command"].startswith("python benchmarks/pautomac_strategies.py --problem 5")
@@ -85,12 +91,8 @@ def test_a_cell_refused_by_an_earlier_sampler_is_run_now(strategies, tmp_path, m
     """Cells recorded as refused (the sampler before ``a7c3d8a`` refused ``--replicas`` with
     ``--blocked-every``) are run by a rerun once the sampler accepts the combination; the
     others are kept."""
-    monkeypatch.syspath_prepend(str(benchmodules.BENCH))
-    data, out = tmp_path / "data", tmp_path / "res" / "toy.json"
-    _toy_data(data)
-    argv = ["--problem", "5", "--states", "3", "--beta", "0.05", "--seeds", "0", "--sweeps", "10",
-            "--period", "5", "--blocked-every", "4", "--replicas", "2", "--min-b", "0.8",
-            "--arms", "plain,blocked+replica", "--data", str(data), "--out", str(out)]
+    argv, out = _toy_run(tmp_path, monkeypatch, "--seeds", "0", "--sweeps", "10", "--arms",
+                         "plain,blocked+replica")
     real = strategies.unsupported
     monkeypatch.setattr(strategies, "unsupported", lambda arm, settings: "the sampler refuses it: old"
                         if arm == "blocked+replica" else None)
