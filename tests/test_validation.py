@@ -215,7 +215,7 @@ def test_validate_cgs_pfa_passes(cgs_validation):
     assert names == ["predictive", "recorded", "path-gof", "path-gof-uniform-start", "geweke",
                      "sbc", "split-merge-rows", "split-merge-invariance", "ffbs-given-theta",
                      "blocked-invariance", "blocked-chain", "replica-swap-invariance",
-                     "replica-chain"]
+                     "replica-chain", "replica-blocked-chain"]
     assert all(c["passed"] for c in out["checks"])
     rows = out["checks"][0]["rows"]
     assert len(rows) == 15 and rows[0]["string"] == "ε"
