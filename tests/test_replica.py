@@ -30,6 +30,7 @@ def _fit(**kw):
     return cgs_pfa.sample_cgs_pfa(toy.train, 4, 0.5, 120, 40, 8, 2, 11, **kw)
 
 
+@pytest.mark.slow  # the same three checks pass in the fast suite through `validate cgs-pfa` (test_validation.py)
 def test_the_move_passes_its_exact_checks():
     checks = check.replica_checks(None, seed=0)
     assert [c.name for c in checks] == ["replica-swap-invariance", "replica-chain", "replica-blocked-chain"]
