@@ -471,7 +471,7 @@ SHARES = ("even", "tokens")
 def budget_shares(total: float, problems: list[Problem], rule: str = "even") -> dict[str, float]:
     """``--auto --budget TOTAL`` shared among ``problems``: ``even``, the same CPU for each
     (every problem weighs the same in the mean ratio - 1, and a large problem's score stops
-    improving long before a small one's: issue 37, RESULTS "--auto over three seeds"), or
+    improving long before a small one's: issue 37, RESULTS "--auto's budget shared evenly"), or
     ``tokens``, in proportion to their training tokens (the sweeps' cost; the rule of the runs
     before issue 37). Either way a problem whose training file cannot be read gets nothing (it
     fails when it is run). The shares depend on the problem list: a rerun must name the same
