@@ -144,8 +144,7 @@ def unsupported(arm: str, settings: dict) -> str | None:
     from bayesfa.samplers.pfa.cgs_pfa import check_replicas
 
     try:
-        check_replicas(settings["replicas"], SWAP_EVERY, settings["min_b"], "gibbs", 0, 0,
-                       settings["blocked_every"])
+        check_replicas(settings["replicas"], SWAP_EVERY, settings["min_b"], "gibbs", 0, 0)
     except InputError as err:
         return f"the sampler refuses it: {err}"
     return None

@@ -353,8 +353,7 @@ def check_blocked(blocked_every, kernel: str, anneal, split_merge) -> None:
         raise InputError("--blocked-every is not available with --split-merge")
 
 
-def check_replicas(replicas, swap_every, min_b, kernel: str, anneal, split_merge,
-                   blocked_every) -> None:
+def check_replicas(replicas, swap_every, min_b, kernel: str, anneal, split_merge) -> None:
     """One-line :class:`InputError` unless ``replicas`` (``--replicas``) and ``swap_every``
     (``--swap-every``) are integers >= 1 and ``min_b`` (``--replica-min-b``) a number in
     (0, 1); replica exchange runs with the plain ``gibbs`` kernel only, with neither
@@ -506,7 +505,7 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
                    np.zeros(positions.size, dtype=np.int32), np.zeros(sm_kernel.STATS))
 
     blk_args = ()
-    if blocked_every:
+    if blocked_every and rex is None:  # with replicas, Replicas holds the move's scratch
         from bayesfa.samplers.pfa import _ffbs_kernel as blk_kernel
 
         blk_args = blk_kernel.scratch(tokens, n_states, n_symbols)
@@ -1006,7 +1005,7 @@ def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdo
     check_anneal(anneal, anneal_start, burn_in, kernel)
     check_split_merge(split_merge, split_merge_scans, kernel)
     check_blocked(blocked_every, kernel, anneal, split_merge)
-    check_replicas(replicas, swap_every, replica_min_b, kernel, anneal, split_merge, blocked_every)
+    check_replicas(replicas, swap_every, replica_min_b, kernel, anneal, split_merge)
     from bayesfa.online import check_online_arguments
 
     test = check_online_arguments(corpus, predict, max_draws)
