@@ -53,7 +53,21 @@ def _options(**extra):
 
 
 @pytest.fixture(scope="module")
-def fitted(corpus, tmp_path_factory):
+def warm(corpus):
+    """The kernels compiled (or loaded from numba's cache) before any budgeted fit: a fit's
+    budget counts its process's CPU, compiling included, and on a cold cache the compiles
+    alone pass the few seconds these fits get."""
+    from bayesfa.samplers.pfa import cgs_pfa
+
+    small = corpus.subset(np.arange(200))
+    with auto.front_session(cgs_pfa):
+        auto.calibrate(small.subset(np.arange(150)), small.subset(np.arange(150, 200)))
+        out = auto._chain(small, 5, auto.BETA0, 4, 2, np.random.SeedSequence(0), None)
+        auto.heldout_per_string(out[0], auto.BETA0, small)
+
+
+@pytest.fixture(scope="module")
+def fitted(corpus, warm, tmp_path_factory):
     """One --auto fit (timed schedule) and its schedule written out."""
     res = METHOD.fit(corpus, _options(budget=BUDGET), 5, False)
     path = tmp_path_factory.mktemp("auto") / "schedule.json"
@@ -80,6 +94,28 @@ def test_heldout_slice_is_training_strings_and_test_strings_change_no_decision(c
     assert with_test.arrays["predict_log_mean"].shape == (test_corpus.n_strings,)
 
 
+def test_the_ladder_stops_after_patience_misses_in_a_row_and_keeps_the_best():
+    """ladder_step on scripted held-out scores (20 strings): a gain within its SE is a miss, a
+    gain after one miss resets the count, the PATIENCE-th miss in a row stops the ladder with
+    the best rung (not the last) as winner."""
+    assert auto.PATIENCE == 2
+    rng = np.random.default_rng(0)
+    noise = rng.normal(size=(6, 20))
+    scores = [noise[0], noise[1] + 5, noise[2] + 5, noise[3] + 9, noise[4] + 9, noise[5] + 8.9]
+    best, misses, recs = None, 0, []
+    for r, per in enumerate(scores):
+        rec = {}
+        best, misses, stop = auto.ladder_step(rec, per, scores[best] if best is not None else None,
+                                              r, best, misses)
+        recs.append(rec)
+        if stop:
+            break
+    assert [("miss" in x, x.get("miss")) for x in recs] == [
+        (False, None), (False, None), (True, 1), (False, None), (True, 1), (True, 2)]
+    assert best == 3 and "stop" in recs[-1] and len(recs) == 6
+    assert all("gain" in x and "gain_se" in x for x in recs[1:])
+
+
 def test_every_decision_is_recorded(fitted):
     a = fitted[0].info["auto"]
     assert a["ladder"][0]["states"] == auto.LADDER_START
@@ -88,11 +124,18 @@ def test_every_decision_is_recorded(fitted):
         assert np.isfinite(r["heldout"]) and r["heldout_se"] > 0
     for r in a["ladder"][1:]:
         assert r["gain_se"] > 0
-    for r in a["ladder"][:-1]:  # every rung but the last improved by more than its SE
-        assert "stop" not in r and r.get("gain", np.inf) > r.get("gain_se", 0)
-    assert "stop" in a["ladder"][-1] or a["ladder"][-1]["gain"] > a["ladder"][-1]["gain_se"]
+    misses = 0
+    for r in a["ladder"][:-1]:  # each rung but the last gained by more than its SE, or missed
+        assert "stop" not in r
+        misses = misses + 1 if "miss" in r else 0
+        assert r.get("miss", 0) == misses < auto.PATIENCE
+        assert ("miss" in r) == (r.get("gain", np.inf) <= r.get("gain_se", 0))
+    last = a["ladder"][-1]
+    assert "stop" in last or last.get("gain", np.inf) > last.get("gain_se", 0) or "miss" in last
+    # the winner is the last rung that gained (or the first rung)
+    gained = [r["states"] for r in a["ladder"] if "miss" not in r]
     winner = a["winner"]
-    assert winner["states"] in [r["states"] for r in a["ladder"]]
+    assert winner["states"] == gained[-1]
     assert winner["beta"] in auto.BETAS
     assert {s["phase"] for s in a["steps"]} >= {"ladder", "final"}
     assert all(s["cpu"] >= 0 and s["cpu_model"] > 0 for s in a["steps"])
