@@ -90,7 +90,7 @@ def test_ipfa_float64_counts_recorded_reproducible(lowered, sampler, tmp_path):
     """With the threshold lowered the iPFA keeps float64 counts: the manifest says so, the
     same seed gives the same run bit for bit, and the final path's counts are the last draw's."""
     corpus = _toy_corpus()
-    opts = dict(IPFA, sampler=sampler)
+    opts = dict(IPFA, sampler=sampler, **({"truncate": 8} if sampler == "blocked" else {}))
     run = bayesfa.fit(corpus, seed=3, out=tmp_path / "run", **opts)
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["info"]["count_dtype"] == run.info["count_dtype"] == "float64"
@@ -155,7 +155,10 @@ def test_ipfa_float64_predictive_matches_float32(monkeypatch, sampler):
     probability at most 0.1%; a float64 kernel that sampled another law (e.g. weights from
     wrong counts) shifts every chain's predictive and gives p = 2 / C(16, 8) = 1.6e-4."""
     corpus, test = _toy_corpus(), all_strings(4)
-    opts = dict(IPFA, sampler=sampler, chains=8, iterations=240, burn_in=40, period=4)
+    # the blocked sampler at L = 8 (its default max(2 states, 200) costs L^2 a letter in the
+    # FFBS: 126 s here for a law that is the same at any L)
+    opts = dict(IPFA, sampler=sampler, chains=8, iterations=240, burn_in=40, period=4,
+                **({"truncate": 8} if sampler == "blocked" else {}))
     narrow = bayesfa.fit(corpus, seed=11, **opts)
     monkeypatch.setattr(cgs_pfa, "FLOAT32_EXACT_TOKENS", 10)
     wide = bayesfa.fit(corpus, seed=12, **opts)
