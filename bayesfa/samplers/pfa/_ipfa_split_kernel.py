@@ -89,6 +89,8 @@ def _pair(t, i, j, tokens, z, c, ct, ci, bk, beta, alpha):
     aw = ft(alpha)
     gi = _exact_weight(i, p, ap, a, n, old, c, ct, ci, bk, aw, h_out, True)
     gj = _exact_weight(j, p, ap, a, n, old, c, ct, ci, bk, aw, h_out, True)
+    if gi + gj <= 0.0:  # both underflowed (a weight of ~1e-40 in float32): a fair coin, the
+        return 1.0, 1.0  # same rule in both directions, so q stays the proposal's probability
     return np.float64(gi), np.float64(gj)
 
 
@@ -179,6 +181,8 @@ def propose(positions, tokens, z, c, ct, ci, recip, bk, beta, alpha, gamma, rng,
     out[N_S] = n_s
     bi0 = beta[i]
     bj0 = beta[j]
+    if choice == CHOICE_RESPLIT and (bi0 <= 0.0 or bj0 <= 0.0):
+        return 0  # a weight underflowed to 0: its prior density is not finite there
     before = partial_log_joint(c, ci, beta, alpha, i, j)
     log_prior_beta = 0.0
     if choice == CHOICE_RESPLIT and split:  # a split's scans run under the new weights
