@@ -4,7 +4,8 @@ the move)
 
     nice -n 10 python benchmarks/ipfa_split_feasibility.py [--strings 2000] [--truncate 200]
         [--sweeps 200] [--start 10] [--proposals 400] [--scans 3,10] [--seed 0]
-        [--chain-seed 123] [--out benchmarks/results/ipfa_blocked/split_feasibility.json]
+        [--chain-seed 123] [--grid CHOICE:SCANS:ANCHORS:LAUNCH,...]
+        [--out benchmarks/results/ipfa_blocked/split_feasibility.json]
 
 Data: :func:`ipfa_blocked.generator`'s 40-state, 8-letter PFA and its first ``--strings``
 strings (the training strings of ``benchmarks/ipfa_blocked.py``). One chain of the blocked
@@ -15,7 +16,11 @@ over ``--start`` of the ``--truncate`` states, run ``--sweeps`` sweeps. On its e
 (:func:`bayesfa.samplers.pfa._ipfa_split_kernel.propose` with ``dry``: pairs of free
 positions drawn as the move draws them, kept when both are in one state; each proposal is
 evaluated and undone), for each choice of the empty state (uniform, proportional to beta,
-uniform with the pair's weights re-split) and each number of launch scans. Reported: the
+uniform with the pair's weights re-split) and each number of launch scans; ``--grid`` also
+varies the anchors (``letters``: the second anchor drawn among the positions of the first's
+state followed by another letter) and the launch (``letter``: members followed by one
+anchor's letter and not the other's start in that anchor's state;
+:data:`bayesfa.samplers.pfa._ipfa_split_kernel.LAUNCH_LETTER`). Reported: the
 quantiles of the log acceptance ratios, the fraction with ratio > 0 and the mean acceptance
 probability ``min(1, exp(ratio))``, and the terms of the ratio.
 """
@@ -40,9 +45,23 @@ from bayesfa.samplers.pfa._ipfa_kernel import log_joint, refresh_weights  # noqa
 from bayesfa.samplers.pfa.ipfa import ALPHA_PRIOR, GAMMA_PRIOR, _BlockedChain  # noqa: E402
 
 CHOICES = {"uniform": sk.CHOICE_UNIFORM, "beta": sk.CHOICE_BETA, "resplit": sk.CHOICE_RESPLIT}
+LAUNCHES = {"random": sk.LAUNCH_RANDOM, "letter": sk.LAUNCH_LETTER}
 
 
-def measure(chain, alpha, gamma, n_sym, n_prop, scans, choice, rng, kinds=(1,)) -> dict:
+def _letter_pair(chain, rng):
+    """``(m1, m2)``: ``t1`` uniform over the free positions, ``t2`` uniform over those in
+    ``z[t1]``'s state followed by another letter (``(-1, -1)`` if there is none)."""
+    pos = chain.positions
+    m1 = int(rng.integers(pos.size))
+    t1 = pos[m1]
+    same = np.flatnonzero((chain.z[pos] == chain.z[t1]) & (chain.tokens[pos] != chain.tokens[t1]))
+    if same.size == 0:
+        return -1, -1
+    return m1, int(same[rng.integers(same.size)])
+
+
+def measure(chain, alpha, gamma, n_sym, n_prop, scans, choice, rng, kinds=(1,),
+            anchors="uniform", launch=sk.LAUNCH_RANDOM) -> dict:
     members = np.zeros(chain.positions.size, np.int64)
     saved = np.zeros(chain.positions.size, np.int32)
     out = np.zeros(sk.OUT)
@@ -51,9 +70,12 @@ def measure(chain, alpha, gamma, n_sym, n_prop, scans, choice, rng, kinds=(1,)) 
     tries = 0
     while len(rows) < n_prop and tries < 200 * n_prop:
         tries += 1
+        m1, m2 = _letter_pair(chain, rng) if anchors == "letters" else (-1, -1)
+        if anchors == "letters" and m1 < 0:
+            continue
         kind = sk.propose(chain.positions, chain.tokens, chain.z, chain.c, chain.ct, chain.ci,
                           chain.recip, chain.bk, chain.beta, alpha, gamma, rng, scans, choice, True,
-                          members, saved, out)
+                          members, saved, out, m1, m2, launch)
         if kind in kinds:
             rows.append(out.copy())
     assert np.array_equal(chain.z, z0)  # every proposal undone
@@ -83,6 +105,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--sweeps", type=int, default=200)
     ap.add_argument("--proposals", type=int, default=400)
     ap.add_argument("--scans", default="3,10")
+    ap.add_argument("--grid", default="",
+                    help="settings choice:scans:anchors:launch, comma-separated (anchors uniform "
+                         "or letters, launch random or letter); default: every choice at each "
+                         "--scans, uniform anchors, random launch, then merges")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--chain-seed", type=int, default=123)
     ap.add_argument("--out", default="benchmarks/results/ipfa_blocked/split_feasibility.json")
@@ -119,13 +145,16 @@ def main(argv=None) -> dict:
     print(json.dumps(state), flush=True)
     res = {}
     mrng = np.random.default_rng(args.chain_seed + 1)
-    for name, choice in CHOICES.items():
-        for scans in (int(s) for s in args.scans.split(",")):
-            key = f"{name}:scans{scans}"
-            res[key] = measure(chain, alpha, gamma, n_sym, args.proposals, scans, choice, mrng)
-            print(key, json.dumps(res[key]), flush=True)
-    res["merges:uniform:scans3"] = measure(chain, alpha, gamma, n_sym, args.proposals // 4, 3,
-                                           sk.CHOICE_UNIFORM, mrng, kinds=(2,))
+    grid = args.grid.split(",") if args.grid else [
+        f"{name}:{scans}:uniform:random" for name in CHOICES for scans in args.scans.split(",")]
+    for key in grid:
+        name, scans, anchors, launch = key.split(":")
+        res[key] = measure(chain, alpha, gamma, n_sym, args.proposals, int(scans), CHOICES[name],
+                           mrng, anchors=anchors, launch=LAUNCHES[launch])
+        print(key, json.dumps(res[key]), flush=True)
+    if not args.grid:
+        res["merges:uniform:3"] = measure(chain, alpha, gamma, n_sym, args.proposals // 4, 3,
+                                          sk.CHOICE_UNIFORM, mrng, kinds=(2,))
     result = {"commit": commit, "command": command, "settings": vars(args),
               "train_strings": train.n_strings, "train_tokens": int(tokens.size),
               "end_state": state, "proposals": res, "cpu_seconds": time.process_time() - t0}
@@ -146,7 +175,7 @@ def _markdown(r: dict, path: Path) -> None:
              f"(largest {s['largest_empty_weight']:.2e}, median {s['median_empty_weight']:.2e}; "
              f"median weight of a state in use {s['median_used_weight']:.2e}).", "",
              "Split proposals on that state (z, beta, alpha fixed; dry: evaluated, then undone). "
-             "Choice of the empty state: uniform (Jain & Neal, 1/E), beta (proportional to "
+             "Setting: choice:scans:anchors:launch. Choice of the empty state: uniform (Jain & Neal, 1/E), beta (proportional to "
              "beta_j), resplit (uniform, and the pair's weights redrawn uniformly on their sum, "
              "the Dir(gamma/L) prior density in the ratio). Last row: merge proposals (pairs in "
              "two states in use).", "",

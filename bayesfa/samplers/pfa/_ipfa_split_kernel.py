@@ -36,6 +36,11 @@ from bayesfa.samplers.pfa._cgs_pfa_kernel import move_state
 from bayesfa.samplers.pfa._ipfa_kernel import _exact_weight
 
 CHOICE_UNIFORM, CHOICE_BETA, CHOICE_RESPLIT = 0, 1, 2
+#: launch of the restricted scans: each member to i or j by a fair coin (Jain & Neal), or a
+#: member followed by the letter that follows one anchor and not the other to that anchor's
+#: state (the coin for the rest); both depend on the tokens and the pair only, so the merge's
+#: launch is drawn the same way as the split's
+LAUNCH_RANDOM, LAUNCH_LETTER = 0, 1
 
 # fields of propose's `out` (float64 [OUT])
 KIND, LOG_RATIO, DELTA, LOG_Q, LOG_CHOICE, N_S, STATE_I, STATE_J, CI_I, ACCEPTED = range(10)
@@ -120,7 +125,7 @@ def _resplit(i, j, beta, bk, alpha, gamma, n_st, n_sym, rng):
 
 @njit(cache=True)
 def propose(positions, tokens, z, c, ct, ci, recip, bk, beta, alpha, gamma, rng, scans, choice,
-            dry, members, saved, out):
+            dry, members, saved, out, pair_m1=-1, pair_m2=-1, launch=LAUNCH_RANDOM):
     """One split-merge proposal (module docstring) on the truncated chain state (``recip`` and
     ``bk`` current for ``alpha`` and ``beta``). ``out`` float64 ``[OUT]``: its kind (1 split, 2
     merge, 0 none: a split with no empty state), log acceptance ratio and its terms. With
@@ -130,10 +135,14 @@ def propose(positions, tokens, z, c, ct, ci, recip, bk, beta, alpha, gamma, rng,
     n_st = c.shape[0] - 1
     n_sym = c.shape[1]
     out[:] = 0.0
-    m1 = min(int(rng.random() * n_pos), n_pos - 1)
-    m2 = min(int(rng.random() * (n_pos - 1)), n_pos - 2)
-    if m2 >= m1:
-        m2 += 1
+    if pair_m1 >= 0:  # the pair given (the caller draws it by a rule of the tokens only)
+        m1 = pair_m1
+        m2 = pair_m2
+    else:
+        m1 = min(int(rng.random() * n_pos), n_pos - 1)
+        m2 = min(int(rng.random() * (n_pos - 1)), n_pos - 2)
+        if m2 >= m1:
+            m2 += 1
     t1 = positions[m1]
     t2 = positions[m2]
     i = z[t1]
@@ -191,7 +200,14 @@ def propose(positions, tokens, z, c, ct, ci, recip, bk, beta, alpha, gamma, rng,
         _set(t2, j, tokens, z, c, ct, ci, recip, alpha)
     for s_ in range(n_s):
         u = rng.random()
-        _set(members[s_], i if u < 0.5 else j, tokens, z, c, ct, ci, recip, alpha)
+        k = i if u < 0.5 else j
+        if launch == LAUNCH_LETTER:  # the anchors' next letters decide where they differ
+            a = tokens[members[s_]]
+            if a == tokens[t2] and a != tokens[t1]:
+                k = j
+            elif a == tokens[t1] and a != tokens[t2]:
+                k = i
+        _set(members[s_], k, tokens, z, c, ct, ci, recip, alpha)
     for _ in range(scans):
         for s_ in range(n_s):
             t = members[s_]
