@@ -4,7 +4,7 @@ the move)
 
     nice -n 10 python benchmarks/ipfa_split_feasibility.py [--strings 2000] [--truncate 200]
         [--sweeps 200] [--start 10] [--proposals 400] [--scans 3,10] [--seed 0]
-        [--chain-seed 123] [--grid CHOICE:SCANS:ANCHORS:LAUNCH,...]
+        [--chain-seed 123] [--grid CHOICE:SCANS:ANCHORS:LAUNCH[:PROPOSALS],...] [--state-cache DIR]
         [--out benchmarks/results/ipfa_blocked/split_feasibility.json]
 
 Data: :func:`ipfa_blocked.generator`'s 40-state, 8-letter PFA and its first ``--strings``
@@ -106,9 +106,12 @@ def main(argv=None) -> dict:
     ap.add_argument("--proposals", type=int, default=400)
     ap.add_argument("--scans", default="3,10")
     ap.add_argument("--grid", default="",
-                    help="settings choice:scans:anchors:launch, comma-separated (anchors uniform "
+                    help="settings choice:scans:anchors:launch[:proposals], comma-separated (anchors uniform "
                          "or letters, launch random or letter); default: every choice at each "
                          "--scans, uniform anchors, random launch, then merges")
+    ap.add_argument("--state-cache", default="",
+                    help="folder for the chain's end state (reused by a later run of the same "
+                         "settings; the state is a function of them)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--chain-seed", type=int, default=123)
     ap.add_argument("--out", default="benchmarks/results/ipfa_blocked/split_feasibility.json")
@@ -124,10 +127,20 @@ def main(argv=None) -> dict:
     tokens = np.ascontiguousarray(train.tokens, dtype=np.int32)
     n_sym = train.alphabet_size + 1
     rng = np.random.default_rng(args.chain_seed)
-    chain = _BlockedChain(tokens, n_sym, args.start, rng, 1.0, 1.0, args.truncate)
-    priors = np.array([float(x) for x in (ALPHA_PRIOR + "," + GAMMA_PRIOR).split(",")])
-    hybrid = bkern.build_hybrid(None)
-    chain.run(args.sweeps, rng, priors, hybrid)
+    key = f"{args.seed}-{args.strings}-{args.start}-{args.truncate}-{args.sweeps}-{args.chain_seed}"
+    cache = Path(args.state_cache) / f"ipfa_split_state_{key}.npz" if args.state_cache else None
+    if cache is not None and cache.exists():  # the end state of the same chain, run before
+        saved = np.load(cache)
+        chain = _BlockedChain.restore(tokens, n_sym, saved["z"], saved["beta"], saved["hyper"],
+                                      args.truncate)
+    else:
+        chain = _BlockedChain(tokens, n_sym, args.start, rng, 1.0, 1.0, args.truncate)
+        priors = np.array([float(x) for x in (ALPHA_PRIOR + "," + GAMMA_PRIOR).split(",")])
+        hybrid = bkern.build_hybrid(None)
+        chain.run(args.sweeps, rng, priors, hybrid)
+        if cache is not None:
+            np.savez(cache, z=chain.z, beta=chain.beta, hyper=chain.hyper)
+    t_chain = time.process_time() - t0
     alpha, gamma = float(chain.hyper[0]), float(chain.hyper[1])
     refresh_weights(chain.ci, chain.recip, chain.bk, chain.beta, chain.meta, alpha, n_sym, True)
     ci = chain.ci[1:args.truncate + 1]
@@ -148,16 +161,19 @@ def main(argv=None) -> dict:
     grid = args.grid.split(",") if args.grid else [
         f"{name}:{scans}:uniform:random" for name in CHOICES for scans in args.scans.split(",")]
     for key in grid:
-        name, scans, anchors, launch = key.split(":")
-        res[key] = measure(chain, alpha, gamma, n_sym, args.proposals, int(scans), CHOICES[name],
-                           mrng, anchors=anchors, launch=LAUNCHES[launch])
+        name, scans, anchors, launch, *n = key.split(":")
+        t1 = time.process_time()
+        res[key] = measure(chain, alpha, gamma, n_sym, int(n[0]) if n else args.proposals,
+                           int(scans), CHOICES[name], mrng, anchors=anchors, launch=LAUNCHES[launch])
+        res[key]["cpu_seconds"] = time.process_time() - t1
         print(key, json.dumps(res[key]), flush=True)
     if not args.grid:
         res["merges:uniform:3"] = measure(chain, alpha, gamma, n_sym, args.proposals // 4, 3,
                                           sk.CHOICE_UNIFORM, mrng, kinds=(2,))
     result = {"commit": commit, "command": command, "settings": vars(args),
               "train_strings": train.n_strings, "train_tokens": int(tokens.size),
-              "end_state": state, "proposals": res, "cpu_seconds": time.process_time() - t0}
+              "end_state": state, "proposals": res, "chain_cpu_seconds": t_chain,
+              "cpu_seconds": time.process_time() - t0}
     out.write_text(json.dumps(result, indent=1))
     _markdown(result, out.with_suffix(".md"))
     return result
@@ -181,15 +197,16 @@ def _markdown(r: dict, path: Path) -> None:
              "two states in use).", "",
              "| choice:scans | proposals | log ratio min/q05/q25/median/q75/q95/max | ratio > 0 | "
              "ratio > -5 | mean acceptance | median delta log joint | median log q | "
-             "median log choice | median members |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "median log choice | median members | CPU s |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for key, m in r["proposals"].items():
         q = m["log_ratio_quantiles"]
         lines.append(f"| {key} | {m['proposals']} | " + "/".join(f"{q[k]:.1f}" for k in q)
                      + f" | {m['fraction_ratio_above_0']:.3f} | "
                      f"{m['fraction_ratio_above_minus_5']:.3f} | {m['mean_acceptance']:.2e} | "
                      f"{m['median_delta']:.1f} | {m['median_log_q']:.1f} | "
-                     f"{m['median_log_choice']:.1f} | {m['median_members']:.0f} |")
+                     f"{m['median_log_choice']:.1f} | {m['median_members']:.0f} | "
+                     f"{m.get('cpu_seconds', float('nan')):.0f} |")
     lines += ["", "Best five per setting (log ratio, delta, log q, state split, its tokens):", ""]
     for key, m in r["proposals"].items():
         lines.append(f"- {key}: " + "; ".join(

@@ -123,149 +123,185 @@ def _resplit(i, j, beta, bk, alpha, gamma, n_st, n_sym, rng):
                                    - math.log(bj0))
 
 
-@njit(cache=True)
-def propose(positions, tokens, z, c, ct, ci, recip, bk, beta, alpha, gamma, rng, scans, choice,
-            dry, members, saved, out, pair_m1=-1, pair_m2=-1, launch=LAUNCH_RANDOM):
-    """One split-merge proposal (module docstring) on the truncated chain state (``recip`` and
-    ``bk`` current for ``alpha`` and ``beta``). ``out`` float64 ``[OUT]``: its kind (1 split, 2
-    merge, 0 none: a split with no empty state), log acceptance ratio and its terms. With
-    ``dry`` the state is restored whatever the ratio; otherwise accepted with probability
-    ``min(1, exp(ratio))``. Returns the kind."""
-    n_pos = positions.shape[0]
-    n_st = c.shape[0] - 1
-    n_sym = c.shape[1]
-    out[:] = 0.0
-    if pair_m1 >= 0:  # the pair given (the caller draws it by a rule of the tokens only)
-        m1 = pair_m1
-        m2 = pair_m2
-    else:
-        m1 = min(int(rng.random() * n_pos), n_pos - 1)
-        m2 = min(int(rng.random() * (n_pos - 1)), n_pos - 2)
-        if m2 >= m1:
-            m2 += 1
-    t1 = positions[m1]
-    t2 = positions[m2]
-    i = z[t1]
-    j = z[t2]
-    split = i == j
-    log_choice = 0.0  # log of the reverse's over the forward's proposal probability of j
-    if split:
-        n_empty = 0
-        mass = 0.0
-        for k in range(1, n_st + 1):
-            if ci[k] == 0:
-                n_empty += 1
-                mass += beta[k]
-        if n_empty == 0:
-            return 0
-        if choice == CHOICE_BETA:
-            target = rng.random() * mass
-            acc = 0.0
-            for k in range(1, n_st + 1):
-                if ci[k] == 0:
-                    acc += beta[k]
-                    j = k
-                    if target < acc:
-                        break
-            log_choice = -math.log(beta[j] / mass)
+#: Deliberate errors :func:`build_propose` can compile in (one at a time) for the exact check
+#: (:mod:`bayesfa.validation.pfa.ipfa_split`); production has none.
+MUTATIONS: dict[str, str] = {
+    "split-no-hastings": "acceptance without the final scan's proposal probability q",
+    "split-no-empty-choice": "acceptance without the choice of the empty state (1/E or beta_j/B)",
+}
+
+_BUILT: dict = {}
+
+
+def build_propose(mutation: str | None = None):
+    """:func:`propose` compiled with ``mutation`` (a key of :data:`MUTATIONS`) or without."""
+    if mutation is not None and mutation not in MUTATIONS:
+        raise ValueError(f"unknown mutation {mutation!r}; choose from {', '.join(MUTATIONS)}")
+    if mutation in _BUILT:
+        return _BUILT[mutation]
+    hastings = mutation != "split-no-hastings"
+    empty_choice = mutation != "split-no-empty-choice"
+    _BUILT[mutation] = njit(cache=False)(_make(hastings, empty_choice))
+    return _BUILT[mutation]
+
+
+def _make(hastings, empty_choice):
+    def propose(positions, tokens, z, c, ct, ci, recip, bk, beta, alpha, gamma, rng, scans, choice,
+                dry, members, saved, out, pair_m1=-1, pair_m2=-1, launch=LAUNCH_RANDOM):
+        """One split-merge proposal (module docstring) on the truncated chain state (``recip`` and
+        ``bk`` current for ``alpha`` and ``beta``). ``out`` float64 ``[OUT]``: its kind (1 split, 2
+        merge, 0 none: a split with no empty state), log acceptance ratio and its terms. With
+        ``dry`` the state is restored whatever the ratio; otherwise accepted with probability
+        ``min(1, exp(ratio))``. Returns the kind."""
+        n_pos = positions.shape[0]
+        n_st = c.shape[0] - 1
+        n_sym = c.shape[1]
+        out[:] = 0.0
+        if pair_m1 >= 0:  # the pair given (the caller draws it by a rule of the tokens only)
+            m1 = pair_m1
+            m2 = pair_m2
         else:
-            r = min(int(rng.random() * n_empty), n_empty - 1)
-            for k in range(1, n_st + 1):
-                if ci[k] == 0:
-                    if r == 0:
-                        j = k
-                        break
-                    r -= 1
-            log_choice = math.log(n_empty)
-    out[STATE_I] = i
-    out[STATE_J] = j
-    out[CI_I] = ci[i] + (0 if split else ci[j])
-    n_s = 0
-    for m in range(n_pos):
-        t = positions[m]
-        if t != t1 and t != t2 and (z[t] == i or z[t] == j):
-            members[n_s] = t
-            saved[n_s] = z[t]
-            n_s += 1
-    out[N_S] = n_s
-    bi0 = beta[i]
-    bj0 = beta[j]
-    if choice == CHOICE_RESPLIT and (bi0 <= 0.0 or bj0 <= 0.0):
-        return 0  # a weight underflowed to 0: its prior density is not finite there
-    before = partial_log_joint(c, ci, beta, alpha, i, j)
-    log_prior_beta = 0.0
-    if choice == CHOICE_RESPLIT and split:  # a split's scans run under the new weights
-        log_prior_beta = _resplit(i, j, beta, bk, alpha, gamma, n_st, n_sym, rng)
-    if split:
-        _set(t2, j, tokens, z, c, ct, ci, recip, alpha)
-    for s_ in range(n_s):
-        u = rng.random()
-        k = i if u < 0.5 else j
-        if launch == LAUNCH_LETTER:  # the anchors' next letters decide where they differ
-            a = tokens[members[s_]]
-            if a == tokens[t2] and a != tokens[t1]:
-                k = j
-            elif a == tokens[t1] and a != tokens[t2]:
-                k = i
-        _set(members[s_], k, tokens, z, c, ct, ci, recip, alpha)
-    for _ in range(scans):
-        for s_ in range(n_s):
-            t = members[s_]
-            gi, gj = _pair(t, i, j, tokens, z, c, ct, ci, bk, beta, alpha)
-            k = i if rng.random() * (gi + gj) < gi else j
-            _set(t, k, tokens, z, c, ct, ci, recip, alpha)
-    log_q = 0.0
-    for s_ in range(n_s):
-        t = members[s_]
-        gi, gj = _pair(t, i, j, tokens, z, c, ct, ci, bk, beta, alpha)
+            m1 = min(int(rng.random() * n_pos), n_pos - 1)
+            m2 = min(int(rng.random() * (n_pos - 1)), n_pos - 2)
+            if m2 >= m1:
+                m2 += 1
+        t1 = positions[m1]
+        t2 = positions[m2]
+        i = z[t1]
+        j = z[t2]
+        split = i == j
+        log_choice = 0.0  # log of the reverse's over the forward's proposal probability of j
         if split:
-            k = i if rng.random() * (gi + gj) < gi else j
-        else:
-            k = saved[s_]
-        log_q += math.log((gi if k == i else gj) / (gi + gj))
-        _set(t, k, tokens, z, c, ct, ci, recip, alpha)
-    if split:
-        delta = partial_log_joint(c, ci, beta, alpha, i, j) - before + log_prior_beta
-        log_ratio = delta - log_q + log_choice
-    else:
-        for s_ in range(n_s):
-            _set(members[s_], i, tokens, z, c, ct, ci, recip, alpha)
-        _set(t2, i, tokens, z, c, ct, ci, recip, alpha)
-        if choice == CHOICE_RESPLIT:  # a merge's (its reverse split's scans ran under these)
-            log_prior_beta = _resplit(i, j, beta, bk, alpha, gamma, n_st, n_sym, rng)
-        delta = partial_log_joint(c, ci, beta, alpha, i, j) - before + log_prior_beta
-        # reverse: a split of i choosing j among the empty states now
-        if choice == CHOICE_BETA:
+            n_empty = 0
             mass = 0.0
             for k in range(1, n_st + 1):
                 if ci[k] == 0:
-                    mass += beta[k]
-            log_choice = math.log(beta[j] / mass)
-        else:
-            n_empty = 0
-            for k in range(1, n_st + 1):
-                if ci[k] == 0:
                     n_empty += 1
-            log_choice = -math.log(n_empty)
-        log_ratio = delta + log_q + log_choice
-    out[KIND] = 1.0 if split else 2.0
-    out[LOG_RATIO] = log_ratio
-    out[DELTA] = delta
-    out[LOG_Q] = log_q
-    out[LOG_CHOICE] = log_choice
-    accept = False
-    if not dry:
-        u = rng.random()
-        accept = u > 0.0 and math.log(u) < log_ratio
-    if accept:
-        out[ACCEPTED] = 1.0
+                    mass += beta[k]
+            if n_empty == 0:
+                return 0
+            if choice == CHOICE_BETA:
+                target = rng.random() * mass
+                acc = 0.0
+                for k in range(1, n_st + 1):
+                    if ci[k] == 0:
+                        acc += beta[k]
+                        j = k
+                        if target < acc:
+                            break
+                log_choice = -math.log(beta[j] / mass)
+            else:
+                r = min(int(rng.random() * n_empty), n_empty - 1)
+                for k in range(1, n_st + 1):
+                    if ci[k] == 0:
+                        if r == 0:
+                            j = k
+                            break
+                        r -= 1
+                log_choice = math.log(n_empty)
+        out[STATE_I] = i
+        out[STATE_J] = j
+        out[CI_I] = ci[i] + (0 if split else ci[j])
+        n_s = 0
+        for m in range(n_pos):
+            t = positions[m]
+            if t != t1 and t != t2 and (z[t] == i or z[t] == j):
+                members[n_s] = t
+                saved[n_s] = z[t]
+                n_s += 1
+        out[N_S] = n_s
+        bi0 = beta[i]
+        bj0 = beta[j]
+        if choice == CHOICE_RESPLIT and (bi0 <= 0.0 or bj0 <= 0.0):
+            return 0  # a weight underflowed to 0: its prior density is not finite there
+        before = partial_log_joint(c, ci, beta, alpha, i, j)
+        log_prior_beta = 0.0
+        if choice == CHOICE_RESPLIT and split:  # a split's scans run under the new weights
+            log_prior_beta = _resplit(i, j, beta, bk, alpha, gamma, n_st, n_sym, rng)
+        if split:
+            _set(t2, j, tokens, z, c, ct, ci, recip, alpha)
+        for s_ in range(n_s):
+            u = rng.random()
+            k = i if u < 0.5 else j
+            if launch == LAUNCH_LETTER:  # the anchors' next letters decide where they differ
+                a = tokens[members[s_]]
+                if a == tokens[t2] and a != tokens[t1]:
+                    k = j
+                elif a == tokens[t1] and a != tokens[t2]:
+                    k = i
+            _set(members[s_], k, tokens, z, c, ct, ci, recip, alpha)
+        for _ in range(scans):
+            for s_ in range(n_s):
+                t = members[s_]
+                gi, gj = _pair(t, i, j, tokens, z, c, ct, ci, bk, beta, alpha)
+                k = i if rng.random() * (gi + gj) < gi else j
+                _set(t, k, tokens, z, c, ct, ci, recip, alpha)
+        log_q = 0.0
+        for s_ in range(n_s):
+            t = members[s_]
+            gi, gj = _pair(t, i, j, tokens, z, c, ct, ci, bk, beta, alpha)
+            if split:
+                k = i if rng.random() * (gi + gj) < gi else j
+            else:
+                k = saved[s_]
+            log_q += math.log((gi if k == i else gj) / (gi + gj))
+            _set(t, k, tokens, z, c, ct, ci, recip, alpha)
+        if split:
+            delta = partial_log_joint(c, ci, beta, alpha, i, j) - before + log_prior_beta
+            if not hastings:
+                log_q = 0.0
+            if not empty_choice:
+                log_choice = 0.0
+            log_ratio = delta - log_q + log_choice
+        else:
+            for s_ in range(n_s):
+                _set(members[s_], i, tokens, z, c, ct, ci, recip, alpha)
+            _set(t2, i, tokens, z, c, ct, ci, recip, alpha)
+            if choice == CHOICE_RESPLIT:  # a merge's (its reverse split's scans ran under these)
+                log_prior_beta = _resplit(i, j, beta, bk, alpha, gamma, n_st, n_sym, rng)
+            delta = partial_log_joint(c, ci, beta, alpha, i, j) - before + log_prior_beta
+            # reverse: a split of i choosing j among the empty states now
+            if choice == CHOICE_BETA:
+                mass = 0.0
+                for k in range(1, n_st + 1):
+                    if ci[k] == 0:
+                        mass += beta[k]
+                log_choice = math.log(beta[j] / mass)
+            else:
+                n_empty = 0
+                for k in range(1, n_st + 1):
+                    if ci[k] == 0:
+                        n_empty += 1
+                log_choice = -math.log(n_empty)
+            if not hastings:
+                log_q = 0.0
+            if not empty_choice:
+                log_choice = 0.0
+            log_ratio = delta + log_q + log_choice
+        out[KIND] = 1.0 if split else 2.0
+        out[LOG_RATIO] = log_ratio
+        out[DELTA] = delta
+        out[LOG_Q] = log_q
+        out[LOG_CHOICE] = log_choice
+        accept = False
+        if not dry:
+            u = rng.random()
+            accept = u > 0.0 and math.log(u) < log_ratio
+        if accept:
+            out[ACCEPTED] = 1.0
+            return int(out[KIND])
+        # restore: every member to its saved state, t2 to its own, the weights
+        for s_ in range(n_s):
+            _set(members[s_], saved[s_], tokens, z, c, ct, ci, recip, alpha)
+        _set(t2, i if split else j, tokens, z, c, ct, ci, recip, alpha)
+        beta[i] = bi0
+        beta[j] = bj0
+        bk[i] = bk.dtype.type(alpha * bi0 / n_sym)
+        bk[j] = bk.dtype.type(alpha * bj0 / n_sym)
         return int(out[KIND])
-    # restore: every member to its saved state, t2 to its own, the weights
-    for s_ in range(n_s):
-        _set(members[s_], saved[s_], tokens, z, c, ct, ci, recip, alpha)
-    _set(t2, i if split else j, tokens, z, c, ct, ci, recip, alpha)
-    beta[i] = bi0
-    beta[j] = bj0
-    bk[i] = bk.dtype.type(alpha * bi0 / n_sym)
-    bk[j] = bk.dtype.type(alpha * bj0 / n_sym)
-    return int(out[KIND])
+
+    return propose
+
+
+#: The production proposal (no mutation).
+propose = build_propose(None)
