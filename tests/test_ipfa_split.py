@@ -8,20 +8,22 @@ import pytest
 from bayesfa.samplers.pfa import _ipfa_split_kernel as sk
 from bayesfa.validation.pfa.ipfa_split import ALPHA, invariance
 
-SETTINGS = [(sk.CHOICE_UNIFORM, sk.LAUNCH_RANDOM), (sk.CHOICE_BETA, sk.LAUNCH_LETTER)]
+#: (choice of the empty state, launch, pairs): Jain & Neal's, and the one the sampler runs
+SETTINGS = [(sk.CHOICE_UNIFORM, sk.LAUNCH_RANDOM, sk.PAIRS_UNIFORM),
+            (sk.CHOICE_BETA, sk.LAUNCH_LETTER, sk.PAIRS_LETTERS)]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("choice,launch", SETTINGS)
-def test_move_keeps_the_posterior(choice, launch):
-    row = invariance(None, choice=choice, launch=launch, seed=0)
+@pytest.mark.parametrize("choice,launch,pairs", SETTINGS)
+def test_move_keeps_the_posterior(choice, launch, pairs):
+    row = invariance(None, choice=choice, launch=launch, pairs=pairs, seed=0)
     assert row["splits_accepted"] > 1000 and row["merges_accepted"] > 1000, row
     assert row["p_value"] >= ALPHA, row
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mutation", list(sk.MUTATIONS))
-@pytest.mark.parametrize("choice,launch", SETTINGS)
-def test_mutants_fail(mutation, choice, launch):
-    row = invariance(mutation, choice=choice, launch=launch, seed=0)
+@pytest.mark.parametrize("choice,launch,pairs", SETTINGS)
+def test_mutants_fail(mutation, choice, launch, pairs):
+    row = invariance(mutation, choice=choice, launch=launch, pairs=pairs, seed=0)
     assert row["p_value"] < ALPHA, row

@@ -41,6 +41,11 @@ CHOICE_UNIFORM, CHOICE_BETA, CHOICE_RESPLIT = 0, 1, 2
 #: state (the coin for the rest); both depend on the tokens and the pair only, so the merge's
 #: launch is drawn the same way as the split's
 LAUNCH_RANDOM, LAUNCH_LETTER = 0, 1
+#: the pair of anchors: two distinct free positions drawn uniformly (Jain & Neal), or ``t1``
+#: uniformly and ``t2`` uniformly among the free positions followed by another letter than
+#: ``t1`` (a rule of the tokens only: the same ordered pair is as probable for the split as
+#: for its reverse merge)
+PAIRS_UNIFORM, PAIRS_LETTERS = 0, 1
 
 # fields of propose's `out` (float64 [OUT])
 KIND, LOG_RATIO, DELTA, LOG_Q, LOG_CHOICE, N_S, STATE_I, STATE_J, CI_I, ACCEPTED = range(10)
@@ -147,7 +152,8 @@ def build_propose(mutation: str | None = None):
 
 def _make(hastings, empty_choice):
     def propose(positions, tokens, z, c, ct, ci, recip, bk, beta, alpha, gamma, rng, scans, choice,
-                dry, members, saved, out, pair_m1=-1, pair_m2=-1, launch=LAUNCH_RANDOM):
+                dry, members, saved, out, pair_m1=-1, pair_m2=-1, launch=LAUNCH_RANDOM,
+                pairs=PAIRS_UNIFORM):
         """One split-merge proposal (module docstring) on the truncated chain state (``recip`` and
         ``bk`` current for ``alpha`` and ``beta``). ``out`` float64 ``[OUT]``: its kind (1 split, 2
         merge, 0 none: a split with no empty state), log acceptance ratio and its terms. With
@@ -165,6 +171,13 @@ def _make(hastings, empty_choice):
             m2 = min(int(rng.random() * (n_pos - 1)), n_pos - 2)
             if m2 >= m1:
                 m2 += 1
+            if pairs == PAIRS_LETTERS:  # t2 uniform among those followed by another letter
+                tries = 0
+                while tokens[positions[m2]] == tokens[positions[m1]]:
+                    tries += 1
+                    if tries > 10_000:
+                        return 0  # (every free position followed by one letter)
+                    m2 = min(int(rng.random() * n_pos), n_pos - 1)
         t1 = positions[m1]
         t2 = positions[m2]
         i = z[t1]

@@ -57,7 +57,7 @@ def exact_path_posterior(tokens, n_states: int, beta, alpha: float, n_sym: int) 
 
 @njit
 def _one_move_each(propose, starts, positions, tokens, c, ct, ci, recip, bk, beta, alpha, rng,
-                   scans, choice, launch, ends, kinds):
+                   scans, choice, launch, pairs, ends, kinds):
     members = np.zeros(positions.shape[0], np.int64)
     saved = np.zeros(positions.shape[0], np.int32)
     out = np.zeros(sk.OUT)
@@ -67,14 +67,15 @@ def _one_move_each(propose, starts, positions, tokens, c, ct, ci, recip, bk, bet
         count_transitions(tokens, z, c, ct, ci)
         refresh_weights(ci, recip, bk, beta, np.zeros(2, np.int64), alpha, n_sym, True)
         kinds[d] = propose(positions, tokens, z, c, ct, ci, recip, bk, beta, alpha, 1.0, rng,
-                           scans, choice, False, members, saved, out, -1, -1, launch)
+                           scans, choice, False, members, saved, out, -1, -1, launch, pairs)
         if out[sk.ACCEPTED] > 0:
             kinds[d] += 10
         ends[d] = z
 
 
 def invariance(mutation: str | None = None, *, choice: int = sk.CHOICE_UNIFORM,
-               launch: int = sk.LAUNCH_RANDOM, scans: int = 2, n_chains: int = 200_000,
+               launch: int = sk.LAUNCH_RANDOM, pairs: int = sk.PAIRS_UNIFORM, scans: int = 2,
+               n_chains: int = 200_000,
                seed: int = 0, alpha: float = ALPHA) -> dict:
     """One move from each of ``n_chains`` exact posterior draws; the chi-square row of the end
     paths against the posterior, with the moves proposed and accepted."""
@@ -96,10 +97,10 @@ def invariance(mutation: str | None = None, *, choice: int = sk.CHOICE_UNIFORM,
     kinds = np.zeros(n_chains, np.int64)
     _one_move_each(sk.build_propose(mutation), starts, free_positions(tokens).astype(np.int64),
                    tokens, c, ct, ci, recip, bk, beta, ALPHA_VALUE, rng, scans, choice, launch,
-                   ends, kinds)
+                   pairs, ends, kinds)
     observed = np.bincount(path_codes(ends, tokens, L_STATES), minlength=post.size)
     row = chi2_row(f"ipfa-split{'' if mutation is None else ':' + mutation} choice={choice} "
-                   f"launch={launch} scans={scans}", observed, post, alpha)
+                   f"launch={launch} pairs={pairs} scans={scans}", observed, post, alpha)
     row.update(splits_tried=int(np.sum(kinds % 10 == 1)), splits_accepted=int(np.sum(kinds == 11)),
                merges_tried=int(np.sum(kinds % 10 == 2)), merges_accepted=int(np.sum(kinds == 12)))
     return row
