@@ -35,6 +35,11 @@ from numba import njit
 from bayesfa.samplers.pfa._cgs_pfa_kernel import move_state
 from bayesfa.samplers.pfa._ipfa_kernel import _exact_weight
 
+#: launch scans of the blocked sampler's move (``--split-merge-scans``): at 100, 3 % of the
+#: splits had log ratio > 0 on the generated 40-state PFA's chain from 10 states, at 3 and 10
+#: none (benchmarks/results/ipfa_blocked/split_feasibility*.md)
+SCANS = 100
+
 CHOICE_UNIFORM, CHOICE_BETA, CHOICE_RESPLIT = 0, 1, 2
 #: launch of the restricted scans: each member to i or j by a fair coin (Jain & Neal), or a
 #: member followed by the letter that follows one anchor and not the other to that anchor's
