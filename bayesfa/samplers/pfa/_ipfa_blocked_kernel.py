@@ -244,27 +244,39 @@ def build_hybrid(mutation: str | None = None, split_rate: float = 0.0,
     direct = build_direct(None)
     slip = mutation == "blocked-step0-gamma-for-alpha"
 
-    def hybrid(n_sweeps, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta, mcol,
-               mrow, hyper, priors, rng, theta, filt):
+    def plain(n_sweeps, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta, mcol,
+              mrow, hyper, priors, rng, theta, filt):
         n_sym = c.shape[1]
         log_lik = 0.0
-        n_m = positions.shape[0] if moving else 0
-        members = np.empty(n_m, dtype=np.int64)
-        saved = np.empty(n_m, dtype=np.int32)
-        out = np.zeros(n_out)
         for _ in range(n_sweeps):
             refresh_weights(ci, recip, bk, beta, meta, hyper[1] if slip else hyper[0], n_sym, True)
             direct(1, 0, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta, mcol,
                    mrow, hyper, priors, rng, True)
             log_lik = blocked(1, tokens, z, c, ct, ci, beta, meta, mcol, mrow, hyper, priors,
                               rng, theta, filt)
-            if moving:
-                refresh_weights(ci, recip, bk, beta, meta, hyper[0], n_sym, True)
-                for _m in range(n_moves_now(split_rate, rng)):
-                    propose(positions, tokens, z, c, ct, ci, recip, bk, beta, hyper[0], hyper[1],
-                            rng, split_scans, choice, False, members, saved, out, -1, -1, launch,
-                            pairs)
         return log_lik
 
+    def with_moves(n_sweeps, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta,
+                   mcol, mrow, hyper, priors, rng, theta, filt):
+        n_sym = c.shape[1]
+        members = np.empty(positions.shape[0], dtype=np.int64)
+        saved = np.empty(positions.shape[0], dtype=np.int32)
+        out = np.zeros(n_out)
+        log_lik = 0.0
+        for _ in range(n_sweeps):
+            log_lik = inner(1, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta,
+                            mcol, mrow, hyper, priors, rng, theta, filt)
+            refresh_weights(ci, recip, bk, beta, meta, hyper[0], n_sym, True)
+            for _m in range(n_moves_now(split_rate, rng)):
+                propose(positions, tokens, z, c, ct, ci, recip, bk, beta, hyper[0], hyper[1],
+                        rng, split_scans, choice, False, members, saved, out, -1, -1, launch,
+                        pairs)
+        return log_lik
+
+    if not moving:  # production's default: the moves' code is not compiled in
+        _HYBRID[key] = njit(cache=False)(plain)
+        return _HYBRID[key]
+    inner = build_hybrid(mutation)
+    hybrid = with_moves
     _HYBRID[key] = njit(cache=False)(hybrid)
     return _HYBRID[key]
