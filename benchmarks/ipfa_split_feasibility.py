@@ -75,7 +75,8 @@ def measure(chain, alpha, gamma, n_sym, n_prop, scans, choice, rng, kinds=(1,),
             continue
         kind = sk.propose(chain.positions, chain.tokens, chain.z, chain.c, chain.ct, chain.ci,
                           chain.recip, chain.bk, chain.beta, alpha, gamma, rng, scans, choice, True,
-                          members, saved, out, m1, m2, launch)
+                          members, saved, out, m1, m2, launch,
+                          sk.PAIRS_LETTERS if anchors == "move" else sk.PAIRS_UNIFORM)
         if kind in kinds:
             rows.append(out.copy())
     assert np.array_equal(chain.z, z0)  # every proposal undone
@@ -106,8 +107,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--proposals", type=int, default=400)
     ap.add_argument("--scans", default="3,10")
     ap.add_argument("--grid", default="",
-                    help="settings choice:scans:anchors:launch[:proposals], comma-separated (anchors uniform "
-                         "or letters, launch random or letter); default: every choice at each "
+                    help="settings choice:scans:anchors:launch[:proposals], comma-separated (anchors uniform, "
+                         "letters, or move: the move's PAIRS_LETTERS; launch random or letter; "
+                         "a choice merge-NAME measures merges); default: every choice at each "
                          "--scans, uniform anchors, random launch, then merges")
     ap.add_argument("--state-cache", default="",
                     help="folder for the chain's end state (reused by a later run of the same "
@@ -162,9 +164,12 @@ def main(argv=None) -> dict:
         f"{name}:{scans}:uniform:random" for name in CHOICES for scans in args.scans.split(",")]
     for key in grid:
         name, scans, anchors, launch, *n = key.split(":")
+        kinds = (2,) if name.startswith("merge-") else (1,)
+        name = name.removeprefix("merge-")
         t1 = time.process_time()
         res[key] = measure(chain, alpha, gamma, n_sym, int(n[0]) if n else args.proposals,
-                           int(scans), CHOICES[name], mrng, anchors=anchors, launch=LAUNCHES[launch])
+                           int(scans), CHOICES[name], mrng, kinds=kinds, anchors=anchors,
+                           launch=LAUNCHES[launch])
         res[key]["cpu_seconds"] = time.process_time() - t1
         print(key, json.dumps(res[key]), flush=True)
     if not args.grid:
