@@ -107,7 +107,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--proposals", type=int, default=400)
     ap.add_argument("--scans", default="3,10")
     ap.add_argument("--grid", default="",
-                    help="settings choice:scans:anchors:launch[:proposals], comma-separated (anchors uniform, "
+                    help="settings choice:scans:anchors:launch[:proposals], comma-separated "
+                         "(anchors uniform, "
                          "letters, or move: the move's PAIRS_LETTERS; launch random or letter; "
                          "a choice merge-NAME measures merges); default: every choice at each "
                          "--scans, uniform anchors, random launch, then merges")
@@ -186,7 +187,8 @@ def main(argv=None) -> dict:
 
 def _markdown(r: dict, path: Path) -> None:
     s = r["end_state"]
-    lines = [f"Command: `nice -n 10 {r['command']}` at {r['commit']} ({r['cpu_seconds']:.0f} CPU s)",
+    lines = [f"Command: `nice -n 10 {r['command']}` at {r['commit']} "
+             f"({r['cpu_seconds']:.0f} CPU s)",
              "", f"{r['train_strings']} training strings ({r['train_tokens']} tokens) of the "
              f"generated 40-state PFA; one blocked chain (`--sampler blocked`: step 0 then steps "
              f"1-6) from {r['settings']['start']} states, L = {r['settings']['truncate']}, "
@@ -196,7 +198,8 @@ def _markdown(r: dict, path: Path) -> None:
              f"(largest {s['largest_empty_weight']:.2e}, median {s['median_empty_weight']:.2e}; "
              f"median weight of a state in use {s['median_used_weight']:.2e}).", "",
              "Split proposals on that state (z, beta, alpha fixed; dry: evaluated, then undone). "
-             "Setting: choice:scans:anchors:launch. Choice of the empty state: uniform (Jain & Neal, 1/E), beta (proportional to "
+             "Setting: choice:scans:anchors:launch. Choice of the empty state: uniform "
+             "(Jain & Neal, 1/E), beta (proportional to "
              "beta_j), resplit (uniform, and the pair's weights redrawn uniformly on their sum, "
              "the Dir(gamma/L) prior density in the ratio). Last row: merge proposals (pairs in "
              "two states in use).", "",

@@ -509,7 +509,8 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
         from bayesfa.samplers.pfa._ipfa_kernel import build_sweeps
         chain_type = _Chain
 
-    sweeps = build_sweeps(mutation, *split_merge) if sampler == "blocked" else build_sweeps(mutation)
+    sweeps = (build_sweeps(mutation, *split_merge) if sampler == "blocked"
+              else build_sweeps(mutation))
     rng = np.random.default_rng(seed_seq)
     priors = np.asarray(priors, dtype=np.float64)
     kept = kept_draw_indices(n_draws, max_draws)
@@ -648,7 +649,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
                              f"of the blocked sampler")
     elif truncate and g_prior is not None:
         raise InputError("--truncate keeps gamma fixed: give --gamma-prior fixed with it")
-    if (isinstance(split_merge, bool) or not isinstance(split_merge, (int, float, np.integer, np.floating))
+    if (isinstance(split_merge, bool)
+            or not isinstance(split_merge, (int, float, np.integer, np.floating))
             or not 0 <= split_merge < math.inf):
         raise InputError(f"--split-merge must be a number >= 0, got {split_merge!r}")
     if split_merge_scans is not None and (isinstance(split_merge_scans, bool) or not isinstance(
@@ -682,7 +684,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         settings["sampler"] = sampler
     from bayesfa.samplers.pfa._ipfa_split_kernel import SCANS as SPLIT_SCANS
 
-    split = (float(split_merge), SPLIT_SCANS if split_merge_scans is None else int(split_merge_scans))
+    split = (float(split_merge),
+             SPLIT_SCANS if split_merge_scans is None else int(split_merge_scans))
     if split_merge:  # (likewise)
         settings["split_merge"] = list(split)
     dtype = np.dtype(count_dtype(tokens.size)).name  # the chains' counts (c, ct): exact
