@@ -1,4 +1,5 @@
-"""Restricted-Gibbs split-merge proposals for the iPFA's weak limit (issue 38), measured first.
+"""Restricted-Gibbs split-merge move for the iPFA's weak limit (issue 38): ``--split-merge``
+of the blocked sampler (:func:`bayesfa.samplers.pfa._ipfa_blocked_kernel.build_hybrid`).
 
 Jain & Neal (2004, J. Comput. Graph. Stat. 13) as :mod:`bayesfa.samplers.pfa._split_merge_kernel`
 adapts it to CGS-PFA, here on the truncated HDP-PFA with ``L`` states given ``(beta, alpha)``
@@ -21,8 +22,27 @@ The empty state ``j`` of a split is drawn by ``choice``:
   ``(gamma/L - 1) log(beta_i' beta_j' / (beta_i beta_j))``; the uniform proposal on the
   segment has the same density both ways).
 
-:func:`propose` makes one proposal and, with ``dry``, returns its log acceptance ratio and
-restores the state (the measurement of ``benchmarks/ipfa_split_feasibility.py``).
+One move (:func:`propose`), as Jain & Neal's Sect. 3 with their notation: a pair of anchors
+``t1, t2`` (``pairs``); ``i = z_{t1}``; a split if ``z_{t2} = i`` (``j`` an empty state by
+``choice``), else a merge of ``j = z_{t2}`` into ``i``; ``S`` the other free positions in ``i``
+or ``j``; the launch (``launch``: each member by a fair coin, or by the anchors' next letters)
+then ``scans`` restricted Gibbs scans; the final scan drawn (split, its probability ``q``) or
+forced to the current ``z`` (merge, ``q`` of reaching it). Accepted with probability
+``min(1, r)``, ``log r = delta - log q + log(1 / Pr(j))`` for a split and ``delta + log q +
+log Pr'(j)`` for a merge (``delta`` the change of ``log Pr(data, z | beta, alpha)``, from the
+terms of rows and columns ``i, j`` only: :func:`partial_log_joint`; ``Pr(j)`` the choice's
+probability, ``1 / E`` or ``beta_j / B``). The pair and the launch depend on the tokens and the
+pair only, so each (pair, launch) couple of split and merge is in detailed balance with
+``Pr(z | beta, alpha, data)``. Checked exactly by :mod:`bayesfa.validation.pfa.ipfa_split`
+(``tests/test_ipfa_split.py``), whose mutants are :data:`MUTATIONS`. With ``dry`` the proposal
+is evaluated and undone (``benchmarks/ipfa_split_feasibility.py``); the blocked sampler's
+moves use ``CHOICE_BETA``, ``LAUNCH_LETTER``, ``PAIRS_LETTERS`` (measured:
+``benchmarks/results/ipfa_blocked/split_move.md``).
+
+Written beside CGS-PFA's :mod:`~bayesfa.samplers.pfa._split_merge_kernel` rather than as a
+generalisation of it: that kernel's weights and joint take CGS-PFA's scalar ``beta`` in the
+inlined float32 code it shares with the Gibbs sweep; this one reuses the iPFA's Eq. 9 weight
+(``_exact_weight``) and CGS-PFA's ``move_state``.
 """
 
 from __future__ import annotations
