@@ -195,7 +195,8 @@ sweeps = build_sweeps(None)
 _HYBRID: dict = {}
 
 
-def build_hybrid(mutation: str | None = None):
+def build_hybrid(mutation: str | None = None, split_rate: float = 0.0,
+                 split_scans: int | None = None):
     """``hybrid(n_sweeps, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta,
     mcol, mrow, hyper, priors, rng, theta, filt)``: ``n_sweeps`` sweeps, each step 0 then the
     blocked sweep of :func:`build_sweeps` (steps 1-6). Step 0 is one sweep of the collapsed
@@ -211,20 +212,40 @@ def build_hybrid(mutation: str | None = None):
     free positions, ``uniforms`` float64 ``[M]`` scratch, ``recip`` and ``bk`` ``[W]`` as in
     :mod:`bayesfa.samplers.pfa._ipfa_kernel`. Compiled in each process (``cache=False``), as
     every caller of the direct sweep. Returns step 2's ``log Pr(data | theta)`` of the last
-    sweep."""
+    sweep.
+
+    ``split_rate > 0``: after step 6 of each sweep, ``n_moves_now(split_rate)`` split-merge
+    moves on ``z`` given ``(beta, alpha)`` with ``theta`` integrated out
+    (:func:`bayesfa.samplers.pfa._ipfa_split_kernel.propose`: Jain & Neal 2004's restricted
+    Gibbs move with ``split_scans`` launch scans, anchors followed by different letters, the
+    letter launch, the empty state drawn in proportion to ``beta``; a split fills an empty
+    state of the truncation, a merge empties one). Each move leaves ``Pr(z | beta, alpha,
+    data)`` invariant (:mod:`bayesfa.validation.pfa.ipfa_split`), hence the truncated
+    posterior; the number of moves is drawn independently of the chain."""
     if mutation is not None and mutation not in MUTATIONS:
         raise ValueError(f"unknown mutation {mutation!r}; choose from {', '.join(MUTATIONS)}")
-    if mutation in _HYBRID:
-        return _HYBRID[mutation]
+    from bayesfa.samplers.pfa import _ipfa_split_kernel as sk
+    from bayesfa.samplers.pfa._split_merge_kernel import n_moves_now
+
+    split_scans = sk.SCANS if split_scans is None else int(split_scans)
+    split_rate = float(split_rate)
+    key = (mutation, split_rate, split_scans)
+    if key in _HYBRID:
+        return _HYBRID[key]
     from bayesfa.samplers.pfa._ipfa_kernel import build_sweeps as build_direct
     from bayesfa.samplers.pfa._ipfa_kernel import refresh_weights
+
+    propose = sk.propose
+    choice, launch, pairs = sk.CHOICE_BETA, sk.LAUNCH_LETTER, sk.PAIRS_LETTERS
+    moving = split_rate > 0.0
+    n_out = sk.OUT
 
     blocked = build_sweeps(mutation)
     direct = build_direct(None)
     slip = mutation == "blocked-step0-gamma-for-alpha"
 
-    def hybrid(n_sweeps, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta, mcol,
-               mrow, hyper, priors, rng, theta, filt):
+    def plain(n_sweeps, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta, mcol,
+              mrow, hyper, priors, rng, theta, filt):
         n_sym = c.shape[1]
         log_lik = 0.0
         for _ in range(n_sweeps):
@@ -235,5 +256,27 @@ def build_hybrid(mutation: str | None = None):
                               rng, theta, filt)
         return log_lik
 
-    _HYBRID[mutation] = njit(cache=False)(hybrid)
-    return _HYBRID[mutation]
+    def with_moves(n_sweeps, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta,
+                   mcol, mrow, hyper, priors, rng, theta, filt):
+        n_sym = c.shape[1]
+        members = np.empty(positions.shape[0], dtype=np.int64)
+        saved = np.empty(positions.shape[0], dtype=np.int32)
+        out = np.zeros(n_out)
+        log_lik = 0.0
+        for _ in range(n_sweeps):
+            log_lik = inner(1, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta,
+                            mcol, mrow, hyper, priors, rng, theta, filt)
+            refresh_weights(ci, recip, bk, beta, meta, hyper[0], n_sym, True)
+            for _m in range(n_moves_now(split_rate, rng)):
+                propose(positions, tokens, z, c, ct, ci, recip, bk, beta, hyper[0], hyper[1],
+                        rng, split_scans, choice, False, members, saved, out, -1, -1, launch,
+                        pairs)
+        return log_lik
+
+    if not moving:  # production's default: the moves' code is not compiled in
+        _HYBRID[key] = njit(cache=False)(plain)
+        return _HYBRID[key]
+    inner = build_hybrid(mutation)
+    hybrid = with_moves
+    _HYBRID[key] = njit(cache=False)(hybrid)
+    return _HYBRID[key]

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 import warnings
@@ -472,13 +473,16 @@ def _load_chain(path, fingerprint: str, *, n_draws: int, z_size: int, burn_in: i
 def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, period, n_draws,
                seed_seq, mutation=None, capacity=None, checkpoint=None,
                checkpoint_every=CHECKPOINT_EVERY, fingerprint=None, resume=None, predict=None,
-               max_draws=None, on_sweeps=None, alpha_hold=0, sampler="direct"):
+               max_draws=None, on_sweeps=None, alpha_hold=0, sampler="direct",
+               split_merge=(0.0, None)):
     """One chain (``sampler``: ``direct`` or ``blocked``, the weak limit's blocked sampler
     with ``truncate`` states, its initial path over ``k0`` of them): random initial ``z`` over ``k0`` states (or the ``truncate`` states), burn-in,
     then ``n_draws`` draws ``period`` sweeps apart. Returns a dict of per-draw lists
     (``counts`` and ``beta_bar`` of the kept draws only) and ``pred_log_sum``.
     ``alpha_hold``: the first that many sweeps (all in the burn-in) keep ``alpha`` at its
-    initial value, its prior applying after.
+    initial value, its prior applying after. ``split_merge``: ``(moves per sweep, launch
+    scans)`` of the blocked sampler's split-merge move
+    (:func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_hybrid`).
     ``capacity``: the kernel's initial room for states (tests; never changes the result).
 
     ``predict`` (a :class:`Corpus` with the training alphabet): each draw's plug-in ``log Pr(b
@@ -505,7 +509,8 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
         from bayesfa.samplers.pfa._ipfa_kernel import build_sweeps
         chain_type = _Chain
 
-    sweeps = build_sweeps(mutation)
+    sweeps = (build_sweeps(mutation, *split_merge) if sampler == "blocked"
+              else build_sweeps(mutation))
     rng = np.random.default_rng(seed_seq)
     priors = np.asarray(priors, dtype=np.float64)
     kept = kept_draw_indices(n_draws, max_draws)
@@ -595,7 +600,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
                 checkpoint_dir: str | os.PathLike | None = None,
                 checkpoint_every: float = CHECKPOINT_EVERY, predict: Corpus | None = None,
                 max_draws: int | None = None, progress: bool = False,
-                alpha_hold: int = 0, sampler: str = "direct") -> IPFAResult:
+                alpha_hold: int = 0, sampler: str = "direct", split_merge: float = 0.0,
+                split_merge_scans: int | None = None) -> IPFAResult:
     """Run ``chains`` chains of the iPFA sampler on ``corpus``.
 
     states : states of the random initial ``z`` (the sampler adds and removes states).
@@ -610,6 +616,9 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     alpha_hold : the first ``alpha_hold`` sweeps of each chain (at most ``burn_in``) keep
         ``alpha`` at ``alpha``; ``alpha_prior`` applies after them. A start of the burn-in
         only: the draws are of the same posterior.
+    split_merge, split_merge_scans : blocked sampler only: split-merge moves per sweep (a
+        fraction: that probability of one more) after each sweep, and their launch scans
+        (None: :data:`bayesfa.samplers.pfa._ipfa_split_kernel.SCANS`); 0 (default) none.
     mutation : a deliberately wrong kernel (validation only; ``_ipfa_kernel.MUTATIONS``).
     checkpoint_dir : where each chain keeps its state (``chain-CCCC.npz``); a chain found
         there finished is reused, one found unfinished resumes (bit-identical).
@@ -640,6 +649,15 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
                              f"of the blocked sampler")
     elif truncate and g_prior is not None:
         raise InputError("--truncate keeps gamma fixed: give --gamma-prior fixed with it")
+    if (isinstance(split_merge, bool)
+            or not isinstance(split_merge, (int, float, np.integer, np.floating))
+            or not 0 <= split_merge < math.inf):
+        raise InputError(f"--split-merge must be a number >= 0, got {split_merge!r}")
+    if split_merge_scans is not None and (isinstance(split_merge_scans, bool) or not isinstance(
+            split_merge_scans, (int, np.integer)) or split_merge_scans < 0):
+        raise InputError(f"--split-merge-scans must be an integer >= 0, got {split_merge_scans!r}")
+    if split_merge and sampler != "blocked":
+        raise InputError("--split-merge needs --sampler blocked")
     if isinstance(alpha_hold, bool) or not isinstance(alpha_hold, (int, np.integer)) \
             or not 0 <= alpha_hold <= burn_in:
         raise InputError(f"alpha_hold must be an integer from 0 to the burn-in ({burn_in}), "
@@ -664,6 +682,12 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         settings["alpha_hold"] = int(alpha_hold)
     if sampler != "direct":  # (likewise)
         settings["sampler"] = sampler
+    from bayesfa.samplers.pfa._ipfa_split_kernel import SCANS as SPLIT_SCANS
+
+    split = (float(split_merge),
+             SPLIT_SCANS if split_merge_scans is None else int(split_merge_scans))
+    if split_merge:  # (likewise)
+        settings["split_merge"] = list(split)
     dtype = np.dtype(count_dtype(tokens.size)).name  # the chains' counts (c, ct): exact
     if dtype != "float32":  # (likewise)
         settings["count_dtype"] = dtype
@@ -694,7 +718,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     args = [(tokens, n_symbols, int(states), float(alpha), float(gamma), priors, int(truncate),
              int(burn_in), int(period), int(n_draws), children[c], mutation, None, paths[c],
              checkpoint_every, prints[c], saved[c], predict, max_draws, on_sweeps, int(alpha_hold),
-             sampler)
+             sampler, split)
             for c in todo]
     t0 = time.perf_counter()
     try:
@@ -814,6 +838,16 @@ class _IPFA(DrawAutomata):
                             help="keep alpha at --alpha for the first SWEEPS sweeps of the "
                                  "burn-in, its prior applying after (a start that mixes faster "
                                  "on large data; the draws are of the same posterior); default 0")
+        parser.add_argument("--split-merge", type=float, default=0.0, metavar="RATE",
+                            help="blocked sampler: split-merge moves per sweep (Jain & Neal "
+                                 "2004's restricted Gibbs move on the paths given beta and "
+                                 "alpha: a split fills an empty state of the truncation, a merge "
+                                 "empties one; a fraction is that probability of one move); "
+                                 "default 0, none")
+        parser.add_argument("--split-merge-scans", type=nonnegative_int, default=None,
+                            metavar="SCANS",
+                            help="restricted Gibbs scans of each move's launch; default "
+                                 "_ipfa_split_kernel.SCANS (100)")
         add_checkpoint_argument(parser)
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
@@ -825,7 +859,9 @@ class _IPFA(DrawAutomata):
                     gamma_prior=options.get("gamma_prior", GAMMA_PRIOR),
                     truncate=options.get("truncate", 0), jobs=options.get("jobs", 1),
                     max_draws=options.get("max_draws"),
-                    alpha_hold=options.get("alpha_hold", 0), sampler=self._sampler(options))
+                    alpha_hold=options.get("alpha_hold", 0), sampler=self._sampler(options),
+                    split_merge=options.get("split_merge", 0.0),
+                    split_merge_scans=options.get("split_merge_scans"))
 
     def _sampler(self, options: dict[str, Any]) -> str:
         """The blocked sampler for its own mutants, else ``--sampler``."""
