@@ -72,7 +72,8 @@ def test_registry_options_and_spec():
     assert method_listing("ipfa")["checks"] == ["predictive", "recorded", "geweke", "geweke-hyper",
                                                 "blocked-posterior", "blocked-posterior-hyper",
                                                 "blocked-step0-posterior",
-                                                "blocked-step0-posterior-hyper"]
+                                                "blocked-step0-posterior-hyper",
+                                                "blocked-split-merge"]
     # a cap on kept draws lowers the estimate; online prediction raises it
     big = _options(iterations=10_000, burn_in=5_000, period=10)
     train = get_toy("tiny").train

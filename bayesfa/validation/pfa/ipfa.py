@@ -839,13 +839,15 @@ class _Spec:
         blocked = ["blocked-posterior", "blocked-posterior-hyper", "blocked-step0-posterior",
                    "blocked-step0-posterior-hyper"]
         return (["predictive"] + blocked if self.blocked else
-                ["predictive", "geweke", "geweke-hyper"] + ([] if self.variant else blocked))
+                ["predictive", "geweke", "geweke-hyper"]
+                + ([] if self.variant else blocked + ["blocked-split-merge"]))
 
     def kernel_checks(self, toy, *, seed: int = 0, alpha: float = 1e-3) -> list[Check]:
         """Geweke's joint test of the direct sampler with ``alpha``, ``gamma`` fixed
         (:data:`GEWEKE_FIXED`) and with both sampled under :data:`GEWEKE_PRIORS`
         (:func:`geweke`), then the blocked sampler's exact checks on its own toy
-        (:func:`bayesfa.validation.pfa.ipfa_blocked.blocked_checks`); a mutant runs those of
+        (:func:`bayesfa.validation.pfa.ipfa_blocked.blocked_checks`) and its split-merge move's
+        (:func:`bayesfa.validation.pfa.ipfa_split.split_merge_check`); a mutant runs those of
         its sampler only. Each has false-alarm rate ``alpha``. Their data are their own, not
         the toy's."""
         from bayesfa.validation.pfa.ipfa_blocked import blocked_checks
@@ -855,7 +857,10 @@ class _Spec:
         checks = [geweke(self.variant, seed=seed, alpha=alpha),
                   geweke(self.variant, priors=GEWEKE_PRIORS, seed=seed + 1, alpha=alpha)]
         if self.variant is None:
+            from bayesfa.validation.pfa.ipfa_split import split_merge_check
+
             checks += blocked_checks(None, seed=seed, alpha=alpha)
+            checks.append(split_merge_check(seed=seed, alpha=alpha))
         return checks
 
     def exact_reference(self, toy, test: Corpus, options: dict[str, Any]) -> dict[str, Any]:

@@ -104,3 +104,31 @@ def invariance(mutation: str | None = None, *, choice: int = sk.CHOICE_UNIFORM,
     row.update(splits_tried=int(np.sum(kinds % 10 == 1)), splits_accepted=int(np.sum(kinds == 11)),
                merges_tried=int(np.sum(kinds % 10 == 2)), merges_accepted=int(np.sum(kinds == 12)))
     return row
+
+
+def split_merge_check(*, seed: int = 0, alpha: float = ALPHA):
+    """``blocked-split-merge`` of ``bayesfa validate ipfa``: :func:`invariance` with the pairs,
+    launch and choice of the empty state that ``--split-merge`` runs (anchors followed by
+    different letters, the letter launch, the empty state in proportion to beta), seed
+    ``seed``; false-alarm rate ``alpha``. Its mutants
+    (:data:`~bayesfa.samplers.pfa._ipfa_split_kernel.MUTATIONS`) are shown failing by
+    tests/test_ipfa_split.py."""
+    import time
+
+    from bayesfa.validation.checks import Check
+
+    t0 = time.perf_counter()
+    row = invariance(None, choice=sk.CHOICE_BETA, launch=sk.LAUNCH_LETTER, pairs=sk.PAIRS_LETTERS,
+                     seed=seed, alpha=alpha)
+    return Check(
+        name="blocked-split-merge", passed=bool(row["pass"]),
+        description=("ipfa --split-merge: one split-merge move (Jain & Neal's restricted Gibbs "
+                     f"launch, the sampler's pairs and choice) from each of {200_000} exact "
+                     f"posterior draws on the toy ab ba a ε with L = {L_STATES}, beta and alpha "
+                     "fixed; end paths vs the enumerated Pr(z | beta, alpha, data), Pearson "
+                     "chi-square"),
+        alpha=alpha, columns=["test", "cells", "chi2", "dof", "p_value", "threshold", "pass"],
+        rows=[{k: row[k] for k in ("test", "cells", "chi2", "dof", "p_value", "threshold", "pass")}],
+        summary={"splits_accepted": row["splits_accepted"], "merges_accepted": row["merges_accepted"],
+                 "seconds": time.perf_counter() - t0},
+        notes=[f"false-alarm rate {alpha:g}"])
