@@ -92,6 +92,20 @@ def merge_table(tokens, z, beta, alpha, n_st, n_sym) -> dict:
             "top10_beta_summed": [[float(r[1]), int(r[2]), int(r[3])] for r in rows[order][:10]]}
 
 
+#: The default hyperpriors of alpha and gamma, (shape, rate) each, as one array.
+PRIORS = np.array([float(x) for x in (ALPHA_PRIOR + "," + GAMMA_PRIOR).split(",")])
+
+
+def training_strings(seed: int, n_strings: int, chain_seed: int):
+    """``(train, tokens int32, n_symbols, Generator of chain_seed)``: the first ``n_strings`` of
+    the generated PFA's sample (``benchmarks/ipfa_blocked.py``'s, whose next 500 strings it
+    holds out), as this script and ``ipfa_split_*.py`` start their chains."""
+    data = generator(seed).sample(n_strings + 500, np.random.default_rng(seed + 1))
+    train = data.subset(np.arange(n_strings))
+    return (train, np.ascontiguousarray(train.tokens, dtype=np.int32), train.alphabet_size + 1,
+            np.random.default_rng(chain_seed))
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--start", type=int, required=True)
@@ -108,19 +122,13 @@ def main(argv=None) -> dict:
                + " ".join(sys.argv[1:] if argv is None else argv)).strip()
     commit = git_commit()  # the code that runs (taken before, not after the run)
     t0 = time.process_time()
-    pfa = generator(args.seed)
-    data = pfa.sample(args.strings + 500, np.random.default_rng(args.seed + 1))
-    train = data.subset(np.arange(args.strings))
-    tokens = np.ascontiguousarray(train.tokens, dtype=np.int32)
-    n_sym = train.alphabet_size + 1
-    rng = np.random.default_rng(args.chain_seed)
+    train, tokens, n_sym, rng = training_strings(args.seed, args.strings, args.chain_seed)
     chain = _BlockedChain(tokens, n_sym, args.start, rng, 1.0, 1.0, args.truncate)
-    priors = np.array([float(x) for x in (ALPHA_PRIOR + "," + GAMMA_PRIOR).split(",")])
     sweeps = bkern.build_sweeps(None)
     trace = []
     for s in range(args.sweeps):
         sweeps(1, chain.tokens, chain.z, chain.c, chain.ct, chain.ci, chain.beta, chain.meta,
-               chain.mcol, chain.mrow, chain.hyper, priors, rng, chain.theta, chain.filt)
+               chain.mcol, chain.mrow, chain.hyper, PRIORS, rng, chain.theta, chain.filt)
         if s % 10 == 9 or s == args.sweeps - 1:
             trace.append(_snapshot(chain, s + 1, args.truncate))
             print(json.dumps(trace[-1]), flush=True)

@@ -36,13 +36,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ipfa_blocked import generator  # noqa: E402  (this folder's script)
+from ipfa_blocked_diagnose import PRIORS, training_strings  # noqa: E402  (this folder's script)
 from machine import git_commit  # noqa: E402
 
 from bayesfa.samplers.pfa import _ipfa_blocked_kernel as bkern  # noqa: E402
 from bayesfa.samplers.pfa import _ipfa_split_kernel as sk  # noqa: E402
 from bayesfa.samplers.pfa._ipfa_kernel import log_joint, refresh_weights  # noqa: E402
-from bayesfa.samplers.pfa.ipfa import ALPHA_PRIOR, GAMMA_PRIOR, _BlockedChain  # noqa: E402
+from bayesfa.samplers.pfa.ipfa import _BlockedChain  # noqa: E402
 
 CHOICES = {"uniform": sk.CHOICE_UNIFORM, "beta": sk.CHOICE_BETA, "resplit": sk.CHOICE_RESPLIT}
 LAUNCHES = {"random": sk.LAUNCH_RANDOM, "letter": sk.LAUNCH_LETTER}
@@ -124,12 +124,7 @@ def main(argv=None) -> dict:
                + " ".join(sys.argv[1:] if argv is None else argv)).strip()
     commit = git_commit()
     t0 = time.process_time()
-    pfa = generator(args.seed)
-    data = pfa.sample(args.strings + 500, np.random.default_rng(args.seed + 1))
-    train = data.subset(np.arange(args.strings))
-    tokens = np.ascontiguousarray(train.tokens, dtype=np.int32)
-    n_sym = train.alphabet_size + 1
-    rng = np.random.default_rng(args.chain_seed)
+    train, tokens, n_sym, rng = training_strings(args.seed, args.strings, args.chain_seed)
     key = f"{args.seed}-{args.strings}-{args.start}-{args.truncate}-{args.sweeps}-{args.chain_seed}"
     cache = Path(args.state_cache) / f"ipfa_split_state_{key}.npz" if args.state_cache else None
     if cache is not None and cache.exists():  # the end state of the same chain, run before
@@ -138,9 +133,8 @@ def main(argv=None) -> dict:
                                       args.truncate)
     else:
         chain = _BlockedChain(tokens, n_sym, args.start, rng, 1.0, 1.0, args.truncate)
-        priors = np.array([float(x) for x in (ALPHA_PRIOR + "," + GAMMA_PRIOR).split(",")])
         hybrid = bkern.build_hybrid(None)
-        chain.run(args.sweeps, rng, priors, hybrid)
+        chain.run(args.sweeps, rng, PRIORS, hybrid)
         if cache is not None:
             np.savez(cache, z=chain.z, beta=chain.beta, hyper=chain.hyper)
     t_chain = time.process_time() - t0

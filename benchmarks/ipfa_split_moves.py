@@ -26,14 +26,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ipfa_blocked import generator  # noqa: E402  (this folder's script)
+from ipfa_blocked_diagnose import PRIORS, training_strings  # noqa: E402  (this folder's script)
 from machine import git_commit  # noqa: E402
 
 from bayesfa.samplers.pfa import _ipfa_blocked_kernel as bkern  # noqa: E402
 from bayesfa.samplers.pfa import _ipfa_split_kernel as sk  # noqa: E402
 from bayesfa.samplers.pfa._cgs_pfa_kernel import n_states_used  # noqa: E402
 from bayesfa.samplers.pfa._ipfa_kernel import refresh_weights  # noqa: E402
-from bayesfa.samplers.pfa.ipfa import ALPHA_PRIOR, GAMMA_PRIOR, _BlockedChain  # noqa: E402
+from bayesfa.samplers.pfa.ipfa import _BlockedChain  # noqa: E402
 
 
 def main(argv=None) -> dict:
@@ -53,21 +53,15 @@ def main(argv=None) -> dict:
                + " ".join(sys.argv[1:] if argv is None else argv)).strip()
     commit = git_commit()
     t0 = time.process_time()
-    pfa = generator(args.seed)
-    data = pfa.sample(args.strings + 500, np.random.default_rng(args.seed + 1))
-    train = data.subset(np.arange(args.strings))
-    tokens = np.ascontiguousarray(train.tokens, dtype=np.int32)
-    n_sym = train.alphabet_size + 1
-    rng = np.random.default_rng(args.chain_seed)
+    train, tokens, n_sym, rng = training_strings(args.seed, args.strings, args.chain_seed)
     chain = _BlockedChain(tokens, n_sym, args.start, rng, 1.0, 1.0, args.truncate)
-    priors = np.array([float(x) for x in (ALPHA_PRIOR + "," + GAMMA_PRIOR).split(",")])
     hybrid = bkern.build_hybrid(None)
     members = np.empty(chain.positions.size, np.int64)
     saved = np.empty(chain.positions.size, np.int32)
     out = np.zeros(sk.OUT)
     trace, window = [], np.zeros(4, np.int64)
     for s in range(args.sweeps):
-        chain.run(1, rng, priors, hybrid)
+        chain.run(1, rng, PRIORS, hybrid)
         refresh_weights(chain.ci, chain.recip, chain.bk, chain.beta, chain.meta, chain.hyper[0],
                         n_sym, True)
         for _ in range(args.rate):
