@@ -488,24 +488,32 @@ def log_joint(c, ci, beta, meta, alpha, end_slip):
     = 1/N`` on ``N`` states and ``alpha = N A beta_cgs`` it is Eq. 4 itself. ``end_slip``
     (the validation mutant ``log-joint-end-prior`` of :data:`RECORDING_MUTATIONS`; False in
     production): the end marker's parameter written ``alpha`` instead of ``alpha / A``."""
-    n_symbols = c.shape[1]
     hi = meta[1]
     lg_alpha = math.lgamma(alpha)
     out = 0.0
     for i in range(hi + 1):
-        if ci[i] == 0:
-            continue
-        out += lg_alpha - math.lgamma(ci[i] + alpha)
-        for a in range(n_symbols):
-            for j in range(hi + 1):
-                cnt = float(c[i, a, j])
-                if cnt == 0.0:
-                    continue
-                if a == 0:
-                    x = alpha if end_slip else alpha / n_symbols
-                else:
-                    x = alpha * beta[j] / n_symbols
-                out += math.lgamma(cnt + x) - math.lgamma(x)
+        if ci[i] != 0:
+            out += row_log_joint(c, ci, i, beta, alpha, lg_alpha, hi, end_slip)
+    return out
+
+
+@njit(cache=True, inline="always")
+def row_log_joint(c, ci, i, beta, alpha, lg_alpha, hi, end_slip):
+    """Row ``i``'s factor of :func:`log_joint` (states ``0..hi``; ``lg_alpha = lgamma(alpha)``):
+    ``lgamma(alpha) - lgamma(C_i + alpha) + sum_{a, j} [lgamma(C_iaj + alpha H(a, j)) -
+    lgamma(alpha H(a, j))]`` over the nonzero cells."""
+    n_symbols = c.shape[1]
+    out = lg_alpha - math.lgamma(ci[i] + alpha)
+    for a in range(n_symbols):
+        for j in range(hi + 1):
+            cnt = float(c[i, a, j])
+            if cnt == 0.0:
+                continue
+            if a == 0:
+                x = alpha if end_slip else alpha / n_symbols
+            else:
+                x = alpha * beta[j] / n_symbols
+            out += math.lgamma(cnt + x) - math.lgamma(x)
     return out
 
 

@@ -53,7 +53,7 @@ import numpy as np
 from numba import njit
 
 from bayesfa.samplers.pfa._cgs_pfa_kernel import move_state
-from bayesfa.samplers.pfa._ipfa_kernel import _exact_weight
+from bayesfa.samplers.pfa._ipfa_kernel import _exact_weight, row_log_joint
 
 #: launch scans of the blocked sampler's move (``--split-merge-scans``): at 100, 3 % of the
 #: splits had log ratio > 0 on the generated 40-state PFA's chain from 10 states, at 3 and 10
@@ -85,20 +85,11 @@ def partial_log_joint(c, ci, beta, alpha, i, j):
     n_st = c.shape[0] - 1
     n_sym = c.shape[1]
     lg_alpha = math.lgamma(alpha)
-    x_end = alpha / n_sym
     out = 0.0
     for r in range(n_st + 1):
         if r == i or r == j:
-            if ci[r] == 0:
-                continue
-            out += lg_alpha - math.lgamma(ci[r] + alpha)
-            for a in range(n_sym):
-                for col in range(n_st + 1):
-                    cnt = float(c[r, a, col])
-                    if cnt == 0.0:
-                        continue
-                    x = x_end if a == 0 else alpha * beta[col] / n_sym
-                    out += math.lgamma(cnt + x) - math.lgamma(x)
+            if ci[r] != 0:
+                out += row_log_joint(c, ci, r, beta, alpha, lg_alpha, n_st, False)
         else:
             for a in range(1, n_sym):
                 for side in range(2):
