@@ -95,8 +95,10 @@ from bayesfa.validation.checks import Check
 
 ALPHA = 1e-3
 
-#: The oracle's hyperparameters in the check (its CLI defaults).
-FIXED = {"alpha": 1.0, "beta": 1.0, "gamma": 1.0}
+#: The oracle's hyperparameters in the Gibbs checks: distinct (issue 39 item 2), none 1, so that
+#: a formula that swaps alpha, beta or gamma gives a different law; the values of the
+#: predictive check (:attr:`OraclePDFASpec.validation_budget`).
+FIXED = {"alpha": 1.3, "beta": 0.7, "gamma": 1.6}
 
 #: The toy of 2 states besides the one of the harness: ``(strings, n_states)``; letters 0/1.
 SMALL_TOY = ([[0, 1], [0], [1, 1], [], [0, 0, 1]], 1)
