@@ -30,6 +30,37 @@ def _seeds(text: str) -> list[int]:
     return out
 
 
+def table(path: Path) -> str:
+    """Markdown table of the rows in ``path``: per oracle / mutant, check and toy, the
+    statistic / threshold ``chi2 / chi2_crit`` (margin) of each seed and the verdict."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    keys, cells = [], {}
+    for r in rows:
+        k = (r["variant"], r["check"], r["toy"])
+        if k not in cells:
+            keys.append(k)
+            cells[k] = {}
+        cells[k][r["seed"]] = r
+    seeds = sorted({r["seed"] for r in rows})
+    out = ["| oracle | check | toy | df | chi2_crit (p threshold) | "
+           + " | ".join(f"seed {s}: chi2 (margin)" for s in seeds) + " | verdict |",
+           "|---|---|---|---:|---:|" + "---:|" * len(seeds) + "---|"]
+    for k in keys:
+        c = cells[k]
+        any_row = next(iter(c.values()))
+        vals = [f"{c[s]['chi2']:.4g} ({c[s]['margin']:.3g})" if s in c else "-" for s in seeds]
+        fails = sum(not c[s]["pass"] for s in c)
+        verdict = (f"passes {len(c) - fails}/{len(c)}" if k[0] == "correct"
+                   else f"fails {fails}/{len(c)}, min margin {min(c[s]['margin'] for s in c):.3g}")
+        dfs = sorted({c[s]["df"] for s in c})
+        crits = sorted({round(c[s]["chi2_crit"], 1) for s in c})
+        df_text = f"{dfs[0]}" if len(dfs) == 1 else f"{dfs[0]}-{dfs[-1]}"
+        crit_text = f"{crits[0]:g}" if len(crits) == 1 else f"{crits[0]:g}-{crits[-1]:g}"
+        out.append(f"| {k[0]} | {k[1]} | {k[2]} | {df_text} | {crit_text} "
+                   f"({any_row['p_threshold']:g}) | " + " | ".join(vals) + f" | {verdict} |")
+    return "\n".join(out)
+
+
 def main() -> None:
     from bayesfa.validation.pdia import oracle
     from bayesfa.validation.toys import get_toy
@@ -40,7 +71,12 @@ def main() -> None:
                     help="comma-separated; the empty name is the correct oracle")
     ap.add_argument("--checks", default="gibbs-sweep,gibbs-chain,gibbs-chain-hyper")
     ap.add_argument("--out", default="benchmarks/results/oracle_pdfa_distinct/rows.jsonl")
+    ap.add_argument("--table", action="store_true",
+                    help="print the markdown table of the rows in --out and stop")
     args = ap.parse_args()
+    if args.table:
+        print(table(Path(args.out)))
+        return
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
