@@ -22,8 +22,11 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=1000)
+    ap.add_argument("--fixed", type=float, nargs=3, metavar=("ALPHA", "BETA", "GAMMA"),
+                    help="the reference's hyperparameters (default: oracle.FIXED)")
+    ap.add_argument("--rows", default="small,three,hyper")
     args = ap.parse_args()
-    a, b, g = (oracle.FIXED[k] for k in ("alpha", "beta", "gamma"))
+    a, b, g = args.fixed or (oracle.FIXED[k] for k in ("alpha", "beta", "gamma"))
     alts = {"alpha x1.5": (1.5 * a, b, g), "beta x1.5": (a, 1.5 * b, g),
             "gamma x1.5": (a, b, 1.5 * g), "alpha x2": (2 * a, b, g), "beta x2": (a, 2 * b, g),
             "gamma x2": (a, b, 2 * g), "alpha<->beta": (b, a, g), "alpha<->gamma": (g, b, a),
@@ -42,6 +45,8 @@ def main() -> None:
         return rej / args.reps
 
     for name, strings, post, n, crit in rows:
+        if name not in args.rows.split(","):
+            continue
         ref = post(strings, 2, a, b, g)
         print(json.dumps({"row": name, "tables": ref.size, "largest": float(ref.max()),
                           "smallest": float(ref.min())}), flush=True)
@@ -51,6 +56,8 @@ def main() -> None:
                               "alpha": aa, "beta": bb, "gamma": gg,
                               "tv": 0.5 * float(np.abs(law - ref).sum()),
                               "power": power(ref, law, n, crit, 0)}), flush=True)
+    if "hyper" not in args.rows.split(","):
+        return
     strings = [list(s) for s in oracle.SMALL_TOY[0]]
     ref = oracle.posterior_two_states_hyper(strings, 2)
     law = oracle.posterior_two_states(strings, 2, a, b, g)
