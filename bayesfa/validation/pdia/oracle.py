@@ -6,8 +6,10 @@ modified=True)`` (:func:`bayesfa.models.pdfa.run_gibbs`): each step is one sweep
 updated by Liu's (1996) modified Gibbs move (propose a value ``v != c`` with probability
 ``p_v / (1 - p_c)`` under the entry's full conditional ``p``, accept with
 ``min(1, (1 - p_c) / (1 - p_v))``), given ``mu``; then NUTS on ``mu``. ``alpha``, ``beta``,
-``gamma`` are fixed (the oracle's options), or with ``--hyperpriors`` drawn from Gamma(1, 1)
-and sampled by NUTS with ``mu`` (checked by ``gibbs-chain-hyper``).
+``gamma`` are fixed (the oracle's options; ``gibbs-sweep`` and ``gibbs-chain`` run at
+:data:`FIXED`, ``alpha = 1.3``, ``beta = 0.7``, ``gamma = 3``: distinct, none 1, issue 39
+item 2), or with ``--hyperpriors`` drawn from Gamma(1, 1) and sampled by NUTS with ``mu``
+(checked by ``gibbs-chain-hyper``).
 
 **gibbs-sweep** (:func:`gibbs_sweep_check`). The discrete block of the production kernel
 (the object :func:`bayesfa.models.pfa.run_mcmc` builds) is run for one sweep from given
@@ -58,13 +60,17 @@ Cost at validate's setting (CPU seconds on the shared 2-core machine under ``nic
 the first run in a process, JAX's compilation included: about 7 s of each row, 14 s of the
 hyper one): ``gibbs-chain``'s 3-state row 14-20 s (2000 chains), its 2-state row 8-9 s,
 ``gibbs-chain-hyper`` 22-27 s at 1000 chains of 50 steps (3 s of it the reference; 500
-chains of 200 steps sample twice as much). Power, for an ideal
-chain (multinomial draws from the alternative's exact law, chi-square as here, 1000
-repetitions): the 3-state row rejects the posterior
-of ``alpha`` or ``beta`` 1.5 instead of 1 with probability about 0.8, of ``alpha = 2`` or
-``gamma = 2`` with probability 1; ``gibbs-chain-hyper`` rejects the fixed-hyperparameter
-posterior (``alpha = beta = gamma = 1``, hyperpriors ignored) with probability 1.0 at 1000
-chains and 0.98 at 500.
+chains of 200 steps sample twice as much). Power at :data:`FIXED`, for an ideal chain
+(multinomial draws from the alternative's exact law, chi-square as here, 1000 repetitions;
+``benchmarks/oracle_pdfa_power.py``, ``benchmarks/results/oracle_pdfa_distinct/``): the 3-state
+row rejects the posterior with two hyperparameters swapped, or all three 1, with probability
+1.0 (the 2-state row too); with ``alpha``, ``beta`` or ``gamma`` 1.5 times its value with
+probability 0.91, 0.58, 0.41, twice its value 1.0, 1.0, 0.99. (At ``gamma = 1.6``, the
+predictive check's value, the 3-state row rejects ``alpha`` and ``gamma`` swapped with
+probability 0.068 only, the 2-state row 0.013: hence 3.) ``gibbs-chain-hyper`` rejects the
+fixed-hyperparameter posterior (hyperpriors ignored) at ``alpha = beta = gamma = 1`` with
+probability 1.0 at 1000 chains and 0.98 at 500 (measured before :data:`FIXED` changed), at
+:data:`FIXED` with HYPERPOWER at 500.
 
 Mutants (:data:`bayesfa.models.pdfa.MODEL_VARIANTS`): one wrong term of the model's potential,
 ``no-mu`` (``phi_j ~ Dir(alpha / |Q|)``: the shared ``mu`` forgotten) and ``end-mass``
@@ -479,7 +485,8 @@ def posterior_two_states_hyper(strings: list[list[int]], n_letters: int) -> np.n
 
 
 #: The 3-state toy of ``gibbs-chain``: ``(strings, n_states)``; letters 0/1, ``3^6 = 729``
-#: tables, the posterior's largest table 0.22 (``alpha = beta = gamma = 1``).
+#: tables, the posterior's largest table 0.11 at :data:`FIXED` (0.22 at ``alpha = beta = gamma
+#: = 1``).
 THREE_TOY = ([[0, 1], [1], [0, 0], [], [1, 0, 1]], 2)
 
 #: Independent chains of the full oracle (DiscreteHMCGibbs + NUTS on ``mu``) and the steps of
