@@ -70,19 +70,24 @@ predictive check's value, the 3-state row rejects ``alpha`` and ``gamma`` swappe
 probability 0.068 only, the 2-state row 0.013: hence 3.) ``gibbs-chain-hyper`` rejects the
 fixed-hyperparameter posterior (hyperpriors ignored) at ``alpha = beta = gamma = 1`` with
 probability 1.0 at 1000 chains and 0.98 at 500 (measured before :data:`FIXED` changed), at
-:data:`FIXED` with HYPERPOWER at 500.
+:data:`FIXED` with probability 1.0 at 500 and at 1000 (total variation 0.30).
 
 Mutants (:data:`bayesfa.models.pdfa.MODEL_VARIANTS`): one wrong term of the model's potential,
 ``no-mu`` (``phi_j ~ Dir(alpha / |Q|)``: the shared ``mu`` forgotten) and ``end-mass``
 (``pi_q ~ Dir(beta / L)``: the end symbol forgotten), validated as ``oracle-pdfa:mutant-V``.
-Measured on seeds 0-4 at validate's setting, each mutant fails every chain row on every seed:
-``gibbs-chain`` 3-state row z 160-184 (no-mu), 53-65 (end-mass), 2-state row z 100-122,
-27-38; ``gibbs-chain-hyper`` (1000 chains of 50 steps) z 149-169, 30-33, and at the
+Measured on seeds 0-4 at validate's setting and :data:`FIXED` (``alpha = 1.3``, ``beta = 0.7``,
+``gamma = 3``; ``benchmarks/results/oracle_pdfa_distinct/README.md``), each mutant fails every
+chain row on every seed: ``gibbs-chain`` 3-state row z 38.8-51.8 (no-mu), 29.4-36.1
+(end-mass), chi-square / its critical value (the margin) at least 4.59 and 3.63; 2-state row z
+24.8-33.7, 29.7-41.6, margins at least 3.82, 4.5. The correct oracle passes on seeds 0-4:
+3-state row z -0.15 to 2.69, 2-state row z -0.63 to 1.58. (At ``alpha = beta = gamma = 1``,
+before issue 39 item 2, the mutants' 3-state row z were 160-184 and 53-65, 2-state 100-122
+and 27-38; ``gibbs-chain-hyper`` (1000 chains of 50 steps) z 149-169, 30-33, and at the
 setting of ``validate`` (500 of 200) each mutant fails on seeds 0-4 too
-(``tests/test_oracle_gibbs.py::test_gibbs_chain_hyper_on_five_seeds``). The correct oracle
-passes on seeds 0-4: 3-state row z -1.9 to 0.5 (and z 0.4 with 8000 chains, seed 7, so 50
-steps reach the stationary law on 729 tables to that resolution); ``gibbs-chain-hyper`` at
-validate's setting on each of seeds 0-4 (the same test). 50 steps are *not* enough for the
+(``tests/test_oracle_gibbs.py::test_gibbs_chain_hyper_on_five_seeds``); the correct oracle's
+3-state row z -1.9 to 0.5, and z 0.4 with 8000 chains, seed 7, so 50 steps reached the
+stationary law on 729 tables to that resolution; ``gibbs-chain-hyper`` at
+validate's setting on each of seeds 0-4, the same test.) 50 steps are *not* enough for the
 hyperparameters (``gamma`` near 0 pushes ``mu`` to a vertex, a funnel for NUTS): with 50
 steps the correct oracle gave p = 0.0056 (1000 chains, seed 4), 0.005 (4000, seed 7) and
 0.0026 (4000, seed 8), and with 200 steps p = 0.167 (4000, seed 8); hence 200.
