@@ -9,6 +9,7 @@ model module's enumerations and against Monte Carlo; the chain checks themselves
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -19,15 +20,20 @@ from bayesfa.validation.pdia import oracle
 STRINGS = [list(s) for s in oracle.SMALL_TOY[0]]
 
 
+#: Distinct hyperparameters (issue 39 item 2), none 1: a formula that swaps two of them fails.
+A, B, G = 1.3, 0.7, 3.0
+
+
 def _log_pi(mu, n_q=2, n_letters=2):
     tables = oracle._tables(n_q, n_letters)
-    return tables, np.array([oracle.log_target(d, mu, STRINGS, n_letters, 1.0, 1.0)
+    return tables, np.array([oracle.log_target(d, mu, STRINGS, n_letters, A, B)
                              for d in tables])
 
 
 def test_target_matches_the_generative_model_by_brute_force():
     """``log_target`` (phi, pi integrated out) against a direct Dirichlet-moment computation
-    with ``phi`` integrated per column and ``pi`` per state: exact up to rounding."""
+    with ``phi`` integrated per column and ``pi`` per state, at ``alpha = 1.3``,
+    ``beta = 0.7``: exact up to rounding."""
     from scipy.special import gammaln
 
     mu = np.array([0.3, 0.7])
@@ -39,7 +45,7 @@ def test_target_matches_the_generative_model_by_brute_force():
 
     ref = []
     for d in tables:
-        prior = sum(dir_moment(1.0 * mu, np.bincount(d[:, j], minlength=2)) for j in range(2))
+        prior = sum(dir_moment(A * mu, np.bincount(d[:, j], minlength=2)) for j in range(2))
         c = np.zeros((2, 3))
         for s in STRINGS:
             q = 0
@@ -47,7 +53,7 @@ def test_target_matches_the_generative_model_by_brute_force():
                 c[q, a + 1] += 1
                 q = d[q, a]
             c[q, 0] += 1
-        ref.append(prior + sum(dir_moment(np.full(3, 1.0 / 3), c[q]) for q in range(2)))
+        ref.append(prior + sum(dir_moment(np.full(3, B / 3), c[q]) for q in range(2)))
     ref = np.array(ref)
     assert np.allclose(lp - lp[0], ref - ref[0], atol=1e-10)
 
@@ -78,6 +84,14 @@ def test_sweep_law_is_a_random_order_product_and_leaves_the_target_invariant():
 THREE = [list(s) for s in oracle.THREE_TOY[0]]
 
 
+@functools.lru_cache(maxsize=None)
+def _posterior(n_q, alpha, beta, gamma):
+    """The gibbs-chain reference of the 2- or 3-state toy, computed once per setting."""
+    strings, reference = ((STRINGS, oracle.posterior_two_states) if n_q == 2
+                          else (THREE, oracle.posterior_three_states))
+    return reference(strings, 2, alpha, beta, gamma)
+
+
 @pytest.mark.parametrize("n_q", [2, 3])
 def test_posterior_matches_the_models_enumeration(n_q):
     """The gibbs-chain references (2 states: quadrature over ``mu_0``; 3 states:
@@ -87,23 +101,23 @@ def test_posterior_matches_the_models_enumeration(n_q):
     from bayesfa.corpus import Corpus
     from bayesfa.models.pdfa import enumerate_posterior
 
-    strings, reference = ((STRINGS, oracle.posterior_two_states) if n_q == 2
-                          else (THREE, oracle.posterior_three_states))
-    for a, b, g in ((1.0, 1.0, 1.0), (0.7, 2.0, 0.5)):
-        p = reference(strings, 2, a, b, g)
+    strings = STRINGS if n_q == 2 else THREE
+    for a, b, g in ((A, B, G), (0.7, 2.0, 0.5)):
+        p = _posterior(n_q, a, b, g)
         post = enumerate_posterior(Corpus.from_strings(strings, 2), n_q - 1, a, b, g)
         q = np.zeros(n_q ** (2 * n_q))
         q[oracle._index(post["delta"], n_q)] = np.exp(post["log_weight"])
         assert np.abs(p - q).max() < 1e-12
 
 
-@pytest.mark.parametrize("gamma", [1.0, 0.5])
+@pytest.mark.parametrize("gamma", [0.5])
 def test_three_state_mu_integral_matches_monte_carlo(gamma):
     """``mu_moment_three`` of every distinct in-degree count ``v`` (100) against the mean over
     4e5 draws ``mu ~ Dir(gamma/3)``: within 5 standard errors each (the integrand is bounded,
     so the mean is normal to good accuracy). False failure <= 100 * 5.7e-7 < 1e-4 (fixed
-    seed)."""
-    alpha = 1.3
+    seed). ``alpha = 1.3``, distinct from ``gamma``; ``gamma = 3`` (with ``beta = 0.7``)
+    is in test_posterior_matches_the_generative_model_by_monte_carlo."""
+    alpha = A
     patterns, _ = oracle._column_patterns(oracle._tables(3, 2))
     mu = np.random.default_rng(3).dirichlet(np.full(3, gamma / 3), size=400_000)   # [M, 3]
     for v in patterns:
@@ -113,6 +127,61 @@ def test_three_state_mu_integral_matches_monte_carlo(gamma):
         se = vals.std() / np.sqrt(len(vals))
         quad = oracle.mu_moment_three(v, alpha, gamma)
         assert abs(quad - vals.mean()) < 5 * se, (v, quad, vals.mean(), se)
+
+
+def _urn(draws, conc):
+    """Probability of the sequence ``draws`` (ints) under a Polya urn with concentrations
+    ``conc`` ``[K]`` (``... [M, K]``): ``prod_n (conc_x + #earlier x) / (sum conc + n)``, the
+    sequential predictive of a Dirichlet-categorical, written without gamma functions."""
+    conc = np.asarray(conc, dtype=np.float64)
+    seen = np.zeros(conc.shape[-1])
+    out = np.ones(conc.shape[:-1])
+    for n, x in enumerate(draws):
+        out = out * (conc[..., x] + seen[x]) / (conc.sum(-1) + n)
+        seen[x] += 1
+    return out
+
+
+@pytest.mark.parametrize("n_q", [2, 3])
+def test_posterior_matches_the_generative_model_by_monte_carlo(n_q):
+    """The gibbs-chain references at ``alpha = 1.3``, ``beta = 0.7``, ``gamma = 3`` against
+    the generative model written anew (nothing of the reference or of the model module used):
+    ``p(data | delta)`` exactly by the Polya urn of each state's emissions (end symbol
+    included, ``pi_q ~ Dir(beta/3)``), so the reference's posterior divided by it and
+    renormalised is its prior ``p(delta)``, which sums to 1 over the tables; that prior against
+    the mean over 2e5 draws ``mu ~ Dir(gamma/|Q|)`` of ``prod_j`` (Polya urn of column ``j``
+    given ``mu``, ``phi_j ~ Dir(alpha mu)``; exchangeable, so its values sorted), within 5 standard errors per
+    distinct in-degree count (the integrand is in [0, 1]; each standard error below 1% of the
+    value, so a swap of two hyperparameters is not hidden in the noise). False failure
+    <= 100 * 5.7e-7 < 1e-4 (fixed seed)."""
+    strings = STRINGS if n_q == 2 else THREE
+    p = _posterior(n_q, A, B, G)
+    tables = oracle._tables(n_q, 2)
+    lik = np.empty(len(tables))
+    for t, d in enumerate(tables):
+        seqs = [[] for _ in range(n_q)]                 # each state's emitted symbols, 0 = end
+        for s in strings:
+            q = 0
+            for a in s:
+                seqs[q].append(a + 1)
+                q = d[q, a]
+            seqs[q].append(0)
+        lik[t] = np.prod([_urn(x, np.full(3, B / 3)) for x in seqs])
+    prior_ref = p / lik
+    prior_ref /= prior_ref.sum()
+    mu = np.random.default_rng(7).dirichlet(np.full(n_q, G / n_q), size=200_000)   # [M, Q]
+    columns, cache = {}, {}                    # urn of one sorted column [M]; per table
+    for t, d in enumerate(tables):
+        cols = [tuple(np.sort(d[:, j])) for j in range(2)]
+        for col in cols:
+            if col not in columns:
+                columns[col] = _urn(col, A * mu)
+        if tuple(cols) not in cache:
+            vals = columns[cols[0]] * columns[cols[1]]
+            cache[tuple(cols)] = (vals.mean(), vals.std() / np.sqrt(len(vals)))
+        mean, se = cache[tuple(cols)]
+        assert se < 0.01 * mean and abs(prior_ref[t] - mean) < 5 * se, (d, prior_ref[t], mean, se)
+    assert len(cache) == (9 if n_q == 2 else 100)
 
 
 def _polya_two(v, alpha, m0):

@@ -6,8 +6,10 @@ modified=True)`` (:func:`bayesfa.models.pdfa.run_gibbs`): each step is one sweep
 updated by Liu's (1996) modified Gibbs move (propose a value ``v != c`` with probability
 ``p_v / (1 - p_c)`` under the entry's full conditional ``p``, accept with
 ``min(1, (1 - p_c) / (1 - p_v))``), given ``mu``; then NUTS on ``mu``. ``alpha``, ``beta``,
-``gamma`` are fixed (the oracle's options), or with ``--hyperpriors`` drawn from Gamma(1, 1)
-and sampled by NUTS with ``mu`` (checked by ``gibbs-chain-hyper``).
+``gamma`` are fixed (the oracle's options; ``gibbs-sweep`` and ``gibbs-chain`` run at
+:data:`FIXED`, ``alpha = 1.3``, ``beta = 0.7``, ``gamma = 3``: distinct, none 1, issue 39
+item 2), or with ``--hyperpriors`` drawn from Gamma(1, 1) and sampled by NUTS with ``mu``
+(checked by ``gibbs-chain-hyper``).
 
 **gibbs-sweep** (:func:`gibbs_sweep_check`). The discrete block of the production kernel
 (the object :func:`bayesfa.models.pfa.run_mcmc` builds) is run for one sweep from given
@@ -58,25 +60,34 @@ Cost at validate's setting (CPU seconds on the shared 2-core machine under ``nic
 the first run in a process, JAX's compilation included: about 7 s of each row, 14 s of the
 hyper one): ``gibbs-chain``'s 3-state row 14-20 s (2000 chains), its 2-state row 8-9 s,
 ``gibbs-chain-hyper`` 22-27 s at 1000 chains of 50 steps (3 s of it the reference; 500
-chains of 200 steps sample twice as much). Power, for an ideal
-chain (multinomial draws from the alternative's exact law, chi-square as here, 1000
-repetitions): the 3-state row rejects the posterior
-of ``alpha`` or ``beta`` 1.5 instead of 1 with probability about 0.8, of ``alpha = 2`` or
-``gamma = 2`` with probability 1; ``gibbs-chain-hyper`` rejects the fixed-hyperparameter
-posterior (``alpha = beta = gamma = 1``, hyperpriors ignored) with probability 1.0 at 1000
-chains and 0.98 at 500.
+chains of 200 steps sample twice as much). Power at :data:`FIXED`, for an ideal chain
+(multinomial draws from the alternative's exact law, chi-square as here, 1000 repetitions;
+``benchmarks/oracle_pdfa_power.py``, ``benchmarks/results/oracle_pdfa_distinct/``): the 3-state
+row rejects the posterior with two hyperparameters swapped, or all three 1, with probability
+1.0 (the 2-state row too); with ``alpha``, ``beta`` or ``gamma`` 1.5 times its value with
+probability 0.91, 0.58, 0.41, twice its value 1.0, 1.0, 0.99. (At ``gamma = 1.6``, the
+predictive check's value, the 3-state row rejects ``alpha`` and ``gamma`` swapped with
+probability 0.068 only, the 2-state row 0.013: hence 3.) ``gibbs-chain-hyper`` rejects the
+fixed-hyperparameter posterior (hyperpriors ignored) at ``alpha = beta = gamma = 1`` with
+probability 1.0 at 1000 chains and 0.98 at 500 (measured before :data:`FIXED` changed), at
+:data:`FIXED` with probability 1.0 at 500 and at 1000 (total variation 0.30).
 
 Mutants (:data:`bayesfa.models.pdfa.MODEL_VARIANTS`): one wrong term of the model's potential,
 ``no-mu`` (``phi_j ~ Dir(alpha / |Q|)``: the shared ``mu`` forgotten) and ``end-mass``
 (``pi_q ~ Dir(beta / L)``: the end symbol forgotten), validated as ``oracle-pdfa:mutant-V``.
-Measured on seeds 0-4 at validate's setting, each mutant fails every chain row on every seed:
-``gibbs-chain`` 3-state row z 160-184 (no-mu), 53-65 (end-mass), 2-state row z 100-122,
-27-38; ``gibbs-chain-hyper`` (1000 chains of 50 steps) z 149-169, 30-33, and at the
+Measured on seeds 0-4 at validate's setting and :data:`FIXED` (``alpha = 1.3``, ``beta = 0.7``,
+``gamma = 3``; ``benchmarks/results/oracle_pdfa_distinct/README.md``), each mutant fails every
+chain row on every seed: ``gibbs-chain`` 3-state row z 38.8-51.8 (no-mu), 29.4-36.1
+(end-mass), chi-square / its critical value (the margin) at least 4.59 and 3.63; 2-state row z
+24.8-33.7, 29.7-41.6, margins at least 3.82, 4.5. The correct oracle passes on seeds 0-4:
+3-state row z -0.15 to 2.69, 2-state row z -0.63 to 1.58. (At ``alpha = beta = gamma = 1``,
+before issue 39 item 2, the mutants' 3-state row z were 160-184 and 53-65, 2-state 100-122
+and 27-38; ``gibbs-chain-hyper`` (1000 chains of 50 steps) z 149-169, 30-33, and at the
 setting of ``validate`` (500 of 200) each mutant fails on seeds 0-4 too
-(``tests/test_oracle_gibbs.py::test_gibbs_chain_hyper_on_five_seeds``). The correct oracle
-passes on seeds 0-4: 3-state row z -1.9 to 0.5 (and z 0.4 with 8000 chains, seed 7, so 50
-steps reach the stationary law on 729 tables to that resolution); ``gibbs-chain-hyper`` at
-validate's setting on each of seeds 0-4 (the same test). 50 steps are *not* enough for the
+(``tests/test_oracle_gibbs.py::test_gibbs_chain_hyper_on_five_seeds``); the correct oracle's
+3-state row z -1.9 to 0.5, and z 0.4 with 8000 chains, seed 7, so 50 steps reached the
+stationary law on 729 tables to that resolution; ``gibbs-chain-hyper`` at
+validate's setting on each of seeds 0-4, the same test.) 50 steps are *not* enough for the
 hyperparameters (``gamma`` near 0 pushes ``mu`` to a vertex, a funnel for NUTS): with 50
 steps the correct oracle gave p = 0.0056 (1000 chains, seed 4), 0.005 (4000, seed 7) and
 0.0026 (4000, seed 8), and with 200 steps p = 0.167 (4000, seed 8); hence 200.
@@ -95,8 +106,12 @@ from bayesfa.validation.checks import Check
 
 ALPHA = 1e-3
 
-#: The oracle's hyperparameters in the check (its CLI defaults).
-FIXED = {"alpha": 1.0, "beta": 1.0, "gamma": 1.0}
+#: The oracle's hyperparameters in the Gibbs checks: distinct (issue 39 item 2), none 1, so that
+#: a sampler that swaps alpha, beta or gamma has a different law. ``alpha`` and ``beta`` those
+#: of the predictive check (:attr:`OraclePDFASpec.validation_budget`), ``gamma`` not: at its
+#: 1.6, so near ``alpha = 1.3``, gibbs-chain's 3-state row rejects the posterior with alpha
+#: and gamma swapped with probability 0.07 only (1.0 at gamma = 3; module docstring).
+FIXED = {"alpha": 1.3, "beta": 0.7, "gamma": 3.0}
 
 #: The toy of 2 states besides the one of the harness: ``(strings, n_states)``; letters 0/1.
 SMALL_TOY = ([[0, 1], [0], [1, 1], [], [0, 0, 1]], 1)
@@ -475,7 +490,8 @@ def posterior_two_states_hyper(strings: list[list[int]], n_letters: int) -> np.n
 
 
 #: The 3-state toy of ``gibbs-chain``: ``(strings, n_states)``; letters 0/1, ``3^6 = 729``
-#: tables, the posterior's largest table 0.22 (``alpha = beta = gamma = 1``).
+#: tables, the posterior's largest table 0.11 at :data:`FIXED` (0.22 at ``alpha = beta = gamma
+#: = 1``).
 THREE_TOY = ([[0, 1], [1], [0, 0], [], [1, 0, 1]], 2)
 
 #: Independent chains of the full oracle (DiscreteHMCGibbs + NUTS on ``mu``) and the steps of
