@@ -16,7 +16,9 @@ burn-in, a draw every 10 sweeps, alpha and gamma sampled under the default hyper
 ``--seed``): ``--sampler blocked --truncate L`` from ``--states 10`` and from ``--states 100``
 (the same ``L`` for both), and ``--sampler direct`` from the same two starts; an arm
 ``blocked-smR:S`` is the blocked sampler with ``--split-merge R`` (R split-merge moves per
-sweep, :mod:`bayesfa.samplers.pfa._ipfa_split_kernel`) from ``--states S``. Each records the
+sweep, :mod:`bayesfa.samplers.pfa._ipfa_split_kernel`) from ``--states S``, and an arm
+``blocked-holdHaA:S`` the blocked sampler with ``--alpha A --alpha-hold H`` (alpha held at A
+for the first H sweeps of the burn-in, sampled after; the draws are of the same posterior). Each records the
 states in use of every draw (per chain: min, 5 %, median, 95 %, max), the mean held-out
 log-likelihood per string (Eq. 6 over the draws, accumulated online), the generator's own on
 the held-out strings, and the process CPU seconds. The output (``--out`` and its ``.md``)
@@ -89,19 +91,24 @@ def main(argv=None) -> dict:
         if arm in done["arms"]:
             continue
         sampler, states = arm.split(":")
-        split = 0.0
+        split, hold, alpha0 = 0.0, 0, 1.0
         if sampler.startswith("blocked-sm"):  # blocked-smR: R split-merge moves per sweep
             split = float(sampler[len("blocked-sm"):])
             sampler = "blocked"
+        elif sampler.startswith("blocked-hold"):  # blocked-holdHaA: alpha held at A, H sweeps
+            hold, alpha0 = sampler[len("blocked-hold"):].split("a")
+            hold, alpha0, sampler = int(hold), float(alpha0), "blocked"
         load0 = os.getloadavg()
         t0 = time.process_time()
         res = sample_ipfa(train, states=int(states), iterations=args.sweeps,
                           burn_in=args.sweeps // 2, period=10, chains=2, seed=args.seed,
                           sampler=sampler, truncate=args.truncate if sampler == "blocked" else 0,
-                          predict=held, max_draws=2, split_merge=split)
+                          predict=held, max_draws=2, split_merge=split,
+                          **({"alpha": alpha0, "alpha_hold": hold} if hold else {}))
         cpu = time.process_time() - t0
         done["arms"][arm] = {
             "sampler": sampler, "start_states": int(states), "split_merge_per_sweep": split,
+            "alpha_hold": hold, "alpha_held_at": alpha0 if hold else None,
             "truncate": args.truncate if sampler == "blocked" else 0,
             "states_in_use_per_chain": [_quantiles(ch) for ch in res.n_states],
             "states_in_use_trace": res.n_states.tolist(),
