@@ -27,3 +27,35 @@ def test_move_keeps_the_posterior(choice, launch, pairs):
 def test_mutants_fail(mutation, choice, launch, pairs):
     row = invariance(mutation, choice=choice, launch=launch, pairs=pairs, seed=0)
     assert row["p_value"] < ALPHA, row
+
+
+def test_fit_with_moves_is_reproducible_changes_the_chain_and_checks_its_arguments():
+    """``sample_ipfa(..., sampler="blocked", split_merge=R)`` runs the moves inside the blocked
+    sweep (``build_hybrid``'s ``with_moves``): the same seed gives the same chain bit for bit,
+    the counts stay those of the path, the chain differs from the one without moves (the
+    moves draw from the same Generator), and bad arguments are one-line errors."""
+    import numpy as np
+
+    from bayesfa.errors import InputError
+    from bayesfa.samplers.pfa.ipfa import sample_ipfa
+    from bayesfa.validation.toys import get_toy
+
+    train = get_toy("small").train
+    common = dict(states=2, iterations=40, burn_in=20, period=4, chains=1, seed=3,
+                  sampler="blocked", truncate=6)
+    runs = [sample_ipfa(train, split_merge=2, split_merge_scans=3, **common) for _ in range(2)]
+    for key in ("counts", "alpha", "gamma", "log_joint", "n_states", "z"):
+        assert np.array_equal(getattr(runs[0], key), getattr(runs[1], key)), key
+    r = runs[0]
+    tokens = np.asarray(train.tokens)
+    k1 = r.counts.shape[2]
+    ref = np.zeros((k1, train.alphabet_size + 1, k1), dtype=np.int64)
+    np.add.at(ref, (r.z[0][:-1], tokens, r.z[0][1:]), 1)
+    assert np.array_equal(r.counts[0, -1], ref)
+    plain = sample_ipfa(train, **common)
+    assert not np.array_equal(plain.z, r.z)
+    for kwargs, match in [({"split_merge": -1.0}, "split-merge"),
+                          ({"split_merge": 1.0, "sampler": "direct", "truncate": 0}, "blocked"),
+                          ({"split_merge": 1.0, "split_merge_scans": -2}, "split-merge-scans")]:
+        with pytest.raises(InputError, match=match):
+            sample_ipfa(train, **{**common, **kwargs})

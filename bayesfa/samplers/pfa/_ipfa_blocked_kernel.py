@@ -56,7 +56,7 @@ from bayesfa.samplers.pfa._ipfa_kernel import (ALPHA_AUX_ITERATIONS, resample_al
                                                resample_gamma, sample_tables)
 
 __all__ = ["MUTATIONS", "STEP0_MUTATIONS", "build_hybrid", "build_sweeps", "draw_theta", "scratch",
-           "sweeps", "states_in_use"]
+           "sweeps"]
 
 #: Deliberate errors for ``bayesfa validate ipfa:mutant-NAME`` (all named ``blocked-...``).
 MUTATIONS: dict[str, str] = {
@@ -277,6 +277,5 @@ def build_hybrid(mutation: str | None = None, split_rate: float = 0.0,
         _HYBRID[key] = njit(cache=False)(plain)
         return _HYBRID[key]
     inner = build_hybrid(mutation)
-    hybrid = with_moves
-    _HYBRID[key] = njit(cache=False)(hybrid)
+    _HYBRID[key] = njit(cache=False)(with_moves)
     return _HYBRID[key]
