@@ -21,7 +21,12 @@ sweep, :mod:`bayesfa.samplers.pfa._ipfa_split_kernel`) from ``--states S``, and 
 for the first H sweeps of the burn-in, sampled after; the draws are of the same posterior). Each records the
 states in use of every draw (per chain: min, 5 %, median, 95 %, max), the mean held-out
 log-likelihood per string (Eq. 6 over the draws, accumulated online), the generator's own on
-the held-out strings, and the process CPU seconds. The output (``--out`` and its ``.md``)
+the held-out strings, and the process CPU seconds. With ``--test T`` (default 0) each arm also
+scores a PAutomaC-style test set: ``T`` strings drawn from the generator with seed
+``--seed + 2``, repeats removed (PAutomaC's test sets are distinct strings), and reports the
+ratio of Eq. 19's score to the generator's own (:func:`bayesfa.scoring.score_all_log`; 1 is
+perfect), the figure issue 38's done-when names. The test strings are read only to score:
+nothing is chosen on them. The output (``--out`` and its ``.md``)
 holds the commit, the command and the load average.
 """
 
@@ -40,7 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import git_commit  # noqa: E402  (this folder's script)
 
 from bayesfa.automata import PFA  # noqa: E402
+from bayesfa.corpus import Corpus  # noqa: E402
 from bayesfa.samplers.pfa.ipfa import sample_ipfa  # noqa: E402
+from bayesfa.scoring import score_all_log  # noqa: E402
 
 N_STATES, N_LETTERS, FAN_OUT, END = 40, 8, 6, 0.1
 
@@ -59,6 +66,17 @@ def generator(seed: int) -> PFA:
     return PFA.from_xi(xi)
 
 
+def _distinct(corpus: Corpus) -> Corpus:
+    """``corpus`` without its repeated strings (the first of each kept, in order)."""
+    seen, keep = set(), []
+    for i, x in enumerate(corpus.strings()):
+        key = tuple(int(a) for a in x)
+        if key not in seen:
+            seen.add(key)
+            keep.append(i)
+    return corpus.subset(np.asarray(keep, dtype=np.int64))
+
+
 def _quantiles(x) -> dict:
     x = np.asarray(x)
     q = np.quantile(x, [0.0, 0.05, 0.5, 0.95, 1.0])
@@ -72,6 +90,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--sweeps", type=int, default=200)
     ap.add_argument("--truncate", type=int, default=120)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--test", type=int, default=0)
     ap.add_argument("--arms", default="blocked:10,blocked:100,direct:10,direct:100")
     ap.add_argument("--out", default="benchmarks/results/ipfa_blocked/results.json")
     args = ap.parse_args(argv)
@@ -87,6 +106,12 @@ def main(argv=None) -> dict:
     done["data"] = {"train_strings": train.n_strings, "train_tokens": int(train.tokens.size),
                     "heldout_strings": held.n_strings,
                     "generator_heldout_loglik_per_string": float(pfa.log_prob(held).mean())}
+    scored = held
+    if args.test:
+        test = _distinct(pfa.sample(args.test, np.random.default_rng(args.seed + 2)))
+        scored = Corpus.from_strings(held.strings() + test.strings(), pfa.alphabet_size)
+        done["data"]["test_strings_distinct"] = test.n_strings
+        solution = pfa.log_prob(test)
     for arm in args.arms.split(","):
         if arm in done["arms"]:
             continue
@@ -103,9 +128,12 @@ def main(argv=None) -> dict:
         res = sample_ipfa(train, states=int(states), iterations=args.sweeps,
                           burn_in=args.sweeps // 2, period=10, chains=2, seed=args.seed,
                           sampler=sampler, truncate=args.truncate if sampler == "blocked" else 0,
-                          predict=held, max_draws=2, split_merge=split,
+                          predict=scored, max_draws=2, split_merge=split,
                           **({"alpha": alpha0, "alpha_hold": hold} if hold else {}))
         cpu = time.process_time() - t0
+        log_mean = np.asarray(res.predict_log_mean)
+        test_ratio = (float(score_all_log(log_mean[held.n_strings:], solution).ratio)
+                      if args.test else None)
         done["arms"][arm] = {
             "sampler": sampler, "start_states": int(states), "split_merge_per_sweep": split,
             "alpha_hold": hold, "alpha_held_at": alpha0 if hold else None,
@@ -113,7 +141,8 @@ def main(argv=None) -> dict:
             "states_in_use_per_chain": [_quantiles(ch) for ch in res.n_states],
             "states_in_use_trace": res.n_states.tolist(),
             "alpha_median": float(np.median(res.alpha)), "gamma_median": float(np.median(res.gamma)),
-            "heldout_loglik_per_string": float(np.mean(res.predict_log_mean)),
+            "heldout_loglik_per_string": float(np.mean(log_mean[:held.n_strings])),
+            "test_ratio": test_ratio,
             "cpu_seconds": cpu, "load_average_before": list(load0),
             "load_average_after": list(os.getloadavg())}
         out.write_text(json.dumps(done, indent=1))
@@ -130,14 +159,17 @@ def _markdown(done: dict, path: Path) -> None:
              f"({d['train_tokens']} tokens), {d['heldout_strings']} held-out training strings; "
              f"the generator's held-out log-likelihood {d['generator_heldout_loglik_per_string']:.4f} "
              f"per string.", "",
-             "| arm | truncation | states in use per chain (q05-median-q95) | held-out loglik / string | "
+             "| arm | truncation | states in use per chain (q05-median-q95) | mean states in use | "
+             "held-out loglik / string | test ratio | "
              "alpha (median) | gamma (median) | CPU s | load avg (1 min) before/after |",
-             "|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for arm, r in done["arms"].items():
         ranges = "; ".join(f"{q['q05']:.0f}-{q['median']:.0f}-{q['q95']:.0f}"
                            for q in r["states_in_use_per_chain"])
-        lines.append(f"| {arm} | {r['truncate'] or '-'} | {ranges} | "
-                     f"{r['heldout_loglik_per_string']:.4f} | {r['alpha_median']:.3g} | "
+        mean_states = float(np.mean(r["states_in_use_trace"]))
+        ratio = "-" if r.get("test_ratio") is None else f"{r['test_ratio']:.4f}"
+        lines.append(f"| {arm} | {r['truncate'] or '-'} | {ranges} | {mean_states:.1f} | "
+                     f"{r['heldout_loglik_per_string']:.4f} | {ratio} | {r['alpha_median']:.3g} | "
                      f"{r['gamma_median']:.3g} | {r['cpu_seconds']:.0f} | "
                      f"{r['load_average_before'][0]:.1f}/{r['load_average_after'][0]:.1f} |")
     path.write_text("\n".join(lines) + "\n")
