@@ -5,8 +5,8 @@ Kernels: ``gibbs`` (:mod:`bayesfa.samplers.pfa._cgs_pfa_kernel`, O(N) per token)
 Metropolis-Hastings steps per position), ``bucket-mh`` (:mod:`bayesfa.samplers.pfa._cgs_pfa_bucket_kernel`,
 O(1) table-free proposals, one step per position), ``bucket-mh-2step`` (the same with two
 steps per position, ``build_sweep(None, 2)``), with ``--before FILE`` ``alias-before``: the
-``sweeps`` of an earlier copy of the alias kernel's file (e.g. ``git show
-REV:bayesfa/samplers/pfa/_cgs_pfa_alias_kernel.py > /tmp/alias_before.py``), and the multi-chain kernel
+``sweeps`` of an earlier copy of the alias kernel's file (e.g. ``mkdir -p runs/old && git show
+REV:bayesfa/samplers/pfa/_cgs_pfa_alias_kernel.py > runs/old/alias_before.py``), and the multi-chain kernel
 of issue 12 item 2 when ``bayesfa.samplers.pfa._cgs_pfa_multichain_kernel`` exists (``--multichain``
 chains in one call, 8 by default; its figures are per chain). The floor is :func:`benchmarks.cgs_pfa_speed.floor_sweep` (the reads of one Gibbs
 sweep, no draws, no updates). The machine is shared, so the kernels are interleaved: each

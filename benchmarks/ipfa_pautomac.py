@@ -36,7 +36,7 @@ Writes OUT/summary.json (every row, the commit, this script's command and each f
 OUT/summary.md. A finished problem (RUNS/pP.result.json) is not fitted again.
 
     .venv/bin/python benchmarks/ipfa_pautomac.py --problems 1 --sweeps 40 --chains 1 \\
-        --runs /tmp/ipfa-pautomac-runs --out /tmp/ipfa-pautomac
+        --runs runs/ipfa-pautomac-runs --out runs/ipfa-pautomac
 """
 
 from __future__ import annotations
@@ -276,7 +276,7 @@ def main() -> int:
                    help="more options of --method ipfa, quoted "
                         "(e.g. \"--states 30 --alpha-prior 1,0.1\")")
     p.add_argument("--parallel", type=int, default=1, help="problems fitted at once")
-    p.add_argument("--runs", default="/tmp/ipfa-pautomac-runs")
+    p.add_argument("--runs", default=str(ROOT / "runs/ipfa-pautomac-runs"))
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/ipfa-pautomac"))
     args = p.parse_args()
     args.ipfa_options = shlex.split(args.ipfa_options)

@@ -1,12 +1,13 @@
 """Sweep time of the production CGS-PFA kernel against an earlier kernel file, interleaved.
 
 Issue 14 compiled the mutation switches into the production sweep (``build_sweep``); this
-times ``sweep_positions`` of ``OLD_KERNEL`` (e.g. ``git show 4695731:bayesfa/samplers/pfa/_cgs_pfa_kernel.py
-> /tmp/old/k_before.py``, the kernel before the switches) and of the current module on the
+times ``sweep_positions`` of ``OLD_KERNEL`` (e.g. ``mkdir -p runs/old && git show
+4695731:bayesfa/samplers/_cgs_pfa_kernel.py > runs/old/k_before.py``, the kernel before the
+switches; the kernels were under ``bayesfa/samplers/`` before ``cc3927b``) and of the current module on the
 same chain states and uniforms, in turn, best of ``--repeats`` rounds of CPU time of the
 thread. Run on a quiet machine; prints ns per N*T and the ratio new / old.
 
-    NUMBA_CACHE_DIR=$(mktemp -d) python benchmarks/kernel_before_after_speed.py /tmp/old/k_before.py [--states 10 30 90]
+    NUMBA_CACHE_DIR=$(mktemp -d) python benchmarks/kernel_before_after_speed.py runs/old/k_before.py [--states 10 30 90]
 
 (a fresh numba cache: numba cannot reload the cache of a module loaded from a file path)
 """

@@ -2,12 +2,13 @@
 
 Compiles ``sweep_positions`` of ``OLD_KERNEL`` (a copy of an earlier
 ``bayesfa/samplers/pfa/_cgs_pfa_kernel.py``, e.g. ``git show REV:bayesfa/samplers/pfa/_cgs_pfa_kernel.py
-> /tmp/old/cgs_kernel_before.py``) and of the current module, and counts the instructions of
+> runs/old/cgs_kernel_before.py``, after ``mkdir -p runs/old``; before ``cc3927b`` the file was
+``bayesfa/samplers/_cgs_pfa_kernel.py``) and of the current module, and counts the instructions of
 numba's ``inspect_asm``: a load-independent check that the mutation switches of
 ``build_sweep`` are compiled out of the production sweep. Run with an empty
 ``NUMBA_CACHE_DIR`` (numba does not disassemble cached code):
 
-    NUMBA_CACHE_DIR=$(mktemp -d) python benchmarks/kernel_codegen.py /tmp/old/cgs_kernel_before.py
+    NUMBA_CACHE_DIR=$(mktemp -d) python benchmarks/kernel_codegen.py runs/old/cgs_kernel_before.py
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ CPU seconds are the process's (``getrusage`` of the child: imports and reading i
 choices come from the run's manifest (``info.auto``).
 
     .venv/bin/python benchmarks/pautomac_auto.py --problems 1,26,34,13 --budget 300 --seed 1 \\
-        --parallel 2 --runs /tmp/pautomac-auto-runs --out benchmarks/results/pautomac-auto-trial
+        --parallel 2 --runs runs/pautomac-auto-runs --out benchmarks/results/pautomac-auto-trial
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def main() -> int:
     p.add_argument("--chains", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--parallel", type=int, default=1, help="problems fitted at once")
-    p.add_argument("--runs", default="/tmp/pautomac-auto-runs")
+    p.add_argument("--runs", default=str(ROOT / "runs/pautomac-auto-runs"))
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/pautomac-auto-trial"))
     p.add_argument("--summarize-only", action="store_true",
                    help="fit nothing: build the summary from runs/pP.result.json")
