@@ -49,7 +49,6 @@ from guarded_out import check_out, write_out_json  # noqa: E402
 from machine import cpu_name, git_commit  # noqa: E402
 from read_speed import generate  # noqa: E402
 
-import bayesfa  # noqa: E402
 from bayesfa.pautomac import read_sample, read_solution  # noqa: E402
 from bayesfa.provenance import portable_command  # noqa: E402
 

@@ -24,8 +24,6 @@ Results: JSON and a PNG (both clocks) under ``benchmarks/results/``.
 from __future__ import annotations
 
 import argparse
-import importlib
-import json
 import os
 import sys
 import time

@@ -198,7 +198,6 @@ def main(argv=None) -> int:
             train = read_sample(data / f"{k}.pautomac.train")
             test = read_sample(data / f"{k}.pautomac.test").with_alphabet(train.alphabet_size)
             log_solution = read_solution(data / f"{k}.pautomac_solution.txt", log=True)
-            a = train.alphabet_size + 1
             for seed in args.seeds:
                 for mode in ("one", "sharded"):
                     key = f"{k}/{mode}/{seed}"
