@@ -88,6 +88,14 @@ def chunked_log_prob(make_xi: Callable[[slice], np.ndarray], n_samples: int, sam
     return out
 
 
+def path_bytes(corpus: Corpus) -> int:
+    """Bytes of a CGS-HMM or CGS-SG chain's per-token arrays (:func:`run_chain`): ``z``
+    (int32 ``[T + 1]``), the free positions (int64, one a letter:
+    :func:`bayesfa.samplers.chains.free_positions`) and one sweep's uniforms (float64, one a
+    free position: ``rng.random(M)`` in the kernels)."""
+    return 4 * (corpus.n_tokens + 1) + 16 * corpus.n_letters
+
+
 def stored_bytes(corpus: Corpus, options: dict[str, Any], per_draw: int, state: int) -> int:
     """Peak bytes of a sampler that stores ``per_draw`` bytes a draw and keeps ``state``
     bytes of chain state, and of Eq. 6 over its draws (64 MiB chunks of float64 ``xi``, the
@@ -550,10 +558,11 @@ class _CGSHMM(ChainFront):
                                  "that of the transitions theta); default 0.1 (the paper's)")
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
-        """Stored ``C_iaj`` (int32) per draw, the chain state (float64 counts, ``z``), and
-        Eq. 6 over every draw (:func:`stored_bytes`)."""
+        """Stored ``C_iaj`` (int32) per draw, the chain state (float64 counts of
+        :meth:`_HMMKind.new_state`, :func:`path_bytes`), and Eq. 6 over every draw
+        (:func:`stored_bytes`)."""
         n, a = options["states"], corpus.alphabet_size + 1
-        state = 8 * (a * (n + 1) + 2 * (n + 1) ** 2 + 2 * (n + 1)) + 24 * (corpus.n_tokens + 1)
+        state = 8 * (a * (n + 1) + 2 * (n + 1) ** 2 + 2 * (n + 1)) + path_bytes(corpus)
         return stored_bytes(corpus, options, 4 * (n + 1) * a * (n + 1), state)
 
     def sample(self, corpus: Corpus, options: dict[str, Any], seed: int, jobs: int,

@@ -36,8 +36,8 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import FitResult, nonnegative_int
 from bayesfa.samplers.chains import CHECKPOINT_EVERY, check_chain_arguments
-from bayesfa.samplers.pfa.cgs_hmm import (ChainFront, chunked_log_prob, moved_fraction, sample_chains,
-                                         stored_bytes)
+from bayesfa.samplers.pfa.cgs_hmm import (ChainFront, chunked_log_prob, moved_fraction, path_bytes,
+                                         sample_chains, stored_bytes)
 
 
 class SGResult(NamedTuple):
@@ -175,10 +175,11 @@ class _CGSSG(ChainFront):
                                  "= N A (Sect. 3)")
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
-        """Stored ``C_iaj`` (int32) and ``G`` (uint8) per draw, the chain state, and Eq. 6."""
+        """Stored ``C_iaj`` (int32) and ``G`` (uint8) per draw, the chain state
+        (:func:`new_state`'s arrays, :func:`path_bytes`), and Eq. 6."""
         n, a = options["states"], corpus.alphabet_size + 1
         cells = (n + 1) * a * (n + 1)
-        state = 10 * cells + 24 * (corpus.n_tokens + 1)
+        state = 10 * cells + 16 * (n + 1) + 24 + path_bytes(corpus)
         return stored_bytes(corpus, options, 5 * cells + 16, state) + 2 * cells * 8
 
     def sample(self, corpus: Corpus, options: dict[str, Any], seed: int, jobs: int,
