@@ -19,7 +19,7 @@ from scipy import stats
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.samplers.pfa import _cgs_hmm_kernel as kernel
-from bayesfa.samplers.pfa import cgs_hmm
+from bayesfa.samplers.pfa import cgs_hmm, cgs_sg
 from bayesfa.validation.pfa import variants as checks
 from bayesfa.validation.pfa.reference import batch_counts
 
@@ -177,23 +177,26 @@ def test_cgs_hmm_agrees_with_oracle_hmm():
     assert (np.abs(est - o_est) <= crit * np.sqrt(se ** 2 + o_se ** 2) + 1e-12).all()
 
 
-@pytest.mark.parametrize("star", [False, True])
-def test_estimate_memory_counts_the_chain_state_a_fit_allocates(star, monkeypatch):
+
+@pytest.mark.parametrize("method", ["cgs-hmm", "cgs-hmm-star", "cgs-sg"])
+def test_estimate_memory_counts_the_chain_state_a_fit_allocates(method, monkeypatch):
     """The chain-state term of ``estimate_memory`` is the bytes of the arrays
-    :func:`cgs_hmm.run_chain` holds: the kernel's counts, ``z``, the free positions and one
-    sweep's uniforms (strings of length 0, 1 and several, so that ``T + 1`` and the letters
-    differ from the tokens)."""
+    :func:`cgs_hmm.run_chain` holds: the kernel's state (``new_state``), ``z``, the free
+    positions and one sweep's uniforms (strings of length 0, 1 and several, so that ``T + 1``
+    and the letters differ from the tokens). CGS-SG's estimate adds two float64 tables."""
+    from bayesfa.methods import get_method
     from bayesfa.samplers.chains import free_positions, random_path
 
+    module = cgs_sg if method == "cgs-sg" else cgs_hmm
     corpus = Corpus.from_strings([[], [0], [1, 2, 0], [], [2, 2, 2, 1]], 3)
     n, a = 4, corpus.alphabet_size + 1
     rng = np.random.default_rng(0)
     z = random_path(corpus.tokens, n, rng)
     positions = free_positions(corpus.tokens)
-    held = (sum(x.nbytes for x in cgs_hmm.new_state(n, a)) + z.nbytes + positions.nbytes
+    held = (sum(x.nbytes for x in module.new_state(n, a)) + z.nbytes + positions.nbytes
             + rng.random(positions.size).nbytes)
     assert z.size == corpus.n_tokens + 1 and positions.size == corpus.n_letters
-    monkeypatch.setattr(cgs_hmm, "stored_bytes", lambda corpus, options, per_draw, state: state)
-    front = cgs_hmm._CGSHMM(star=star)
-    assert front.estimate_memory(corpus, {"states": n, "chains": 1, "iterations": 4,
-                                          "burn_in": 2, "period": 1}) == held
+    monkeypatch.setattr(module, "stored_bytes", lambda corpus, options, per_draw, state: state)
+    extra = 2 * (n + 1) * a * (n + 1) * 8 if method == "cgs-sg" else 0
+    assert get_method(method).estimate_memory(corpus, {
+        "states": n, "chains": 1, "iterations": 4, "burn_in": 2, "period": 1}) - extra == held

@@ -251,23 +251,3 @@ def test_every_shared_pautomac_problem_from_the_cli(shared_data, tmp_path):
             written = read_solution(pred)
             assert (written[logp > -700] > 0).all(), (method, problem)
 
-
-def test_estimate_memory_counts_the_chain_state_a_fit_allocates(monkeypatch):
-    """The chain-state term of CGS-SG's ``estimate_memory`` is the bytes of its kernel state
-    (:func:`cgs_sg.new_state`) and of ``z``, the free positions and one sweep's uniforms
-    (strings of length 0, 1 and several)."""
-    from bayesfa.samplers.chains import free_positions, random_path
-    from bayesfa.samplers.pfa import cgs_sg
-
-    corpus = Corpus.from_strings([[], [0], [1, 2, 0], [], [2, 2, 2, 1]], 3)
-    n, a = 4, corpus.alphabet_size + 1
-    rng = np.random.default_rng(0)
-    z = random_path(corpus.tokens, n, rng)
-    positions = free_positions(corpus.tokens)
-    held = (sum(x.nbytes for x in cgs_sg.new_state(n, a)) + z.nbytes + positions.nbytes
-            + rng.random(positions.size).nbytes)
-    monkeypatch.setattr(cgs_sg, "stored_bytes", lambda corpus, options, per_draw, state: state)
-    cells = (n + 1) * a * (n + 1)
-    got = get_method("cgs-sg").estimate_memory(corpus, {"states": n, "chains": 1, "iterations": 4,
-                                                        "burn_in": 2, "period": 1})
-    assert got - 2 * cells * 8 == held
