@@ -573,6 +573,9 @@ def test_plugin_map_index_is_the_first_highest_kept_draw():
         map_index(lj, (2, 2), kept=[0, 4])                               # index past the trace
     with pytest.raises(InputError, match="all NaN"):
         map_index(np.full((1, 2), np.nan), (1, 2))
+    # no stored draw (an empty kept list): the one-line error, not numpy's max of nothing
+    with pytest.raises(InputError, match="no maximum-a-posteriori draw"):
+        map_index(lj, (2, 0), kept=np.array([], dtype=np.int64))
 
 
 def test_plugin_mean_pfa_and_reachable_part():
