@@ -76,3 +76,23 @@ def test_map_chains_in_processes_keeps_the_order():
     assert serial == [pow(*a) for a in args]
     assert chains.map_chains(pow, args, 2) == serial
     assert chains.mp_context().get_start_method() in ("fork", "forkserver", "spawn")
+
+
+def test_checkpoint_every_takes_finite_seconds_from_zero():
+    """``--checkpoint-every``'s type: 0 (a save after every block) and any finite number of
+    seconds above it; a negative, infinite or unparsable number is a one-line usage error."""
+    import argparse
+
+    for text, value in [("0", 0.0), ("0.0", 0.0), ("-0", 0.0), ("0.25", 0.25), ("600", 600.0),
+                        ("1e-9", 1e-9)]:
+        assert chains.nonnegative_seconds(text) == value
+    for text in ["-1e-9", "-0.5", "-1", "-2", "inf", "-inf", "nan"]:
+        with pytest.raises(argparse.ArgumentTypeError,
+                           match=f"must be a number of seconds >= 0, got {text}$"):
+            chains.nonnegative_seconds(text)
+    with pytest.raises(ValueError):
+        chains.nonnegative_seconds("soon")
+    parser = argparse.ArgumentParser()
+    chains.add_checkpoint_argument(parser)
+    assert parser.parse_args(["--checkpoint-every", "0"]).checkpoint_every == 0.0
+    assert parser.parse_args([]).checkpoint_every == chains.CHECKPOINT_EVERY

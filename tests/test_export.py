@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from bayesfa.automata import PDFA
+from bayesfa.automata import PDFA, PFA
 from bayesfa.cli import main
 from bayesfa.datasets import pautomac_path
 from bayesfa.export import dot_text
@@ -536,3 +536,82 @@ def test_cli_refuses_mean_of_an_ipfa_run_in_one_line(tmp_path, capsys):
     assert rc == 2 and out == "" and err.count("\n") == 1
     assert "--which mean" in err and "differ from draw to draw" in err
     assert "arrays.npz" not in err and not (tmp_path / "m.txt").exists()
+
+
+# -- bayesfa.samplers.plugin itself: the MAP draw, the mean automaton, the reachable part ---------
+
+def _random_pfa(rng, n, letters=2, zero_in=()):
+    """A PFA on ``n`` states; no transition enters the states ``zero_in`` (nor starts there)."""
+    init = rng.random(n)
+    w = rng.random((n, 1 + letters * n))
+    trans = w[:, 1:].reshape(n, letters, n).transpose(1, 0, 2).copy()
+    for q in zero_in:
+        init[q] = 0.0
+        trans[:, :, q] = 0.0
+    stop = w[:, 0]
+    total = stop + trans.sum(axis=(0, 2))
+    return PFA(init / init.sum(), trans / total[None, :, None], stop / total)
+
+
+def test_plugin_map_index_is_the_first_highest_kept_draw():
+    from bayesfa.errors import InputError
+    from bayesfa.samplers.plugin import map_index
+
+    lj = np.array([[0.0, 3.0, 1.0, 3.0], [2.0, np.nan, 5.0, 3.0]])
+    assert map_index(lj, (2, 4)) == (1, 2)
+    assert map_index(lj, (1, 1)) == (0, 0) and map_index(None, (1, 1)) == (0, 0)
+    # kept draws 0, 1, 3 of each chain: (1, 2) is not stored; the tie 3.0 goes to chain 0
+    assert map_index(lj, (2, 3), kept=[0, 1, 3]) == (0, 1)
+    assert map_index(lj[:, [0, 1, 3]], (2, 3), kept=[0, 1, 3]) == (0, 1)   # already the kept ones
+    assert map_index(np.array([[1.0, 4.0, 4.0]]), (1, 3)) == (0, 1)     # ties: the first
+    assert map_index(np.array([[np.nan, -2.0], [-1.0, np.nan]]), (2, 2)) == (1, 0)
+    with pytest.raises(InputError, match="no log_joint trace"):
+        map_index(None, (2, 1))
+    with pytest.raises(InputError, match=r"\(2, 4\) does not match its 2 x 3 stored draws"):
+        map_index(lj, (2, 3))
+    with pytest.raises(InputError, match=r"does not match its 2 x 2"):
+        map_index(lj, (2, 2), kept=[0, 4])                               # index past the trace
+    with pytest.raises(InputError, match="all NaN"):
+        map_index(np.full((1, 2), np.nan), (1, 2))
+    # no stored draw (an empty kept list): the one-line error, not numpy's max of nothing
+    with pytest.raises(InputError, match="no maximum-a-posteriori draw"):
+        map_index(lj, (2, 0), kept=np.array([], dtype=np.int64))
+
+
+def test_plugin_mean_pfa_and_reachable_part():
+    from bayesfa.errors import InputError
+    from bayesfa.samplers.plugin import check_which, mean_pfa, reachable
+
+    rng = np.random.default_rng(3)
+    pfas = [_random_pfa(rng, 3) for _ in range(3)]
+    m = mean_pfa(iter(pfas))
+    for name in ("init", "trans", "stop"):
+        np.testing.assert_allclose(getattr(m, name),
+                                   sum(getattr(p, name) for p in pfas) / 3, rtol=1e-12)
+        assert getattr(pfas[0], name) is not getattr(m, name)
+    first = _random_pfa(rng, 2)
+    keep = first.init.copy()
+    mean_pfa([first, _random_pfa(rng, 2)])
+    np.testing.assert_array_equal(first.init, keep)                       # inputs untouched
+
+    p = _random_pfa(rng, 5, letters=3, zero_in=(1, 3))
+    r = reachable(p)
+    assert r.n_states == 3
+    np.testing.assert_array_equal(r.init, p.init[[0, 2, 4]])
+    np.testing.assert_array_equal(r.trans, p.trans[:, [0, 2, 4]][:, :, [0, 2, 4]])
+    np.testing.assert_array_equal(r.stop, p.stop[[0, 2, 4]])
+    # state 1 reached only from state 3, which no string reaches; state 4 only through a letter
+    p2 = _random_pfa(rng, 5, zero_in=(1, 3, 4))
+    trans = p2.trans.copy()
+    trans[1, 3, 1] = trans[1, 3, 0]
+    trans[1, 3, 0] = 0.0
+    trans[0, 2, 4] = trans[0, 2, 2]
+    trans[0, 2, 2] = 0.0
+    p2 = PFA(p2.init, trans, p2.stop)
+    assert reachable(p2).n_states == 3
+    np.testing.assert_array_equal(reachable(p2).stop, p2.stop[[0, 2, 4]])
+    full = _random_pfa(rng, 4)
+    assert reachable(full) is full
+    assert check_which("map") == "map" and check_which("mean") == "mean"
+    with pytest.raises(InputError, match="--which must be map or mean, got 'max'"):
+        check_which("max")

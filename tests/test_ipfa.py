@@ -82,6 +82,62 @@ def test_registry_options_and_spec():
             < method.estimate_memory(train, dict(big, predict_sha256="0" * 64)))
 
 
+@pytest.mark.parametrize("n, length, truncate, letters", [(5, 2000, 3, 2), (300, 400, 3, 2),
+                                                          (40, 1000, 5, 3)])
+def test_online_predict_memory_is_each_jobs_draw_plugin_and_accumulator(n, length, truncate,
+                                                                        letters):
+    """``--predict``'s term of the estimate, per job running a chain: one draw's ``xi~`` (the
+    array ``plugin_xi`` returns, and its normalised copy), the forward pass
+    (``forward_bytes``), ``plugin_log_prob``'s ``[1, n_strings]`` row and the chain's
+    ``LogMeanAccumulator`` (held for the whole chain), all measured on the arrays themselves.
+    The settings make the fit, not the offline prediction, the peak (8 jobs, long strings)."""
+    from bayesfa.memory import forward_bytes
+    from bayesfa.online import LogMeanAccumulator
+    from bayesfa.samplers.pfa.ipfa import plugin_log_prob
+
+    rng = np.random.default_rng(n)
+    corpus = Corpus.from_strings([list(rng.integers(0, letters, length)) for _ in range(n)],
+                                 letters)
+    opts = _options(iterations=4, burn_in=2, period=2, chains=8, jobs=8, truncate=truncate,
+                    gamma_prior="fixed")
+    method = get_method("ipfa")
+    delta = (method.estimate_memory(corpus, dict(opts, predict_sha256="0" * 64))
+             - method.estimate_memory(corpus, opts))
+    k, a = truncate, letters + 1
+    counts = np.zeros((1, k + 1, a, k + 1))
+    beta_bar = np.full((1, k + 1), 1.0 / (k + 1))
+    xi = plugin_xi(counts, beta_bar, np.ones(1))
+    row = plugin_log_prob(counts, beta_bar, np.ones(1), corpus)
+    acc = LogMeanAccumulator(corpus.n_strings)
+    assert xi.shape == (1, k + 2, a, k + 2) and row.shape == (1, n)
+    per_job = (2 * xi.nbytes + forward_bytes(1, k + 2, corpus) + row.nbytes
+               + acc.log_sum.nbytes)
+    assert delta == 8 * per_job
+
+
+def test_blocked_sampler_memory_is_each_jobs_theta_and_ffbs_filter():
+    """``--sampler blocked``'s term of the estimate, per job running a chain: the sweep's
+    scratch (``_ipfa_blocked_kernel.scratch``: ``theta`` and the FFBS filter, one row a letter
+    of the longest string), measured on the arrays; the estimate takes the filter at ``T``
+    rows, so one string of ``T - 1`` letters holds all but one row of it."""
+    from bayesfa.samplers.pfa._ipfa_blocked_kernel import scratch
+
+    rng = np.random.default_rng(2)
+    method = get_method("ipfa")
+    for strings in ([list(rng.integers(0, 2, 500))],
+                    [list(rng.integers(0, 2, rng.integers(0, 60))) for _ in range(40)]):
+        corpus = Corpus.from_strings(strings, 2)
+        opts = _options(iterations=4, burn_in=2, period=2, chains=8, jobs=8, truncate=7,
+                        gamma_prior="fixed")
+        delta = (method.estimate_memory(corpus, dict(opts, sampler="blocked"))
+                 - method.estimate_memory(corpus, opts))
+        theta, filt = scratch(corpus.tokens, 7, 3)
+        held = theta.nbytes + filt.nbytes
+        assert delta % 8 == 0 and delta // 8 >= held
+        if len(strings) == 1:
+            assert delta // 8 == held + 8 * 8, (delta // 8, held)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"alpha_prior": "1"}, "SHAPE,RATE"),
     ({"gamma_prior": "0,1"}, "shape > 0"),

@@ -900,9 +900,10 @@ class _IPFA(DrawAutomata):
         state = 2 * (cap + 1) * a * cap * width + corpus.n_tokens * 16
         if self._sampler(options) == "blocked":  # theta and the FFBS filter (at most T rows)
             state += (k + 1) ** 2 * a * 8 + corpus.n_tokens * (k + 1) * 8
-        if options.get("predict_sha256"):  # one draw's xi~ (two copies) and forward pass
+        if options.get("predict_sha256"):  # one draw's xi~ (two copies) and forward pass,
+            # its log Pr row (plugin_log_prob's out) and the chain's running log-sum of Eq. 6
             state += (2 * (k + 2) ** 2 * a * 8 + forward_bytes(1, k + 2, corpus)
-                      + corpus.n_strings * 8)
+                      + 2 * corpus.n_strings * 8)
         jobs = min(options.get("jobs", 1), chains)
         fit = stored + jobs * state
         samples = chains * kept
