@@ -423,3 +423,34 @@ def test_particle_filter_retries_with_the_whole_capacity(monkeypatch, proposal):
     monkeypatch.setattr(pdfa, "_sample_state", no_room_at_first)
     assert method.perplexity_log_prob(arrays, opts, test, **kw) == roomy
     assert len(caps) == 2 and caps[0] < caps[1]  # ran out, then the whole test's room
+
+
+@pytest.mark.parametrize("name", ["pdfa", "pdia"])
+def test_memory_estimate_is_the_arrays_of_a_chain_and_its_stored_draws(name):
+    """``estimate_memory`` is the bytes of one chain's arrays (:class:`pdfa.ChainState`, its
+    workspace, the tokens: summed here, every ndarray attribute) plus, per stored draw of every
+    chain, the arrays :func:`pdfa._stack` keeps at their largest (every state a row, for the
+    PDIA every entry a table). Strings of length 0, 1 and several. Issue 39: the estimate was
+    short of the per-state arrays and, for the finite PDFA, of the CRF's ``tabs``."""
+    from bayesfa.samplers.pdia import pdfa
+    from bayesfa.samplers.pdia.pdia import state_capacity
+
+    corpus = Corpus.from_strings([[], [0], [1, 2, 0], [], [2, 2, 2, 1]], 3)
+    opts = {"states": 4, "chains": 2, "iterations": 12, "burn_in": 4, "period": 2}
+    model, n_cap = ((pdfa.FINITE, opts["states"] + 1) if name == "pdfa"
+                    else (pdfa.CRF, state_capacity(corpus, opts)))
+    data = pdfa.as_symbols(corpus, False)
+    st = pdfa.ChainState(model, data, n_cap)
+    held = sum(v.nbytes for v in vars(st).values() if isinstance(v, np.ndarray))
+    held += sum(x.nbytes for x in st.workspace()) + data.sym.nbytes
+    assert data.sym.size == corpus.n_tokens and data.n_symbols == corpus.alphabet_size + 1
+    s = data.n_symbols
+    draw = {"delta": np.zeros((n_cap, s), np.int32), "seat": np.zeros((n_cap, s), np.int32),
+            "cnt": np.zeros((n_cap, s), np.int32), "mu": st.mu.copy(), "hyp": np.zeros(5),
+            "tdish": np.zeros(n_cap * s if model == pdfa.CRF else 0, np.int32), "end": 0,
+            "log_joint": 0.0}
+    stacked = pdfa._stack([{"draws": [draw]}], model, s)
+    per_draw = sum(v.nbytes for v in stacked.values())
+    n_draws = (opts["iterations"] - opts["burn_in"]) // opts["period"]
+    assert get_method(name).estimate_memory(corpus, opts) == (
+        held + opts["chains"] * n_draws * per_draw)

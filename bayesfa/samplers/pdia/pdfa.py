@@ -1333,15 +1333,40 @@ class PlugInAutomata(DrawAutomata):
         return super().automaton(arrays, options, which, arrays["log_joint"])
 
 
+def chain_bytes(n_tokens: int, n_symbols: int, n_cap: int) -> int:
+    """Bytes of one chain's arrays: :class:`ChainState` with its CRF seating (``new_crf``,
+    which the finite model allocates too), its workspace (``_pdfa_kernel.new_workspace``) and
+    the token array, for ``n_tokens`` tokens, ``n_symbols`` columns and ``n_cap`` states; the
+    same for both models. Exact (``tests/test_pdia.py`` sums the arrays)."""
+    tc = n_cap * n_symbols  # one table id per entry
+    per_entry = (4 * 4 + 8 + 4 * 5  # delta, seat, cnt, cnt2; vis; newq, news, oq, os, oseat
+                 + 4 + 4 * 7 + 4  # the seating: v, tabs, col_tabs
+                 + 4 * 2 + 4 * 3 + 8)  # the workspace: we, its [3, tc] and [tc] scratch
+    per_state = (4 * 2 + 1 + 8 + 8  # ctot, ctot2, changed; mu; lmu
+                 + 4 * 4  # the seating's sts
+                 + 4 * 4 + 8 * 2 + 8 * 2)  # the workspace's [4, n], [2, n] int64, [2, n] float
+    tokens = 4 * 7 * max(n_tokens, 1) + 8 * 2 * (n_tokens + 2) + 4 * n_tokens  # index, lg, sym
+    constant = 4 * 2 * n_symbols + 8 * 8 + 8 * 4  # nj, col_T; meta; the workspace's counters
+    return int(tc * per_entry + n_cap * per_state + tokens + constant)
+
+
+def draw_bytes(model: int, n_symbols: int, n_cap: int) -> int:
+    """Bytes of one stored draw in the fit's arrays (:func:`_stack`) at its largest: every
+    state a row (``delta``, ``seat``, ``counts``), every entry a table (``tdish``, the PDIA's),
+    ``hyp``, ``n_tab``, ``end_state``, ``log_joint``, and the finite model's ``mu``."""
+    tables = n_cap * n_symbols if model == CRF else 1
+    mu = 8 * n_cap if model == FINITE else 0
+    return int(4 * 3 * n_cap * n_symbols + 4 * tables + 8 * 5 + 4 + 4 + 8 + mu)
+
+
 def memory_bytes(model: int, corpus: Corpus, options: dict[str, Any], n_cap: int) -> int:
-    """Peak bytes of fit and predict: one chain's state plus the stored draws."""
+    """Peak bytes of fit and predict: one chain's arrays (:func:`chain_bytes`) plus the stored
+    draws of every chain (:func:`draw_bytes`). Sentences' sizes (the end symbol a column, every
+    token on the path): an upper bound for ``--sequence``, which has neither."""
     n_draws = max(1, (options["iterations"] - options["burn_in"]) // options["period"])
     s = corpus.alphabet_size + 1
-    per_entry = 4 * 6 + 8 + 4 * 5 + (4 * 7 if model == CRF else 0) + 28  # 28: the workspace
-    chain = (n_cap * s * per_entry + 8 * 2 * (corpus.n_tokens + 2)
-             + 4 * 7 * corpus.n_tokens + 8 * 6 * n_cap)  # the workspace's path index, row arrays
-    stored = options["chains"] * n_draws * n_cap * s * 4 * 3
-    return int(chain + stored + 4 * corpus.n_tokens)
+    return (chain_bytes(corpus.n_tokens, s, n_cap)
+            + options["chains"] * n_draws * draw_bytes(model, s, n_cap))
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
