@@ -200,3 +200,40 @@ def test_blocked_draws_predict_with_the_plugin():
     assert np.all(np.isfinite(lp)) and np.all(lp < 0)
     with pytest.raises(InputError):
         get_method("ipfa").predict_log_prob(res.arrays, {}, Corpus.from_strings([[2]], 3))
+
+
+def test_blocked_step_counts_the_positions_step_2_moved():
+    """With a third ``meta`` entry (the front's chains; the validation's ``meta`` has two) the
+    blocked sweep adds to ``meta[2]`` the positions whose state step 2 (FFBS) changed, exactly:
+    one sweep of steps 1-6 from a random path, against the path before and after (steps 3-6
+    leave ``z`` as it is). Deterministic (seed 0). Issue 39: no test read ``moved`` of this
+    kernel, so counting with ``<=`` (unchanged positions too) or never (``meta.shape[0] < 2``)
+    survived."""
+    from bayesfa.exact import free_positions
+    from bayesfa.samplers.pfa._cgs_pfa_kernel import count_transitions, padded_width
+
+    train = get_toy("small").train
+    tokens = np.ascontiguousarray(train.tokens, dtype=np.int32)
+    n_sym, n_st, w = train.alphabet_size + 1, 4, padded_width(4)
+    free = free_positions(tokens)
+    rng = np.random.default_rng(0)
+    sweeps = bkern.build_sweeps(None)
+    moved = 0
+    for _ in range(5):
+        z = np.zeros(tokens.size + 1, dtype=np.int32)
+        z[free] = rng.integers(1, n_st + 1, size=free.size)
+        c = np.zeros((n_st + 1, n_sym, w), dtype=np.float32)
+        ct = np.zeros((n_sym, n_st + 1, w), dtype=np.float32)
+        ci = np.zeros(n_st + 1, dtype=np.int32)
+        count_transitions(tokens, z, c, ct, ci)
+        beta = np.full(n_st + 1, 1.0 / n_st)
+        beta[0] = 0.0
+        meta = np.array([n_st, n_st, 7], dtype=np.int64)
+        theta, filt = bkern.scratch(tokens, n_st, n_sym)
+        before = z.copy()
+        sweeps(1, tokens, z, c, ct, ci, beta, meta, np.zeros(n_st + 1, dtype=np.int64),
+               np.zeros(n_st + 1, dtype=np.int64), np.array([1.0, 1.0]), np.zeros(4), rng,
+               theta, filt)
+        assert meta[2] - 7 == np.count_nonzero(z != before)
+        moved += meta[2] - 7
+    assert 0 < moved < 5 * free.size  # some positions moved, not all

@@ -2,6 +2,7 @@
 of each file. The run itself (hours of CPU, cosmic-ray) is not in CI."""
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -191,6 +192,29 @@ def test_tests_that_read_outside_the_work_copy_are_deselected(run):
     rows = {r["file"]: r for r in run.plan()}
     assert "tests/test_architecture.py" in rows["bayesfa/samplers/chains.py"]["tests"]
 
+
+
+def test_every_killer_test_that_reads_benchmarks_or_notebooks_is_deselected(run):
+    """No test of any killer may read ``benchmarks/`` or ``notebooks/`` (absent from the work
+    copy): a test function whose code names either as a string (``"benchmarks"``,
+    ``glob("notebooks/...")``), itself or through a module-level helper of its file, must be in
+    :data:`NOT_KILLER_TESTS`. ``test_guarded_output.py``'s benchmark-scripts test failed on
+    ``cgs_pfa.py``'s unmutated copy before it was listed."""
+    import ast
+
+    names = re.compile(r"""["'](benchmarks|notebooks)\b""")
+    found = set()
+    for path in sorted({t for row in run.plan() for t in row["tests"]}):
+        src = (ROOT / path).read_text()
+        defs = [n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef)]
+        code = {n.name: ast.get_source_segment(src, n) for n in defs}
+        readers = {n for n, c in code.items() if names.search(c)}
+        for name, c in code.items():
+            if name.startswith("test_") and (name in readers or any(
+                    re.search(rf"\b{h}\(", c) for h in readers if not h.startswith("test_"))):
+                found.add(f"{path}::{name}")
+    assert "tests/test_guarded_output.py::test_benchmark_out_never_replaces_a_foreign_file" in found
+    assert found <= set(run.NOT_KILLER_TESTS), found - set(run.NOT_KILLER_TESTS)
 
 def _work(tmp_path, name, commit, sessions=()):
     w = tmp_path / name
