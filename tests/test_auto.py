@@ -176,6 +176,68 @@ def test_beta_phase_is_successive_halving_with_a_longer_second_round(corpus, fit
     assert ledger.spent <= money and ledger.spent > 0.9 * money
 
 
+SCHEDULE = {"position_seconds": 1e-7, "lane_seconds": 2e-9, "forward_seconds": 1e-9}
+
+
+@pytest.mark.parametrize("forward, chains, money, binds", [
+    (1e-10, 8, 300.0, "phase 3"), (1e-9, 2, 300.0, "phase 2"), (1e-11, 2, 300.0, "phase 2"),
+    (1e-12, 1, 3000.0, None)])
+def test_the_ladder_climbs_only_to_an_n_the_phases_after_it_afford(forward, chains, money, binds):
+    """ladder_ceiling on a made-up schedule: the largest rung at which phase 2 gets at least
+    MIN_RUNG_SWEEPS per candidate (beta_sweeps) and phase 3's chains a ladder rung's sweeps each
+    within their shares; the next rung fails one of the two (the one named by ``binds``), or the
+    ceiling is the ladder's top."""
+    sch = {**SCHEDULE, "forward_seconds": forward}
+    m, m_all, size, sweeps = 400_000, 420_000, 200_000, 120
+    top = auto.ladder_ceiling(sch, money, chains, m, m_all, size, sweeps)
+    rungs = auto.ladder()
+    final_money = (1 - auto.LADDER_SHARE - auto.BETA_SHARE) * money
+
+    def phase2(n):
+        return auto.beta_sweeps(sch, auto.BETA_SHARE * money, n, m, size) >= auto.MIN_RUNG_SWEEPS
+
+    def phase3(n):
+        return chains * sweeps * auto.sweep_cost(sch, n, m_all) <= final_money
+
+    assert all(phase2(n) and phase3(n) for n in rungs if n <= top)
+    if binds is None:
+        assert top == rungs[-1]
+        return
+    nxt = rungs[rungs.index(top) + 1]
+    assert top >= rungs[1] and not (phase2(nxt) and phase3(nxt))
+    assert (not phase2(nxt)) if binds == "phase 2" else (phase2(nxt) and not phase3(nxt))
+    # money that affords nothing still leaves the ladder its first two rungs
+    assert auto.ladder_ceiling(sch, 1e-6, chains, m, m_all, size, sweeps) == rungs[1]
+
+
+def test_a_ladder_under_a_ceiling_stops_below_it_with_the_sweeps_planned_without_it(corpus, fitted):
+    """run_ladder with max_states: no rung above it runs, each rung gets the sweeps rung_sweeps
+    plans for the whole ladder (so a run whose ladder stays under its ceiling is unchanged), and
+    the fit records its ceiling, the one ladder_ceiling computes from the recorded schedule."""
+    from bayesfa.samplers.pfa import cgs_pfa
+
+    a = fitted[0].info["auto"]
+    schedule, money = a["schedule"], a["plan_money"]
+    kept_idx, held_idx = holdout_split(corpus.n_strings, auto.HOLDOUT, np.random.SeedSequence(5))
+    kept, held = corpus.subset(kept_idx), corpus.subset(held_idx)
+    m, size = free_positions(kept.tokens).size, auto._forward_size(held)
+    planned, _ = auto.rung_sweeps(schedule, money * auto.LADDER_SHARE, m, size)
+    assert a["ladder_ceiling"] == auto.ladder_ceiling(schedule, money, 2, m,
+                                                      free_positions(corpus.tokens).size, size, planned)
+    assert all(r["states"] <= a["ladder_ceiling"] for r in a["ladder"])
+    assert ("skipped" in a["betas"][0]) == (auto.beta_sweeps(
+        schedule, auto.BETA_SHARE * money, a["winner"]["states"], m, size) < auto.MIN_RUNG_SWEEPS)
+    big = dict(schedule, position_seconds=schedule["position_seconds"] / 64,
+               lane_seconds=schedule["lane_seconds"] / 64, forward_seconds=schedule["forward_seconds"] / 64)
+    sweeps, rungs = auto.rung_sweeps(big, money * auto.LADDER_SHARE, m, size)
+    assert len(rungs) >= 3
+    with auto.front_session(cgs_pfa):
+        records, best, paths, got = auto.run_ladder(kept, held, big, money * auto.LADDER_SHARE, 5,
+                                                    auto._Ledger(money), max_states=rungs[1])
+    assert [r["states"] for r in records] == rungs[:2] and got == sweeps
+    assert all(r["sweeps"] == sweeps for r in records)
+
+
 def test_state_split_is_a_valid_path_that_merges_back(corpus):
     tokens = corpus.tokens
     pos = free_positions(tokens)

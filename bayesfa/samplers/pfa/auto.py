@@ -15,7 +15,8 @@ Three phases, all on the training file only (the test and solution files are nev
    one was instead of burning in from scratch. A rung that improves on the best so far by no
    more than the standard error of the paired per-string difference (:func:`compare`) is a
    miss; the ladder stops at :data:`PATIENCE` misses in a row (:func:`ladder_step`), or at the
-   last rung the budget affords, and the best rung wins (a miss's path still seeds the next
+   last rung that its budget and the phases after it afford (:func:`ladder_ceiling`: phase 2
+   its minimum sweeps, phase 3 a rung's sweeps), and the best rung wins (a miss's path still seeds the next
    rung: it is a valid path of the larger chain, the best one two rungs back is not).
 2. **beta by successive halving** at the winning N, every candidate starting from the winning
    rung's path (a change of beta changes the target, not the path's validity): all of
@@ -372,6 +373,42 @@ def rung_sweeps(schedule: dict, money: float, n_positions: int, held_size: int) 
     return 0, []
 
 
+def beta_sweeps(schedule: dict, money: float, n_states: int, n_positions: int, held_size: int) -> int:
+    """Round 1's sweeps per candidate of phase 2 at ``n_states`` within ``money`` (even; round
+    2 runs :data:`BETA_GROWTH` times as many): :func:`run_betas` runs it when it is at least
+    :data:`MIN_RUNG_SWEEPS`."""
+    runs = len(BETAS) + BETA_KEEP * BETA_GROWTH  # in units of a round-1 run's sweeps
+    draws = (len(BETAS) + BETA_KEEP) * RUNG_DRAWS * forward_cost(schedule, n_states, held_size)
+    return 2 * int((money - draws) / runs / sweep_cost(schedule, n_states, n_positions) / 2)
+
+
+def ladder_ceiling(schedule: dict, money: float, chains: int, n_positions: int, all_positions: int,
+                   held_size: int, sweeps: int) -> int:
+    """The largest N of the ladder that the phases after it afford: phase 2 at least
+    :data:`MIN_RUNG_SWEEPS` sweeps per candidate within ``BETA_SHARE * money``
+    (:func:`beta_sweeps`), and phase 3's ``chains`` chains at least the ladder's ``sweeps``
+    per rung each, on all ``all_positions`` free positions, within its share ``(1 -
+    LADDER_SHARE - BETA_SHARE) * money`` (its sweeps only: it gets more, whatever phases 1-2
+    leave, and pays for blocked moves and draws from it). At least the ladder's second rung.
+
+    Without it (until benchmarks/RESULTS.md, "The ladder's ceiling") the ladder climbed as far
+    as its own share afforded and the phases after it starved: PAutomaC 21, seed 3 of the
+    all-47 run at 30f74f0, climbed to N = 384, won at 256, skipped phase 2 (-10 sweeps a
+    candidate: beta stayed 0.05) and ran final chains of 119 sweeps; problem 13 ran final
+    chains of 29 sweeps at N = 384. A pure function of the schedule: a run whose ladder stays
+    under it is unchanged."""
+    rungs = ladder()
+    final_money = (1.0 - LADDER_SHARE - BETA_SHARE) * money
+    top = rungs[min(1, len(rungs) - 1)]
+    for n in rungs:
+        if (beta_sweeps(schedule, BETA_SHARE * money, n, n_positions, held_size) >= MIN_RUNG_SWEEPS
+                and max(1, chains) * sweeps * sweep_cost(schedule, n, all_positions) <= final_money):
+            top = max(top, n)
+        else:
+            break
+    return top
+
+
 def draw_plan(sweeps: int, draws: int) -> tuple[int, int, int]:
     """``(burn_in, period, n_draws)`` of a run of about ``sweeps`` sweeps, its second half
     recorded as at most ``draws`` draws."""
@@ -471,12 +508,17 @@ def _chain(corpus: Corpus, n_states, beta, sweeps, draws, seed_seq, init_z, pred
                       seed_seq, init_z=init_z, predict=predict, max_draws=max_draws)
 
 
-def run_ladder(kept: Corpus, held: Corpus, schedule: dict, money: float, seed, ledger: _Ledger):
-    """Phase 1 (module docstring): returns ``(rung records, winner index, paths by rung)``."""
+def run_ladder(kept: Corpus, held: Corpus, schedule: dict, money: float, seed, ledger: _Ledger,
+               max_states: int | None = None):
+    """Phase 1 (module docstring): returns ``(rung records, winner index, paths by rung,
+    sweeps per rung)``. ``max_states``: the ladder stops before a larger rung
+    (:func:`ladder_ceiling`); the sweeps per rung are planned as without it."""
     from bayesfa.samplers.chains import free_positions
 
     m, size = free_positions(kept.tokens).size, _forward_size(held)
     sweeps, rungs = rung_sweeps(schedule, money, m, size)
+    if max_states is not None:
+        rungs = [n for n in rungs if n <= max_states]
     records, paths, best, z, misses = [], [], None, None, 0
     for r, n in enumerate(rungs):
         if z is not None:
@@ -526,9 +568,7 @@ def run_betas(kept: Corpus, held: Corpus, schedule: dict, money: float, n_states
     from bayesfa.samplers.chains import free_positions
 
     m, size = free_positions(kept.tokens).size, _forward_size(held)
-    runs = len(BETAS) + BETA_KEEP * BETA_GROWTH  # in units of a round-1 run's sweeps
-    draws = (len(BETAS) + BETA_KEEP) * RUNG_DRAWS * forward_cost(schedule, n_states, size)
-    sweeps = 2 * int((money - draws) / runs / sweep_cost(schedule, n_states, m) / 2)
+    sweeps = beta_sweeps(schedule, money, n_states, m, size)
     if sweeps < MIN_RUNG_SWEEPS:
         return [{"skipped": "budget", "sweeps": sweeps}], BETA0, z0
     cost = run_cost(schedule, n_states, m, sweeps, RUNG_DRAWS, size)
@@ -804,7 +844,14 @@ def _fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | N
     budget = schedule["budget"]
     money = budget * SAFETY - schedule["overhead_seconds"]
     ledger = _Ledger(money)
-    rungs, best, paths, sweeps = run_ladder(kept, held, schedule, money * LADDER_SHARE, seed, ledger)
+    from bayesfa.samplers.chains import free_positions
+
+    m, size = free_positions(kept.tokens).size, _forward_size(held)
+    sweeps, _ = rung_sweeps(schedule, money * LADDER_SHARE, m, size)
+    ceiling = ladder_ceiling(schedule, money, int(options.get("chains", 1)), m,
+                             free_positions(corpus.tokens).size, size, sweeps)
+    rungs, best, paths, sweeps = run_ladder(kept, held, schedule, money * LADDER_SHARE, seed, ledger,
+                                            max_states=ceiling)
     if best is None:
         raise InputError(f"--budget {budget:g} CPU seconds is too small for these "
                          f"{corpus.n_tokens} tokens: two rungs of the N ladder need more")
@@ -816,7 +863,8 @@ def _fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | N
     cpu = cpu_seconds() - start
     planned = schedule["final_start_seconds"] + plan["chains"] * plan["cpu_model_per_chain"]
     auto = {"schedule": schedule, "budget": budget, "plan_money": money,
-            "holdout_strings": int(held_idx.size), "ladder_sweeps": sweeps, "ladder": rungs,
+            "holdout_strings": int(held_idx.size), "ladder_sweeps": sweeps,
+            "ladder_ceiling": int(ceiling), "ladder": rungs,
             "betas": betas, "winner": {"states": int(n_star), "beta": float(beta_star)},
             "final": plan, "steps": ledger.steps, "cpu_planned": planned,
             "cpu_seconds": cpu, "overshoot": cpu / budget - 1.0}
