@@ -76,6 +76,25 @@ def test_sweeps_keep_counts_and_do_not_depend_on_grouping(module):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("module, per_position", [(alias, 2), (bucket, bucket.STEPS)],
+                         ids=["alias-mh", "bucket-mh"])
+@pytest.mark.parametrize("n_sweeps", [1, 3])
+def test_a_sweep_draws_its_documented_uniforms_per_position(module, per_position, n_sweeps):
+    """Random numbers (the kernel's docstring): ``2 M`` uniforms per sweep for alias-MH,
+    ``STEPS * M`` for bucket-MH (``M`` free positions), whatever the blocks and chunks: after
+    ``n`` sweeps the Generator is where ``rng.random(per_position * M * n)`` leaves it. Both
+    blocks hold free positions, so block 1's draws start at an index ``m0 > 0``."""
+    toy = get_toy("three")
+    positions, tokens, z, state, rng = _state(toy, 3)
+    m_split = int(np.searchsorted(positions, module._block_split(tokens)))
+    assert 0 < m_split < positions.size
+    ref = np.random.default_rng()
+    ref.bit_generator.state = rng.bit_generator.state
+    module.sweeps(n_sweeps, positions, tokens, z, *state, rng, toy.beta)
+    ref.random(per_position * positions.size * n_sweeps)
+    assert rng.bit_generator.state == ref.bit_generator.state
+
+
 def test_buckets_hold_the_other_blocks_transitions():
     """The counting sort of a block's tokens: in bucket ``(p, a')`` holds the successor states
     of its transitions ``(p, a', k)`` and out bucket ``(a, n)`` the source states ``k >= 1`` of
