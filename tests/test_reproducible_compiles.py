@@ -45,7 +45,12 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("variant", ["gibbs", "split-merge", "blocked", "ipfa"])
+#: Only the plain sweep runs in the fast suite (the README's test command has 10 minutes on 2
+#: cores); the other three, 23-25 s each, are slow and run in .ci/run's slow subset (and the
+#: iPFA's cache loading is also tests/test_ipfa.py::test_the_sweep_loads_from_numba_cache_in_a_new_process).
+@pytest.mark.parametrize("variant", ["gibbs", pytest.param("split-merge", marks=pytest.mark.slow),
+                                     pytest.param("blocked", marks=pytest.mark.slow),
+                                     pytest.param("ipfa", marks=pytest.mark.slow)])
 def test_a_fit_is_the_same_compiled_here_or_loaded_from_the_cache(tmp_path, variant):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
     runs = [subprocess.run([sys.executable, "-c", CHILD, variant], env=env, capture_output=True,

@@ -192,7 +192,17 @@ def test_variant_kernel_equals_real_kernel_when_correct():
     counts, log_joint, _, _ = mutants.sample_variant(toy.train, "control", 2, 0.5, 300, 100, 2, 3, 7)
     np.testing.assert_array_equal(real.counts, counts)
     np.testing.assert_allclose(real.log_joint, log_joint, rtol=1e-12)
-    # and each mutant does change the chain
+
+
+@pytest.mark.slow
+def test_each_mutant_changes_the_chain():
+    """Each mutant of the production sweep, on the seed and toy of the test above, gives other
+    counts than the production sampler: it is compiled (one specialisation a mutant, most of
+    the test's 40 s, so it runs in .ci/run's slow subset, not the README's fast suite)."""
+    from bayesfa.samplers.pfa.cgs_pfa import sample_cgs_pfa
+
+    toy = TOYS["small"]
+    real = sample_cgs_pfa(toy.train, 2, 0.5, 300, 100, 2, 3, seed=7)
     for variant in mutants.MUTANTS:
         c, *_ = mutants.sample_variant(toy.train, variant, 2, 0.5, 300, 100, 2, 3, 7)
         assert not np.array_equal(real.counts, c)
