@@ -16,8 +16,9 @@ Three phases, all on the training file only (the test and solution files are nev
    more than the standard error of the paired per-string difference (:func:`compare`) is a
    miss; the ladder stops at :data:`PATIENCE` misses in a row (:func:`ladder_step`), or at the
    last rung that its budget and the phases after it afford (:func:`ladder_ceiling`: phase 2
-   its minimum sweeps, phase 3 a rung's sweeps), and the best rung wins (a miss's path still seeds the next
-   rung: it is a valid path of the larger chain, the best one two rungs back is not).
+   its minimum sweeps, phase 3 a rung's sweeps), and the best rung wins (a miss's path still
+   seeds the next rung: it is a valid path of the larger chain, the best one two rungs back is
+   not).
 2. **beta by successive halving** at the winning N, every candidate starting from the winning
    rung's path (a change of beta changes the target, not the path's validity): all of
    :data:`BETAS` for ``beta_sweeps`` sweeps, then the best :data:`BETA_KEEP` for
