@@ -3,7 +3,7 @@ path of phase 2 (issue 37, problem 1's spread over seeds).
 
     nice -n 10 python benchmarks/pautomac_final_starts.py --problem 1 --states 76
         [--betas 0.02,0.05] [--seeds 1,2,3,4,5] [--ancestor 1400] [--branch 1770]
-        [--sweeps 3300] [--draws 100] [--blocked-every 10]
+        [--sweeps 3300] [--draws 100] [--blocked-every 10] [--lineage-blocked-every 0]
         [--data ../shared/data/pautomac] --out benchmarks/results/final_starts/p1.json
 
 ``--auto``'s two final chains (:func:`bayesfa.samplers.pfa.auto.run_final`) both start from
@@ -20,7 +20,9 @@ at each of ``--betas`` (phase 2), then final chains of ``--sweeps`` sweeps at th
 with blocked moves after every ``--blocked-every`` sweeps and ``--draws`` draws over the last
 nine tenths (``auto.final_plan``): ``A0`` and ``A1`` from the first branch's path (what
 ``--auto`` runs: arm *shared*), ``B1`` from the second branch's path with ``A1``'s seed (arm
-*distinct* is ``A0`` and ``B1``). Equal CPU by construction. Each arm's Eq. 6 over both
+*distinct* is ``A0`` and ``B1``). Equal CPU by construction. ``--lineage-blocked-every K``
+runs the ancestor and the branches with a blocked move after every K sweeps too (``--auto``'s
+phases 1-2 run none). Each arm's Eq. 6 over both
 chains' draws: the held-out *training* strings' total log-likelihood decides; the test ratio
 - 1 (Eq. 19's score over the solution's) is reported and chooses nothing. The output (``--out``
 and its ``.md``) holds the commit and the command; a rerun skips finished seeds.
@@ -66,10 +68,16 @@ def run_seed(args, seed: int) -> dict:
     betas = [float(b) for b in args.betas.split(",")]
     n = args.states
     t0 = time.process_time()
-    z_anc = auto._chain(kept, n, betas[0], args.ancestor, 1, ss[0], None)[5]
+
+    def lineage(beta, sweeps, seed_seq, z0):  # auto._chain, with blocked moves when asked
+        burn, period, n_draws = auto.draw_plan(sweeps, 1)
+        return cgs_pfa._run_chain(kept.tokens, kept.alphabet_size + 1, n, beta, burn, period,
+                                  n_draws, seed_seq, init_z=None if z0 is None else z0.copy(),
+                                  blocked_every=args.lineage_blocked_every)[5]
+
+    z_anc = lineage(betas[0], args.ancestor, ss[0], None)
     branch_ss = ss[1].spawn(len(betas))
-    z_branch = [auto._chain(kept, n, b, args.branch, 1, branch_ss[i], z_anc)[5]
-                for i, b in enumerate(betas)]
+    z_branch = [lineage(b, args.branch, branch_ss[i], z_anc) for i, b in enumerate(betas)]
     burn, period, n_draws = auto.draw_plan(args.sweeps, args.draws)
     burn = args.sweeps - n_draws * period  # every sweep run, as final_plan does
 
@@ -136,6 +144,9 @@ def main(argv=None) -> int:
     p.add_argument("--sweeps", type=int, default=3300)
     p.add_argument("--draws", type=int, default=100)
     p.add_argument("--blocked-every", type=int, default=10)
+    p.add_argument("--lineage-blocked-every", type=int, default=0,
+                   help="blocked moves in the ancestor and branch chains too (0: none, as "
+                        "--auto's phases 1-2 run)")
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pautomac"))
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
