@@ -49,3 +49,29 @@ def missing_pautomac_file(data, problem) -> str | None:
         if not (Path(data) / name).is_file():
             return name
     return None
+
+
+def run_seeds(out, seeds, command: str, run_seed, table) -> None:
+    """The resumable loop of a script that measures one seed at a time: ``out`` (a JSON path)
+    holds ``{"seeds": [...], "command", "commit"}``; each seed of ``seeds`` not in it yet is
+    ``run_seed(seed)`` (a dict with ``"seed"``), appended and written atomically with the
+    commit (:func:`git_commit`), and ``table(result)`` written beside it as ``.md``."""
+    import json
+    import os
+    from pathlib import Path
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result = json.loads(out.read_text()) if out.exists() else {"seeds": []}
+    done = {s["seed"] for s in result["seeds"]}
+    result["command"] = command
+    for seed in seeds:
+        if seed in done:
+            continue
+        result["seeds"].append(run_seed(seed))
+        result["commit"] = git_commit()
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result))
+        os.replace(tmp, out)
+        out.with_suffix(".md").write_text(table(result))
+        print(f"seed {seed} done", flush=True)

@@ -28,9 +28,7 @@ The output (``--out`` and its ``.md``) holds the commit and the command.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,6 +38,8 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import run_seeds  # noqa: E402  (this folder's module)
 
 FRACTIONS = [round(0.1 * k, 1) for k in range(10)]
 
@@ -115,14 +115,6 @@ def run_seed(args, seed: int) -> dict:
             "log_joint": log_joint.tolist()}
 
 
-def commit() -> str:
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "bayesfa"],
-                           capture_output=True, text=True).stdout.strip()
-    return head + ("+dirty" if dirty else "")
-
-
 def table(result: dict) -> str:
     lines = [f"Command: `{result['command']}` at {result['commit']}", "",
              "Held-out *training* strings' total log-likelihood (decides) and the test ratio - 1 "
@@ -160,22 +152,10 @@ def main(argv=None) -> int:
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pautomac"))
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    result = json.loads(out.read_text()) if out.exists() else {"seeds": []}
-    done = {s["seed"] for s in result["seeds"]}
-    argv_shown = " ".join(sys.argv[1:]) if argv is None else " ".join(argv)
-    result.update(command=f"python benchmarks/pautomac_draw_window.py {argv_shown}")
-    for seed in (int(s) for s in args.seeds.split(",")):
-        if seed in done:
-            continue
-        result["seeds"].append(run_seed(args, seed))
-        result["commit"] = commit()
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(result))
-        os.replace(tmp, out)
-        out.with_suffix(".md").write_text(table(result))
-        print(f"seed {seed} done", flush=True)
+    shown = " ".join(sys.argv[1:] if argv is None else argv)
+    run_seeds(args.out, [int(s) for s in args.seeds.split(",")],
+              f"python benchmarks/{Path(__file__).name} {shown}",
+              lambda seed: run_seed(args, seed), table)
     return 0
 
 

@@ -31,9 +31,7 @@ and its ``.md``) holds the commit and the command; a rerun skips finished seeds.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,6 +41,8 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import run_seeds  # noqa: E402  (this folder's module)
 
 
 def log_mean(*per_draw: np.ndarray) -> np.ndarray:
@@ -108,14 +108,6 @@ def run_seed(args, seed: int) -> dict:
             "chains": {"A0": one(a0), "A1": one(a1), "B1": one(b1)}}
 
 
-def commit() -> str:
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "bayesfa"],
-                           capture_output=True, text=True).stdout.strip()
-    return head + ("+dirty" if dirty else "")
-
-
 def table(result: dict) -> str:
     lines = [f"Command: `{result['command']}` at {result['commit']}", "",
              "Eq. 6 over both final chains' draws: held-out *training* strings' total "
@@ -150,25 +142,16 @@ def main(argv=None) -> int:
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pautomac"))
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    result = json.loads(out.read_text()) if out.exists() else {"seeds": []}
-    done = {s["seed"] for s in result["seeds"]}
     shown = " ".join(sys.argv[1:] if argv is None else argv)
-    result["command"] = f"python benchmarks/pautomac_final_starts.py {shown}"
-    for seed in (int(s) for s in args.seeds.split(",")):
-        if seed in done:
-            continue
+
+    def one(seed):
         from bayesfa.samplers.pfa import auto, cgs_pfa
 
         with auto.front_session(cgs_pfa):
-            result["seeds"].append(run_seed(args, seed))
-        result["commit"] = commit()
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(result))
-        os.replace(tmp, out)
-        out.with_suffix(".md").write_text(table(result))
-        print(f"seed {seed} done", flush=True)
+            return run_seed(args, seed)
+
+    run_seeds(args.out, [int(s) for s in args.seeds.split(",")],
+              f"python benchmarks/{Path(__file__).name} {shown}", one, table)
     return 0
 
 
