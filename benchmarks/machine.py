@@ -63,6 +63,10 @@ def run_seeds(out, seeds, command: str, run_seed, table) -> None:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     result = json.loads(out.read_text()) if out.exists() else {"seeds": []}
+    script = command.split()[:2]
+    if not (isinstance(result, dict) and isinstance(result.get("seeds"), list)
+            and result.get("command", " ".join(script)).split()[:2] == script):
+        raise SystemExit(f"{out}: not a result of {script[-1]}; refusing to replace it")
     done = {s["seed"] for s in result["seeds"]}
     result["command"] = command
     for seed in seeds:
