@@ -18,7 +18,9 @@ burn-in, a draw every 10 sweeps, alpha and gamma sampled under the default hyper
 ``blocked-smR:S`` is the blocked sampler with ``--split-merge R`` (R split-merge moves per
 sweep, :mod:`bayesfa.samplers.pfa._ipfa_split_kernel`) from ``--states S``, and an arm
 ``blocked-holdHaA:S`` the blocked sampler with ``--alpha A --alpha-hold H`` (alpha held at A
-for the first H sweeps of the burn-in, sampled after; the draws are of the same posterior). Each records the
+for the first H sweeps of the burn-in, sampled after; the draws are of the same posterior), and an arm
+``blocked-annealAsB:S`` the blocked sampler with ``--anneal A --anneal-start B`` (the first A
+sweeps' paths drawn at an inverse temperature rising from B to 1; a start of the burn-in). Each records the
 states in use of every draw (per chain: min, 5 %, median, 95 %, max), the mean held-out
 log-likelihood per string (Eq. 6 over the draws, accumulated online), the generator's own on
 the held-out strings, and the process CPU seconds. With ``--test T`` (default 0) each arm also
@@ -116,8 +118,11 @@ def main(argv=None) -> dict:
         if arm in done["arms"]:
             continue
         sampler, states = arm.split(":")
-        split, hold, alpha0 = 0.0, 0, 1.0
-        if sampler.startswith("blocked-sm"):  # blocked-smR: R split-merge moves per sweep
+        split, hold, alpha0, anneal = 0.0, 0, 1.0, (0, 1.0)
+        if sampler.startswith("blocked-anneal"):  # blocked-annealAsB: A sweeps from b = B
+            a, b = sampler[len("blocked-anneal"):].split("s")
+            anneal, sampler = (int(a), float(b)), "blocked"
+        elif sampler.startswith("blocked-sm"):  # blocked-smR: R split-merge moves per sweep
             split = float(sampler[len("blocked-sm"):])
             sampler = "blocked"
         elif sampler.startswith("blocked-hold"):  # blocked-holdHaA: alpha held at A, H sweeps
@@ -129,7 +134,8 @@ def main(argv=None) -> dict:
                           burn_in=args.sweeps // 2, period=10, chains=2, seed=args.seed,
                           sampler=sampler, truncate=args.truncate if sampler == "blocked" else 0,
                           predict=scored, max_draws=2, split_merge=split,
-                          **({"alpha": alpha0, "alpha_hold": hold} if hold else {}))
+                          **({"alpha": alpha0, "alpha_hold": hold} if hold else {}),
+                          **({"anneal": anneal[0], "anneal_start": anneal[1]} if anneal[0] else {}))
         cpu = time.process_time() - t0
         log_mean = np.asarray(res.predict_log_mean)
         test_ratio = (float(score_all_log(log_mean[held.n_strings:], solution).ratio)
@@ -137,6 +143,7 @@ def main(argv=None) -> dict:
         done["arms"][arm] = {
             "sampler": sampler, "start_states": int(states), "split_merge_per_sweep": split,
             "alpha_hold": hold, "alpha_held_at": alpha0 if hold else None,
+            "anneal": list(anneal) if anneal[0] else None,
             "truncate": args.truncate if sampler == "blocked" else 0,
             "states_in_use_per_chain": [_quantiles(ch) for ch in res.n_states],
             "states_in_use_trace": res.n_states.tolist(),

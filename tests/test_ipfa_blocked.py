@@ -237,3 +237,87 @@ def test_blocked_step_counts_the_positions_step_2_moved():
         assert meta[2] - 7 == np.count_nonzero(z != before)
         moved += meta[2] - 7
     assert 0 < moved < 5 * free.size  # some positions moved, not all
+
+
+# -- annealed start (the paths of Pr(z | theta)^b over the first sweeps of the burn-in) ---------
+
+def _annealed(**over):
+    kw = dict(states=2, iterations=24, burn_in=12, period=4, chains=1, seed=7, sampler="blocked",
+              truncate=8)
+    kw.update(over)
+    return sample_ipfa(get_toy("small").train, **kw)
+
+
+def test_anneal_zero_is_the_plain_chain_and_an_annealed_chain_is_reproducible():
+    plain, zero = _annealed(), _annealed(anneal=0, anneal_start=0.3)
+    hot, again = _annealed(anneal=10, anneal_start=0.05), _annealed(anneal=10, anneal_start=0.05)
+    for key in ("log_joint", "n_states", "alpha", "gamma"):
+        assert np.array_equal(getattr(plain, key), getattr(zero, key)), key
+        assert np.array_equal(getattr(hot, key), getattr(again, key)), key
+    assert not np.array_equal(plain.log_joint, hot.log_joint)
+
+
+def test_tempered_paths_spread_over_the_truncation():
+    """One sweep at b = 0.05 from a path over 2 of the 8 states (alpha = gamma = 10, the toy's
+    strings 20 times, 460 tokens): theta's cells raised to b are within a few times of each
+    other, so the paths visit every state on each of 5 seeds, where the untempered sweep from
+    the same start and stream leaves some empty (3-7 in use)."""
+    from bayesfa.samplers.pfa import ipfa
+
+    small = get_toy("small").train
+    tokens = np.ascontiguousarray(
+        Corpus.from_strings(small.strings() * 20, small.alphabet_size).tokens, dtype=np.int32)
+    sweep = bkern.build_hybrid(None)
+    for seed in range(5):
+        used = {}
+        for b in (1.0, 0.05):
+            rng = np.random.default_rng(seed)
+            chain = ipfa._BlockedChain(tokens, 3, 2, rng, 10.0, 10.0, 8)
+            chain.run(1, rng, np.array([0.0, 0.0, 0.0, 0.0, b]), sweep)
+            used[b] = chain.draw()[3]
+        assert used[0.05] == 8 and used[1.0] < 8, (seed, used)
+
+
+def test_interrupted_annealed_fit_resumes_bit_identical(tmp_path, monkeypatch):
+    """Stopped in the middle of its annealed sweeps (a checkpoint after every call) and run
+    again in the same folder, an annealed fit ends bit-identical to an uninterrupted one; its
+    checkpoints are not a plain fit's."""
+    from bayesfa.samplers.pfa import ipfa
+
+    train = get_toy("small").train
+    opts = _options(iterations=20, burn_in=10, period=2, chains=1, states=2, truncate=6,
+                    checkpoint_every=0.0, sampler="blocked", anneal=8, anneal_start=0.1)
+    method = get_method("ipfa")
+    whole = method.fit(train, opts, 4, False)
+    real_run = ipfa._BlockedChain.run
+    calls = {"n": 0}
+
+    def flaky_run(self, *args):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        return real_run(self, *args)
+
+    monkeypatch.setattr(ipfa._BlockedChain, "run", flaky_run)
+    with pytest.raises(KeyboardInterrupt):
+        method.fit(train, opts, 4, False, workdir=tmp_path)
+    monkeypatch.setattr(ipfa._BlockedChain, "run", real_run)
+    resumed = method.fit(train, opts, 4, False, workdir=tmp_path)
+    assert resumed.info["chains_resumed_mid_chain"] == 1
+    for key in whole.trace:
+        assert np.array_equal(whole.trace[key], resumed.trace[key]), key
+    plain = method.fit(train, {**opts, "anneal": 0}, 4, False, workdir=tmp_path)
+    assert plain.info["chains_resumed_mid_chain"] == 0
+
+
+@pytest.mark.parametrize("over, match", [
+    ({"anneal": 11}, "--anneal must"), ({"anneal": -1}, "--anneal must"),
+    ({"anneal": True}, "--anneal must"), ({"anneal": 4, "anneal_start": 0.0}, "--anneal-start"),
+    ({"anneal": 4, "anneal_start": 1.5}, "--anneal-start"),
+    ({"anneal": 4, "sampler": "direct", "truncate": 0}, "needs --sampler blocked")])
+def test_anneal_arguments_are_checked_in_one_line(over, match):
+    kw = dict(states=2, iterations=20, burn_in=10, period=1, chains=1, sampler="blocked", truncate=6)
+    kw.update(over)
+    with pytest.raises(InputError, match=match) as err:
+        sample_ipfa(get_toy("tiny").train, **kw)
+    assert "\n" not in str(err.value)

@@ -119,7 +119,14 @@ def build_sweeps(mutation: str | None = None):
     """``sweeps(n_sweeps, tokens, z, c, ct, ci, beta, meta, mcol, mrow, hyper, priors, rng,
     theta, filt)``: ``n_sweeps`` sweeps of the module docstring, compiled with ``mutation`` (a
     key of :data:`MUTATIONS`) or, for None, without. Returns ``log Pr(data | theta)`` of the
-    last sweep's ``theta`` (step 2). With a third entry in ``meta`` (the front's chains), the
+    last sweep's ``theta`` (step 2). With a fifth entry ``b`` in ``priors`` (the front's
+    ``anneal``, burn-in only) and ``b != 1``, step 2 draws the paths of ``Pr(z | theta)^b``
+    (each cell of ``theta`` raised to ``b``, rows not renormalised: FFBS draws paths in
+    proportion to the product of their cells): flatter paths that visit rows the data
+    support less, such as the empty states' rows drawn from the prior. Steps 1 and 3-6 are
+    unchanged, so such a sweep is not a step of any one tempered target: a start of the
+    burn-in only, after which every sweep is the untempered one. ``priors`` of four entries,
+    or ``b == 1``, runs the untempered sweep bit for bit. With a third entry in ``meta`` (the front's chains), the
     positions whose state step 2 changed are added to ``meta[2]`` (the sampler statistic
     ``moved``; one comparison a token, against a copy of ``z`` made before the step)."""
     if mutation is not None and mutation not in MUTATIONS:
@@ -138,11 +145,19 @@ def build_sweeps(mutation: str | None = None):
         n_st = c.shape[0] - 1
         log_lik = 0.0
         counting = meta.shape[0] > 2
+        tempered = priors.shape[0] > 4 and priors[4] != 1.0
         before = np.empty(z.shape[0] if counting else 0, dtype=z.dtype)
         for _ in range(n_sweeps):
             alpha = hyper[0]
             gamma = hyper[1]
             draw_theta(c, beta, alpha, rng, theta)
+            if tempered:  # burn-in's annealing: the paths of Pr(z | theta)^b
+                b = priors[4]
+                for i in range(theta.shape[0]):
+                    for a in range(theta.shape[1]):
+                        for j in range(theta.shape[2]):
+                            if theta[i, a, j] > 0.0:
+                                theta[i, a, j] = theta[i, a, j] ** b
             if counting:
                 before[:] = z
             log_lik = ffbs_paths(theta, tokens, z, filt, rng)

@@ -73,7 +73,8 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
                                      check_generator_state, corrupt_checkpoint, chain_path,
                                      digest, free_positions, generator_state, map_chains,
                                      read_checkpoint, save_checkpoint)
-from bayesfa.samplers.pfa.cgs_pfa import KEPT_DRAWS_RULE, count_dtype, kept_draw_indices
+from bayesfa.samplers.pfa.cgs_pfa import (ANNEAL_START, KEPT_DRAWS_RULE, _unit_interval,
+                                         count_dtype, kept_draw_indices)
 from bayesfa.samplers.plugin import DrawAutomata
 
 _BLOCK_SWEEPS = 64  # burn-in sweeps per kernel call at most (never changes the result)
@@ -474,13 +475,16 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
                seed_seq, mutation=None, capacity=None, checkpoint=None,
                checkpoint_every=CHECKPOINT_EVERY, fingerprint=None, resume=None, predict=None,
                max_draws=None, on_sweeps=None, alpha_hold=0, sampler="direct",
-               split_merge=(0.0, None)):
+               split_merge=(0.0, None), anneal=(0, 1.0)):
     """One chain (``sampler``: ``direct`` or ``blocked``, the weak limit's blocked sampler
     with ``truncate`` states, its initial path over ``k0`` of them): random initial ``z`` over ``k0`` states (or the ``truncate`` states), burn-in,
     then ``n_draws`` draws ``period`` sweeps apart. Returns a dict of per-draw lists
     (``counts`` and ``beta_bar`` of the kept draws only) and ``pred_log_sum``.
     ``alpha_hold``: the first that many sweeps (all in the burn-in) keep ``alpha`` at its
-    initial value, its prior applying after. ``split_merge``: ``(moves per sweep, launch
+    initial value, its prior applying after. ``anneal``: ``(A, b0)``, the blocked sampler's
+    first ``A`` sweeps (all in the burn-in) draw their paths at inverse temperature
+    :func:`bayesfa.samplers.pfa.cgs_pfa.anneal_b` (from ``b0`` up to 1; the kernel's fifth
+    ``priors`` entry), one sweep a call. ``split_merge``: ``(moves per sweep, launch
     scans)`` of the blocked sampler's split-merge move
     (:func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_hybrid`).
     ``capacity``: the kernel's initial room for states (tests; never changes the result).
@@ -551,10 +555,17 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
 
     held = priors.copy()
     held[:2] = 0.0  # alpha fixed (shape <= 0), gamma as given
+    from bayesfa.samplers.pfa.cgs_pfa import anneal_b
+
     while done < burn_in:
         hold = done < alpha_hold
-        step = min(block(), (alpha_hold if hold else burn_in) - done)
-        chain.run(step, rng, held if hold else priors, sweeps)
+        if done < anneal[0]:  # one tempered sweep a call, b from the sweep's index
+            step = 1
+            chain.run(1, rng, np.append(held if hold else priors,
+                                        anneal_b(done, anneal[0], anneal[1])), sweeps)
+        else:
+            step = min(block(), (alpha_hold if hold else burn_in) - done)
+            chain.run(step, rng, held if hold else priors, sweeps)
         done += step
         save()
         if on_sweeps is not None:
@@ -601,7 +612,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
                 checkpoint_every: float = CHECKPOINT_EVERY, predict: Corpus | None = None,
                 max_draws: int | None = None, progress: bool = False,
                 alpha_hold: int = 0, sampler: str = "direct", split_merge: float = 0.0,
-                split_merge_scans: int | None = None) -> IPFAResult:
+                split_merge_scans: int | None = None, anneal: int = 0,
+                anneal_start: float = ANNEAL_START) -> IPFAResult:
     """Run ``chains`` chains of the iPFA sampler on ``corpus``.
 
     states : states of the random initial ``z`` (the sampler adds and removes states).
@@ -616,6 +628,12 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     alpha_hold : the first ``alpha_hold`` sweeps of each chain (at most ``burn_in``) keep
         ``alpha`` at ``alpha``; ``alpha_prior`` applies after them. A start of the burn-in
         only: the draws are of the same posterior.
+    anneal, anneal_start : blocked sampler only: the first ``anneal`` sweeps of each chain (at
+        most ``burn_in``) draw their paths at an inverse temperature rising geometrically from
+        ``anneal_start`` to 1 (:func:`bayesfa.samplers.pfa.cgs_pfa.anneal_b`;
+        :func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_sweeps`): flatter paths that
+        open the empty states, forgetting the start. A start of the burn-in only: the draws
+        are of the same posterior. 0 (default): none.
     split_merge, split_merge_scans : blocked sampler only: split-merge moves per sweep (a
         fraction: that probability of one more) after each sweep, and their launch scans
         (None: :data:`bayesfa.samplers.pfa._ipfa_split_kernel.SCANS`); 0 (default) none.
@@ -658,6 +676,15 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         raise InputError(f"--split-merge-scans must be an integer >= 0, got {split_merge_scans!r}")
     if split_merge and sampler != "blocked":
         raise InputError("--split-merge needs --sampler blocked")
+    if isinstance(anneal, bool) or not isinstance(anneal, (int, np.integer)) \
+            or not 0 <= anneal <= burn_in:
+        raise InputError(f"--anneal must be an integer from 0 to the burn-in ({burn_in}), "
+                         f"got {anneal!r}")
+    if isinstance(anneal_start, bool) or not isinstance(anneal_start, (int, float, np.floating)) \
+            or not 0.0 < anneal_start <= 1.0:
+        raise InputError(f"--anneal-start must be a number in (0, 1], got {anneal_start!r}")
+    if anneal and sampler != "blocked":
+        raise InputError("--anneal needs --sampler blocked")
     if isinstance(alpha_hold, bool) or not isinstance(alpha_hold, (int, np.integer)) \
             or not 0 <= alpha_hold <= burn_in:
         raise InputError(f"alpha_hold must be an integer from 0 to the burn-in ({burn_in}), "
@@ -688,6 +715,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
              SPLIT_SCANS if split_merge_scans is None else int(split_merge_scans))
     if split_merge:  # (likewise)
         settings["split_merge"] = list(split)
+    if anneal:  # (likewise)
+        settings["anneal"] = [int(anneal), float(anneal_start)]
     dtype = np.dtype(count_dtype(tokens.size)).name  # the chains' counts (c, ct): exact
     if dtype != "float32":  # (likewise)
         settings["count_dtype"] = dtype
@@ -718,7 +747,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     args = [(tokens, n_symbols, int(states), float(alpha), float(gamma), priors, int(truncate),
              int(burn_in), int(period), int(n_draws), children[c], mutation, None, paths[c],
              checkpoint_every, prints[c], saved[c], predict, max_draws, on_sweeps, int(alpha_hold),
-             sampler, split)
+             sampler, split, (int(anneal), float(anneal_start)))
             for c in todo]
     t0 = time.perf_counter()
     try:
@@ -848,6 +877,14 @@ class _IPFA(DrawAutomata):
                             metavar="SCANS",
                             help="restricted Gibbs scans of each move's launch; default "
                                  "_ipfa_split_kernel.SCANS (100)")
+        parser.add_argument("--anneal", type=nonnegative_int, default=0, metavar="SWEEPS",
+                            help="blocked sampler: the first SWEEPS sweeps of the burn-in draw "
+                                 "their paths at an inverse temperature rising geometrically "
+                                 "from --anneal-start to 1 (flatter paths that open empty "
+                                 "states; the draws are of the same posterior); default 0")
+        parser.add_argument("--anneal-start", type=_unit_interval, default=ANNEAL_START,
+                            metavar="B", help=f"first inverse temperature of --anneal; "
+                                              f"default {ANNEAL_START}")
         add_checkpoint_argument(parser)
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
@@ -861,7 +898,9 @@ class _IPFA(DrawAutomata):
                     max_draws=options.get("max_draws"),
                     alpha_hold=options.get("alpha_hold", 0), sampler=self._sampler(options),
                     split_merge=options.get("split_merge", 0.0),
-                    split_merge_scans=options.get("split_merge_scans"))
+                    split_merge_scans=options.get("split_merge_scans"),
+                    anneal=options.get("anneal", 0),
+                    anneal_start=options.get("anneal_start", ANNEAL_START))
 
     def _sampler(self, options: dict[str, Any]) -> str:
         """The blocked sampler for its own mutants, else ``--sampler``."""
