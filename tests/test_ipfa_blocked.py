@@ -321,3 +321,28 @@ def test_anneal_arguments_are_checked_in_one_line(over, match):
     with pytest.raises(InputError, match=match) as err:
         sample_ipfa(get_toy("tiny").train, **kw)
     assert "\n" not in str(err.value)
+
+
+def test_annealed_sweeps_are_the_first_ones_of_the_burn_in_only(monkeypatch):
+    """The chain loop passes ``b`` (a fifth ``priors`` entry) to exactly the first ``anneal``
+    sweeps, one sweep a call, rising from ``anneal_start`` as ``cgs_pfa.anneal_b``; every later
+    call gets the four hyperprior entries (the untempered sweep)."""
+    from bayesfa.samplers.pfa import ipfa
+    from bayesfa.samplers.pfa.cgs_pfa import anneal_b
+
+    calls = []
+    real_run = ipfa._BlockedChain.run
+
+    def spy(self, n_sweeps, rng, priors, sweeps):
+        calls.append((n_sweeps, np.array(priors)))
+        return real_run(self, n_sweeps, rng, priors, sweeps)
+
+    monkeypatch.setattr(ipfa._BlockedChain, "run", spy)
+    _annealed(anneal=5, anneal_start=0.2, alpha_hold=3, alpha=4.0)
+    tempered = [p for _, p in calls if p.shape[0] == 5]
+    assert [n for n, p in calls[:5]] == [1] * 5 and len(tempered) == 5
+    assert [p[4] for p in tempered] == [anneal_b(s, 5, 0.2) for s in range(5)]
+    assert all(p[4] < 1.0 for p in tempered)
+    assert all(p.shape[0] == 4 for _, p in calls[5:])
+    assert all(p[0] == 0.0 for p in tempered[:3]) and tempered[3][0] > 0.0  # the alpha hold too
+    assert sum(n for n, _ in calls) == 24
