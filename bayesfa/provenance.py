@@ -16,9 +16,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: Folders of the repository that hold what runs write (results), not code.
+OUTPUTS = ("benchmarks/results",)
+
+
 def git_commit(root: str | Path | None = None) -> str:
     """Short hash of HEAD of the checkout at ``root`` (default :data:`ROOT`), ``+dirty`` when
-    tracked files differ from it; ``"unknown"`` outside a git checkout or without git."""
+    tracked files differ from it; ``"unknown"`` outside a git checkout or without git.
+
+    What runs write is not the code they ran: the files under :data:`OUTPUTS` (committed
+    results, which a resumed run rewrites) and every folder's ledger
+    (:data:`bayesfa.rundir.LEDGER`) never make a checkout dirty."""
     root = Path(root) if root else ROOT
 
     def git(*args: str) -> str:
@@ -31,7 +39,9 @@ def git_commit(root: str | Path | None = None) -> str:
     head = git("rev-parse", "--short", "HEAD")
     if not head:
         return "unknown"
-    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                  *(f":(exclude){p}" for p in OUTPUTS), ":(exclude,glob)**/.bayesfa-written.json")
+    return head + ("+dirty" if changed else "")
 
 
 def code_version() -> str:

@@ -1,9 +1,14 @@
-"""Recorded commands run from a fresh clone: bayesfa.provenance.portable_command."""
+"""Recorded commands run from a fresh clone (bayesfa.provenance.portable_command), and the commit
+they name (git_commit: ``+dirty`` means changed code, not the results a run writes)."""
 
 import shlex
+import shutil
+import subprocess
 import sys
 
-from bayesfa.provenance import ROOT, portable_command, portable_path
+import pytest
+
+from bayesfa.provenance import ROOT, git_commit, portable_command, portable_path
 
 
 def test_paths_become_relative_to_the_checkout():
@@ -25,3 +30,28 @@ def test_interpreter_script_and_option_values_are_portable():
 def test_an_installed_bayesfa_script_is_named_bayesfa():
     cmd = portable_command([str(ROOT / ".venv" / "bin" / "bayesfa"), "fit", str(ROOT / "t.train")])
     assert cmd == "bayesfa fit t.train"
+
+
+def _git(root, *args):
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(root)})
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_results_and_ledgers_do_not_make_a_checkout_dirty_but_code_does(tmp_path):
+    files = {"bayesfa/x.py": "a = 1\n", "benchmarks/results/r/p1.json": "{}\n",
+             "benchmarks/results/r/.bayesfa-written.json": "{}\n", "runs/.bayesfa-written.json": "{}\n"}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "x")
+    clean = git_commit(tmp_path)
+    assert clean and "+dirty" not in clean and clean != "unknown"
+    for name in list(files)[1:]:  # what runs write
+        (tmp_path / name).write_text('{"changed": 1}\n')
+    assert git_commit(tmp_path) == clean
+    (tmp_path / "bayesfa/x.py").write_text("a = 2\n")  # code
+    assert git_commit(tmp_path) == clean + "+dirty"
