@@ -152,30 +152,36 @@ def test_warns_when_the_states_in_use_reach_the_truncation():
     assert "warning" in r.info
 
 
+def _interrupted_then_resumed(monkeypatch, method, train, opts, workdir, name: str):
+    """Fit ``opts`` into ``workdir`` with ``_BlockedChain.<name>`` raising KeyboardInterrupt at
+    its 5th call, then again unpatched in the same folder: the resumed result."""
+    from bayesfa.samplers.pfa import ipfa
+
+    real = getattr(ipfa._BlockedChain, name)
+    calls = {"n": 0}
+
+    def flaky(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ipfa._BlockedChain, name, flaky)
+    with pytest.raises(KeyboardInterrupt):
+        method.fit(train, opts, 4, False, workdir=workdir)
+    monkeypatch.setattr(ipfa._BlockedChain, name, real)
+    return method.fit(train, opts, 4, False, workdir=workdir)
+
+
 def test_interrupted_blocked_fit_resumes_bit_identical(tmp_path, monkeypatch):
     """A blocked fit stopped after its 5th draw (checkpoint after every draw) and run again
     in the same folder ends bit-identical to an uninterrupted one."""
-    from bayesfa.samplers.pfa import ipfa
-
     train = get_toy("small").train
     opts = _options(iterations=50, burn_in=10, period=4, chains=2, states=3, truncate=6,
                     checkpoint_every=0.0, sampler="blocked")
     method = get_method("ipfa")
     whole = method.fit(train, opts, 4, False)
-    real_draw = ipfa._BlockedChain.draw
-    calls = {"n": 0}
-
-    def flaky_draw(self, mutation=None):
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise KeyboardInterrupt
-        return real_draw(self, mutation)
-
-    monkeypatch.setattr(ipfa._BlockedChain, "draw", flaky_draw)
-    with pytest.raises(KeyboardInterrupt):
-        method.fit(train, opts, 4, False, workdir=tmp_path)
-    monkeypatch.setattr(ipfa._BlockedChain, "draw", real_draw)
-    resumed = method.fit(train, opts, 4, False, workdir=tmp_path)
+    resumed = _interrupted_then_resumed(monkeypatch, method, train, opts, tmp_path, "draw")
     assert resumed.info["chains_resumed_mid_chain"] == 1
     for key in whole.arrays:
         assert np.array_equal(whole.arrays[key], resumed.arrays[key]), key
@@ -282,27 +288,12 @@ def test_interrupted_annealed_fit_resumes_bit_identical(tmp_path, monkeypatch):
     """Stopped in the middle of its annealed sweeps (a checkpoint after every call) and run
     again in the same folder, an annealed fit ends bit-identical to an uninterrupted one; its
     checkpoints are not a plain fit's."""
-    from bayesfa.samplers.pfa import ipfa
-
     train = get_toy("small").train
     opts = _options(iterations=20, burn_in=10, period=2, chains=1, states=2, truncate=6,
                     checkpoint_every=0.0, sampler="blocked", anneal=8, anneal_start=0.1)
     method = get_method("ipfa")
     whole = method.fit(train, opts, 4, False)
-    real_run = ipfa._BlockedChain.run
-    calls = {"n": 0}
-
-    def flaky_run(self, *args):
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise KeyboardInterrupt
-        return real_run(self, *args)
-
-    monkeypatch.setattr(ipfa._BlockedChain, "run", flaky_run)
-    with pytest.raises(KeyboardInterrupt):
-        method.fit(train, opts, 4, False, workdir=tmp_path)
-    monkeypatch.setattr(ipfa._BlockedChain, "run", real_run)
-    resumed = method.fit(train, opts, 4, False, workdir=tmp_path)
+    resumed = _interrupted_then_resumed(monkeypatch, method, train, opts, tmp_path, "run")
     assert resumed.info["chains_resumed_mid_chain"] == 1
     for key in whole.trace:
         assert np.array_equal(whole.trace[key], resumed.trace[key]), key

@@ -1176,6 +1176,16 @@ def _unit_interval(text: str) -> float:
     return value
 
 
+def add_anneal_arguments(parser: argparse.ArgumentParser, anneal_help: str) -> None:
+    """``--anneal SWEEPS`` (help ``anneal_help``) and ``--anneal-start B`` (:func:`anneal_b`'s
+    schedule), as CGS-PFA and the iPFA's blocked sampler declare them."""
+    parser.add_argument("--anneal", type=nonnegative_int, default=0, metavar="SWEEPS",
+                        help=anneal_help)
+    parser.add_argument("--anneal-start", type=_unit_interval, default=ANNEAL_START, metavar="B",
+                        help=f"inverse temperature of the first annealed sweep, in (0, 1]; "
+                             f"default {ANNEAL_START}")
+
+
 def _open_unit_interval(text: str) -> float:
     value = float(text)
     if not 0.0 < value < 1.0:
@@ -1230,14 +1240,10 @@ class _CGSPFA(DrawAutomata):
                                  f"predictive (heldout_log_pred) for diagnose; 0 disables; default "
                                  f"{HOLDOUT}")
         add_checkpoint_argument(parser)
-        parser.add_argument("--anneal", type=nonnegative_int, default=0, metavar="SWEEPS",
-                            help="temper the first SWEEPS burn-in sweeps of each chain (the Gibbs "
-                                 "sweep of Pr(alpha, z)^b, Eq. 4), b rising geometrically from "
-                                 "--anneal-start to 1; at most --burn-in, so every draw is "
-                                 "untempered; gibbs kernel only; default 0 (off)")
-        parser.add_argument("--anneal-start", type=_unit_interval, default=ANNEAL_START, metavar="B",
-                            help=f"inverse temperature of the first annealed sweep, in (0, 1]; "
-                                 f"default {ANNEAL_START}")
+        add_anneal_arguments(parser, "temper the first SWEEPS burn-in sweeps of each chain (the "
+                                     "Gibbs sweep of Pr(alpha, z)^b, Eq. 4), b rising geometrically "
+                                     "from --anneal-start to 1; at most --burn-in, so every draw is "
+                                     "untempered; gibbs kernel only; default 0 (off)")
         parser.add_argument("--split-merge", type=_rate, default=0.0, metavar="RATE",
                             help="split-merge moves on whole states per sweep, e.g. 0.1 for one "
                                  "after a tenth of the sweeps at random (Metropolis-Hastings with a "

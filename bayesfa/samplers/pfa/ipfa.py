@@ -73,7 +73,7 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
                                      check_generator_state, corrupt_checkpoint, chain_path,
                                      digest, free_positions, generator_state, map_chains,
                                      read_checkpoint, save_checkpoint)
-from bayesfa.samplers.pfa.cgs_pfa import (ANNEAL_START, KEPT_DRAWS_RULE, _unit_interval,
+from bayesfa.samplers.pfa.cgs_pfa import (ANNEAL_START, KEPT_DRAWS_RULE, add_anneal_arguments,
                                          count_dtype, kept_draw_indices)
 from bayesfa.samplers.plugin import DrawAutomata
 
@@ -877,14 +877,11 @@ class _IPFA(DrawAutomata):
                             metavar="SCANS",
                             help="restricted Gibbs scans of each move's launch; default "
                                  "_ipfa_split_kernel.SCANS (100)")
-        parser.add_argument("--anneal", type=nonnegative_int, default=0, metavar="SWEEPS",
-                            help="blocked sampler: the first SWEEPS sweeps of the burn-in draw "
-                                 "their paths at an inverse temperature rising geometrically "
-                                 "from --anneal-start to 1 (flatter paths that open empty "
-                                 "states; the draws are of the same posterior); default 0")
-        parser.add_argument("--anneal-start", type=_unit_interval, default=ANNEAL_START,
-                            metavar="B", help=f"first inverse temperature of --anneal; "
-                                              f"default {ANNEAL_START}")
+        add_anneal_arguments(parser, "blocked sampler: the first SWEEPS sweeps of the burn-in "
+                                     "draw their paths at an inverse temperature rising "
+                                     "geometrically from --anneal-start to 1 (flatter paths that "
+                                     "open empty states; the draws are of the same posterior); "
+                                     "default 0 (off)")
         add_checkpoint_argument(parser)
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
