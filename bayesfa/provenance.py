@@ -39,8 +39,10 @@ def git_commit(root: str | Path | None = None) -> str:
     head = git("rev-parse", "--short", "HEAD")
     if not head:
         return "unknown"
+    from bayesfa.rundir import LEDGER  # (here: rundir's imports stay out of this module's)
+
     changed = git("status", "--porcelain", "--untracked-files=no", "--", ".",
-                  *(f":(exclude){p}" for p in OUTPUTS), ":(exclude,glob)**/.bayesfa-written.json")
+                  *(f":(exclude){p}" for p in OUTPUTS), f":(exclude,glob)**/{LEDGER}")
     return head + ("+dirty" if changed else "")
 
 

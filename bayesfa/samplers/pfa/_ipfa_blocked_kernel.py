@@ -126,8 +126,9 @@ def build_sweeps(mutation: str | None = None):
     support less, such as the empty states' rows drawn from the prior. Steps 1 and 3-6 are
     unchanged, so such a sweep is not a step of any one tempered target: a start of the
     burn-in only, after which every sweep is the untempered one. ``priors`` of four entries,
-    or ``b == 1``, runs the untempered sweep bit for bit. With a third entry in ``meta`` (the front's chains), the
-    positions whose state step 2 changed are added to ``meta[2]`` (the sampler statistic
+    or ``b == 1``, runs the untempered sweep bit for bit. With a third entry in ``meta`` (the
+    front's chains), the positions whose state step 2 changed are added to ``meta[2]`` (the
+    sampler statistic
     ``moved``; one comparison a token, against a copy of ``z`` made before the step)."""
     if mutation is not None and mutation not in MUTATIONS:
         raise ValueError(f"unknown mutation {mutation!r}; choose from {', '.join(MUTATIONS)}")
