@@ -29,7 +29,8 @@ scores a PAutomaC-style test set: ``T`` strings drawn from the generator with se
 ratio of Eq. 19's score to the generator's own (:func:`bayesfa.scoring.score_all_log`; 1 is
 perfect), the figure issue 38's done-when names. The test strings are read only to score:
 nothing is chosen on them. The output (``--out`` and its ``.md``)
-holds the commit, the command and the load average.
+holds the commit, the command and the load average; each is written through bayesfa's
+guarded writer (``guarded_out``: atomic, and a file bayesfa did not write is refused).
 
 Resuming: finished arms are kept in ``--out`` and skipped when the command is run again. With
 ``--checkpoint-dir DIR`` an arm's chains also keep their state in ``DIR/<arm>/`` (the sampler's
@@ -52,7 +53,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import git_commit  # noqa: E402  (this folder's script)
+from guarded_out import check_out, write_out_text  # noqa: E402  (this folder's scripts)
+from machine import git_commit  # noqa: E402
 
 from bayesfa.automata import PFA  # noqa: E402
 from bayesfa.corpus import Corpus  # noqa: E402
@@ -107,7 +109,7 @@ def main(argv=None) -> dict:
                     help="keep each arm's chain states in DIR/<arm>/ (resume mid-chain)")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    check_out(out, out.with_suffix(".md"))  # a file bayesfa did not write is refused
     done = json.loads(out.read_text()) if out.exists() else {"arms": {}}
     command = ("python benchmarks/ipfa_blocked.py " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
     done.update(commit=git_commit(), command=command, settings=vars(args))
@@ -166,7 +168,7 @@ def main(argv=None) -> dict:
             "chains_resumed": int(res.info["chains_resumed"] + res.info["chains_resumed_mid_chain"]),
             "load_average_before": list(load0),
             "load_average_after": list(os.getloadavg())}
-        out.write_text(json.dumps(done, indent=1))
+        write_out_text(out, json.dumps(done, indent=1))
         print(arm, json.dumps({k: v for k, v in done["arms"][arm].items()
                                if k != "states_in_use_trace"}), flush=True)
     _markdown(done, out.with_suffix(".md"))
@@ -195,7 +197,7 @@ def _markdown(done: dict, path: Path) -> None:
                      f"{r['heldout_loglik_per_string']:.4f} | {ratio} | {r['alpha_median']:.3g} | "
                      f"{r['gamma_median']:.3g} | {cpu} | "
                      f"{r['load_average_before'][0]:.1f}/{r['load_average_after'][0]:.1f} |")
-    path.write_text("\n".join(lines) + "\n")
+    write_out_text(path, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
