@@ -37,8 +37,9 @@ Resuming: finished arms are kept in ``--out`` and skipped when the command is ru
 own checkpoints, :func:`bayesfa.samplers.pfa.ipfa.sample_ipfa`'s ``checkpoint_dir``), so an
 interrupted arm resumes mid-chain, bit for bit the uninterrupted run (``DIR`` under
 ``benchmarks/results/*_work/`` is ignored by git). An arm so resumed reports
-``cpu_seconds`` of its last invocation only; its ``chain_seconds`` (the chains' own clocks,
-summed over invocations) is then the figure of its cost.
+``cpu_seconds`` of its last invocation only; its ``chain_seconds`` (the chains' own wall
+clocks, summed over invocations, any pause of the process included) then bounds its cost from
+above.
 """
 
 from __future__ import annotations
@@ -192,7 +193,7 @@ def _markdown(done: dict, path: Path) -> None:
         mean_states = float(np.mean(r["states_in_use_trace"]))
         ratio = "-" if r.get("test_ratio") is None else f"{r['test_ratio']:.4f}"
         cpu = (f"{r['cpu_seconds']:.0f}" if not r.get("chains_resumed")
-               else f"{r['chain_seconds']:.0f} (chain clocks; resumed)")
+               else f"at most {r['chain_seconds']:.0f} (chains' wall clocks; resumed)")
         lines.append(f"| {arm} | {r['truncate'] or '-'} | {ranges} | {mean_states:.1f} | "
                      f"{r['heldout_loglik_per_string']:.4f} | {ratio} | {r['alpha_median']:.3g} | "
                      f"{r['gamma_median']:.3g} | {cpu} | "
