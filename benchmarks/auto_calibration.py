@@ -27,7 +27,6 @@ import json
 import math
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -43,17 +42,6 @@ from bayesfa.samplers.pfa import _cgs_pfa_kernel as kern  # noqa: E402
 from bayesfa.samplers.pfa import auto, cgs_pfa  # noqa: E402
 
 HELD = 200  # fit_auto's held-out strings come first; calibrate times the kept ones
-
-
-def _window(fn) -> float:
-    """CPU seconds of one call of ``fn``, over one window of ``auto.TIMING_WINDOW``."""
-    calls, t0 = 0, time.thread_time()
-    while True:
-        fn()
-        calls += 1
-        elapsed = time.thread_time() - t0
-        if elapsed >= auto.TIMING_WINDOW:
-            return elapsed / calls
 
 
 def measure(path: Path, repeats: int) -> dict:
@@ -81,8 +69,8 @@ def measure(path: Path, repeats: int) -> dict:
         for _ in range(3):
             for n in rungs:
                 z, state = states[n]
-                best[n] = min(best[n], _window(
-                    lambda: kern.sweeps(1, positions, tokens, z, *state, rng, 0.05)))
+                best[n] = min(best[n], auto._min_time(  # one window, as calibrate's
+                    lambda: kern.sweeps(1, positions, tokens, z, *state, rng, 0.05), repeats=1))
     per_position = {n: best[n] / max(1, positions.size) for n in rungs}
     rows = []
     for n in rungs:
