@@ -33,12 +33,20 @@ TOY = textwrap.dedent("""
     """)
 
 
+def _default_sigint() -> None:
+    """In the child before it execs: SIGINT back to its default. A shell starts a background
+    job (``pytest ... &`` in a script) with SIGINT ignored, its children inherit that, and
+    Python then never turns SIGINT into KeyboardInterrupt: the tests below would see the
+    shell's setting, not bayesfa's behaviour."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run(tmp_path: Path, script: str, *args: str) -> subprocess.CompletedProcess:
     (tmp_path / "toy_kernels.py").write_text(TOY)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)]),
            "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, preexec_fn=_default_sigint)
 
 
 NOTICE = """
@@ -117,7 +125,8 @@ def _interrupt_while_compiling(tmp_path, args: list[str], notice: str):
     from the signal to its end."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.Popen([sys.executable, "-m", "bayesfa.cli", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     try:
         assert proc.stderr.readline() == notice
         time.sleep(0.5)  # into the compilation
