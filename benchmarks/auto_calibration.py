@@ -3,17 +3,19 @@
     python benchmarks/auto_calibration.py [--problems 47,18] [--repeats 2]
         [--data ../shared/data/pautomac] [--out benchmarks/results/auto_calibration.json]
 
-``bayesfa.samplers.pfa.auto.calibrate`` models a sweep as ``M (position_seconds + W
-lane_seconds)`` (M positions, W the padded width of N states), fitted from the fastest of 3
-timings at N = 31 and N = 127, and plans the ladder, its ceiling and phase 2 from that line
-out to N = 384. This script, on each problem's first ``CALIBRATION_POSITIONS`` free positions
-(the strings ``calibrate`` times; the first 200 strings held out as ``fit_auto`` does), times
-a sweep at every N of the ladder the same way (the fastest of 3 windows of
+``bayesfa.samplers.pfa.auto.calibrate`` models a sweep's CPU for ``--auto``'s plan (the ladder,
+its ceiling and phase 2, out to N = 384). Under ``RUNG_TABLE_BUDGET`` it is the line ``M
+(position_seconds + W lane_seconds)`` (M positions, W the padded width of N states) through the
+fastest of 3 timings at N = 31 and N = 127; from that budget on (every problem's share of the
+all-47 runs), a table of a sweep timed at every N of the ladder (``rung_seconds``). This script
+calls ``calibrate`` ``--repeats`` times as such a budget does (``rungs=True``; ``--line``: as
+a small budget does) and, on each problem's first ``CALIBRATION_POSITIONS`` free positions
+(the strings ``calibrate`` times; the first 200 strings held out as ``fit_auto`` does), times a
+sweep at every N of the ladder by its own loop (the fastest of 3 windows of
 ``TIMING_WINDOW`` CPU seconds of this thread, on a random path; the N interleaved within each
-window round, so that a change of the machine's load falls on all of them alike), and
-calls ``calibrate`` itself ``--repeats`` times. It reports, per N, the measured CPU ns per
-position and the model's, and the spread of ``calibrate``'s two fitted costs over the
-repeats. Nothing is scored; no test string is read.
+window round, so that a change of the machine's load falls on all of them alike). It reports,
+per N, the measured CPU ns per position and the model's (each call), and so how far the model
+errs and how much it moves between calls. Nothing is scored; no test string is read.
 
 The machine's load is part of the measurement (the costs are CPU seconds, which on a shared
 machine rise with what runs beside: caches are shared); the output records the load average
@@ -44,12 +46,12 @@ from bayesfa.samplers.pfa import auto, cgs_pfa  # noqa: E402
 HELD = 200  # fit_auto's held-out strings come first; calibrate times the kept ones
 
 
-def measure(path: Path, repeats: int) -> dict:
+def measure(path: Path, repeats: int, rungs: bool = True) -> dict:
     corpus = read_sample(path)
     kept = corpus.subset(np.arange(min(HELD, corpus.n_strings), corpus.n_strings))
     held = corpus.subset(np.arange(min(HELD, corpus.n_strings)))
     with auto.front_session(cgs_pfa):
-        fitted = [auto.calibrate(kept, held) for _ in range(repeats)]
+        fitted = [auto.calibrate(kept, held, rungs=rungs) for _ in range(repeats)]
         dtype = cgs_pfa.count_dtype(kept.n_tokens)
         n_strings = int(np.searchsorted(kept.offsets, auto.CALIBRATION_POSITIONS)) or 1
         part = kept.subset(np.arange(min(n_strings, kept.n_strings)))
@@ -87,6 +89,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--problems", default="47,18")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1].parent / "shared/data/pautomac"))
+    ap.add_argument("--line", action="store_true",
+                    help="calibrate as a budget under RUNG_TABLE_BUDGET does (the line, no table)")
     ap.add_argument("--out", default="benchmarks/results/auto_calibration.json")
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -96,7 +100,8 @@ def main(argv=None) -> dict:
                                            *(sys.argv[1:] if argv is None else argv)]),
               "load_average_before": list(os.getloadavg()), "problems": {}}
     for p in (int(x) for x in args.problems.split(",")):
-        result["problems"][str(p)] = measure(Path(args.data) / f"{p}.pautomac.train", args.repeats)
+        result["problems"][str(p)] = measure(Path(args.data) / f"{p}.pautomac.train", args.repeats,
+                                               rungs=not args.line)
         print(f"problem {p} done", flush=True)
     result["load_average_after"] = list(os.getloadavg())
     write_out_text(out, json.dumps(result, indent=1) + "\n")
@@ -105,6 +110,7 @@ def main(argv=None) -> dict:
              f"{result['load_average_after'][0]:.1f} after.", ""]
     for p, r in result["problems"].items():
         fits = "; ".join(f"position {f['position_seconds']:.2e} s, lane {f['lane_seconds']:.2e} s"
+                         + (" (the model: its table of every N)" if "rung_seconds" in f else "")
                          for f in r["calibrate"])
         lines += [f"Problem {p} ({r['positions_timed']} positions timed). `calibrate` over "
                   f"{len(r['calibrate'])} calls: {fits}.", "",

@@ -12,7 +12,9 @@ from its ``auto.json``, the unit seed of :func:`bayesfa.production.unit_seed`, s
 held-out slice and the same Generators). Phases 1-2 are sized by the calibration recorded in
 ``auto.json`` (``position_seconds``, ``lane_seconds``, ``forward_seconds``,
 ``overhead_seconds``: a pure function of these, so a ladder that today's code runs as the run
-did gives the same rungs bit for bit); phase 3's costs are measured afresh at the winner's N,
+did gives the same rungs bit for bit), or with ``--rung-table`` by that calibration and a table
+of a sweep timed now at every N of the ladder (``rung_seconds``, as a fresh run of a budget of
+a minute or more plans from; its 1-2 CPU s are spent within the problem's budget); phase 3's costs are measured afresh at the winner's N,
 as a fresh run measures them (the recorded ones are the run's winner's, which a changed
 decision may not share). The calibration's own CPU is not spent again, so phase 3 gets about
 that much more (a few seconds of a share of 306). The test strings are scored against the
@@ -32,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 
-def rerun(run: Path, problem: str, data: Path) -> dict:
+def rerun(run: Path, problem: str, data: Path, rung_table: bool = False) -> dict:
     from bayesfa.pautomac import read_sample, read_solution
     from bayesfa.production import _ROLE_FINAL, _final_unit, final_options, unit_seed
     from bayesfa.samplers.pfa import auto
@@ -44,7 +46,12 @@ def rerun(run: Path, problem: str, data: Path) -> dict:
     options = final_options("cgs-pfa", {**identity["options"], "budget": recorded["budget"]})
     schedule = {k: v for k, v in recorded["schedule"].items()
                 if k not in auto._FINAL_COSTS + auto._BLOCKED_COSTS}
-    auto._schedule = lambda options, kept, held, start: dict(schedule)  # phases 1-2 as recorded
+    if rung_table:  # the recorded calibration and today's table of every rung, timed here
+        def timed(options, kept, held, start):
+            return {**schedule, "rung_seconds": auto.calibrate(kept, held, rungs=True)["rung_seconds"]}
+        auto._schedule = timed
+    else:
+        auto._schedule = lambda options, kept, held, start: dict(schedule)  # phases 1-2 as recorded
     train = read_sample(data / f"{problem}.pautomac.train")
     test = read_sample(data / f"{problem}.pautomac.test").with_alphabet(train.alphabet_size)
     solution = read_solution(data / f"{problem}.pautomac_solution.txt", log=True)
@@ -59,7 +66,8 @@ def rerun(run: Path, problem: str, data: Path) -> dict:
     old_answer = run / "answers" / f"{problem}.pautomac.predict"
     old_ratio = (score_all_log(read_solution(old_answer, log=True), solution).ratio - 1
                  if old_answer.exists() else None)
-    return {"problem": problem, "seed": seed, "budget": recorded["budget"], "schedule": schedule,
+    return {"problem": problem, "seed": seed, "budget": recorded["budget"],
+            "schedule": new["schedule"] if rung_table else schedule,
             "recorded": {**brief(recorded), "ratio_minus_1": old_ratio},
             "rerun": {**brief(new), "ratio_minus_1": score_all_log(res["log_mean"], solution).ratio - 1},
             "auto": new}
@@ -73,6 +81,10 @@ def main(argv=None) -> int:
     p.add_argument("--run", required=True, help="a pautomac run --auto folder (run.json, problems/P/auto.json)")
     p.add_argument("--problem", type=int, required=True)
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pautomac"))
+    p.add_argument("--rung-table", action="store_true",
+                   help="plan phases 1-2 from a table of a sweep timed here at every N of the ladder "
+                        "(auto.calibrate(rungs=True), as a fresh run of a budget of a minute or more "
+                        "does) beside the recorded calibration, instead of the recorded line")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     run = Path(args.run)
@@ -84,7 +96,7 @@ def main(argv=None) -> int:
     out = Path(args.out or ROOT / "benchmarks" / "results" / "auto-ceiling" /
                f"{run.name}-p{args.problem}.json")
     check_out(out)
-    result = rerun(run, str(args.problem), Path(args.data))
+    result = rerun(run, str(args.problem), Path(args.data), rung_table=args.rung_table)
     command = "python benchmarks/auto_rerun.py " + " ".join(
         str(a) for a in (argv if argv is not None else sys.argv[1:]))
     result.update(commit=git_commit(), command=command)

@@ -489,6 +489,62 @@ def test_a_schedule_of_an_older_format_is_refused_in_one_line(tmp_path):
     assert "\n" not in str(exc.value)
 
 
+def test_a_budget_of_a_minute_or_more_times_a_sweep_at_every_rung_and_plans_from_that(corpus,
+                                                                                      warm):
+    """_schedule at RUNG_TABLE_BUDGET: calibrate times a sweep at every N of the ladder
+    (``rung_seconds``, CPU per position, positive and non-decreasing in N), and sweep_cost then
+    reads the table at those N, in between interpolates in N (between its
+    neighbours), and beyond 384 keeps rising; under RUNG_TABLE_BUDGET the schedule has no table.
+    The line's two costs are those through the table at N = 34 and N = 114."""
+    from bayesfa.samplers.pfa import cgs_pfa
+    from bayesfa.samplers.pfa._cgs_pfa_kernel import padded_width
+
+    kept, held = corpus.subset(np.arange(400)), corpus.subset(np.arange(400, 450))
+    with auto.front_session(cgs_pfa):
+        small = auto._schedule({"budget": auto.RUNG_TABLE_BUDGET / 2}, kept, held, auto.cpu_seconds())
+        sch = auto._schedule({"budget": auto.RUNG_TABLE_BUDGET}, kept, held, auto.cpu_seconds())
+    assert "rung_seconds" not in small
+    table = {int(n): x for n, x in sch["rung_seconds"].items()}
+    rungs = auto.ladder()
+    assert sorted(table) == rungs and auto.LADDER_MAX in table
+    per = [table[n] for n in rungs]
+    assert all(x > 0 for x in per) and all(a <= b for a, b in zip(per, per[1:]))
+    for n in rungs:
+        assert auto.sweep_cost(sch, n, 1000) == pytest.approx(1000 * table[n], rel=1e-12)
+    for lo, hi in zip(rungs, rungs[1:]):
+        mid = (lo + hi) // 2
+        if mid not in (lo, hi):
+            assert 1000 * table[lo] - 1e-15 <= auto.sweep_cost(sch, mid, 1000) <= 1000 * table[hi] + 1e-15
+    assert auto.sweep_cost(sch, 600, 1) >= table[384]
+    assert auto.sweep_cost(sch, 3, 1) == table[10]
+    w34, w114 = padded_width(34), padded_width(114)
+    lane = max((table[114] - table[34]) / (w114 - w34), 1e-12)
+    assert sch["lane_seconds"] == auto._round_up(lane)
+
+
+def test_a_schedule_without_a_rung_table_plans_from_its_line_as_before(tmp_path):
+    """The schedules of budgets under RUNG_TABLE_BUDGET, and of every run before the table
+    (their auto.json replays through benchmarks/auto_rerun.py), cost a sweep ``M (position +
+    W lane)``; read_schedule keeps a table when there is one and refuses a bad one in a line."""
+    from bayesfa.samplers.pfa._cgs_pfa_kernel import padded_width
+
+    for n in (10, 34, 100, 384):
+        assert auto.sweep_cost(SCHEDULE, n, 500) == pytest.approx(
+            500 * (SCHEDULE["position_seconds"] + padded_width(n) * SCHEDULE["lane_seconds"]), rel=1e-12)
+    base = {"format": auto.SCHEDULE_FORMAT, "budget": 100.0, **SCHEDULE, "overhead_seconds": 0.5,
+            **dict.fromkeys(auto._FINAL_COSTS, 1e-3)}
+    path = tmp_path / "schedule.json"
+    path.write_text(json.dumps(base))
+    assert "rung_seconds" not in auto.read_schedule(path)
+    path.write_text(json.dumps({**base, "rung_seconds": {"10": 2e-8, "15": 3e-8}}))
+    assert auto.read_schedule(path)["rung_seconds"] == {"10": 2e-8, "15": 3e-8}
+    for bad in ({}, {"10": -1.0}, {"ten": 1e-8}, {"10": "1e-8"}, [1e-8]):
+        path.write_text(json.dumps({**base, "rung_seconds": bad}))
+        with pytest.raises(InputError, match="rung_seconds") as exc:
+            auto.read_schedule(path)
+        assert "\n" not in str(exc.value)
+
+
 def test_phase3_sweep_cost_measured_as_free_falls_back_to_the_model():
     """A fuzzed fit on a few strings measured its ladder sweeps as free (their CPU no more than
     the draws' recording subtracted from it), and phase 3 planned 1.2e11 sweeps for a 1 s

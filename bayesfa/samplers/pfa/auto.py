@@ -57,8 +57,9 @@ Budget and reproducibility. The budget is CPU seconds of this process and its ch
 result, so timings enter the decisions only through the run's recorded ``schedule``
 (``info.auto.schedule``); ``--schedule FILE`` (that JSON, or the run's manifest.json) skips
 every timing and reproduces the run bit for bit. Phases 1-2 are sized by a short timing of
-fixed size (:func:`calibrate`: sweeps at N = 31 and N = 127 on at most
-:data:`CALIBRATION_POSITIONS` positions, a forward pass at N = 64), each cost rounded up to a
+fixed size (:func:`calibrate`: a sweep at every N of the ladder on at most
+:data:`CALIBRATION_POSITIONS` positions, or at N = 31 and N = 127 only under
+:data:`RUNG_TABLE_BUDGET`; a forward pass at N = 64), each cost rounded up to a
 power of 2**(1/4), within ``SAFETY`` (0.85) of the budget less the calibration's CPU; from
 these costs their plan (:func:`sweep_cost`, :func:`rung_sweeps`) is a pure function, and each
 of their steps is charged its *modelled* cost. Phase 3 is sized from measurements at the
@@ -146,6 +147,12 @@ _FINAL_COSTS = ("final_sweep_seconds", "final_forward_seconds", "final_draw_seco
 _BLOCKED_COSTS = ("blocked_round_seconds", "blocked_round_every")  # with blocked final chains
 #: CPU seconds over which :func:`calibrate_final` repeats a blocked round (at least once)
 BLOCKED_TIMING = 1.0
+#: From this budget on, :func:`calibrate` times a sweep at every N of the ladder (about 1.5 CPU
+#: s on PAutomaC's larger problems, RUNG_ROUNDS windows per N) and :func:`sweep_cost` plans
+#: from that table; under it, from the line through N = 31 and N = 127 (a few tenths of a
+#: second, and a small budget never climbs to the N where the line errs).
+RUNG_TABLE_BUDGET = 60.0
+RUNG_ROUNDS = 3
 
 
 # -- options ---------------------------------------------------------------------------------
@@ -230,6 +237,13 @@ def read_schedule(path: str | os.PathLike) -> dict[str, Any]:
         raise InputError(f"not a {SCHEDULE_FORMAT} schedule (nor a --auto run's manifest; "
                          f"a schedule of an older bayesfa does not reproduce its run here)", path)
     out = {k: data[k] for k in keys}
+    if "rung_seconds" in data:  # a budget of RUNG_TABLE_BUDGET or more
+        table = data["rung_seconds"]
+        if not isinstance(table, dict) or not table or any(
+                not str(n).isdigit() or isinstance(x, bool) or not isinstance(x, (int, float))
+                or not (x > 0 and math.isfinite(x)) for n, x in table.items()):
+            raise InputError("rung_seconds must map each N to positive CPU seconds per position", path)
+        out["rung_seconds"] = {str(int(n)): float(x) for n, x in table.items()}
     if all(isinstance(data.get(k), (int, float)) for k in _BLOCKED_COSTS):  # when blocked moves ran
         out.update({k: data[k] for k in _BLOCKED_COSTS})
     return out
@@ -287,13 +301,25 @@ def _min_time(fn, repeats: int = 3, cap: float = math.inf) -> float:
     return best
 
 
-def calibrate(kept: Corpus, held: Corpus) -> dict[str, float]:
-    """Seconds per unit of work, timed on fixed sizes: a sweep costs ``M (position_seconds +
-    W lane_seconds)`` (M positions, W = padded width, fitted from the fastest of 3 sweeps at
-    N = 31 and at N = 127 on the first :data:`CALIBRATION_POSITIONS` positions), a held-out or
-    test forward pass ``n_strings max_len (N+1)**2 forward_seconds`` (the fastest of 3 calls
-    on one draw at N = 64, as the final chains call it draw by draw). Each rounded up by
-    :func:`_round_up`."""
+def calibrate(kept: Corpus, held: Corpus, rungs: bool = False) -> dict[str, Any]:
+    """Seconds per unit of work, timed on fixed sizes, each rounded up by :func:`_round_up`.
+
+    A sweep costs ``M (position_seconds + W lane_seconds)`` (M positions, W = padded width),
+    fitted from the fastest of 3 sweeps at N = 31 and at N = 127 on the first
+    :data:`CALIBRATION_POSITIONS` positions; a held-out or test forward pass ``n_strings
+    max_len (N+1)**2 forward_seconds`` (the fastest of 3 calls on one draw at N = 64, as the
+    final chains call it draw by draw).
+
+    With ``rungs`` (:func:`_schedule`: budgets of at least :data:`RUNG_TABLE_BUDGET`), a sweep
+    is timed at every N of the ladder instead (:func:`ladder`, 10 to 384) on the same
+    positions: ``rung_seconds[str(N)]``, CPU seconds per position, the fastest of
+    :data:`RUNG_ROUNDS` windows with the N interleaved within each round (a change of the
+    machine's load falls on all of them alike), rounded up and then made non-decreasing in N
+    (a larger N never costs less per position). :func:`sweep_cost` reads that table. The line
+    missed by up to 3.3x at N = 256-384, where the counts leave the cache
+    (benchmarks/results/auto_calibration.md: N = 384 cost 8-23 times N = 34 per position, its W
+    6.5 times), so the ladder's ceiling and phase 2 were planned on a wrong cost there; the
+    line's two costs are then the table's through N = 34 and N = 114."""
     from bayesfa.samplers.chains import free_positions
     from bayesfa.samplers.pfa import _cgs_pfa_kernel as kern
 
@@ -306,23 +332,42 @@ def calibrate(kept: Corpus, held: Corpus) -> dict[str, float]:
     tokens, n_symbols = part.tokens, part.alphabet_size + 1
     positions = free_positions(tokens)
     rng = np.random.default_rng(0)
-    per_sweep = []
-    for n in (31, 127):
+    sizes = ladder() if rungs else [31, 127]
+    chains = {}
+    for n in sizes:
         z = np.zeros(tokens.size + 1, dtype=np.int32)
         z[positions] = rng.integers(1, n + 1, size=positions.size, dtype=np.int32)
         state = new_counts(n, n_symbols, dtype)
         kern.fill_counts(tokens, z, *state, 0.05)
         kern.sweeps(1, positions, tokens, z, *state, rng, 0.05)  # compiled / loaded from cache
-        seconds = _min_time(lambda: kern.sweeps(1, positions, tokens, z, *state, rng, 0.05))
-        per_sweep.append(seconds / max(1, positions.size))
-    lane = max((per_sweep[1] - per_sweep[0]) / (128 - 32), 1e-12)
-    position = max(per_sweep[0] - 32 * lane, 1e-12)
+        chains[n] = (z, state)
+
+    def timer(n):
+        z, state = chains[n]
+        return lambda: kern.sweeps(1, positions, tokens, z, *state, rng, 0.05)
+
+    out: dict[str, Any] = {}
+    if rungs:
+        best = dict.fromkeys(sizes, math.inf)
+        for _ in range(RUNG_ROUNDS):
+            for n in sizes:
+                best[n] = min(best[n], _min_time(timer(n), repeats=1))
+        per = np.maximum.accumulate([_round_up(best[n] / max(1, positions.size)) for n in sizes])
+        out["rung_seconds"] = {str(n): float(x) for n, x in zip(sizes, per)}
+        lo, hi = 34, 114
+        per_sweep = [out["rung_seconds"][str(lo)], out["rung_seconds"][str(hi)]]
+    else:
+        lo, hi = 31, 127
+        per_sweep = [_min_time(timer(n)) / max(1, positions.size) for n in sizes]
+    w_lo, w_hi = kern.padded_width(lo), kern.padded_width(hi)
+    lane = max((per_sweep[1] - per_sweep[0]) / (w_hi - w_lo), 1e-12)
+    position = max(per_sweep[0] - w_lo * lane, 1e-12)
     sample = held if held.n_strings else kept.subset(np.arange(min(200, kept.n_strings)))
     counts = np.ones((1, 65, n_symbols, 65), dtype=np.int32)  # one draw a call, as at large N
     plugin_log_prob(counts, 0.05, sample)
     forward = _min_time(lambda: plugin_log_prob(counts, 0.05, sample)) / (_forward_size(sample) * 65 ** 2)
     return {"position_seconds": _round_up(position), "lane_seconds": _round_up(lane),
-            "forward_seconds": _round_up(forward)}
+            "forward_seconds": _round_up(forward), **out}
 
 
 def _forward_size(corpus: Corpus) -> int:
@@ -343,10 +388,26 @@ def ladder(max_states: int = LADDER_MAX) -> list[int]:
 
 
 def sweep_cost(schedule: dict, n_states: int, n_positions: int) -> float:
-    """Modelled CPU seconds of one sweep (:func:`calibrate`)."""
+    """Modelled CPU seconds of one sweep (:func:`calibrate`): from the schedule's
+    ``rung_seconds`` table where it has one (its entry at N; off the table linear in N
+    between the two nearest N, not in the padded width W, which several rungs share while
+    their costs differ; its smallest N's cost below them, the line through its last two beyond
+    them), else ``position_seconds + W lane_seconds`` per position (the schedules of budgets under
+    :data:`RUNG_TABLE_BUDGET`, and of bayesfa before the table: they replay unchanged)."""
     from bayesfa.samplers.pfa._cgs_pfa_kernel import padded_width
 
-    return n_positions * (schedule["position_seconds"] + padded_width(n_states) * schedule["lane_seconds"])
+    table = schedule.get("rung_seconds")
+    if not table:
+        return n_positions * (schedule["position_seconds"] + padded_width(n_states) * schedule["lane_seconds"])
+    if str(n_states) in table:
+        return n_positions * float(table[str(n_states)])
+    ns = sorted(int(n) for n in table)
+    per = [float(table[str(n)]) for n in ns]
+    if n_states <= ns[0] or len(ns) == 1:
+        return n_positions * per[0] * (1.0 if n_states <= ns[0] else n_states / ns[0])
+    k = min(int(np.searchsorted(ns, n_states)), len(ns) - 1)
+    n0, n1, c0, c1 = ns[k - 1], ns[k], per[k - 1], per[k]
+    return n_positions * (c0 + (c1 - c0) * (n_states - n0) / (n1 - n0))
 
 
 def forward_cost(schedule: dict, n_states: int, size: int) -> float:
@@ -882,7 +943,8 @@ def _schedule(options: dict, kept: Corpus, held: Corpus, start: float) -> dict:
             raise InputError(f"--budget {budget} differs from the schedule's {schedule['budget']}",
                              options["schedule"])
         return {"format": SCHEDULE_FORMAT, **schedule, "budget": float(schedule["budget"])}
-    schedule = {"format": SCHEDULE_FORMAT, "budget": float(budget), **calibrate(kept, held)}
+    schedule = {"format": SCHEDULE_FORMAT, "budget": float(budget),
+                **calibrate(kept, held, rungs=float(budget) >= RUNG_TABLE_BUDGET)}
     schedule["overhead_seconds"] = _round_up(cpu_seconds() - start)
     return schedule
 
