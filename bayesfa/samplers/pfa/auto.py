@@ -403,8 +403,10 @@ def sweep_cost(schedule: dict, n_states: int, n_positions: int) -> float:
         return n_positions * float(table[str(n_states)])
     ns = sorted(int(n) for n in table)
     per = [float(table[str(n)]) for n in ns]
-    if n_states <= ns[0] or len(ns) == 1:
-        return n_positions * per[0] * (1.0 if n_states <= ns[0] else n_states / ns[0])
+    if n_states <= ns[0]:
+        return n_positions * per[0]
+    if len(ns) == 1:  # a table of one N: proportional to N above it
+        return n_positions * per[0] * n_states / ns[0]
     k = min(int(np.searchsorted(ns, n_states)), len(ns) - 1)
     n0, n1, c0, c1 = ns[k - 1], ns[k], per[k - 1], per[k]
     return n_positions * (c0 + (c1 - c0) * (n_states - n0) / (n1 - n0))
