@@ -436,6 +436,28 @@ def test_cli_schedule_reproduces_the_run_bit_for_bit(tmp_path):
     assert main(["predict", str(out1), str(_data("24.pautomac.test")), "--out", str(pred)]) == 0
 
 
+def test_a_schedule_with_a_rung_table_plans_from_it_and_replays_bit_for_bit(corpus, fitted, tmp_path):
+    """The recorded schedule of a fit with a ``rung_seconds`` table added that prices N = 22 and
+    above at 1,000 times the line: replayed twice (``--schedule``), the ladder stops under N =
+    22, as ladder_ceiling computes from that table, where the line alone lets it climb higher;
+    the two replays agree bit for bit."""
+    schedule = json.loads(fitted[1].read_text())
+    assert "rung_seconds" not in schedule  # BUDGET is under RUNG_TABLE_BUDGET
+    table = {str(n): auto.sweep_cost(schedule, n, 1) * (1 if n < 22 else 1000) for n in auto.ladder()}
+    runs = []
+    for name, extra in (("line", {}), ("table", {"rung_seconds": table}), ("again", {"rung_seconds": table})):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({**schedule, **extra}))
+        runs.append(METHOD.fit(corpus, _options(schedule=str(path)), 5, False))
+    line, table_run, again = (r.info["auto"] for r in runs)
+    assert line["ladder_ceiling"] >= 22 and max(r["states"] for r in line["ladder"]) >= 22
+    assert table_run["ladder_ceiling"] < 22 and all(r["states"] < 22 for r in table_run["ladder"])
+    assert table_run["schedule"]["rung_seconds"] == table
+    assert sorted(runs[1].arrays) == sorted(runs[2].arrays)
+    for k in runs[1].arrays:
+        np.testing.assert_array_equal(runs[1].arrays[k], runs[2].arrays[k])
+
+
 @pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "abc"])
 def test_bad_budget_values_are_one_line_errors(value, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
