@@ -14,10 +14,11 @@ held-out slice and the same Generators). Phases 1-2 are sized by the calibration
 ``overhead_seconds``: a pure function of these, so a ladder that today's code runs as the run
 did gives the same rungs bit for bit), or with ``--rung-table`` by that calibration and a table
 of a sweep timed now at every N of the ladder (``rung_seconds``, as a fresh run of a budget of
-a minute or more plans from; its 1-2 CPU s are spent within the problem's budget); phase 3's costs are measured afresh at the winner's N,
-as a fresh run measures them (the recorded ones are the run's winner's, which a changed
-decision may not share). The calibration's own CPU is not spent again, so phase 3 gets about
-that much more (a few seconds of a share of 306). The test strings are scored against the
+a minute or more plans from); phase 3's costs are measured afresh at the winner's N, as a
+fresh run measures them (the recorded ones are the run's winner's, which a changed decision
+may not share). The recorded calibration's own CPU is not spent again, so phase 3 gets about
+that much more (a few seconds of a share of 306); the ``--rung-table`` timing (1-2 CPU s) is
+spent within the problem's budget, as in a fresh run. The test strings are scored against the
 solution file after the fit (``ratio_minus_1``, Eq. 19); nothing is chosen on them.
 """
 
