@@ -85,8 +85,10 @@ WORKDIR = "partial"  # a method's saved pieces of an unfinished fit
 STAGING = ".{name}.bayesfa-new"  # sibling where --force builds the replacement run
 #: Options that change how a fit runs but not its result (the interleaved kernel is
 #: bit-identical to chains run one by one; a sharded fit's result depends on its shards, not
-#: on the cluster that sweeps them): not part of a run's identity.
-EXECUTION_OPTIONS = frozenset({"jobs", "checkpoint_every", "interleave", "scheduler", "workers"})
+#: on the cluster that sweeps them; replicas swept on threads are those swept one by one):
+#: not part of a run's identity.
+EXECUTION_OPTIONS = frozenset({"jobs", "checkpoint_every", "interleave", "scheduler", "workers",
+                               "replica_threads"})
 
 # What the readers of numpy's zip files and of HDF5 raise on a damaged file: the file is
 # untrusted input, and each of these means "cannot be read", not a bug of bayesfa.

@@ -153,11 +153,84 @@ def test_replicas_with_blocked_moves_move_the_b1_replica_only():
     assert calls == [0, 0, 0]
 
 
-def test_checkpoint_dir_is_not_used_and_results_do_not_change(tmp_path):
-    full = _fit(replicas=2)
-    again = _fit(replicas=2, checkpoint_dir=tmp_path, checkpoint_every=0.0)
-    np.testing.assert_array_equal(full.counts, again.counts)
-    assert not any(tmp_path.iterdir())
+def test_replica_threads_never_change_the_chain():
+    """``--replica-threads T``: the replicas of a round sweep on T threads, each slot with its
+    own Generator (``slot_generators``, from the chain's seed only), so the draws, the final
+    path and the swap statistics are the same bit for bit for T = 1, 2 and more threads than
+    replicas, with and without blocked moves; the info records T."""
+    for kw in ({}, {"blocked_every": 2}):
+        one = _fit(replicas=3, **kw)
+        for threads in (2, 5):
+            many = _fit(replicas=3, replica_threads=threads, **kw)
+            for name in ("counts", "log_joint", "n_states", "n_edges", "z"):
+                np.testing.assert_array_equal(getattr(one, name), getattr(many, name))
+            assert many.info["replica_stats"] == one.info["replica_stats"]
+            assert many.info["replica_threads"] == threads
+    assert one.info["replica_threads"] == 1
+
+
+def test_slot_generators_depend_on_the_seed_only():
+    """Each slot's Generator comes from the chain's ``SeedSequence`` with the key extended by
+    (``SLOT_KEY``, slot): the same for the same seed however much the chain's Generator has
+    drawn, distinct between slots and chains, and deriving them does not spawn children of the
+    chain's seed (a second chain of the same seed gets the same ones)."""
+    child = np.random.SeedSequence(7).spawn(2)
+    rng = np.random.default_rng(child[0])
+    first = [g.random(4) for g in rex.slot_generators(rng, 3)]
+    rng.random(100)
+    again = [g.random(4) for g in rex.slot_generators(rng, 3)]
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+    assert child[0].n_children_spawned == 0
+    other = [g.random(4) for g in rex.slot_generators(np.random.default_rng(child[1]), 3)]
+    values = [tuple(v) for v in first + other]
+    assert len(set(values)) == 6
+    assert tuple(np.random.default_rng(child[0]).random(4)) not in values
+
+
+@pytest.mark.parametrize("stop_after", [25, 120 + 70])  # chain 0 in burn-in (ladder windows); chain 1 mid-draws
+def test_interrupted_replica_chain_resumes_bit_identical(tmp_path, monkeypatch, stop_after):
+    """A replica chain's checkpoint holds every replica's path, the ladder, the swap counters
+    and the replicas' Generators: interrupted (in burn-in, while the ladder adapts, or among
+    the draws) and resumed, on 2 threads, it ends bit-identical to the uninterrupted chain,
+    swap statistics included; a finished one is reused as it was."""
+    from chain_resume import Stop, use_small_blocks
+
+    use_small_blocks(monkeypatch, cgs_pfa, get_toy("small").train, 4)
+    kw = dict(replicas=3, blocked_every=3)
+    full = _fit(**kw)
+    with pytest.raises(KeyboardInterrupt):
+        _fit(**kw, checkpoint_dir=tmp_path, checkpoint_every=0.0, on_sweeps=Stop(stop_after))
+    saved = sorted(tmp_path.glob("chain-*.npz"))
+    assert saved
+    resumed = _fit(**kw, checkpoint_dir=tmp_path, checkpoint_every=1e9, replica_threads=2)
+    assert resumed.info["chains_resumed_mid_chain"] == 1
+    assert resumed.info["chains_resumed"] == (0 if stop_after < 120 else 1)
+    for name in ("counts", "log_joint", "n_states", "n_edges", "z"):
+        np.testing.assert_array_equal(getattr(full, name), getattr(resumed, name), err_msg=name)
+    assert resumed.info["replica_stats"] == full.info["replica_stats"]
+    again = _fit(**kw, checkpoint_dir=tmp_path)
+    assert again.info["chains_resumed"] == 2
+    assert again.info["replica_stats"] == full.info["replica_stats"]
+    np.testing.assert_array_equal(again.counts, full.counts)
+
+
+def test_damaged_replica_checkpoint_is_an_input_error_naming_the_file(tmp_path, monkeypatch):
+    from chain_resume import Stop, use_small_blocks
+
+    use_small_blocks(monkeypatch, cgs_pfa, get_toy("small").train, 4)
+    with pytest.raises(KeyboardInterrupt):
+        _fit(replicas=3, checkpoint_dir=tmp_path, checkpoint_every=0.0, on_sweeps=Stop(25))
+    path = tmp_path / "chain-0000.npz"
+    with np.load(path) as npz:
+        state = {k: npz[k] for k in npz.files}
+    for key, bad in (("rex_b", np.ones(2)), ("rex_slot_rngs", np.array("[1, 2, 3]"))):
+        np.savez(path, **{**state, key: bad})
+        with pytest.raises(InputError, match=f"{path.name}.*replica arrays do not match"):
+            _fit(replicas=3, checkpoint_dir=tmp_path)
+    np.savez(path, **{k: v for k, v in state.items() if k != "rex_z"})
+    with pytest.raises(InputError, match="missing rex_z"):
+        _fit(replicas=3, checkpoint_dir=tmp_path)
 
 
 def test_bad_values_are_refused():
@@ -168,6 +241,9 @@ def test_bad_values_are_refused():
             _fit(replicas=bad)
     with pytest.raises(InputError, match="--swap-every must be"):
         _fit(replicas=2, swap_every=0)
+    for bad in (0, 1.5, True):
+        with pytest.raises(InputError, match="--replica-threads must be"):
+            _fit(replicas=2, replica_threads=bad)
     for bad in (0.0, 1.0, 1.5):
         with pytest.raises(InputError, match="--replica-min-b must be"):
             _fit(replicas=2, replica_min_b=bad)
@@ -193,9 +269,13 @@ def test_cli_fit_with_replicas(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["fit", str(train), "--method", "cgs-pfa", "--states", "2", "--iterations", "40",
                  "--burn-in", "20", "--period", "5", "--chains", "1", "--seed", "1",
-                 "--replicas", "2", "--out", str(out)]) == 0
+                 "--replicas", "2", "--replica-threads", "2", "--out", str(out)]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["info"]["replicas"] == 2 and len(manifest["info"]["replica_stats"]) == 1
+    assert manifest["info"]["replica_threads"] == 2
+    from bayesfa.rundir import _identity_of_manifest
+
+    assert "replica_threads" not in _identity_of_manifest(manifest)["options"]  # never changes a result
     capsys.readouterr()
     assert main(["fit", str(train), "--method", "cgs-pfa", "--replicas", "2", "--kernel", "alias-mh",
                  "--out", str(tmp_path / "bad")]) == 2

@@ -313,13 +313,15 @@ def sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta):
     return moves
 
 
-@njit(cache=False)  # see the module docstring: callers of the sweep are compiled per process
+@njit(cache=False, nogil=True)  # see the module docstring: callers of the sweep are compiled per process
 def tempered_sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta, b):
     """:func:`sweeps` at inverse temperature ``b`` (float64 in (0, 1]): each sweep the Gibbs
     sweep of ``Pr(alpha, z)^b`` (Eq. 4 tempered; see :func:`sweep_positions`), on the same
     ``rng.random(M)`` per sweep. ``b == 1`` runs the untempered sweep (the same numbers as
     :func:`sweeps`); the front's ``--anneal`` runs these during burn-in only. Returns the
-    positions moved, summed over the sweeps (as :func:`sweeps`)."""
+    positions moved, summed over the sweeps (as :func:`sweeps`). It releases the GIL, so the
+    replicas of ``--replicas`` sweep in threads at once (each on its own state and Generator:
+    :class:`bayesfa.samplers.pfa._replica_kernel.Replicas`)."""
     if b == 1.0:
         return sweeps(n_sweeps, positions, tokens, z, c, ct, ci, recip, rng, beta)
     g = np.zeros(c.shape[2], dtype=np.float32)

@@ -30,9 +30,16 @@ so the recorded chain is a fixed, time-homogeneous kernel.
 
 Chain state (:class:`Replicas`): ``R`` CGS-PFA chain states ``(z, c, ct, ci, recip)`` of
 :mod:`bayesfa.samplers.pfa._cgs_pfa_kernel` in slot order (slot ``r`` at ``b[r]``), the
-ladder ``b`` float64 ``[R]``, the swap counters per pair, one ``np.random.Generator`` for the
-sweeps and the swaps. A swap exchanges two slots' states (the arrays), never their
-temperatures. The swap itself is the numba function :func:`build_swap` compiles; the
+ladder ``b`` float64 ``[R]``, the swap counters per pair, the chain's ``np.random.Generator``
+for the swaps and the blocked moves, and one Generator per slot for that slot's tempered
+sweeps (:func:`slot_generators`, derived from the chain's ``SeedSequence``). A swap exchanges
+two slots' states (the arrays), never their temperatures.
+
+Threads. Each slot sweeps its own state with its own Generator, so the ``R`` sweeps of a round
+are independent and can run at once: with ``threads = T > 1`` they run on ``T`` threads
+(:func:`~bayesfa.samplers.pfa._cgs_pfa_kernel.tempered_sweeps` releases the GIL), and the swap
+round waits for all of them. The numbers drawn do not depend on ``T``, so neither does the
+chain: the same seed gives the same draws bit for bit on one thread or on ``R``. The swap itself is the numba function :func:`build_swap` compiles; the
 mutants of :data:`MUTATIONS` are compile-time switches of its one source, and the driver's
 ``mutation`` argument (for ``adapt-after-burn-in`` and ``blocked-every-slot``).
 
@@ -47,7 +54,9 @@ not the collapsed form of a joint with ``theta`` that the move could sample exac
 
 from __future__ import annotations
 
+import json
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
@@ -58,6 +67,9 @@ from bayesfa.samplers.pfa import _cgs_pfa_kernel as gibbs
 SWAP_EVERY = 1
 #: ``--replica-min-b`` default: the inverse temperature of the hottest replica.
 MIN_B = 0.5
+#: The spawn-key element that marks the slots' Generators (:func:`slot_generators`) apart from
+#: every ``SeedSequence.spawn`` child of the chain's seed (a one-element extension of its key).
+SLOT_KEY = 0x5245
 #: Swap rounds before the first ladder update; each update doubles the next window.
 FIRST_WINDOW = 4
 #: A pair's rejection rate is floored at this in the ladder update (a pair that always
@@ -73,6 +85,12 @@ MUTATIONS: dict[str, str] = {
                               "every path by FFBS) run on every replica, not only on b = 1: the hot "
                               "replicas leave their tempered targets",
 }
+
+#: What a replica chain's checkpoint holds beside the chain's own fields
+#: (:meth:`Replicas.checkpoint`): every slot's path, the ladder, the swap counters, the sweep
+#: and window counts, the ladder at the end of burn-in and the slots' Generators.
+CHECKPOINT_FIELDS = ("rex_z", "rex_b", "rex_counters", "rex_counts", "rex_ladder_at_burn_in",
+                     "rex_slot_rngs")
 
 _BUILT: dict = {}
 
@@ -131,6 +149,18 @@ def update_ladder(b: np.ndarray, tried: np.ndarray, accepted: np.ndarray, min_b:
     return new
 
 
+def slot_generators(rng: np.random.Generator, n_replicas: int) -> list[np.random.Generator]:
+    """One Generator per slot, from the ``SeedSequence`` behind ``rng`` (its
+    ``bit_generator.seed_seq``): slot ``r`` gets ``SeedSequence(entropy, spawn_key=key +
+    (SLOT_KEY, r))``. They depend on the chain's seed only, not on what ``rng`` has drawn, and
+    deriving them leaves ``rng``'s seed sequence untouched (``SeedSequence.spawn`` would count
+    its children, and a second chain of the same seed would get others)."""
+    ss = rng.bit_generator.seed_seq
+    return [np.random.default_rng(np.random.SeedSequence(
+        ss.entropy, spawn_key=tuple(ss.spawn_key) + (SLOT_KEY, r), pool_size=ss.pool_size))
+        for r in range(n_replicas)]
+
+
 class Replicas:
     """``R`` replicas of one CGS-PFA chain (module docstring), run interleaved in this process.
 
@@ -139,15 +169,19 @@ class Replicas:
     sweeps made (the burn-in sweeps left and the swap rounds' parity follow from it).
     :meth:`sweeps` runs sweeps, each followed by a swap round every ``swap_every`` sweeps;
     slot 0 (``b = 1``) is the chain to record (:attr:`state`). ``blocked_every = K > 0``: a
-    blocked move of slot 0 after every ``K``-th sweep (module docstring)."""
+    blocked move of slot 0 after every ``K``-th sweep (module docstring). ``threads``: the
+    slots' sweeps of a round run on this many threads (at most ``R``); the chain is the same
+    bit for bit whatever it is (module docstring)."""
 
     def __init__(self, tokens, positions, states: list, beta: float, rng: np.random.Generator,
                  burn_in: int, swap_every: int = SWAP_EVERY, min_b: float = MIN_B,
-                 mutation: str | None = None, blocked_every: int = 0):
+                 mutation: str | None = None, blocked_every: int = 0, threads: int = 1):
         self.tokens, self.positions, self.rng, self.beta = tokens, positions, rng, float(beta)
         self.burn_in, self.swap_every, self.min_b = int(burn_in), int(swap_every), float(min_b)
         self.states = list(states)
         n = len(self.states)
+        self.slot_rngs = slot_generators(rng, n)
+        self.threads = max(1, min(int(threads), n))
         self.b = initial_ladder(n, self.min_b)
         self.swap = build_swap(mutation)
         self.adapt_always = mutation == "rex-adapt-after-burn-in"
@@ -177,13 +211,21 @@ class Replicas:
         the end of each window of swap rounds. Returns ``(moved, tried,
         accepted)``, summed over the rounds: the positions slot 0's sweeps (``b = 1``, the
         recorded chain) moved, and the swaps tried and accepted (every pair)."""
+        if self.threads > 1:
+            with ThreadPoolExecutor(self.threads) as pool:
+                return self._rounds(n_sweeps, pool.map)
+        return self._rounds(n_sweeps, map)
+
+    def _sweep_slot(self, r: int) -> int:
+        """One tempered sweep of slot ``r`` at ``b[r]`` with the slot's Generator."""
+        z, c, ct, ci, recip = self.states[r]
+        return int(gibbs.tempered_sweeps(1, self.positions, self.tokens, z, c, ct, ci, recip,
+                                         self.slot_rngs[r], self.beta, float(self.b[r])))
+
+    def _rounds(self, n_sweeps: int, each) -> tuple[int, int, int]:
         moved = tried = accepted = 0
         for _ in range(n_sweeps):
-            for r, (z, c, ct, ci, recip) in enumerate(self.states):
-                m = gibbs.tempered_sweeps(1, self.positions, self.tokens, z, c, ct, ci, recip,
-                                          self.rng, self.beta, float(self.b[r]))
-                if r == 0:
-                    moved += int(m)
+            moved += list(each(self._sweep_slot, range(len(self.states))))[0]
             self.done += 1
             if len(self.states) > 1 and self.done % self.swap_every == 0:
                 t, a = self._swap_round()
@@ -197,6 +239,36 @@ class Replicas:
             if self.done == self.burn_in:
                 self.ladder_at_burn_in = self.b.copy()
         return moved, tried, accepted
+
+    def checkpoint(self) -> dict:
+        """The chain's state beyond its Generator (:data:`CHECKPOINT_FIELDS`), for
+        :func:`bayesfa.samplers.chains.save_checkpoint`: every slot's ``z`` in slot order (the
+        counts follow from them), ``b``, the swap counters (after burn-in and of the current
+        window), ``done``, the window and its rounds so far, the ladder at the end of burn-in
+        (NaN before) and each slot's Generator state (JSON)."""
+        n = len(self.states)
+        at_burn_in = np.full(n, np.nan) if self.ladder_at_burn_in is None else self.ladder_at_burn_in
+        return {"rex_z": np.stack([st[0] for st in self.states]), "rex_b": self.b.copy(),
+                "rex_counters": np.stack([self.tried, self.accepted, self.win_tried, self.win_accepted]),
+                "rex_counts": np.array([self.done, self.window, self.in_window], dtype=np.int64),
+                "rex_ladder_at_burn_in": np.array(at_burn_in, dtype=np.float64),
+                "rex_slot_rngs": json.dumps([g.bit_generator.state for g in self.slot_rngs])}
+
+    def restore(self, saved: dict) -> None:
+        """Continue from :meth:`checkpoint`'s ``saved`` (shapes checked by the front's loader):
+        every slot's path and counts (``fill_counts``), the ladder, the counters and the slots'
+        Generators; the chain then goes on exactly as the uninterrupted one."""
+        for st, z in zip(self.states, saved["rex_z"]):
+            st[0][:] = z
+            gibbs.fill_counts(self.tokens, st[0], *st[1:], self.beta)
+        self.b = np.array(saved["rex_b"], dtype=np.float64)
+        self.tried, self.accepted, self.win_tried, self.win_accepted = (
+            np.array(row, dtype=np.int64) for row in saved["rex_counters"])
+        self.done, self.window, self.in_window = (int(v) for v in saved["rex_counts"])
+        at_burn_in = np.asarray(saved["rex_ladder_at_burn_in"], dtype=np.float64)
+        self.ladder_at_burn_in = None if np.isnan(at_burn_in).any() else at_burn_in.copy()
+        for g, state in zip(self.slot_rngs, json.loads(str(saved["rex_slot_rngs"]))):
+            g.bit_generator.state = state
 
     def _swap_round(self) -> tuple[int, int]:
         n = len(self.states)

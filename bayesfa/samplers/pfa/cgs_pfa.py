@@ -353,13 +353,16 @@ def check_blocked(blocked_every, kernel: str, anneal, split_merge) -> None:
         raise InputError("--blocked-every is not available with --split-merge")
 
 
-def check_replicas(replicas, swap_every, min_b, kernel: str, anneal, split_merge) -> None:
-    """One-line :class:`InputError` unless ``replicas`` (``--replicas``) and ``swap_every``
-    (``--swap-every``) are integers >= 1 and ``min_b`` (``--replica-min-b``) a number in
+def check_replicas(replicas, swap_every, min_b, kernel: str, anneal, split_merge,
+                   threads=1) -> None:
+    """One-line :class:`InputError` unless ``replicas`` (``--replicas``), ``swap_every``
+    (``--swap-every``) and ``threads`` (``--replica-threads``) are integers >= 1 and ``min_b``
+    (``--replica-min-b``) a number in
     (0, 1); replica exchange runs with the plain ``gibbs`` kernel only, with neither
     ``--anneal`` nor ``--split-merge`` (``--blocked-every`` moves the b = 1 replica:
     :mod:`bayesfa.samplers.pfa._replica_kernel`)."""
-    for name, value in (("--replicas", replicas), ("--swap-every", swap_every)):
+    for name, value in (("--replicas", replicas), ("--swap-every", swap_every),
+                        ("--replica-threads", threads)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise InputError(f"{name} must be an integer >= 1, got {value!r}")
     if (isinstance(min_b, bool) or not isinstance(min_b, (int, float, np.integer, np.floating))
@@ -379,7 +382,7 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
                resume=None, predict=None, max_draws=None, kernel="gibbs", init_z=None,
                anneal=0, anneal_start=ANNEAL_START, split_merge=0, split_merge_scans=SPLIT_MERGE_SCANS,
                blocked_every=0, replicas=1, swap_every=SWAP_EVERY, replica_min_b=REPLICA_MIN_B,
-               replica_mutation=None):
+               replica_mutation=None, replica_threads=1):
     """One chain from its ``SeedSequence``: random init, burn-in, ``n_draws`` recorded draws,
     by the sweeps of ``kernel`` (a name of :data:`KERNELS`, see :func:`kernel_module`).
 
@@ -427,9 +430,11 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     only, and the draws are slot 0's (``b = 1``). ``replica_mutation``: a mutant of
     :data:`~bayesfa.samplers.pfa._replica_kernel.MUTATIONS` (validation only). With
     ``blocked_every = K`` as well, slot 0 gets a blocked move after every ``K``-th sweep (the
-    hot replicas none: :mod:`~bayesfa.samplers.pfa._replica_kernel`). Such a chain
-    is not checkpointed (``checkpoint`` and ``resume`` must be None): an interrupted fit
-    reruns it from its seed, to the same result.
+    hot replicas none: :mod:`~bayesfa.samplers.pfa._replica_kernel`). ``replica_threads``:
+    the replicas' sweeps of each round run on this many threads (the chain is the same bit for
+    bit whatever it is). Its checkpoint also holds every replica's path, the ladder, the swap
+    counters and the replicas' Generators (``Replicas.checkpoint``), so it resumes bit for bit
+    like a plain chain.
 
     Returns ``(counts, log_joint, used, edges, heldout, z, seconds, pred_log_sum, stats)``;
     ``pred_log_sum`` is ``log sum_draws Pr(b | xi~)`` per test string (empty without
@@ -470,15 +475,17 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
     if replicas > 1:
         from bayesfa.samplers.pfa._replica_kernel import Replicas
 
-        if checkpoint is not None or resume is not None:
-            raise ValueError("a replica-exchange chain is not checkpointed")
         states = []
-        for zr in [z.copy()] + [random_path(tokens, n_states, rng) for _ in range(replicas - 1)]:
+        paths = ([np.array(zr, dtype=np.int32) for zr in resume["rex_z"]] if resume is not None
+                 else [z.copy()] + [random_path(tokens, n_states, rng) for _ in range(replicas - 1)])
+        for zr in paths:
             counts_r = new_counts(n_states, n_symbols, count_dtype(tokens.size))
             kernel.fill_counts(tokens, zr, *counts_r, float(beta))
             states.append((zr, *counts_r))
         rex = Replicas(tokens, positions, states, beta, rng, burn_in, swap_every, replica_min_b,
-                       replica_mutation, blocked_every)
+                       replica_mutation, blocked_every, replica_threads)
+        if resume is not None:
+            rex.restore(resume)
     c, ct, ci, recip = new_counts(n_states, n_symbols, count_dtype(tokens.size))
     kernel.fill_counts(tokens, z, c, ct, ci, recip, float(beta))
     state = (positions, tokens, z, c, ct, ci, recip, rng, float(beta))
@@ -488,8 +495,9 @@ def _run_chain(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, seed
         save_checkpoint(checkpoint, fingerprint, {
             "counts": counts[:np.searchsorted(kept, d)], "log_joint": log_joint[:d],
             "used": used[:d], "edges": edges[:d], "pred_log_sum": acc.log_sum,
-            "heldout": heldout[:d], "stats": stats[:d], "z": z, "seconds": loop.seconds(),
-            "sweeps_done": loop.done, "draws_done": d, "rng_state": generator_state(rng)})
+            "heldout": heldout[:d], "stats": stats[:d], "z": z if rex is None else rex.state[0],
+            "seconds": loop.seconds(), "sweeps_done": loop.done, "draws_done": d,
+            "rng_state": generator_state(rng), **({} if rex is None else rex.checkpoint())})
 
     block = block_sweeps(_BLOCK_UNITS, n_states, positions.size)
     per_block = max(1, block // period)
@@ -810,14 +818,19 @@ _STATE_FIELDS = _CHAIN_FIELDS + ("sweeps_done", "draws_done", "rng_state")
 
 
 def _load_chain(path: Path, fingerprint: str, *, n_draws: int, z_size: int, burn_in: int,
-                period: int, max_draws: int | None = None, n_test: int = 0) -> dict | None:
+                period: int, max_draws: int | None = None, n_test: int = 0,
+                replicas: int = 1) -> dict | None:
     """The chain state saved at ``path`` by :func:`bayesfa.samplers.chains.save_checkpoint` (finished or not), or None
     when it was saved for other data, settings or seed. An :class:`InputError` naming the
     file when it cannot be read or is inconsistent (it was written atomically, so only damage
-    from outside, e.g. a truncated copy, does that)."""
-    state = read_checkpoint(path, fingerprint, _STATE_FIELDS)
+    from outside, e.g. a truncated copy, does that). ``replicas = R > 1``: a replica chain's,
+    which also holds ``Replicas.checkpoint``'s fields mid-chain and the swap statistics
+    (``rex_stats``, JSON) once finished."""
+    state = read_checkpoint(path, fingerprint, None if replicas > 1 else _STATE_FIELDS)
     if state is None:
         return None  # another run's chain (data, settings, seed or version): not ours
+    if replicas > 1:
+        _check_replica_state(path, state, replicas, n_draws, z_size)
     d, done = int(state["draws_done"]), int(state["sweeps_done"])
     shapes_ok = (0 <= d <= n_draws and state["z"].shape == (z_size,)
                  and all(state[k].shape[:1] == (d,) for k in ("log_joint", "used", "edges", "heldout",
@@ -831,9 +844,40 @@ def _load_chain(path: Path, fingerprint: str, *, n_draws: int, z_size: int, burn
     return state
 
 
+def _check_replica_state(path, state: dict, replicas: int, n_draws: int, z_size: int) -> None:
+    """:func:`_load_chain`'s check of a replica chain's own fields (in place: ``rex_stats``
+    parsed); an :class:`InputError` naming ``path`` when one is missing or inconsistent."""
+    from bayesfa.samplers.pfa._replica_kernel import CHECKPOINT_FIELDS
+
+    finished = "draws_done" in state and int(state["draws_done"]) == n_draws
+    missing = [k for k in (_STATE_FIELDS + (("rex_stats",) if finished else CHECKPOINT_FIELDS))
+               if k not in state]
+    if missing:
+        raise corrupt_checkpoint(path, f"missing {', '.join(missing)}")
+    try:
+        if finished:
+            state["rex_stats"] = json.loads(str(state["rex_stats"]))
+            ok = isinstance(state["rex_stats"], dict)
+        else:
+            slots = json.loads(str(state["rex_slot_rngs"]))
+            ok = (state["rex_z"].shape == (replicas, z_size) and state["rex_b"].shape == (replicas,)
+                  and state["rex_counters"].shape == (4, replicas - 1)
+                  and state["rex_counts"].shape == (3,)
+                  and state["rex_ladder_at_burn_in"].shape == (replicas,)
+                  and isinstance(slots, list) and len(slots) == replicas
+                  and all(isinstance(g, dict) and "state" in g for g in slots))
+    except (ValueError, TypeError):
+        ok = False
+    if not ok:
+        raise corrupt_checkpoint(path, "its replica arrays do not match its settings")
+
+
 def _finished_state(out, n_sweeps: int, rng_state: str = "{\"state\": null}") -> dict:
+    """A finished chain's checkpoint from its output (a replica chain's: its swap statistics
+    too, as ``rex_stats``)."""
     return {**dict(zip(_CHAIN_FIELDS, out)), "sweeps_done": n_sweeps,
-            "draws_done": int(out[1].shape[0]), "rng_state": rng_state}
+            "draws_done": int(out[1].shape[0]), "rng_state": rng_state,
+            **({"rex_stats": json.dumps(out[9])} if len(out) > len(_CHAIN_FIELDS) else {})}
 
 
 def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, burn_in: int,
@@ -846,7 +890,7 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
                    anneal_start: float = ANNEAL_START, split_merge: float = 0,
                    split_merge_scans: int = SPLIT_MERGE_SCANS, blocked_every: int = 0,
                    replicas: int = 1, swap_every: int = SWAP_EVERY,
-                   replica_min_b: float = REPLICA_MIN_B) -> CGSResult:
+                   replica_min_b: float = REPLICA_MIN_B, replica_threads: int = 1) -> CGSResult:
     """Run CGS-PFA (Algorithm 1) on ``corpus`` with ``N = n_states`` states besides state 0.
 
     Each chain starts from a uniformly random ``z``, runs ``burn_in`` sweeps, then records the
@@ -908,9 +952,12 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     each chain is a replica exchange of ``R`` tempered copies (:func:`_run_chain`,
     :mod:`bayesfa.samplers.pfa._replica_kernel`), a swap round every ``swap_every`` sweeps,
     the ladder from 1 to ``replica_min_b`` adapted during burn-in; only ``b = 1`` is recorded,
-    the swap rates and ladders are in ``info["replica_stats"]`` (one dict per chain). Such
-    chains keep no checkpoint in ``checkpoint_dir``: an interrupted fit reruns them from the
-    seed, to the same result.
+    the swap rates and ladders are in ``info["replica_stats"]`` (one dict per chain).
+    ``replica_threads = T`` (``--replica-threads``): each chain's replicas sweep on ``T``
+    threads at once (the sweep releases the GIL; every replica has its own Generator), so a
+    chain of ``R`` replicas takes about ``1/min(R, T)`` of the wall time on idle cores, and the
+    result is bit-identical whatever ``T``. Such
+    chains are checkpointed as plain ones are, with every replica's state.
     """
     n_draws = _check_arguments(corpus, n_states, beta, iterations, burn_in, period, chains, jobs)
     kernel, interleave = _wide_counts_options(corpus.n_tokens, kernel, interleave, anneal,
@@ -918,13 +965,13 @@ def sample_cgs_pfa(corpus: Corpus, n_states: int, beta: float, iterations: int, 
     setup = _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdout,
                    predict, max_draws, kernel, checkpoint_every, anneal, anneal_start,
                    split_merge, split_merge_scans, blocked_every, replicas, swap_every,
-                   replica_min_b)
+                   replica_min_b, replica_threads)
     jobs = min(jobs, chains)
     if on_sweeps is not None and jobs > 1:
         raise ValueError("on_sweeps is called only when the chains run in this process (jobs=1)")
     context = mp_context() if jobs > 1 else None  # before the bar starts its monitor thread
     bar = _progress_bar(progress, chains * setup.sweeps_per_chain)
-    book = _Book.of(setup, None if setup.replicas > 1 else checkpoint_dir)
+    book = _Book.of(setup, checkpoint_dir)
     todo = book.todo()
     resumed_mid = book.resumed_mid_chain(todo)
     if bar is not None:
@@ -980,6 +1027,7 @@ class _Setup(NamedTuple):
     replicas: int = 1
     swap_every: int = SWAP_EVERY
     replica_min_b: float = REPLICA_MIN_B
+    replica_threads: int = 1
 
     @property
     def sweeps_per_chain(self) -> int:
@@ -997,7 +1045,7 @@ class _Setup(NamedTuple):
 def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdout, predict,
            max_draws, kernel, checkpoint_every, anneal=0, anneal_start=ANNEAL_START,
            split_merge=0, split_merge_scans=SPLIT_MERGE_SCANS, blocked_every=0, replicas=1,
-           swap_every=SWAP_EVERY, replica_min_b=REPLICA_MIN_B) -> _Setup:
+           swap_every=SWAP_EVERY, replica_min_b=REPLICA_MIN_B, replica_threads=1) -> _Setup:
     """Check the remaining arguments, split off the held-out strings, seed the chains
     (``SeedSequence(seed).spawn(chains)``) and fingerprint them."""
     if kernel not in KERNELS:
@@ -1005,7 +1053,7 @@ def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdo
     check_anneal(anneal, anneal_start, burn_in, kernel)
     check_split_merge(split_merge, split_merge_scans, kernel)
     check_blocked(blocked_every, kernel, anneal, split_merge)
-    check_replicas(replicas, swap_every, replica_min_b, kernel, anneal, split_merge)
+    check_replicas(replicas, swap_every, replica_min_b, kernel, anneal, split_merge, replica_threads)
     from bayesfa.online import check_online_arguments
 
     test = check_online_arguments(corpus, predict, max_draws)
@@ -1021,7 +1069,8 @@ def _setup(corpus, n_states, beta, burn_in, period, n_draws, chains, seed, holdo
     return _Setup(tokens, n_symbols, n_states, beta, burn_in, period, n_draws, children, held,
                   held_idx, predict, max_draws, kernel, float(checkpoint_every), prints,
                   int(anneal), float(anneal_start), float(split_merge), int(split_merge_scans),
-                  int(blocked_every), int(replicas), int(swap_every), float(replica_min_b))
+                  int(blocked_every), int(replicas), int(swap_every), float(replica_min_b),
+                  int(replica_threads))
 
 
 def _progress_bar(progress: bool, total: int):
@@ -1043,12 +1092,14 @@ class _Book(ChainBook):
         def load(path, fingerprint):
             return _load_chain(path, fingerprint, n_draws=setup.n_draws, z_size=setup.tokens.size + 1,
                                burn_in=setup.burn_in, period=setup.period,
-                               max_draws=setup.max_draws, n_test=setup.n_test)
+                               max_draws=setup.max_draws, n_test=setup.n_test,
+                               replicas=setup.replicas)
 
         def finished(state):
             if int(state["draws_done"]) != setup.n_draws:
                 return None
-            return tuple(state[k] if k != "seconds" else float(state[k]) for k in _CHAIN_FIELDS)
+            out = tuple(state[k] if k != "seconds" else float(state[k]) for k in _CHAIN_FIELDS)
+            return out + ((state["rex_stats"],) if setup.replicas > 1 else ())
 
         book = cls.open(checkpoint_dir, setup.prints, load, finished)
         book.setup = setup
@@ -1070,7 +1121,8 @@ class _Book(ChainBook):
                    if s.split_merge else {}),
                 **({"blocked_every": s.blocked_every} if s.blocked_every else {}),
                 **({"replicas": s.replicas, "swap_every": s.swap_every,
-                    "replica_min_b": s.replica_min_b} if s.replicas > 1 else {})}
+                    "replica_min_b": s.replica_min_b, "replica_threads": s.replica_threads}
+                   if s.replicas > 1 else {})}
 
 
 def _run_here(setup: _Setup, book: _Book, todo: list, group: int, bar, on_sweeps) -> None:
@@ -1134,6 +1186,7 @@ def _result(setup: _Setup, outs: list, run: dict, holdout: float, max_draws) -> 
         "blocked_every": int(setup.blocked_every),
         **({"replicas": int(setup.replicas), "swap_every": int(setup.swap_every),
             "replica_min_b": float(setup.replica_min_b),
+            "replica_threads": int(setup.replica_threads),
             "replica_stats": [out[9] for out in outs]} if setup.replicas > 1 else {}),
         "n_draws_per_chain": int(setup.n_draws),
         "n_free_positions": int(free_positions(tokens).size),
@@ -1267,7 +1320,7 @@ class _CGSPFA(DrawAutomata):
                                  "adapted during burn-in only; only b = 1 is recorded (checked by "
                                  "bayesfa validate cgs-pfa); with --blocked-every K the b = 1 "
                                  "replica gets a blocked move every K sweeps; plain gibbs kernel "
-                                 "only, no mid-chain checkpoints; default 1 (off)")
+                                 "only; default 1 (off)")
         parser.add_argument("--swap-every", type=positive_int, default=SWAP_EVERY, metavar="K",
                             help=f"with --replicas, a swap round after every K sweeps; default "
                                  f"{SWAP_EVERY}")
@@ -1275,6 +1328,10 @@ class _CGSPFA(DrawAutomata):
                             metavar="B",
                             help=f"with --replicas, the inverse temperature of the hottest "
                                  f"replica, in (0, 1); default {REPLICA_MIN_B}")
+        parser.add_argument("--replica-threads", type=positive_int, default=1, metavar="T",
+                            help="with --replicas, each chain's replicas sweep on T threads at "
+                                 "once (about 1/min(R, T) of the wall time on idle cores; the "
+                                 "result is the same bit for bit whatever T); default 1")
         parser.add_argument("--kernel", choices=(*KERNELS, "auto"), default="auto",
                             help=f"the sweep: gibbs (Algorithm 1, O(N) per token), alias-mh "
                                  f"(Metropolis-Hastings within Gibbs, O(1) alias-table proposals) "
@@ -1335,6 +1392,9 @@ class _CGSPFA(DrawAutomata):
         if options.get("replicas", 1) > 1:  # every replica's z and counts
             state += (options["replicas"] - 1) * (2 * (n + 1) * a * padded_width(n) * 4
                                                   + corpus.n_tokens * 4)
+            # the uniforms of the sweeps running at once (float64, one per position)
+            threads = min(options.get("replica_threads", 1), options["replicas"])
+            state += (threads - 1) * corpus.n_tokens * 8
         if choose_kernel(options.get("kernel", "gibbs"), n) == "alias-mh":
             # the other block's counts and the alias tables (2 A (N+1) tables of N slots)
             state += 2 * (n + 1) * a * padded_width(n) * 4 + 2 * a * (n + 1) * n * 12
@@ -1410,7 +1470,8 @@ class _CGSPFA(DrawAutomata):
                              blocked_every=options.get("blocked_every", 0),
                              replicas=options.get("replicas", 1),
                              swap_every=options.get("swap_every", SWAP_EVERY),
-                             replica_min_b=options.get("replica_min_b", REPLICA_MIN_B))
+                             replica_min_b=options.get("replica_min_b", REPLICA_MIN_B),
+                             replica_threads=options.get("replica_threads", 1))
         return _fit_result(res, predict)
 
     def predict_log_prob(self, arrays: dict[str, np.ndarray], options: dict[str, Any],
