@@ -335,6 +335,57 @@ _RUN = {"single": _single, "eq6": _eq6, "screen": _screen, "heldout-weighted": _
         "anneal": _anneal, "split-merge": _split_merge}
 
 
+def paired_arms(p: argparse.ArgumentParser, args, argv, script: str, settings: dict, calibrate,
+                arms, run, table, head) -> int:
+    """The resumable main of ``pautomac_blocked.py`` and ``pautomac_replica.py`` (one plain arm
+    against one other at equal CPU): checks ``--seeds``, ``--data`` and ``--out`` (the guarded
+    writer), keeps ``--out``'s finished units when its ``settings`` match, measures
+    ``calibrate(unit)`` once, then for every seed and every ``(arm, sweeps, param)`` of
+    ``arms(done)`` not done yet runs ``run(unit, sweeps, param)`` (a row dict) and writes the
+    JSON at once; at the end ``table(rows, seeds)`` under the command, the commit and
+    ``head(done, seeds)`` to ``--out``'s ``.md``. ``script``: the file name in the recorded
+    command."""
+    from guarded_out import check_out, write_out_json, write_out_text
+    from machine import git_commit, missing_pautomac_file
+
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")]
+    except ValueError:
+        p.error(f"--seeds: expected comma-separated integers, got {args.seeds!r}")
+    missing = missing_pautomac_file(args.data, args.problem)
+    if missing:
+        p.error(f"--data {args.data}: no file {missing}")
+    out = Path(args.out)
+    check_out(out, out.with_suffix(".md"))
+    done = json.loads(out.read_text()) if out.exists() else {"settings": settings, "rows": {}}
+    if done["settings"] != settings:
+        p.error(f"--out {out} holds results for other settings {done['settings']}")
+    done["commit"] = git_commit()
+    done["command"] = (f"python benchmarks/{script} "
+                       + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+    if "calibration" not in done:
+        done["calibration"] = calibrate(_Unit.load(args.problem, seeds[0], args.data, settings, ""))
+    plan = arms(done)
+    for seed in seeds:
+        for arm, sweeps, param in plan:
+            key = f"{seed}/{arm}"
+            if key in done["rows"]:
+                continue
+            u = _Unit.load(args.problem, seed, args.data, settings, "")
+            row = run(u, sweeps, param)
+            row.update(seed=seed, arm=arm, states=u.n_states, commit=done["commit"],
+                       finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            done["rows"][key] = row
+            write_out_json(out, done)
+            print(f"seed {seed} {arm}: {row['sweeps']} sweeps, {row['cpu_seconds']:.1f} cpu s, "
+                  f"score - min {row['excess']:.4f}, final log joint {row['final_log_joint']:.1f}",
+                  flush=True)
+    text = f"Command: `{done['command']}` at {done['commit']}\n\n{head(done, seeds)}\n\n" + table(done["rows"], seeds)
+    print(text)
+    write_out_text(out.with_suffix(".md"), text + "\n")
+    return 0
+
+
 def strategy_name(strategy: str, k: int) -> str:
     return strategy if strategy in ("single", "anneal", "split-merge") else f"{strategy}-{k}"
 

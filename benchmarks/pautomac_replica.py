@@ -29,7 +29,6 @@ command skip finished units.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -37,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pautomac_mixing import _Unit, chain_plan  # noqa: E402  (this folder's script)
+from pautomac_mixing import _Unit, chain_plan, paired_arms  # noqa: E402  (this folder's script)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,9 +123,6 @@ def table(rows: dict, seeds: list[int]) -> str:
 
 
 def main(argv=None) -> int:
-    from guarded_out import check_out, write_out_json, write_out_text
-    from machine import git_commit, missing_pautomac_file
-
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--problem", type=int, default=5)
     p.add_argument("--seeds", default="0,1,2")
@@ -138,55 +134,27 @@ def main(argv=None) -> int:
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pautomac"))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pautomac_replica" / "results.json"))
     args = p.parse_args(argv)
-    try:
-        seeds = [int(s) for s in args.seeds.split(",")]
-    except ValueError:
-        p.error(f"--seeds: expected comma-separated integers, got {args.seeds!r}")
     if args.sweeps < 2 or args.replicas < 2 or args.period < 1 or not args.beta > 0 or not 0 < args.min_b < 1:
         p.error("--sweeps >= 2, --replicas >= 2, --period >= 1, --beta > 0 and --min-b in (0, 1) are required")
-    missing = missing_pautomac_file(args.data, args.problem)
-    if missing:
-        p.error(f"--data {args.data}: no file {missing}")
-    out = Path(args.out)
-    check_out(out, out.with_suffix(".md"))
     settings = {"problem": args.problem, "sweeps": args.sweeps, "replicas": args.replicas,
                 "min_b": args.min_b, "period": args.period, "beta": args.beta}
-    done = json.loads(out.read_text()) if out.exists() else {"settings": settings, "rows": {}}
-    if done["settings"] != settings:
-        p.error(f"--out {out} holds results for other settings {done['settings']}")
-    done["commit"] = git_commit()
-    done["command"] = ("python benchmarks/pautomac_replica.py " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
-    if "calibration" not in done:
-        done["calibration"] = calibrate(_Unit.load(args.problem, seeds[0], args.data, settings, ""),
-                                        args.replicas, args.min_b)
-    x = done["calibration"]["x"]
-    rex_sweeps = int(round(args.sweeps / x))
-    done["replica_sweeps"] = rex_sweeps
-    for seed in seeds:
-        for arm, sweeps, replicas in (("plain", args.sweeps, 1), ("replica", rex_sweeps, args.replicas)):
-            key = f"{seed}/{arm}"
-            if key in done["rows"]:
-                continue
-            u = _Unit.load(args.problem, seed, args.data, settings, "")
-            row = run_arm(u, sweeps, replicas, args.min_b)
-            row.update(seed=seed, arm=arm, states=u.n_states, commit=done["commit"],
-                       finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-            done["rows"][key] = row
-            write_out_json(out, done)
-            print(f"seed {seed} {arm}: {row['sweeps']} sweeps, {row['cpu_seconds']:.1f} cpu s, "
-                  f"score - min {row['excess']:.4f}, final log joint {row['final_log_joint']:.1f}",
-                  flush=True)
-    text = table(done["rows"], seeds)
-    cal = done["calibration"]
-    head = (f"Command: `{done['command']}` at {done['commit']}\n\n"
-            f"PAutomaC problem {args.problem}, N = {done['rows'][f'{seeds[0]}/plain']['states']}, "
-            f"beta = {args.beta}; calibration: a plain sweep {cal['sweep_cpu_s'] * 1e3:.2f} ms CPU, a "
-            f"chain sweep of {args.replicas} replicas with its swap round {cal['chain_sweep_cpu_s'] * 1e3:.2f} ms "
-            f"(x = {x:.2f} sweeps), so the replica arm runs {rex_sweeps} chain sweeps (ladder from 1 to "
-            f"{args.min_b}, adapted over the first half). Shared, loaded 2-core machine, run under nice.\n\n")
-    print(head + text)
-    write_out_text(out.with_suffix(".md"), head + text + "\n")
-    return 0
+
+    def arms(done):
+        done["replica_sweeps"] = int(round(args.sweeps / done["calibration"]["x"]))
+        return (("plain", args.sweeps, 1), ("replica", done["replica_sweeps"], args.replicas))
+
+    def head(done, seeds):
+        cal = done["calibration"]
+        return (f"PAutomaC problem {args.problem}, N = {done['rows'][f'{seeds[0]}/plain']['states']}, "
+                f"beta = {args.beta}; calibration: a plain sweep {cal['sweep_cpu_s'] * 1e3:.2f} ms CPU, a "
+                f"chain sweep of {args.replicas} replicas with its swap round {cal['chain_sweep_cpu_s'] * 1e3:.2f} ms "
+                f"(x = {cal['x']:.2f} sweeps), so the replica arm runs {done['replica_sweeps']} chain sweeps "
+                f"(ladder from 1 to {args.min_b}, adapted over the first half). Shared, loaded 2-core "
+                f"machine, run under nice.")
+
+    return paired_arms(p, args, argv, "pautomac_replica.py", settings,
+                       lambda u: calibrate(u, args.replicas, args.min_b), arms,
+                       lambda u, sweeps, replicas: run_arm(u, sweeps, replicas, args.min_b), table, head)
 
 
 if __name__ == "__main__":
