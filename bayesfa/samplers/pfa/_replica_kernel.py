@@ -39,7 +39,9 @@ Threads. Each slot sweeps its own state with its own Generator, so the ``R`` swe
 are independent and can run at once: with ``threads = T > 1`` they run on ``T`` threads
 (:func:`~bayesfa.samplers.pfa._cgs_pfa_kernel.tempered_sweeps` releases the GIL), and the swap
 round waits for all of them. The numbers drawn do not depend on ``T``, so neither does the
-chain: the same seed gives the same draws bit for bit on one thread or on ``R``. The swap itself is the numba function :func:`build_swap` compiles; the
+chain: the same seed gives the same draws bit for bit on one thread or on ``R``.
+
+The swap itself is the numba function :func:`build_swap` compiles; the
 mutants of :data:`MUTATIONS` are compile-time switches of its one source, and the driver's
 ``mutation`` argument (for ``adapt-after-burn-in`` and ``blocked-every-slot``).
 
@@ -256,11 +258,9 @@ class Replicas:
 
     def restore(self, saved: dict) -> None:
         """Continue from :meth:`checkpoint`'s ``saved`` (shapes checked by the front's loader):
-        every slot's path and counts (``fill_counts``), the ladder, the counters and the slots'
-        Generators; the chain then goes on exactly as the uninterrupted one."""
-        for st, z in zip(self.states, saved["rex_z"]):
-            st[0][:] = z
-            gibbs.fill_counts(self.tokens, st[0], *st[1:], self.beta)
+        the ladder, the counters and the slots' Generators. The slots' states must already be
+        those of ``saved["rex_z"]`` with their counts (the front builds them so, in slot
+        order); the chain then goes on exactly as the uninterrupted one."""
         self.b = np.array(saved["rex_b"], dtype=np.float64)
         self.tried, self.accepted, self.win_tried, self.win_accepted = (
             np.array(row, dtype=np.int64) for row in saved["rex_counters"])
