@@ -427,15 +427,67 @@ def test_vgram_memory_estimate_counts_the_methods_folds(name, folds):
 
 def test_cvgram_folds_bounds():
     """``--folds``: 2 is the least number of folds that cross-validates (a fit), 1 is
-    refused, and so are more folds than strings."""
+    refused, and so are more folds than strings; as many folds as strings (one string a
+    fold) is a fit."""
     from bayesfa.errors import InputError
 
     corpus = random_corpus(2, 30, 2)
     two = cvgram(corpus, 0.5, 2)
     assert two["child"].shape[0] >= 1 and two["counts"].sum() > 0
+    each = cvgram(corpus, 0.5, 30)
+    assert each["counts"].sum() == two["counts"].sum() > 0
     for folds in (1, 31):
         with pytest.raises(InputError):
             cvgram(corpus, 0.5, folds)
+
+
+def test_cvgram_defaults_are_the_papers_ten_folds_and_the_method():
+    """CVGram's defaults are the paper's 10 folds (Sect. 4.5.3), in the command line's
+    ``--folds`` and in :func:`cvgram`, and the function's default variant is the method (0),
+    not a validation mutant: on this corpus 9, 10 and 11 folds grow different tries, and so
+    does the first mutant, so a changed default is seen."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    get_method("cvgram").add_arguments(parser)
+    assert parser.parse_args([]).folds == 10
+    corpus = second_order_corpus(0, 60, 3)
+    tries = {folds: cvgram(corpus, 0.5, folds, 0) for folds in (9, 10, 11)}
+    default = cvgram(corpus, 0.5)
+    for key, value in tries[10].items():
+        np.testing.assert_array_equal(default[key], value, err_msg=key)
+
+    def differs(a, b):
+        return any(a[k].shape != b[k].shape or (a[k] != b[k]).any() for k in a)
+
+    assert differs(tries[9], tries[10]) and differs(tries[11], tries[10])
+    assert differs(cvgram(corpus, 0.5, 10, 1), tries[10])
+
+
+@pytest.mark.parametrize("mutant", ["end-outside-alphabet", "fold-not-held-out",
+                                    "denominator-not-held-out", "folds-by-position"])
+def test_each_cvgram_mutant_grows_another_trie(mutant):
+    """Each named CVGram mutant is another method, not the method under another name: on this
+    corpus its trie differs from the method's (a branch test that no longer reaches a mutant's
+    code, e.g. ``variant > FOLDS_BY_POSITION``, would make the kill matrix test the method)."""
+    from bayesfa.learners.greedy.cvgram import MUTATIONS
+
+    corpus = second_order_corpus(1, 60, 3)
+    method = cvgram(corpus, 0.5, 10, 0)
+    other = cvgram(corpus, 0.5, 10, MUTATIONS[mutant])
+    assert any(other[k].shape != method[k].shape or (other[k] != method[k]).any() for k in method)
+
+
+@pytest.mark.parametrize("name", GREEDY)
+def test_greedy_validation_mutants_have_distinct_codes(name):
+    """Each greedy front's named validation mutants (``MUTATIONS``, name -> the ``variant``
+    code its kernel tests) have distinct codes, none of them 0 (the method): two names on
+    one code would make one mutant run another's code and the kill matrix test it twice."""
+    import importlib
+
+    mutations = importlib.import_module(f"bayesfa.learners.greedy.{name}").MUTATIONS
+    codes = list(mutations.values())
+    assert len(set(codes)) == len(codes) and 0 not in codes, mutations
 
 
 @pytest.mark.parametrize("name", ["estatemerge", "alergia"])

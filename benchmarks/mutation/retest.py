@@ -4,7 +4,8 @@
 
 ``WORKDIR`` holds ``main/`` (a copy of the repository at the commit the session mutated, with
 the tests to try copied in). For each survivor the mutation is applied there
-(``cosmic_ray.mutating.use_mutation``, which restores the file afterwards), pytest runs with
+(``cosmic_ray.mutating.use_mutation``, which restores the file afterwards; a session's
+absolute path into its own work copy is mapped to ``WORKDIR/main``), pytest runs with
 ``NUMBA_DISABLE_JIT=1`` as in the session, and the line ``killed|survived OPERATOR OCCURRENCE
 LINE: code`` is printed. ``--lines``: only the survivors on these lines of the mutated module.
 """
@@ -17,6 +18,18 @@ from cosmic_ray.mutating import use_mutation
 from cosmic_ray.plugins import get_operator
 from cosmic_ray.work_db import WorkDB, use_db
 from cosmic_ray.work_item import TestOutcome
+
+
+def _in_workdir(module: Path, workdir: Path) -> Path:
+    """The mutated module's file in ``WORKDIR/main``: sessions made by ``run.py`` record absolute
+    paths into their own work copy, which must never be mutated from here (its session may be
+    running, and its tests would see the mutant); a relative path is taken from ``workdir``."""
+    if not module.is_absolute():
+        return workdir / module
+    parts = module.parts
+    if "bayesfa" not in parts:
+        sys.exit(f"retest.py: {module}: not a file under bayesfa/")
+    return workdir / "main" / Path(*parts[parts.index("bayesfa"):])
 
 
 def main() -> None:
@@ -36,11 +49,11 @@ def main() -> None:
         if lines is not None and spec.start_pos[0] not in lines:
             continue
         operator = get_operator(spec.operator_name)()
-        with use_mutation(Path(spec.module_path), operator, spec.occurrence):
+        with use_mutation(_in_workdir(Path(spec.module_path), workdir), operator, spec.occurrence):
             code = subprocess.call([sys.executable, "-m", "pytest", "-x", "-q", "-p",
                                     "no:cacheprovider", *args], cwd=workdir / "main", env=env,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            line = Path(spec.module_path).read_text().splitlines()[spec.start_pos[0] - 1].strip()
+            line = _in_workdir(Path(spec.module_path), workdir).read_text().splitlines()[spec.start_pos[0] - 1].strip()
         print("killed" if code else "survived", spec.operator_name.split("/")[-1], spec.occurrence,
               f"{spec.start_pos[0]}: {line}", flush=True)
 
