@@ -464,6 +464,19 @@ def test_cvgram_defaults_are_the_papers_ten_folds_and_the_method():
     assert differs(cvgram(corpus, 0.5, 10, 1), tries[10])
 
 
+def test_evgram_default_variant_is_the_method():
+    """:func:`evgram` called without ``variant`` grows the method's trie, not a validation
+    mutant's: on this corpus the first mutant's (``end-outside-alphabet``) trie differs."""
+    corpus = second_order_corpus(2, 60, 3)
+    method = evgram(corpus, 0.5, 0)
+    default = evgram(corpus, 0.5)
+    for key, value in method.items():
+        np.testing.assert_array_equal(default[key], value, err_msg=key)
+    mutant = evgram(corpus, 0.5, 1)
+    assert any(mutant[k].shape != method[k].shape or (mutant[k] != method[k]).any()
+               for k in method)
+
+
 @pytest.mark.parametrize("mutant", ["end-outside-alphabet", "fold-not-held-out",
                                     "denominator-not-held-out", "folds-by-position"])
 def test_each_cvgram_mutant_grows_another_trie(mutant):
