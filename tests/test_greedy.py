@@ -104,6 +104,12 @@ def test_memory_estimate_is_the_arrays_the_build_and_the_merge_hold(alphabet, em
     held = max(raw_bytes + tree_bytes, merge)
     estimate = pt.prefix_tree_bytes(corpus)
     assert held <= estimate <= 1.6 * held, (held, estimate, estimate / held)
+    # the merge's worst case: a learned machine that keeps every node of the tree (no merge
+    # passes its test), its rows as wide as this run's machine's; the third copy of the
+    # estimate is for it (a merge estimated at two copies falls below it at 13 letters)
+    row = sum(machine[k].nbytes // machine[k].shape[0] for k in ("delta", "counts"))
+    worst = tree_bytes + tree[0].nbytes + tree[1].nbytes + tree[0].shape[0] * row
+    assert worst <= estimate, (worst, estimate)
 
 
 def test_prefix_tree_counts_and_order():
@@ -311,6 +317,14 @@ def test_vgram_trie_arrays_grow_past_their_capacity():
     assert _vgram._grow_arrays(child, counts, caret, depth, 13)[0].shape == (24, 2)
     same = _vgram._grow_arrays(child, counts, caret, depth, 3)[0]
     assert same.shape == child.shape and np.shares_memory(same, child)
+
+
+def test_pdfa_prediction_refuses_another_alphabet():
+    """A machine learned on 3 letters (ALERGIA's, scored by ``_prefix_tree.pdfa_log_prob``)
+    refuses a corpus of 2, saying both sizes."""
+    machine = alergia(random_corpus(0, 40, 3), 0.05)
+    with pytest.raises(ValueError, match="corpus has 2 letters, the machine 3$"):
+        pt.pdfa_log_prob(machine, 0.5, random_corpus(0, 5, 2))
 
 
 def test_vgram_prediction_refuses_another_alphabet():
