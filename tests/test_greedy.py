@@ -112,6 +112,19 @@ def test_memory_estimate_is_the_arrays_the_build_and_the_merge_hold(alphabet, em
     assert worst <= estimate, (worst, estimate)
 
 
+def test_red_machine_keeps_undefined_transitions_undefined():
+    """``red_machine`` renumbers the red states and maps each defined transition to its
+    target's new number; a letter with no child (``-1``) stays undefined (-1), also when the
+    last node of the tables is red (``index[-1]`` would then be a state's number)."""
+    # node 0 --letter 1--> node 2, node 0 --letter 2--> node 1; node 1 and node 2 have none
+    child = np.array([[-1, 2, 1], [-1, -1, -1], [-1, -1, -1]], dtype=np.int32)
+    count = np.array([[1, 2, 3], [4, 0, 0], [5, 0, 0]], dtype=np.int64)
+    red_list = np.array([0, 2, 1], dtype=np.int64)
+    delta, counts = pt.red_machine(red_list, 2, child, count)  # the red states 0 and 2
+    np.testing.assert_array_equal(delta, [[-1, 1, -1], [-1, -1, -1]])
+    np.testing.assert_array_equal(counts, [[1, 2, 3], [5, 0, 0]])
+
+
 def test_prefix_tree_counts_and_order():
     corpus = random_corpus(1, 60, 3)
     child, count, order, n_keys, sym, parent = pt.prefix_tree(corpus)

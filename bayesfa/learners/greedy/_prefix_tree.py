@@ -377,12 +377,11 @@ def smoothed_pdfa(arrays: dict[str, np.ndarray], beta: float):
     counts = np.asarray(arrays["counts"], dtype=np.float64)
     unigram = np.asarray(arrays["unigram"], dtype=np.float64)
     n_states, n_sym = counts.shape
-    probs = (counts + beta) / (counts.sum(axis=1, keepdims=True) + n_sym * beta)
+    probs = counts + beta  # (C_qa + beta) / (C_q + (A+1) beta) once each row is normalised
     if (delta < 0).any():
         sink = n_states
         delta = np.vstack([np.where(delta < 0, sink, delta), np.full((1, n_sym - 1), sink)])
-        u = (unigram + beta) / (unigram.sum() + n_sym * beta)
-        probs = np.vstack([probs, u[None, :]])
-    # Renormalise the rows so that they sum to 1 within float rounding (PDFA checks 1e-6).
+        probs = np.vstack([probs, unigram[None, :] + beta])  # the sink: the unigram's row
+    # One normalisation per row, so that it sums to 1 within float rounding (PDFA checks 1e-6).
     probs /= probs.sum(axis=1, keepdims=True)
     return PDFA(delta, probs[:, 1:], probs[:, 0], 0)
