@@ -340,6 +340,57 @@ def test_pdfa_prediction_refuses_another_alphabet():
         pt.pdfa_log_prob(machine, 0.5, random_corpus(0, 5, 2))
 
 
+def _path_trie(letters, n_sym):
+    """A VGram trie ``child [n, n_sym]`` that is one path from the root, its edges labelled
+    ``letters`` in order (node ``i + 1`` the child of node ``i``)."""
+    child = np.full((len(letters) + 1, n_sym), -1, dtype=np.int32)
+    for i, b in enumerate(letters):
+        child[i, b] = i + 1
+    return child
+
+
+def _spelled(s_child):
+    """Every string a backward trie ``s_child`` spells from its root, one per node."""
+    out, stack = [], [(0, ())]
+    while stack:
+        node, word = stack.pop()
+        out.append(word)
+        for b in range(s_child.shape[1]):
+            if s_child[node, b] >= 0:
+                stack.append((int(s_child[node, b]), word + (b,)))
+    return out
+
+
+def test_vgram_factor_closure_is_every_factor_past_its_first_table():
+    """``_factor_closure`` of a deep path trie (24 random letters, so its factors, about 280,
+    outgrow the ``2 n + 16`` rows the closure first allocates and the table is regrown) is a
+    backward trie with one node per distinct factor of the path's string: every factor,
+    each once (brute force over all substrings)."""
+    rng = np.random.default_rng(5)
+    letters = [int(b) for b in rng.integers(1, 4, size=24)]
+    child = _path_trie(letters, 4)
+    s_child, s_ctx = _vgram._factor_closure(child)
+    factors = {tuple(letters[i:j]) for i in range(len(letters)) for j in range(i, len(letters) + 1)}
+    assert len(factors) > 2 * child.shape[0] + 16  # the growth branch runs
+    words = _spelled(s_child)
+    assert len(words) == s_child.shape[0] == len(set(words))
+    assert set(words) == factors
+    assert s_ctx.shape == (s_child.shape[0],) and s_ctx.min() >= 0 and s_ctx.max() < child.shape[0]
+
+
+def test_vgram_start_state_is_the_root_without_a_start_context():
+    """With no context that holds the start marker ``^`` (letter 0), the start state is the
+    longest suffix of ``^`` in the factor set, the root (state 0), never -1 (which as an index
+    would be the last state)."""
+    child = _path_trie([1, 2, 1], 3)
+    s_child, _ = _vgram._factor_closure(child)
+    assert s_child[0, 0] < 0 and s_child.shape[0] > 2
+    delta, start = _vgram._factor_transitions(s_child)
+    assert start == 0
+    with_start = _vgram._factor_transitions(_vgram._factor_closure(_path_trie([1, 0], 3))[0])[1]
+    assert with_start > 0
+
+
 def test_vgram_prediction_refuses_another_alphabet():
     """A trie grown on 3 letters refuses a corpus of 2, saying both sizes."""
     arrays = evgram(random_corpus(0, 40, 3), 0.5)
