@@ -494,6 +494,20 @@ def test_registered_vgram_methods_grow_the_method_not_a_mutant(name):
                for k in arrays)
 
 
+@pytest.mark.parametrize("alphabet", [2, 3, 4, 8])
+def test_vgram_memory_estimate_holds_its_node_bound(alphabet):
+    """``vgram_bytes`` holds what its docstring bounds: 4 trie nodes per position, each a row
+    of the grown trie's arrays (``child``, ``counts``, ``caret``, at their real dtypes), and
+    at least the trie actually grown."""
+    corpus = random_corpus(4, 200, alphabet)
+    arrays = evgram(corpus, 0.5)
+    n_nodes = arrays["child"].shape[0]
+    node = sum(arrays[k].nbytes // n_nodes for k in ("child", "counts", "caret"))
+    estimate = _vgram.vgram_bytes(corpus, 1)
+    assert estimate >= 4 * corpus.n_tokens * node
+    assert estimate >= sum(a.nbytes for a in arrays.values())
+
+
 @pytest.mark.parametrize("name,folds", [("evgram", 1), ("cvgram", 5), ("cvgram", 10)])
 def test_vgram_memory_estimate_counts_the_methods_folds(name, folds):
     """Each VGram method's memory estimate is ``vgram_bytes`` with its folds: CVGram's
@@ -664,6 +678,32 @@ def test_alergia_matches_aalpy_on_pautomac_24():
     ours = alergia(corpus, 0.05)
     np.testing.assert_array_equal(ours["counts"], counts)
     np.testing.assert_array_equal(ours["delta"], delta)
+
+
+def test_alergia_matches_aalpy_when_the_deepest_node_is_heavy():
+    """The same with 60 copies of a string longer than the others, so that the prefix tree's
+    last node (a leaf, the deepest) carries 60 strings: a compatibility test that also
+    compared nodes where only one side has a child (reading the missing child, -1, as that
+    last node) blocks merges AALpy makes, which a tree whose last node holds one string (always
+    compatible) cannot show."""
+    base = random_corpus(3, 300, 3)
+    longest = [0, 1, 2] * 4 + [0, 1]
+    corpus = Corpus.from_strings([s.tolist() for s in base.strings()] + [longest] * 60, 3)
+    delta, counts = aalpy_machine(corpus, 0.05)
+    ours = alergia(corpus, 0.05)
+    assert counts.shape[0] > 3
+    np.testing.assert_array_equal(ours["counts"], counts)
+    np.testing.assert_array_equal(ours["delta"], delta)
+
+
+@pytest.mark.parametrize("alpha", [0.0, -0.5, 2.5])
+def test_alergia_refuses_alpha_outside_its_interval(alpha):
+    """``--alpha`` (AALpy's ``eps``) outside (0, 2] is a one-line error, negative ones too
+    (``log(2 / alpha)`` would otherwise fail with a math domain error)."""
+    from bayesfa.errors import InputError
+
+    with pytest.raises(InputError, match=r"--alpha must be in \(0, 2\]"):
+        alergia(random_corpus(0, 20, 2), alpha)
 
 
 @pytest.mark.shared_data
