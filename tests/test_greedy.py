@@ -508,6 +508,18 @@ def test_vgram_memory_estimate_holds_its_node_bound(alphabet):
     assert estimate >= sum(a.nbytes for a in arrays.values())
 
 
+@pytest.mark.parametrize("name", ["alergia", "estatemerge"])
+def test_prefix_tree_methods_estimate_at_least_the_tree_and_its_merges(name):
+    """The prefix-tree mergers' memory estimate (what ``fit`` checks against the free memory)
+    is at least ``prefix_tree_bytes``, the tree's build and merge bound tested above, and grows
+    with the corpus."""
+    method = get_method(name)
+    options = {"alpha": 0.05, "beta": 0.5}
+    small, large = random_corpus(6, 100, 3), random_corpus(6, 400, 3)
+    assert method.estimate_memory(small, options) >= pt.prefix_tree_bytes(small) > 0
+    assert method.estimate_memory(large, options) > method.estimate_memory(small, options)
+
+
 @pytest.mark.parametrize("name,folds", [("evgram", 1), ("cvgram", 5), ("cvgram", 10)])
 def test_vgram_memory_estimate_counts_the_methods_folds(name, folds):
     """Each VGram method's memory estimate is ``vgram_bytes`` with its folds: CVGram's
