@@ -344,7 +344,6 @@ def to_pdfa(arrays: dict[str, np.ndarray], beta: float):
     counts = np.asarray(arrays["counts"], dtype=np.int64)
     s_child, s_ctx = _factor_closure(child)
     delta, start = _factor_transitions(s_child)
-    n_sym = counts.shape[1]
     probs = counts + beta  # (C_wa + beta) / (C_w + (A+1) beta) once each row is normalised
     probs /= probs.sum(axis=1, keepdims=True)  # one normalisation: rows sum to 1 in float
     p = probs[s_ctx]
