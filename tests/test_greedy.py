@@ -58,6 +58,11 @@ def second_order_corpus(seed: int, n_strings: int, alphabet: int) -> Corpus:
     return Corpus.from_strings(strings, alphabet)
 
 
+def tries_differ(a: dict, b: dict) -> bool:
+    """Whether two grown tries (dicts of arrays with the same keys) differ in any array."""
+    return any(a[k].shape != b[k].shape or (a[k] != b[k]).any() for k in a)
+
+
 # -- the prefix tree ----------------------------------------------------------------------------
 @pytest.mark.parametrize("alphabet", [1, 2, 3, 5])
 def test_memory_estimate_covers_the_tree_and_its_merged_copy(alphabet):
@@ -490,8 +495,7 @@ def test_registered_vgram_methods_grow_the_method_not_a_mutant(name):
     for key, value in grow(0).items():
         np.testing.assert_array_equal(arrays[key], value, err_msg=key)
     mutant = grow(1)
-    assert any(mutant[k].shape != arrays[k].shape or (mutant[k] != arrays[k]).any()
-               for k in arrays)
+    assert tries_differ(mutant, arrays)
 
 
 @pytest.mark.parametrize("alphabet", [2, 3, 4, 8])
@@ -561,11 +565,8 @@ def test_cvgram_defaults_are_the_papers_ten_folds_and_the_method():
     for key, value in tries[10].items():
         np.testing.assert_array_equal(default[key], value, err_msg=key)
 
-    def differs(a, b):
-        return any(a[k].shape != b[k].shape or (a[k] != b[k]).any() for k in a)
-
-    assert differs(tries[9], tries[10]) and differs(tries[11], tries[10])
-    assert differs(cvgram(corpus, 0.5, 10, 1), tries[10])
+    assert tries_differ(tries[9], tries[10]) and tries_differ(tries[11], tries[10])
+    assert tries_differ(cvgram(corpus, 0.5, 10, 1), tries[10])
 
 
 def test_evgram_default_variant_is_the_method():
@@ -577,8 +578,7 @@ def test_evgram_default_variant_is_the_method():
     for key, value in method.items():
         np.testing.assert_array_equal(default[key], value, err_msg=key)
     mutant = evgram(corpus, 0.5, 1)
-    assert any(mutant[k].shape != method[k].shape or (mutant[k] != method[k]).any()
-               for k in method)
+    assert tries_differ(mutant, method)
 
 
 @pytest.mark.parametrize("mutant", ["end-outside-alphabet", "fold-not-held-out",
@@ -592,7 +592,7 @@ def test_each_cvgram_mutant_grows_another_trie(mutant):
     corpus = second_order_corpus(1, 60, 3)
     method = cvgram(corpus, 0.5, 10, 0)
     other = cvgram(corpus, 0.5, 10, MUTATIONS[mutant])
-    assert any(other[k].shape != method[k].shape or (other[k] != method[k]).any() for k in method)
+    assert tries_differ(other, method)
 
 
 @pytest.mark.parametrize("name", GREEDY)

@@ -49,11 +49,12 @@ def main() -> None:
         if lines is not None and spec.start_pos[0] not in lines:
             continue
         operator = get_operator(spec.operator_name)()
-        with use_mutation(_in_workdir(Path(spec.module_path), workdir), operator, spec.occurrence):
+        module = _in_workdir(Path(spec.module_path), workdir)
+        with use_mutation(module, operator, spec.occurrence):
             code = subprocess.call([sys.executable, "-m", "pytest", "-x", "-q", "-p",
                                     "no:cacheprovider", *args], cwd=workdir / "main", env=env,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            line = _in_workdir(Path(spec.module_path), workdir).read_text().splitlines()[spec.start_pos[0] - 1].strip()
+            line = module.read_text().splitlines()[spec.start_pos[0] - 1].strip()
         print("killed" if code else "survived", spec.operator_name.split("/")[-1], spec.occurrence,
               f"{spec.start_pos[0]}: {line}", flush=True)
 
