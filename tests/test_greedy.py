@@ -581,6 +581,17 @@ def test_evgram_default_variant_is_the_method():
     assert tries_differ(mutant, method)
 
 
+@pytest.mark.parametrize("variant", [-1, 2, 7])
+def test_estatemerge_refuses_a_variant_that_is_neither_the_method_nor_a_mutant(variant):
+    """An unknown ``variant`` code is refused rather than run as the method (the kernel
+    reads only code 1, so -1 or 7 would silently learn the method's machine)."""
+    from bayesfa.learners.greedy.estatemerge import MUTATIONS
+
+    assert variant not in MUTATIONS.values()
+    with pytest.raises(ValueError, match="unknown variant"):
+        estatemerge(random_corpus(0, 10, 2), 1.0, variant=variant)
+
+
 @pytest.mark.parametrize("mutant", ["end-outside-alphabet", "fold-not-held-out",
                                     "denominator-not-held-out", "folds-by-position"])
 def test_each_cvgram_mutant_grows_another_trie(mutant):

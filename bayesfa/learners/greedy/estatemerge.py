@@ -66,7 +66,7 @@ def _logged_add(count, x, a, c, log_x, log_a, log_c, n_log):
 
 @njit(cache=True)
 def _trial_gain(red, blue, child, count, order, n_keys, beta, stack, log_a, log_c, log_x,
-                mark, touched, variant=0):
+                mark, touched, variant):
     """Change of ``log Pr(a|G)`` if ``blue`` were folded into ``red``; the tables are
     restored before returning. ``log_*`` and ``touched`` are scratch (grown as needed).
     ``variant`` 1 (a validation mutant, :data:`MUTATIONS`) forgets the factors of the folded
@@ -141,7 +141,7 @@ def estatemerge_start(child, order, n_keys):
 
 @njit(cache=True)
 def estatemerge_steps(state, child, count, order, n_keys, sym, parent, beta, first_fit,
-                      max_steps, variant=0):
+                      max_steps, variant):
     """Greedy evidence-based red-blue merging (module docstring) for at most ``max_steps``
     blue states, from ``state`` (:func:`estatemerge_start`, or this function's last return);
     mutates the tables. Returns ``(state, steps, done)``: the state to continue from, the
@@ -179,7 +179,7 @@ def estatemerge_steps(state, child, count, order, n_keys, sym, parent, beta, fir
 
 
 @njit(cache=True)
-def estatemerge_kernel(child, count, order, n_keys, sym, parent, beta, first_fit, variant=0):
+def estatemerge_kernel(child, count, order, n_keys, sym, parent, beta, first_fit, variant):
     """Greedy evidence-based red-blue merging (module docstring) in one call; mutates the
     tables and returns ``(delta, counts)`` of the red states in prefix order."""
     state = estatemerge_start(child, order, n_keys)
@@ -240,7 +240,10 @@ def estatemerge(corpus: Corpus, beta: float, first_fit: bool = False,
     count of the blue states decided on standard error, moving about once a second
     (:data:`PROGRESS_SECONDS`; the first calls, one blue state then twice as many each time
     until a call's pace is known, come sooner), with the same machine as without.
+    ``variant``: 0, the method, or a code of :data:`MUTATIONS`; any other is refused.
     """
+    if variant != 0 and variant not in MUTATIONS.values():
+        raise ValueError(f"estatemerge: unknown variant {variant!r} (0 or one of {MUTATIONS})")
     child, count, order, n_keys, sym, parent = pt.prefix_tree(corpus)
     if progress:
         from tqdm import tqdm
@@ -253,9 +256,8 @@ def estatemerge(corpus: Corpus, beta: float, first_fit: bool = False,
         finally:
             bar.close()
         return {"delta": delta, "counts": counts, "unigram": pt.unigram_counts(corpus)}
-    extra = (variant,) if variant else ()
     delta, counts = estatemerge_kernel(child, count, order, n_keys, sym, parent, float(beta),
-                                       bool(first_fit), *extra)
+                                       bool(first_fit), int(variant))
     return {"delta": delta, "counts": counts, "unigram": pt.unigram_counts(corpus)}
 
 
