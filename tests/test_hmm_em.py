@@ -119,3 +119,98 @@ def test_validation_forward_reference_equals_enumeration():
         seq = seq + piece
         cum.append(float(np.log(path_probs(seq, pi, trans, emit)[1].sum())) if seq else 0.0)
     np.testing.assert_allclose(got, np.diff(cum), rtol=1e-12, atol=1e-12)
+
+
+def test_letters_only_perplexity_is_each_strings_prefix_probability():
+    """``perplexity_log_prob(letters_only=True)`` (sentences) is the sum over the test
+    strings of ``log pi M(x_1) ... M(x_n) 1``, here by explicit matrix products; a test
+    alphabet larger than the model's is refused with the model's letter count."""
+    from bayesfa.errors import InputError
+
+    train = corpus(seed=5)
+    opts = options("--states", "2", "--restarts", "1", "--n-iter", "10")
+    method = get_method("hmm-em")
+    a = method.fit(train, opts, 1, False).arrays
+    test = corpus(seed=6, n=6)
+    pi, t, e = (np.asarray(a[k]) for k in ("startprob", "transmat", "emissionprob"))
+    want = 0.0
+    for s in test.strings():
+        v = pi.copy()
+        for letter in s:  # emit from the current state (column letter + 1; 0 is the end), move
+            v = (v * e[:, letter + 1]) @ t
+        want += np.log(v.sum())
+    got = method.perplexity_log_prob(a, opts, test, continuation=False, letters_only=True)
+    assert got == pytest.approx(want, rel=1e-12)
+    wide = Corpus.from_strings([[0, 3]], 4)
+    with pytest.raises(InputError, match="the strings use 4 letters, the model was trained on 3"):
+        method.perplexity_log_prob(a, opts, wide, continuation=False, letters_only=True)
+
+
+def test_restart_summaries_of_one_iteration_and_of_many():
+    """A restart of one EM iteration reports largest_decrease 0 (no step to compare); a long
+    run, whose Baum-Welch steps all raise the likelihood, reports 0 too, never a negative
+    'decrease' (its last steps are far below one nat)."""
+    train = corpus(seed=7)
+    method = get_method("hmm-em")
+    one = method.fit(train, options("--states", "2", "--restarts", "2", "--n-iter", "1"), 3, False)
+    assert [r["iterations"] for r in one.info["restarts"]] == [1, 1]
+    assert [r["largest_decrease"] for r in one.info["restarts"]] == [0.0, 0.0]
+    many = method.fit(train, options("--states", "3", "--restarts", "1", "--n-iter", "60",
+                                     "--pseudo-count", "0", "--tol", "1e-12"), 3, False)
+    history = many.trace["log_lik"][0]
+    steps = np.diff(history)
+    assert history.size > 10 and steps.min() > -1e-9 and abs(steps).min() < 1.0
+    assert many.info["restarts"][0]["largest_decrease"] == max(0.0, float(-steps.min()))
+    assert many.info["restarts"][0]["largest_decrease"] >= 0.0
+
+
+@pytest.mark.parametrize("text, ok", [("0", True), ("0.5", True), ("3", True), ("-0.1", False),
+                                      ("nan", False), ("inf", False)])
+def test_pseudo_count_is_a_finite_non_negative_number(text, ok):
+    if ok:
+        assert options("--pseudo-count", text)["pseudo_count"] == float(text)
+    else:
+        with pytest.raises(SystemExit):
+            options("--pseudo-count", text)
+
+
+def test_a_sequence_without_letters_is_refused():
+    """``--sequence`` over strings that are all empty has no symbol to train on: a clear
+    error, not an hmmlearn traceback."""
+    from bayesfa.errors import InputError
+
+    empty = Corpus.from_strings([[], [], []], 3)
+    with pytest.raises(InputError, match="no symbol"):
+        get_method("hmm-em").fit(empty, options("--states", "2", "--sequence"), 0, False)
+
+
+def test_only_the_carry_mutant_changes_the_sequence_carry():
+    """``next_state`` (the state distribution a test sequence starts from) is the last
+    posterior times the transitions for the method and for every named mutant but
+    ``carry-without-transition``; with one restart the likelihood mutant fits the same model."""
+    from bayesfa.validation.harness import variant_method
+
+    train = corpus(seed=8)
+    opts = options("--states", "3", "--restarts", "1", "--n-iter", "15", "--sequence")
+    base = get_method("hmm-em").fit(train, opts, 2, False).arrays
+    trace = variant_method("hmm-em", hmm_em.METHOD,
+                           hmm_em.MUTATIONS["likelihood-from-trace"]).fit(train, opts, 2, False)
+    np.testing.assert_array_equal(trace.arrays["transmat"], base["transmat"])
+    np.testing.assert_array_equal(trace.arrays["next_state"], base["next_state"])
+    carry = variant_method("hmm-em", hmm_em.METHOD,
+                           hmm_em.MUTATIONS["carry-without-transition"]).fit(train, opts, 2, False)
+    np.testing.assert_allclose(carry.arrays["next_state"] @ base["transmat"], base["next_state"],
+                               rtol=1e-12)
+    assert not np.allclose(carry.arrays["next_state"], base["next_state"])
+
+
+def test_memory_estimate_covers_the_models_tables_for_a_wide_alphabet():
+    """With few tokens and many letters the ``[K, S]`` tables dominate: the estimate holds at
+    least four of them (hmmlearn's emission probabilities, their log, the statistics and the
+    prior) and of the ``[K, K]`` ones."""
+    wide = Corpus.from_strings([[999], [0]], 1000)
+    method = get_method("hmm-em")
+    opts = options("--states", "2")
+    k, s = 2, 1001
+    assert method.estimate_memory(wide, opts) >= 4 * 8 * k * (k + s)
+    assert method.estimate_memory(wide, opts) >= 6 * 8 * wide.n_tokens * k

@@ -301,8 +301,7 @@ class _HMMEM(DrawAutomata):
         for s in range(corpus.n_strings):
             one = corpus.subset([s])
             out[s] = forward_log_prob(carry, trans, stop, one)[0]
-            if s + 1 < corpus.n_strings:
-                carry = next_state(carry, trans, one)
+            carry = next_state(carry, trans, one)  # (after the last string: unused)
         return out
 
     def draw_grid(self, arrays) -> tuple[int, int]:
@@ -343,11 +342,11 @@ class _HMMEM(DrawAutomata):
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """hmmlearn's forward-backward: about six ``[T, K]`` float64 lattices (log-probabilities
-        of the frames, forward, backward, posteriors, scaling), plus ``[K, S]`` and ``[K, K]``
-        tables."""
+        of the frames, forward, backward, posteriors, scaling; ``T`` at most the corpus's
+        tokens, ends included), plus ``[K, S]`` and ``[K, K]`` tables."""
         k = int(options["states"])
         s = corpus.alphabet_size + 1
-        return int(6 * 8 * (corpus.n_tokens + 1) * k + 8 * k * (k + s) * 4 + 16 * corpus.n_tokens)
+        return int(6 * 8 * corpus.n_tokens * k + 8 * k * (k + s) * 4 + 16 * corpus.n_tokens)
 
 
 METHOD = _HMMEM()
