@@ -103,6 +103,28 @@ def test_fit_predict_same_seed_both_shapes_and_a_long_sequence():
     assert method.estimate_memory(long, {"sequence": True}) < 200e6
 
 
+@pytest.mark.parametrize("sequence", [False, True])
+def test_train_perplexity_is_per_symbol_seated(sequence):
+    """``train_perplexity`` is ``exp(-train_log_prob / n)`` with ``n`` the symbols seated:
+    sentences, every token (the letters and each string's end); a sequence, the letters."""
+    fit = get_method("memoizer").fit(CORPUS, {"sequence": sequence}, 3, False)
+    n = int(np.count_nonzero(CORPUS.tokens)) if sequence else CORPUS.n_tokens
+    assert n > 1
+    assert fit.info["train_perplexity"] == pytest.approx(np.exp(-fit.info["train_log_prob"] / n),
+                                                          rel=1e-12)
+
+
+def test_fit_seconds_are_the_fits_own():
+    """``info["seconds"]`` is the fit's wall time: not negative, and within the time the call
+    took as timed around it."""
+    import time
+
+    t0 = time.perf_counter()
+    fit = get_method("memoizer").fit(CORPUS, {}, 3, False)
+    took = time.perf_counter() - t0
+    assert 0.0 <= fit.info["seconds"] <= took
+
+
 @pytest.mark.slow
 @pytest.mark.shared_data
 def test_memoizer_lands_near_the_papers_table_1(shared_data):

@@ -370,6 +370,57 @@ def test_memoizer_reports_every_symbol_and_keeps_the_total(bars, monkeypatch):
     assert loud.info["train_log_prob"] == quiet.info["train_log_prob"]
 
 
+@pytest.mark.parametrize("pace", [0.01, 0.003])
+def test_memoizer_bar_moves_about_once_a_second(pace, bars, monkeypatch):
+    """The training seating with ``progress`` moves the bar about once a second
+    (:data:`~bayesfa.samplers.ngram.memoizer.PROGRESS_SECONDS`): on a clock that advances
+    ``pace`` seconds per symbol seated (the real kernel, timed by a fake
+    ``time.perf_counter`` that starts far from 0), the calls start at one symbol and double
+    while short; then each call lasts between half a second and a second (the last excepted).
+    A pacing that reads the clock wrongly (``now // t0`` for ``now - t0``, a surviving
+    cosmic-ray mutant of issue 39, never grows past one symbol) fails; the total is the
+    single call's."""
+    from types import SimpleNamespace
+
+    from bayesfa.methods import get_method
+    from bayesfa.samplers.ngram import _hpyp_kernel, memoizer
+
+    method = get_method("memoizer")
+    options = _options(method, [])
+    rng = np.random.default_rng(2)
+    corpus = Corpus.from_strings([rng.integers(0, 3, size=rng.integers(0, 30)).tolist()
+                                  for _ in range(300)], 3)
+    quiet = method.fit(corpus, options, 6, False)
+    now = [1000.0]
+    at_update = []
+    score = _hpyp_kernel.score_tokens
+    update = _Bar.update
+
+    def timed_score(rng, tok_node, tok_sym, start, offsets, *rest):
+        out = score(rng, tok_node, tok_sym, start, offsets, *rest)
+        now[0] += pace * (offsets.size - 1)  # every symbol seated costs `pace` seconds
+        return out
+
+    def noted_update(self, n=1):
+        at_update.append(now[0])
+        update(self, n)
+
+    monkeypatch.setattr(_Bar, "update", noted_update)
+    monkeypatch.setattr(_hpyp_kernel, "score_tokens", timed_score)
+    monkeypatch.setattr(memoizer, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    loud = method.fit(corpus, options, 6, True)
+    assert loud.info["train_log_prob"] == quiet.info["train_log_prob"]
+    (bar,) = bars
+    assert sum(bar.steps) == corpus.n_tokens
+    gaps = np.diff([1000.0] + at_update)
+    assert bar.steps[0] == 1 and np.isclose(gaps[0], pace)
+    ramp = int(np.argmax(gaps >= 0.5))  # the first call of half a second or more
+    assert gaps[ramp] >= 0.5 and all(b == 2 * a for a, b in zip(bar.steps[:ramp], bar.steps[1:ramp]))
+    steady = gaps[ramp:-1]
+    assert steady.size >= 3, (bar.steps, gaps)
+    assert np.all(gaps <= 1.0 + 1e-9) and np.all(steady >= 0.5), gaps
+
+
 def test_estatemerge_prints_an_upper_bound_after_a_timed_start(bars, monkeypatch):
     """After its timed start (thresholds set to zero here) EStateMerge prints one line: an
     upper bound of the time left (each prefix-tree state decided at most once at the pace so
