@@ -234,6 +234,19 @@ class _Bar:
         self.closed = True
 
 
+def _assert_about_once_a_second(steps, gaps, pace):
+    """A bar paced by ``PROGRESS_SECONDS = 1``: ``steps`` its updates and ``gaps`` the clock
+    between them, each unit of work costing ``pace`` seconds. The first call does one unit;
+    the calls double while shorter than half a second; from then on each lasts between half a
+    second and a second (the last excepted: it ends with the work)."""
+    assert steps[0] == 1 and np.isclose(gaps[0], pace)
+    ramp = int(np.argmax(gaps >= 0.5))  # the first call of half a second or more
+    assert gaps[ramp] >= 0.5 and all(b == 2 * a for a, b in zip(steps[:ramp], steps[1:ramp]))
+    steady = gaps[ramp:-1]
+    assert steady.size >= 3, (steps, gaps)  # the work is long enough to see the pace
+    assert np.all(gaps <= 1.0 + 1e-9) and np.all(steady >= 0.5), gaps
+
+
 @pytest.fixture
 def bars(monkeypatch):
     """``tqdm.tqdm`` replaced by :class:`_Bar` (the methods import it when a fit starts);
@@ -412,13 +425,7 @@ def test_memoizer_bar_moves_about_once_a_second(pace, bars, monkeypatch):
     assert loud.info["train_log_prob"] == quiet.info["train_log_prob"]
     (bar,) = bars
     assert sum(bar.steps) == corpus.n_tokens
-    gaps = np.diff([1000.0] + at_update)
-    assert bar.steps[0] == 1 and np.isclose(gaps[0], pace)
-    ramp = int(np.argmax(gaps >= 0.5))  # the first call of half a second or more
-    assert gaps[ramp] >= 0.5 and all(b == 2 * a for a, b in zip(bar.steps[:ramp], bar.steps[1:ramp]))
-    steady = gaps[ramp:-1]
-    assert steady.size >= 3, (bar.steps, gaps)
-    assert np.all(gaps <= 1.0 + 1e-9) and np.all(steady >= 0.5), gaps
+    _assert_about_once_a_second(bar.steps, np.diff([1000.0] + at_update), pace)
 
 
 def test_estatemerge_prints_an_upper_bound_after_a_timed_start(bars, monkeypatch):
@@ -520,10 +527,4 @@ def test_estatemerge_bar_moves_about_once_a_second(pace, bars, monkeypatch):
     for key in quiet:
         np.testing.assert_array_equal(loud[key], quiet[key], err_msg=key)
     (bar,) = bars
-    gaps = np.diff([0.0] + at_update)
-    assert bar.steps[0] == 1 and np.isclose(gaps[0], pace)
-    ramp = int(np.argmax(gaps >= 0.5))  # the first call of half a second or more
-    assert gaps[ramp] >= 0.5 and all(b == 2 * a for a, b in zip(bar.steps[:ramp], bar.steps[1:ramp]))
-    steady = gaps[ramp:-1]
-    assert steady.size >= 3, (bar.steps, gaps)  # the corpus is long enough to see the pace
-    assert np.all(gaps <= 1.0 + 1e-9) and np.all(steady >= 0.5), gaps
+    _assert_about_once_a_second(bar.steps, np.diff([0.0] + at_update), pace)
