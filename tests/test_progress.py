@@ -198,6 +198,18 @@ def test_hpyp_progress_and_estimate_leave_draws_unchanged(kw, monkeypatch, capsy
         np.testing.assert_array_equal(loud.trace[key], quiet.trace[key])
 
 
+def test_hpyp_bar_counts_every_sweep_of_every_chain_once(bars):
+    """The bar's total is chains x iterations and its moves add up to it exactly: the sweeps
+    run (burn-in and draws), plus, per chain, the iterations after its last draw that are
+    not run (here 43 iterations: 10 burn-in, 8 draws of 4 sweeps, 1 left over)."""
+    from bayesfa.samplers.ngram import hpyp
+
+    hpyp.sample_hpyp(_corpus(30), 3, iterations=43, burn_in=10, period=4, chains=2, seed=1,
+                     progress=True)
+    (bar,) = bars
+    assert bar.total == 2 * 43 and sum(bar.steps) == bar.total and bar.closed
+
+
 def test_hpyp_method_passes_progress(monkeypatch, capsys):
     from bayesfa.methods import get_method
     from bayesfa.samplers.ngram import hpyp

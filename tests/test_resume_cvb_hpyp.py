@@ -321,6 +321,20 @@ def test_foreign_and_corrupt_hpyp_checkpoints(tmp_path, monkeypatch):
         np.savez(path, **{**good, key: value})
         with pytest.raises(InputError, match="chain-0001.npz"):
             _hpyp(checkpoint_dir=tmp_path)
+    # one draw more than the chain records, every counter and array consistent with it
+    outs = [k for k in good if k.startswith("out_")]
+    assert outs and all(good[k].shape[0] == HP_DRAWS for k in outs)
+    more = {**good, "draws_done": np.array(HP_DRAWS + 1),
+            "sweeps_done": np.array(HP["burn_in"] + (HP_DRAWS + 1) * HP["period"]),
+            **{k: np.concatenate([good[k], good[k][-1:]]) for k in outs}}
+    np.savez(path, **more)
+    with pytest.raises(InputError, match="chain-0001.npz"):
+        _hpyp(checkpoint_dir=tmp_path)
+
+
+def test_hpyp_info_names_its_checkpoint_interval_only_when_it_checkpoints(tmp_path):
+    assert "checkpoint_every" not in _hpyp().info
+    assert _hpyp(checkpoint_dir=tmp_path, checkpoint_every=7.5).info["checkpoint_every"] == 7.5
 
 
 def test_hpyp_holdout_is_not_sampled_and_scored_per_draw():
