@@ -284,7 +284,9 @@ def test_memory_estimate_covers_the_chain_state_the_tree_and_the_draws(order, mo
     ts, sizes`` and the hyperparameters) and the context tree, both measured as the chain
     runs, and the stored draws (the fit's arrays); on a toy and on 200 random strings of four
     letters. (A slip in the state's term, issue 39's survivor ``+`` -> ``>>`` on line 817,
-    left the draws alone: short by the state and tree, it fails.)"""
+    left the draws alone: short by the state and tree, it fails; one that drops the draws'
+    hyperparameters and log joint, ``16 * order + 8`` -> ``16 * order % 8``, fails the
+    many-draws case.)"""
     from bayesfa.samplers.ngram import hpyp
     from bayesfa.validation.toys import get_toy
 
@@ -300,9 +302,33 @@ def test_memory_estimate_covers_the_chain_state_the_tree_and_the_draws(order, mo
     rng = np.random.default_rng(0)
     randoms = Corpus.from_strings([list(rng.integers(0, 4, size=rng.integers(0, 15)))
                                    for _ in range(200)], 4)
-    for corpus in (get_toy("tiny").train, randoms):
-        opts = options(iterations=12, burn_in=4, period=2, chains=2, order=order, holdout=0.0)
+    # the last case: many draws of a toy, so the draws' term dominates the estimate
+    for corpus, iterations, period in ((get_toy("tiny").train, 12, 2), (randoms, 12, 2),
+                                       (get_toy("tiny").train, 1504, 1)):
+        opts = options(iterations=iterations, burn_in=4, period=period, chains=2, order=order,
+                       holdout=0.0)
         fit = method.fit(corpus, opts, 0, False)
         held = seen["state"] + seen["tree"] + sum(
             v.nbytes for v in fit.arrays.values() if isinstance(v, np.ndarray))
         assert method.estimate_memory(corpus, opts) >= held, (corpus.n_tokens, seen, held)
+
+
+def test_sampled_strings_may_reach_max_length_but_not_exceed_it():
+    """``ContextPredictive.draw(max_length=m)``: a string of exactly ``m`` letters is drawn
+    as it is (the same Generator state gives the same string), one of ``m + 1`` is refused."""
+    from bayesfa.errors import InputError
+    from bayesfa.samplers.ngram.hpyp import ContextPredictive
+
+    method = get_method("hpyp")
+    corpus = Corpus.from_strings([[0, 1, 1, 0], [1, 1], [0, 0, 0, 1, 1]], 2)
+    opts = options(iterations=6, burn_in=2, period=2, chains=1, order=2, holdout=0.0)
+    fit = method.fit(corpus, opts, 0, False)
+    predictive = ContextPredictive.of_hpyp(fit.arrays, opts)
+    for seed in range(50):
+        (s,) = predictive.draw(1, np.random.default_rng(seed))
+        if len(s) >= 2:
+            break
+    assert len(s) >= 2
+    assert predictive.draw(1, np.random.default_rng(seed), max_length=len(s)) == [s]
+    with pytest.raises(InputError, match=f"exceeds {len(s) - 1} symbols"):
+        predictive.draw(1, np.random.default_rng(seed), max_length=len(s) - 1)
