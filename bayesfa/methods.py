@@ -209,9 +209,16 @@ def add_mcmc_arguments(parser: argparse.ArgumentParser, *, states: int = 10, bet
                                                 "compiled call")
 
 
+def draws_per_chain(options: dict[str, Any]) -> int:
+    """The draws a chain keeps, ``(iterations - burn_in) // period`` (0 when the burn-in
+    takes every iteration): the one definition the fronts, the memory estimates and
+    :func:`check_schedule` share."""
+    return max(0, (options["iterations"] - options["burn_in"]) // options["period"])
+
+
 def check_schedule(options: dict[str, Any]) -> int:
-    """Samples per chain, ``(iterations - burn_in) // period``; an :class:`InputError` if 0."""
-    n = (options["iterations"] - options["burn_in"]) // options["period"]
+    """Samples per chain, :func:`draws_per_chain`; an :class:`InputError` if 0."""
+    n = draws_per_chain(options)
     if n < 1:
         raise InputError(f"--iterations {options['iterations']} with --burn-in {options['burn_in']} "
                          f"and --period {options['period']} keeps no sample")

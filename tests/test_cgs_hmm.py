@@ -123,6 +123,12 @@ def test_stored_bytes_count_the_draws_a_run_keeps():
     big = 10 ** 8
     step = cgs_hmm.stored_bytes(TRAIN, opts, big + 1, 0) - cgs_hmm.stored_bytes(TRAIN, opts, big, 0)
     assert (chains, draws) == (2, 4) and step == 2 * chains * draws
+    # a burn-in whose bits are not a subset of the iterations' (30 - 11 is not 30 ^ 11)
+    kw = {**KW, "burn_in": 11}
+    chains, draws = cgs_hmm.sample_cgs_hmm(TRAIN, seed=7, **kw).counts.shape[:2]
+    opts = {**opts, "burn_in": 11}
+    step = cgs_hmm.stored_bytes(TRAIN, opts, big + 1, 0) - cgs_hmm.stored_bytes(TRAIN, opts, big, 0)
+    assert (chains, draws) == (2, 3) and step == 2 * chains * draws
 
 
 @pytest.mark.slow
@@ -200,3 +206,58 @@ def test_estimate_memory_counts_the_chain_state_a_fit_allocates(method, monkeypa
     extra = 2 * (n + 1) * a * (n + 1) * 8 if method == "cgs-sg" else 0
     assert get_method(method).estimate_memory(corpus, {
         "states": n, "chains": 1, "iterations": 4, "burn_in": 2, "period": 1}) - extra == held
+
+
+def test_literal_star_is_the_formula_as_printed_by_enumeration():
+    """``star_log_prob(..., LITERAL_STAR)`` (validation only) is Sect. 4.4's formula as
+    printed, ``(C_iaj + beta) / (C_i + N A beta)`` on every edge, the end edge included:
+    each string's probability summed here over every state path from state 0, by hand."""
+    import itertools
+
+    from bayesfa.samplers.pfa.cgs_hmm import LITERAL_STAR, star_log_prob
+
+    rng = np.random.default_rng(3)
+    n, a, beta = 2, 3, 0.7  # states 1..2 (0 the start), letters 1..2 (0 the end)
+    counts = rng.integers(0, 6, size=(1, n + 1, a, n + 1))
+    corpus = Corpus.from_strings([[0, 1], [1], [], [1, 1, 0]], a - 1)
+    row = counts[0].sum(axis=(1, 2)) + n * a * beta
+
+    def edge(i, letter, j):
+        return (counts[0, i, letter, j] + beta) / row[i]
+
+    want = []
+    for s in corpus.strings():
+        total = 0.0
+        for path in itertools.product(range(1, n + 1), repeat=len(s)):
+            states = (0,) + path
+            p = np.prod([edge(states[t], int(s[t]) + 1, states[t + 1]) for t in range(len(s))])
+            total += p * edge(states[-1], 0, 0)
+        want.append(np.log(total))
+    got = star_log_prob(counts, beta, corpus, LITERAL_STAR)
+    np.testing.assert_allclose(got[0], want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["cgs-hmm", "cgs-hmm-star"])
+def test_estimate_memory_covers_the_measured_peak_of_prediction(name):
+    """With many states and one letter, Eq. 6's plug-in automata dominate: ``estimate_memory``
+    is at least the peak of ``predict_log_prob`` over the fit's draws as tracemalloc measures
+    it (numpy's allocations included). A symbol count one short in the estimate (a surviving
+    cosmic-ray mutant of issue 39) falls below it."""
+    import tracemalloc
+
+    from bayesfa.methods import get_method
+
+    rng = np.random.default_rng(0)
+    train = Corpus.from_strings([[0] * int(rng.integers(0, 6)) for _ in range(20)], 1)
+    method = get_method(name)
+    opts = {"states": 60, "alpha": 0.5, "beta": 0.5, "iterations": 30, "burn_in": 10,
+            "period": 5, "chains": 2, "jobs": 1}
+    fit = method.fit(train, opts, 1, False)
+    method.predict_log_prob(fit.arrays, opts, train)  # compiled and cached before measuring
+    tracemalloc.start()
+    try:
+        method.predict_log_prob(fit.arrays, opts, train)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert method.estimate_memory(train, opts) >= peak

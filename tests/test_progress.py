@@ -332,6 +332,25 @@ def test_cgs_sg_draws_in_blocks_are_the_draws_of_one_call(monkeypatch):
         np.testing.assert_array_equal(split.trace[key], whole.trace[key], err_msg=key)
 
 
+def test_cgs_sg_draws_are_grouped_into_blocks_of_at_most_a_block(monkeypatch):
+    """Blocks of 7 sweeps and ``--period 2``: the burn-in's 4 sweeps are one block, then
+    each block makes as many whole draws as fit in 7 sweeps (3 draws, 6 sweeps), so progress
+    and checkpoints come about once a block, not once a draw; the chain is the one-call
+    chain."""
+    from bayesfa.samplers.pfa import cgs_hmm
+    from bayesfa.samplers.pfa.cgs_sg import sample_cgs_sg
+
+    corpus = _corpus(30)
+    args = (corpus, 3, 0.1, 4 + 9 * 2, 4, 2, 1, 2)  # 9 draws, 2 sweeps apart, one chain
+    whole = sample_cgs_sg(*args)
+    seen = []
+    monkeypatch.setattr(cgs_hmm, "_BLOCK_UNITS", 7 * 3 * corpus.n_letters)  # 7 sweeps a block
+    split = sample_cgs_sg(*args, on_sweeps=seen.append)
+    assert seen == [4, 6, 6, 6]
+    for field in ("counts", "graph", "z"):
+        np.testing.assert_array_equal(getattr(split, field), getattr(whole, field), err_msg=field)
+
+
 def test_hmm_em_reports_every_em_iteration(bars, monkeypatch):
     """One update per EM iteration of every restart (hmmlearn's monitor), the rest of a
     restart's share when ``--tol`` stops it early; the estimate of

@@ -38,7 +38,8 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.methods import FitResult, add_mcmc_arguments, check_schedule, positive_float, positive_int
+from bayesfa.methods import (FitResult, add_mcmc_arguments, check_schedule, draws_per_chain,
+                             positive_float, positive_int)
 
 
 def _schedule(options: dict[str, Any]) -> dict[str, int]:
@@ -128,7 +129,7 @@ def check_size(name: str, corpus: Corpus, options: dict[str, Any]) -> None:
 
 def _kept(options: dict[str, Any]) -> int:
     """Draws kept over all chains."""
-    return options["chains"] * max(0, (options["iterations"] - options["burn_in"]) // options["period"])
+    return options["chains"] * draws_per_chain(options)
 
 
 def _nuts_memory(corpus: Corpus, options: dict[str, Any]) -> int:

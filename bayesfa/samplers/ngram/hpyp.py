@@ -40,8 +40,8 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import log_mean_exp
-from bayesfa.methods import (ESTIMATE_SECONDS, FitResult, nonnegative_int, positive_float,
-                             positive_int)
+from bayesfa.methods import (ESTIMATE_SECONDS, FitResult, draws_per_chain, nonnegative_int,
+                             positive_float, positive_int)
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
                                      add_checkpoint_argument, check_checkpoint_every,
                                      check_generator_state, corrupt_checkpoint, digest,
@@ -813,7 +813,7 @@ class _HPYP:
         n_sym = corpus.alphabet_size + 1
         n_nodes = min(order * n_tok, sum(n_sym ** k for k in range(order))) + 2
         n_slots = min(order * n_tok, n_nodes * n_sym)
-        n_draws = max(1, (options["iterations"] - options["burn_in"]) // options["period"])
+        n_draws = max(1, draws_per_chain(options))
         state = n_nodes * n_sym * (4 * 4 + 8 * 2) + 8 * order * n_tok + 16 * n_tok * 8
         return int(state + options["chains"] * n_draws * (4 * n_slots + 16 * order + 8))
 

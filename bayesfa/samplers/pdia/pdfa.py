@@ -44,8 +44,8 @@ from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import log_mean_exp
-from bayesfa.methods import (FitResult, add_mcmc_arguments, check_schedule, nonnegative_int,
-                             positive_float, positive_int)
+from bayesfa.methods import (FitResult, add_mcmc_arguments, check_schedule, draws_per_chain,
+                             nonnegative_int, positive_float, positive_int)
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument, chain_path,
                                      check_checkpoint_every, check_generator_state,
                                      corrupt_checkpoint, digest, generator_state,
@@ -1363,7 +1363,7 @@ def memory_bytes(model: int, corpus: Corpus, options: dict[str, Any], n_cap: int
     """Peak bytes of fit and predict: one chain's arrays (:func:`chain_bytes`) plus the stored
     draws of every chain (:func:`draw_bytes`). Sentences' sizes (the end symbol a column, every
     token on the path): an upper bound for ``--sequence``, which has neither."""
-    n_draws = max(1, (options["iterations"] - options["burn_in"]) // options["period"])
+    n_draws = max(1, draws_per_chain(options))
     s = corpus.alphabet_size + 1
     return (chain_bytes(corpus.n_tokens, s, n_cap)
             + options["chains"] * n_draws * draw_bytes(model, s, n_cap))

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from bayesfa.corpus import Corpus
-from bayesfa.methods import FitResult, nonnegative_int, positive_float
+from bayesfa.methods import FitResult, draws_per_chain, nonnegative_int, positive_float
 from bayesfa.samplers.pdia.pdfa import (CRF, MIXTURE_MAX_PARTICLES, MIXTURE_TOLERANCE,
                                         fit_model, memory_bytes, perplexity_log_prob, predict)
 from bayesfa.samplers.pdia.pdia import _PDIA, state_capacity
@@ -175,7 +175,7 @@ class _PDIASmoothed(_PDIA):
         ``log pi0`` and ``beta0`` of every draw (float64; ``S`` = the alphabet and the end
         symbol, the most a chain has)."""
         s = corpus.alphabet_size + 1
-        n_draws = max(1, (options["iterations"] - options["burn_in"]) // options["period"])
+        n_draws = max(1, draws_per_chain(options))
         return (memory_bytes(CRF, corpus, options, state_capacity(corpus, options))
                 + 8 * (s + 1) * (corpus.n_tokens + 3) + 8 * (3 * s + 2)
                 + 8 * options["chains"] * n_draws * (s + 1))

@@ -39,7 +39,7 @@ from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp_by_strings, xi_to_pfa
-from bayesfa.methods import FitResult, add_mcmc_arguments, positive_float
+from bayesfa.methods import FitResult, add_mcmc_arguments, draws_per_chain, positive_float
 from bayesfa.samplers.plugin import DrawAutomata
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
                                      add_checkpoint_argument, block_sweeps, check_chain_arguments,
@@ -104,7 +104,7 @@ def stored_bytes(corpus: Corpus, options: dict[str, Any], per_draw: int, state: 
     from bayesfa.memory import eq6_bytes
 
     n, a, chains = options["states"], corpus.alphabet_size + 1, options["chains"]
-    draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
+    draws = draws_per_chain(options)
     jobs = min(options.get("jobs", 1), chains)
     chain = draws * (per_draw + 24)
     stored = chains * chain
@@ -522,7 +522,7 @@ class ChainFront(DrawMixture, DrawAutomata):
             workdir=None) -> FitResult:
         """The chains of :meth:`sample`; ``workdir``: their checkpoints (resumable)."""
         chains, jobs = options["chains"], options.get("jobs", 1)
-        n_draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
+        n_draws = draws_per_chain(options)
         on_sweeps, close = progress_callback(progress, min(jobs, chains),
                                              chains * (options["burn_in"] + n_draws * options["period"]),
                                              self.name)

@@ -31,7 +31,8 @@ from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp_by_strings, xi_to_pfa
-from bayesfa.methods import FitResult, add_mcmc_arguments, nonnegative_int, positive_int
+from bayesfa.methods import (FitResult, add_mcmc_arguments, draws_per_chain, nonnegative_int,
+                             positive_int)
 from bayesfa.samplers.pfa._replica_kernel import MIN_B as REPLICA_MIN_B, SWAP_EVERY
 from bayesfa.samplers.pfa._split_merge_kernel import SCANS as SPLIT_MERGE_SCANS
 from bayesfa.samplers.plugin import DrawAutomata
@@ -1376,7 +1377,7 @@ class _CGSPFA(DrawAutomata):
 
             return estimate_memory(corpus, options, front=sys.modules[__name__])
         n, a, chains = options["states"], corpus.alphabet_size + 1, options["chains"]
-        draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
+        draws = draws_per_chain(options)
         kept = len(kept_draw_indices(draws, options.get("max_draws")))
         jobs = min(options.get("jobs", 1), chains)
         size = (n + 1) * a * (n + 1)                       # one recorded C_iaj (int32)

@@ -67,7 +67,8 @@ from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp_by_strings, xi_to_pfa
-from bayesfa.methods import FitResult, add_mcmc_arguments, nonnegative_int, positive_float
+from bayesfa.methods import (FitResult, add_mcmc_arguments, draws_per_chain, nonnegative_int,
+                             positive_float)
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
                                      block_sweeps, check_chain_arguments, check_checkpoint_every,
                                      check_generator_state, corrupt_checkpoint, chain_path,
@@ -927,7 +928,7 @@ class _IPFA(DrawAutomata):
                                         if self._sampler(options) == "blocked" else
                                         max(MEMORY_STATES_FACTOR * options["states"], MEMORY_STATES_MIN))
         a, chains = corpus.alphabet_size + 1, options["chains"]
-        draws = max(0, (options["iterations"] - options["burn_in"]) // options["period"])
+        draws = draws_per_chain(options)
         kept = len(kept_draw_indices(draws, options.get("max_draws")))
         size = (k + 1) * a * (k + 1)
         stored = 2 * chains * (kept * (size * 4 + (k + 1) * 24 + 8) + draws * 40)
