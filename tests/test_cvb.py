@@ -29,6 +29,10 @@ from bayesfa.validation.toys import all_strings, get_toy
 # 10 letters over {a, b}, one empty string, repeated letters (so that the terms of Eq. 14
 # that share a z with z_{t+1} or z_{t-1} occur)
 TRAIN = Corpus.from_strings([[0, 0, 1, 0], [1, 1, 1], [], [0, 0], [1]], alphabet_size=2)
+#: a run of four equal letters followed by a letter, of another letter than the first token:
+#: CVB2's in-count variance shares z_{t+1} with transition t+1 only there (the term of
+#: ``i_next`` in ``cvb2_moments``), a case the other toys lack
+RUNS = Corpus.from_strings([[0, 1], [1, 1, 1, 1, 0], [0]], alphabet_size=2)
 
 
 # ----------------------------------------------------------------------------------------
@@ -124,7 +128,7 @@ def kernel_sums(tokens, q, n_symbols):
 # ----------------------------------------------------------------------------------------
 # CVB0 and CVB2 updates against the definitions
 # ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("corpus,n_states", [(TRAIN, 2), (get_toy("three").train, 3)])
+@pytest.mark.parametrize("corpus,n_states", [(TRAIN, 2), (get_toy("three").train, 3), (RUNS, 2)])
 def test_moments_match_enumeration(corpus, n_states):
     """At a random q, the kernels' expectations (CVB0) and variances (CVB2) of the counts of
     Eq. 9 equal those of the enumerated distribution q(z), and Lemma 1 term by term."""
