@@ -449,3 +449,30 @@ def test_results_do_not_depend_on_numba_compiling_or_loading_from_cache(tmp_path
                            capture_output=True, text=True).stdout.strip() for _ in range(2)]
     assert any((tmp_path / "numba-cache").rglob("*.nbi")), "the first run cached nothing"
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("name", ["cvb0", "cvb2", "gcvb0"])
+@pytest.mark.parametrize("n_states, letters", [(30, 20), (80, 5)])
+def test_estimate_memory_covers_the_measured_peak_of_a_fit(name, n_states, letters):
+    """With many states and few tokens the expected-count tables and the plug-in automaton
+    dominate: ``estimate_memory`` is at least the peak of the fit as tracemalloc measures it
+    (numpy's allocations included). An automaton term that lost its square (a surviving
+    cosmic-ray mutant of issue 39, ``n1 * n_symbols ^ n1``) falls below it."""
+    import argparse
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    train = Corpus.from_strings([list(rng.integers(0, letters, size=rng.integers(0, 6)))
+                                 for _ in range(10)], letters)
+    method = get_method(name)
+    parser = argparse.ArgumentParser()
+    method.add_arguments(parser)
+    opts = vars(parser.parse_args(["--states", str(n_states), "--iterations", "3"]))
+    method.fit(train, opts, 1, False)  # compiled and cached before measuring
+    tracemalloc.start()
+    try:
+        method.fit(train, opts, 1, False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert method.estimate_memory(train, opts) >= peak

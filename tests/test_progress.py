@@ -173,6 +173,36 @@ def test_oracle_toy_data_still_fit(capsys):
     assert "warning" not in capsys.readouterr().err
 
 
+def test_cvb_first_iteration_estimate_is_its_pace_times_the_positions(monkeypatch):
+    """The estimate printed in a VB fit's first iteration (``_chunked_sweep``) is the time per
+    position so far times the positions of an iteration, times the iterations: on a clock
+    that advances ``pace`` seconds per position swept, ``pace x m x total``, and the pace
+    printed is ``pace x m`` (a pace taken modulo the positions, not divided by them, is a
+    surviving cosmic-ray mutant of issue 39)."""
+    import re
+    from types import SimpleNamespace
+
+    from bayesfa.learners import cvb
+
+    pace, m, total = 0.004, 3000, 7
+    now = [50.0]
+    said = []
+
+    def sweep(chunk):
+        now[0] += pace * chunk.size
+        return 0.0
+
+    rec = SimpleNamespace(name="cvb0", total=total, advance=lambda f: None, say=said.append)
+    monkeypatch.setattr(cvb, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    monkeypatch.setattr(cvb, "ESTIMATE_SECONDS", 0.0)
+    state = {"chunk": 1, "estimated": False}
+    cvb._chunked_sweep(sweep, np.arange(m), rec, state, True)
+    (line,) = said
+    got = re.match(r"cvb0: estimated roughly (\d+) s for 7 iterations at most \(([0-9.e+-]+) s each", line)
+    assert got, line
+    assert int(got.group(1)) == round(pace * m * total) and float(got.group(2)) == float(f"{pace * m:.3g}")
+
+
 # -- hpyp --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kw", [{}, {"discount": 0.4, "concentration": 2.0, "sequence": True}])
