@@ -881,8 +881,11 @@ def _memory(corpus: Corpus, options: dict[str, Any], gcvb0: bool) -> int:
     need += 8 * 6 * n1 * n_symbols * n1  # the sums and their digamma / prior copies
     if gcvb0:
         n_vars = free_positions(corpus.tokens).size * options["states"]
-        # x0, x, gradient, scipy's copies, the bounds, L-BFGS-B's workspace (2 m n + 5 n)
-        need += 8 * n_vars * (2 * LBFGS_HISTORY + 5 + 8)
+        # L-BFGS-B's workspace wa (2 m n + 5 n) and, n each, what coexists with it in _LBFGSB
+        # and the objective: x0, x, g, the two bounds, the cache's x and g, the loop's copy of
+        # g, the objective's copy of x, its gradient and last_x, the recorder's iterate, and
+        # the int32 nbd and iwa (4 n int32, 2 n float64): 14
+        need += 8 * n_vars * (2 * LBFGS_HISTORY + 5 + 14)
     need += 8 * 2 * n1 * n_symbols * n1 + forward_bytes(1, n1, corpus)  # xi~ and the forward pass
     need += 8 * 8 * options.get("iterations", 1)  # the trace
     return int(need)
