@@ -479,3 +479,14 @@ def test_estimate_memory_covers_the_measured_peak_of_a_fit(name, n_states, lette
     finally:
         tracemalloc.stop()
     assert method.estimate_memory(train, opts) >= peak
+
+
+@pytest.mark.parametrize("name", ["cvb0", "cvb2", "gcvb0"])
+@pytest.mark.parametrize("key, value", [("beta", -0.5), ("beta", 0.0), ("tol", -1e-6),
+                                        ("beta", float("nan")), ("tol", float("inf"))])
+def test_registry_fit_refuses_a_beta_or_tol_that_is_not_positive(name, key, value):
+    """The registry method's own check (Python callers pass options without argparse): a
+    negative, zero or non-finite ``beta`` or ``tol`` is an InputError naming the option."""
+    options = {"states": 2, "iterations": 3, "beta": 0.5, "tol": 1e-6, key: value}
+    with pytest.raises(InputError, match=f"--{key} must be a positive number"):
+        get_method(name).fit(TRAIN, options, 0, False)
