@@ -21,6 +21,7 @@ from bayesfa.errors import InputError
 from bayesfa.methods import get_method
 from bayesfa.pautomac import read_sample
 from bayesfa.learners import _cvb_kernel as kernel
+from bayesfa.validation.learners.cvb import RUNS_STRINGS
 from bayesfa.learners import cvb
 from bayesfa import exact
 from bayesfa.validation.pfa.reference import all_paths, batch_counts, path_posterior
@@ -29,10 +30,10 @@ from bayesfa.validation.toys import all_strings, get_toy
 # 10 letters over {a, b}, one empty string, repeated letters (so that the terms of Eq. 14
 # that share a z with z_{t+1} or z_{t-1} occur)
 TRAIN = Corpus.from_strings([[0, 0, 1, 0], [1, 1, 1], [], [0, 0], [1]], alphabet_size=2)
-#: a run of four equal letters followed by a letter, of another letter than the first token:
+#: validate's corpus with a run of four equal letters followed by a letter (``RUNS_STRINGS``):
 #: CVB2's in-count variance shares z_{t+1} with transition t+1 only there (the term of
 #: ``i_next`` in ``cvb2_moments``), a case the other toys lack
-RUNS = Corpus.from_strings([[0, 1], [1, 1, 1, 1, 0], [0]], alphabet_size=2)
+RUNS = Corpus.from_strings([list(x) for x in RUNS_STRINGS], alphabet_size=2)
 
 
 # ----------------------------------------------------------------------------------------
