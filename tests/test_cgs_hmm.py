@@ -240,9 +240,11 @@ def test_literal_star_is_the_formula_as_printed_by_enumeration():
 @pytest.mark.parametrize("name", ["cgs-hmm", "cgs-hmm-star"])
 def test_estimate_memory_covers_the_measured_peak_of_prediction(name):
     """With many states and one letter, Eq. 6's plug-in automata dominate: ``estimate_memory``
-    is at least the peak of ``predict_log_prob`` over the fit's draws as tracemalloc measures
-    it (numpy's allocations included). A symbol count one short in the estimate (a surviving
-    cosmic-ray mutant of issue 39) falls below it."""
+    is at least the draws held plus the peak of ``predict_log_prob`` over them as tracemalloc
+    measures it (numpy's allocations included). A symbol count one short in the estimate (a
+    surviving cosmic-ray mutant of issue 39) falls below it; so did Eq. 20's plug-in while it
+    copied the counts to float64 and built its product in a temporary (the peak, 1.74 MB, plus
+    the draws, 0.24 MB, was 3.6 % above the estimate)."""
     import tracemalloc
 
     from bayesfa.methods import get_method
@@ -260,4 +262,4 @@ def test_estimate_memory_covers_the_measured_peak_of_prediction(name):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert method.estimate_memory(train, opts) >= peak
+    assert method.estimate_memory(train, opts) >= peak + fit.arrays["counts"].nbytes

@@ -168,6 +168,34 @@ def test_sweeps_keep_sums_equal_to_their_definitions():
         np.testing.assert_allclose(got, want, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["cvb0", "cvb2"])
+def test_every_refresh_th_sweep_starts_from_sums_recomputed_from_q(name, monkeypatch):
+    """The sweeps maintain the sums incrementally; every ``_REFRESH``-th iteration (0, 16, 32,
+    ...) first recomputes them from ``q``, which bounds the rounding drift. So those sweeps, and
+    only those among the first 40, start from sums bit-equal to a fresh computation (the others
+    have drifted in the last bits: 40 iterations over a 60-string corpus)."""
+    rng = np.random.default_rng(0)
+    corpus = Corpus.from_strings([rng.integers(0, 3, size=rng.integers(0, 9)).tolist()
+                                  for _ in range(60)], alphabet_size=3)
+    fresh = []
+    name_sweep = "cvb0_sweep" if name == "cvb0" else "cvb2_sweep"
+    sweep = getattr(kernel, name_sweep)
+
+    def checked(positions, tokens, q, *rest):
+        n_sums = 2 if name == "cvb0" else 6
+        sums = rest[:n_sums]
+        want = (cvb.expected_counts(tokens, q, 4) if name == "cvb0"
+                else kernel_sums(tokens, q, 4))
+        fresh.append(all(np.array_equal(a, b) for a, b in zip(sums, want)))
+        return sweep(positions, tokens, q, *rest)
+
+    monkeypatch.setattr(kernel, name_sweep, checked)
+    fit = cvb.fit_cvb0 if name == "cvb0" else cvb.fit_cvb2
+    result = fit(corpus, 4, 0.1, iterations=40, tol=1e-300, seed=1)
+    assert result.info["iterations_run"] == 40
+    assert [i for i, same in enumerate(fresh) if same] == [0, cvb._REFRESH, 2 * cvb._REFRESH]
+
+
 def test_cvb0_fixed_point_satisfies_eq12():
     """Run to convergence; then every q_t equals the right-hand side of Eq. 12 (0th order,
     recomputed term by term from Lemma 1) to 1e-8."""

@@ -195,6 +195,24 @@ def test_corrupt_vb_checkpoint_is_an_input_error_naming_the_file(tmp_path):
         _vb("cvb2", checkpoint_dir=tmp_path)
 
 
+def test_gcvb0_checkpoint_with_more_rows_than_iterations_plus_one_is_refused(tmp_path):
+    """GCVB0 records the start as row 0, so its trace holds at most ``iterations + 1`` rows: a
+    file claiming more (here ``iterations + 2``, every trace that long) is damaged, not resumed
+    (a looser capacity, e.g. ``2 * iterations``, would resume past the end of the fit)."""
+    _vb("gcvb0", checkpoint_dir=tmp_path)
+    path = tmp_path / "chain-0000.npz"
+    good = checkpoint_state(path)
+    n = int(good["iterations_done"])
+    assert n == VB_ITER + 1  # tol 1e-12: every iteration ran, plus the start
+    np.savez(path, **good)
+    assert _vb("gcvb0", checkpoint_dir=tmp_path).info["iterations_resumed"] == n - 1
+    longer = {k: (np.concatenate([v, v[-1:]]) if k.startswith("trace_") else v)
+              for k, v in good.items()}
+    np.savez(path, **{**longer, "iterations_done": np.array(n + 1)})
+    with pytest.raises(InputError, match="chain-0000.npz"):
+        _vb("gcvb0", checkpoint_dir=tmp_path)
+
+
 def _reference_log_prob(ec: np.ndarray, beta: float, corpus: Corpus) -> np.ndarray:
     """``log Pr(b | xi~)`` per string, ``xi~`` of Eq. 10 written from the paper (prior
     ``beta`` on letter moves to states ``1..N``, ``N beta`` on the end transition), by the

@@ -130,12 +130,12 @@ LITERAL_STAR = 3  # CGS-HMM(*) as printed: (C_i00 + beta) / (C_i + N A beta) on 
 def hmm_xi(counts: np.ndarray, alpha: float, beta: float, plugin: int = PLUGIN_CORRECT) -> np.ndarray:
     """Eq. 20 (with the move total, module docstring): ``xi~`` ``[..., N+1, A, N+1]`` from
     ``C_iaj`` ``[..., N+1, A, N+1]``. ``plugin`` != 0: a wrong plug-in (validation only)."""
-    counts = np.asarray(counts, dtype=np.float64)
+    counts = np.asarray(counts)  # summed in float64, never copied (Eq. 6's memory model)
     n_states, n_symbols = counts.shape[-3] - 1, counts.shape[-2]
     if plugin == ALPHA_BETA_SWAPPED:
         alpha, beta = beta, alpha
-    emit = counts.sum(axis=-1)                          # C_ia  [..., N+1, A]
-    move = counts[..., 1:, 1:].sum(axis=-2)             # C_ij  [..., N+1, N]
+    emit = counts.sum(axis=-1, dtype=np.float64)        # C_ia  [..., N+1, A]
+    move = counts[..., 1:, 1:].sum(axis=-2, dtype=np.float64)  # C_ij  [..., N+1, N]
     eta = (emit + alpha) / (emit.sum(axis=-1, keepdims=True) + n_symbols * alpha)
     if plugin == UNNORMALISED_EQ20:
         theta = (move + beta) / (emit.sum(axis=-1, keepdims=True) + n_states * beta)
@@ -143,7 +143,7 @@ def hmm_xi(counts: np.ndarray, alpha: float, beta: float, plugin: int = PLUGIN_C
         theta = (move + beta) / (move.sum(axis=-1, keepdims=True) + n_states * beta)
     xi = np.zeros(counts.shape)
     xi[..., 0, 0] = eta[..., 0]
-    xi[..., 1:, 1:] = eta[..., 1:, None] * theta[..., None, :]
+    np.multiply(eta[..., 1:, None], theta[..., None, :], out=xi[..., 1:, 1:])
     return xi
 
 
