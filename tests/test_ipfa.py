@@ -75,7 +75,7 @@ def test_registry_options_and_spec():
                                                 "blocked-step0-posterior-hyper",
                                                 "blocked-split-merge"]
     # a cap on kept draws lowers the estimate; online prediction raises it
-    big = _options(iterations=10_000, burn_in=5_000, period=10)
+    big = _options(iterations=10_000, burn_in=5_000, period=10, sampler="direct")
     train = get_toy("tiny").train
     assert (method.estimate_memory(train, dict(big, max_draws=1))
             < method.estimate_memory(train, big)
@@ -99,12 +99,12 @@ def test_online_predict_memory_is_each_jobs_draw_plugin_and_accumulator(n, lengt
     corpus = Corpus.from_strings([list(rng.integers(0, letters, length)) for _ in range(n)],
                                  letters)
     opts = _options(iterations=4, burn_in=2, period=2, chains=8, jobs=8, truncate=truncate,
-                    gamma_prior="fixed")
+                    gamma_prior="fixed", sampler="direct")
     method = get_method("ipfa")
     delta = (method.estimate_memory(corpus, dict(opts, predict_sha256="0" * 64))
              - method.estimate_memory(corpus, opts))
     k, a = truncate, letters + 1
-    counts = np.zeros((1, k + 1, a, k + 1))
+    counts = np.ones((1, k + 1, a, k + 1))  # every label in use: none lumped (lump_unused)
     beta_bar = np.full((1, k + 1), 1.0 / (k + 1))
     xi = plugin_xi(counts, beta_bar, np.ones(1))
     row = plugin_log_prob(counts, beta_bar, np.ones(1), corpus)
@@ -128,7 +128,7 @@ def test_blocked_sampler_memory_is_each_jobs_theta_and_ffbs_filter():
                     [list(rng.integers(0, 2, rng.integers(0, 60))) for _ in range(40)]):
         corpus = Corpus.from_strings(strings, 2)
         opts = _options(iterations=4, burn_in=2, period=2, chains=8, jobs=8, truncate=7,
-                        gamma_prior="fixed")
+                        gamma_prior="fixed", sampler="direct")
         delta = (method.estimate_memory(corpus, dict(opts, sampler="blocked"))
                  - method.estimate_memory(corpus, opts))
         theta, filt = scratch(corpus.tokens, 7, 3)
@@ -141,7 +141,7 @@ def test_blocked_sampler_memory_is_each_jobs_theta_and_ffbs_filter():
 @pytest.mark.parametrize("kwargs, match", [
     ({"alpha_prior": "1"}, "SHAPE,RATE"),
     ({"gamma_prior": "0,1"}, "shape > 0"),
-    ({"truncate": 3}, "gamma-prior fixed"),
+    ({"truncate": 3, "sampler": "direct"}, "gamma-prior fixed"),
     ({"alpha": -1.0}, "alpha"),
     ({"truncate": -2, "gamma_prior": "fixed"}, "truncate"),
 ])
@@ -225,7 +225,7 @@ def test_online_prediction_equals_the_stored_draws():
 
     train, test = get_toy("small").train, all_strings()
     kw = dict(states=3, iterations=100, burn_in=20, period=4, chains=2, seed=5,
-              alpha_prior="2,0.5", gamma_prior="2,1")
+              alpha_prior="2,0.5", gamma_prior="2,1", sampler="direct")
     full = sample_ipfa(train, **kw)
     online = sample_ipfa(train, predict=test, **kw)
     capped = sample_ipfa(train, predict=test, max_draws=3, **kw)
@@ -324,7 +324,7 @@ def test_weak_limit_predictive_agrees_with_cgs_pfa():
     alpha = n * (toy.train.alphabet_size + 1) * beta_cgs
     test = all_strings()
     res = sample_ipfa(toy.train, states=n, iterations=8_200, burn_in=200, period=2, chains=4,
-                      seed=11, alpha=alpha, gamma=1e8, truncate=n, **FIXED)
+                      seed=11, alpha=alpha, gamma=1e8, truncate=n, sampler="direct", **FIXED)
     assert res.counts.shape[2] == n + 1 and np.all(res.n_states == n)
     probs = np.exp(per_sample_log_prob({"counts": res.counts, "beta_bar": res.beta_bar,
                                         "alpha": res.alpha}, test))

@@ -23,7 +23,7 @@ from bayesfa.samplers.pfa import _ipfa_blocked_kernel as bkern
 from bayesfa.samplers.pfa.ipfa import sample_ipfa
 from bayesfa.validation.pfa import ipfa_blocked as check
 from bayesfa.validation.pfa.reference import all_paths, batch_counts
-from bayesfa.validation.toys import get_toy
+from bayesfa.validation.toys import all_strings, get_toy
 
 
 def _options(**over):
@@ -125,12 +125,16 @@ def test_same_seed_same_draws_and_states_in_use_reported():
 
 def test_default_truncation_and_bad_arguments():
     """``--truncate 0`` is ``max(2 states, 200)`` for the blocked sampler (starts up to 100
-    share one model); a start above the
-    truncation, an unknown sampler and a blocked mutant on the direct sampler are one-line
-    InputErrors."""
+    share one model), on fewer than 200 letters ``max(2 states, letters)`` (a path of T letters
+    uses at most T states); a start above the truncation, an unknown sampler and a blocked
+    mutant on the direct sampler are one-line InputErrors."""
     train = get_toy("small").train
-    for states, expected in ((12, 200), (100, 200), (120, 240)):
-        r = sample_ipfa(train, states=states, iterations=4, burn_in=2, period=1, chains=1,
+    assert train.n_letters == 16
+    rng = np.random.default_rng(0)
+    big = Corpus.from_strings([rng.integers(0, 2, 7).tolist() for _ in range(30)], 2)  # 210
+    for corpus, states, expected in ((big, 12, 200), (big, 100, 200), (big, 120, 240),
+                                     (train, 3, 16), (train, 12, 24)):
+        r = sample_ipfa(corpus, states=states, iterations=4, burn_in=2, period=1, chains=1,
                         sampler="blocked")
         assert r.info["truncate"] == expected
     with pytest.raises(InputError, match="exceeds the truncation"):
@@ -139,7 +143,7 @@ def test_default_truncation_and_bad_arguments():
     with pytest.raises(InputError, match="--sampler"):
         sample_ipfa(train, iterations=4, burn_in=2, period=1, chains=1, sampler="beam")
     with pytest.raises(InputError, match="not of the direct sampler"):
-        sample_ipfa(train, iterations=4, burn_in=2, period=1, chains=1,
+        sample_ipfa(train, iterations=4, burn_in=2, period=1, chains=1, sampler="direct",
                     mutation="blocked-no-beta")
 
 
@@ -255,12 +259,22 @@ def _annealed(**over):
 
 
 def test_anneal_zero_is_the_plain_chain_and_an_annealed_chain_is_reproducible():
-    plain, zero = _annealed(), _annealed(anneal=0, anneal_start=0.3)
+    """``anneal=0`` is the plain chain whatever ``anneal_start``; an annealed chain is
+    reproducible and another chain; the default (None) anneals ``min(300, burn_in)`` sweeps
+    from 0.5 (``ipfa.ANNEAL_SWEEPS``, ``IPFA_ANNEAL_START``), here the whole burn-in of 12."""
+    from bayesfa.samplers.pfa import ipfa
+
+    plain, zero = _annealed(anneal=0), _annealed(anneal=0, anneal_start=0.3)
     hot, again = _annealed(anneal=10, anneal_start=0.05), _annealed(anneal=10, anneal_start=0.05)
+    default, spelt = _annealed(), _annealed(anneal=12, anneal_start=0.5)
+    assert ipfa.ANNEAL_SWEEPS > 12 and ipfa.IPFA_ANNEAL_START == 0.5
     for key in ("log_joint", "n_states", "alpha", "gamma"):
         assert np.array_equal(getattr(plain, key), getattr(zero, key)), key
         assert np.array_equal(getattr(hot, key), getattr(again, key)), key
+        assert np.array_equal(getattr(default, key), getattr(spelt, key)), key
     assert not np.array_equal(plain.log_joint, hot.log_joint)
+    assert not np.array_equal(plain.log_joint, default.log_joint)
+    assert default.info["anneal"] == [12, 0.5] and plain.info["anneal"] == [0, 0.5]
 
 
 def test_tempered_paths_spread_over_the_truncation():
@@ -337,3 +351,41 @@ def test_annealed_sweeps_are_the_first_ones_of_the_burn_in_only(monkeypatch):
     assert all(p.shape[0] == 4 for _, p in calls[5:])
     assert all(p[0] == 0.0 for p in tempered[:3]) and tempered[3][0] > 0.0  # the alpha hold too
     assert sum(n for n, _ in calls) == 24
+
+
+def test_lumping_the_unused_labels_changes_no_probability_and_shrinks_the_automaton():
+    """A truncated draw keeps all L labels; ``lump_unused`` merges those no path visits into its
+    new state. Eq. 6's per-draw probabilities equal (1e-12 relative) those of the plug-in over
+    all L labels, written here from the module docstring's formula (no ``plugin_xi``), and the
+    lumped draw has the states in use plus the new one. An HDP draw is left as it is."""
+    from bayesfa.automata import xi_to_pfa
+    from bayesfa.forward import forward_log_prob
+    from bayesfa.samplers.pfa.ipfa import _flat, lump_unused, plugin_log_prob
+
+    train, test = get_toy("small").train, all_strings()
+    r = sample_ipfa(train, states=3, iterations=60, burn_in=20, period=4, chains=2, seed=3,
+                    sampler="blocked", truncate=12)
+    flat, bar, alpha = _flat({"counts": r.counts, "beta_bar": r.beta_bar, "alpha": r.kept_alpha})
+    assert flat.shape[1] == 13 and r.n_states.max() < 12  # labels left unused
+    c = flat.astype(np.float64)
+    s, k1, n_sym, _ = c.shape
+    prior = np.zeros((s, n_sym, k1 + 1))
+    prior[:, 1:, 1:k1] = (alpha[:, None] * bar[:, 1:] / n_sym)[:, None, :]
+    prior[:, 1:, k1] = (alpha * bar[:, 0] / n_sym)[:, None]
+    prior[:, 0, 0] = alpha / n_sym
+    xi = np.broadcast_to(prior[:, None], (s, k1 + 1, n_sym, k1 + 1)).copy()
+    xi[:, :k1, :, :k1] += c
+    xi /= xi.sum(axis=(-2, -1), keepdims=True)
+    want = forward_log_prob(*xi_to_pfa(xi), test.with_alphabet(n_sym - 1))
+    np.testing.assert_allclose(plugin_log_prob(flat, bar, alpha, test), want, rtol=1e-12)
+    lumped, lbar = lump_unused(flat, bar)
+    used = (flat[:, 1:].sum(axis=(2, 3)) > 0).sum(axis=1)
+    assert lumped.shape[1] == used.max() + 1
+    np.testing.assert_allclose(lbar.sum(axis=1), bar.sum(axis=1), rtol=1e-12)
+    hdp = sample_ipfa(train, states=3, iterations=30, burn_in=10, period=4, chains=1, seed=3,
+                      sampler="direct")
+    hflat, hbar, _ = _flat({"counts": hdp.counts, "beta_bar": hdp.beta_bar,
+                            "alpha": hdp.kept_alpha})
+    got, gbar = lump_unused(hflat, hbar)
+    k = got.shape[1]
+    assert np.array_equal(got, hflat[:, :k, :, :k]) and np.array_equal(gbar, hbar[:, :k])

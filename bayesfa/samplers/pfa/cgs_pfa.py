@@ -1230,14 +1230,16 @@ def _unit_interval(text: str) -> float:
     return value
 
 
-def add_anneal_arguments(parser: argparse.ArgumentParser, anneal_help: str) -> None:
-    """``--anneal SWEEPS`` (help ``anneal_help``) and ``--anneal-start B`` (:func:`anneal_b`'s
-    schedule), as CGS-PFA and the iPFA's blocked sampler declare them."""
-    parser.add_argument("--anneal", type=nonnegative_int, default=0, metavar="SWEEPS",
+def add_anneal_arguments(parser: argparse.ArgumentParser, anneal_help: str, *,
+                         default: int | None = 0, start: float = ANNEAL_START) -> None:
+    """``--anneal SWEEPS`` (help ``anneal_help``, default ``default``) and ``--anneal-start B``
+    (:func:`anneal_b`'s schedule, default ``start``), as CGS-PFA and the iPFA's blocked sampler
+    declare them."""
+    parser.add_argument("--anneal", type=nonnegative_int, default=default, metavar="SWEEPS",
                         help=anneal_help)
-    parser.add_argument("--anneal-start", type=_unit_interval, default=ANNEAL_START, metavar="B",
+    parser.add_argument("--anneal-start", type=_unit_interval, default=start, metavar="B",
                         help=f"inverse temperature of the first annealed sweep, in (0, 1]; "
-                             f"default {ANNEAL_START}")
+                             f"default {start}")
 
 
 def _open_unit_interval(text: str) -> float:

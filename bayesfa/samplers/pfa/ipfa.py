@@ -1,5 +1,6 @@
 """iPFA: the infinite PFA, a fully connected PFA under a hierarchical Dirichlet process prior,
-by collapsed direct-assignment Gibbs sampling (issue 23).
+by the weak-limit blocked sampler (the default, issue 38) or collapsed direct-assignment Gibbs
+sampling (``--sampler direct``, issue 23).
 
 The model and the sweep are in :mod:`bayesfa.samplers.pfa._ipfa_kernel`: ``beta ~ GEM(gamma)``
 over the states, ``xi_i ~ DP(alpha, H)`` over (letter, next state) with ``H(a, j) = beta_j /
@@ -10,11 +11,12 @@ as future work). This front checks arguments, spawns one Generator per chain fro
 states in use), and records each draw's counts and the posterior mean of ``beta`` given its
 table counts.
 
-``--sampler blocked`` (``sampler="blocked"``) runs the weak-limit blocked sampler of
-:mod:`bayesfa.samplers.pfa._ipfa_blocked_kernel` instead (Fox, Sudderth, Jordan & Willsky
-2011): the model truncated to ``L = --truncate`` states (0: :func:`default_truncation`), each
-sweep a direct-assignment sweep of the truncated model (which opens states) and then every
-string's path redrawn by forward filtering-backward sampling
+``--sampler blocked`` (``sampler="blocked"``, the default) runs the weak-limit blocked
+sampler of :mod:`bayesfa.samplers.pfa._ipfa_blocked_kernel` (Fox, Sudderth, Jordan & Willsky
+2011), by default with an annealed start (:data:`ANNEAL_SWEEPS`, :data:`IPFA_ANNEAL_START`):
+the model truncated to ``L = --truncate`` states (0: :func:`default_truncation`), each sweep
+a direct-assignment sweep of the truncated model (which opens states) and then every string's
+path redrawn by forward filtering-backward sampling
 (:func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_hybrid`), ``alpha`` and ``gamma``
 sampled or fixed; its draws are stored as the truncated direct sampler's, with the
 states in use (not ``L``) as ``n_states``.
@@ -74,7 +76,7 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
                                      check_generator_state, corrupt_checkpoint, chain_path,
                                      digest, free_positions, generator_state, map_chains,
                                      read_checkpoint, save_checkpoint)
-from bayesfa.samplers.pfa.cgs_pfa import (ANNEAL_START, KEPT_DRAWS_RULE, add_anneal_arguments,
+from bayesfa.samplers.pfa.cgs_pfa import (KEPT_DRAWS_RULE, add_anneal_arguments,
                                          count_dtype, kept_draw_indices)
 from bayesfa.samplers.plugin import DrawAutomata
 
@@ -86,8 +88,16 @@ _XI_CHUNK_BYTES = 1 << 26
 #: Default Gamma (shape, rate) hyperpriors of alpha and gamma (mean 10, sd 10).
 ALPHA_PRIOR = "1,0.1"
 GAMMA_PRIOR = "1,0.1"
-#: ``--sampler`` values of ``ipfa`` (the first the default).
-SAMPLERS = ("direct", "blocked")
+#: ``--sampler`` values of ``ipfa`` (the first the default: measured better, issue 38).
+SAMPLERS = ("blocked", "direct")
+#: The blocked sampler's default annealed start (issue 38): the first ``ANNEAL_SWEEPS`` sweeps
+#: (or the whole burn-in if shorter) at an inverse temperature rising from ``IPFA_ANNEAL_START``.
+#: Chosen on held-out *training* strings of a generated 40-state PFA (benchmarks/RESULTS.md,
+#: "The annealed iPFA against the plain blocked sampler at equal sweeps"), not on test strings.
+ANNEAL_SWEEPS = 300
+IPFA_ANNEAL_START = 0.5
+#: The default schedule (sweeps per chain, burn-in), the one measured for the default sampler.
+ITERATIONS, BURN_IN = 2000, 1000
 #: The blocked sampler warns when the states in use reach this fraction of its truncation.
 TRUNCATION_WARN = 0.9
 
@@ -97,14 +107,18 @@ TRUNCATION_WARN = 0.9
 MIN_DEFAULT_TRUNCATION = 200
 
 
-def default_truncation(states: int) -> int:
-    """The blocked sampler's truncation ``L`` when ``--truncate`` is 0: ``max(2 states, 200)``.
+def default_truncation(states: int, n_letters: int) -> int:
+    """The blocked sampler's truncation ``L`` when ``--truncate`` is 0: ``max(2 states, min(200,
+    n_letters))``.
 
     ``L`` is part of the model (``beta ~ Dir(gamma/L, ..)``), so a default that followed the
     start (``max(2 states, 20)`` before) made starts of 10 and of 100 states sample two
     different posteriors, the first capped at 20 states (a generated 40-state PFA's chains
-    filled it; benchmarks/RESULTS.md, issue 38 item 1)."""
-    return max(2 * int(states), MIN_DEFAULT_TRUNCATION)
+    filled it; benchmarks/RESULTS.md, issue 38 item 1). A path of ``n_letters`` letters uses at
+    most that many states, so a corpus of fewer than 200 letters gets ``L = n_letters`` (at
+    least ``2 states``): every path still fits, and the FFBS (``O(L^2)`` a token) does not pay
+    for labels no path can fill."""
+    return max(2 * int(states), min(MIN_DEFAULT_TRUNCATION, int(n_letters)))
 
 
 #: States in use assumed by :meth:`_IPFA.estimate_memory` (they are not known before the fit).
@@ -183,13 +197,48 @@ class IPFAResult(NamedTuple):
         return self.gamma if self.kept is None else self.gamma[:, self.kept]
 
 
+def lump_unused(counts: np.ndarray, beta_bar: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each sample's labels not in use (``C_k = 0``) merged into its new state: ``counts [S, K+1,
+    A, K+1]``, ``beta_bar [S, K+1]`` -> the same over ``K' + 1`` (``K'`` the most labels any
+    sample uses), each sample's labels in use first in their order, ``beta_bar[:, 0]`` plus the
+    unused labels' ``beta~``.
+
+    Exact for the plug-in (module docstring): a label no path visits has no counts in or out,
+    so under ``xi~`` its row is ``H~``, like the new state's, and the mass into it is ``alpha
+    beta~_k / A`` a letter; states with one row are lumped into one with the summed mass without
+    changing any string's probability. A truncated draw (``--truncate L``, the blocked sampler)
+    keeps all ``L`` labels and no new state; lumped, it is a draw over its states in use and
+    one new state, as the HDP's are, so Eq. 6 and the exported automaton cost those states, not
+    ``L``. An HDP draw (labels ``1..K_s`` in use, zeros past them) is unchanged but for its
+    trailing padding."""
+    counts = np.asarray(counts)
+    beta_bar = np.asarray(beta_bar, dtype=np.float64)
+    s, k1 = counts.shape[0], counts.shape[1]
+    used = counts[:, 1:].sum(axis=(2, 3)) > 0  # [S, K]: C_k > 0
+    order = np.argsort(~used, axis=1, kind="stable") + 1  # in use first, in label order
+    k_new = int(used.sum(axis=1).max()) if s else 0
+    if k_new == k1 - 1 and bool(used.all()):
+        return counts, beta_bar
+    keep = np.concatenate([np.zeros((s, 1), dtype=order.dtype), order[:, :k_new]], axis=1)
+    rows = np.arange(s)[:, None]
+    out = counts[rows, keep]                                  # [S, K'+1, A, K+1]
+    out = np.take_along_axis(out, keep[:, None, None, :], axis=3)
+    in_use = np.take_along_axis(used, keep[:, 1:] - 1, axis=1)  # padding past K_s: not in use
+    bar = np.zeros((s, k_new + 1))
+    bar[:, 1:] = np.where(in_use, np.take_along_axis(beta_bar, keep[:, 1:], axis=1), 0.0)
+    bar[:, 0] = beta_bar[:, 0] + np.where(used, 0.0, beta_bar[:, 1:]).sum(axis=1)
+    return out, bar  # (a label not in use has no counts in or out: its rows and columns are 0)
+
+
 def plugin_xi(counts: np.ndarray, beta_bar: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """The plug-in ``xi~`` of each sample (module docstring), with the new state last.
+    """The plug-in ``xi~`` of each sample (module docstring), with the new state last, the
+    labels not in use lumped into it first (:func:`lump_unused`).
 
     counts ``[S, K+1, A, K+1]``, beta_bar ``[S, K+1]``, alpha ``[S]`` -> float64
-    ``[S, K+2, A, K+2]`` (states ``0..K`` and the new state ``K+1``)."""
+    ``[S, K'+2, A, K'+2]`` (states ``0..K'``, ``K'`` the most labels a sample uses, and the
+    new state ``K'+1``)."""
+    counts, beta_bar = lump_unused(counts, beta_bar)
     counts = np.asarray(counts, dtype=np.float64)
-    beta_bar = np.asarray(beta_bar, dtype=np.float64)
     alpha = np.asarray(alpha, dtype=np.float64).reshape(-1)
     s, k1, n_symbols, _ = counts.shape
     q = k1 + 1
@@ -605,16 +654,17 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
     return out
 
 
-def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, burn_in: int = 500,
+def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATIONS,
+                burn_in: int = BURN_IN,
                 period: int = 10, chains: int = 4, seed: int = 0, alpha: float = 1.0,
                 gamma: float = 1.0, alpha_prior: str = ALPHA_PRIOR, gamma_prior: str = GAMMA_PRIOR,
                 truncate: int = 0, jobs: int = 1, mutation: str | None = None,
                 checkpoint_dir: str | os.PathLike | None = None,
                 checkpoint_every: float = CHECKPOINT_EVERY, predict: Corpus | None = None,
                 max_draws: int | None = None, progress: bool = False,
-                alpha_hold: int = 0, sampler: str = "direct", split_merge: float = 0.0,
-                split_merge_scans: int | None = None, anneal: int = 0,
-                anneal_start: float = ANNEAL_START) -> IPFAResult:
+                alpha_hold: int = 0, sampler: str = SAMPLERS[0], split_merge: float = 0.0,
+                split_merge_scans: int | None = None, anneal: int | None = None,
+                anneal_start: float = IPFA_ANNEAL_START) -> IPFAResult:
     """Run ``chains`` chains of the iPFA sampler on ``corpus``.
 
     states : states of the random initial ``z`` (the sampler adds and removes states).
@@ -622,7 +672,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     alpha_prior, gamma_prior : ``"SHAPE,RATE"`` of a Gamma hyperprior, or ``"fixed"``.
     truncate : 0 for the HDP; ``L > 0`` for the weak-limit model with ``L`` states
         (``gamma`` then fixed with the direct sampler). With ``sampler="blocked"``, ``L``
-        (0: :func:`default_truncation` of ``states``), ``gamma`` sampled or fixed.
+        (0: :func:`default_truncation` of ``states`` and the letters), ``gamma`` sampled or
+        fixed.
     sampler : ``"direct"`` (collapsed direct-assignment Gibbs, :mod:`._ipfa_kernel`) or
         ``"blocked"`` (the weak limit's blocked sampler, :mod:`._ipfa_blocked_kernel`: every
         path redrawn by FFBS each sweep; ``states`` then only starts the path).
@@ -634,7 +685,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         ``anneal_start`` to 1 (:func:`bayesfa.samplers.pfa.cgs_pfa.anneal_b`;
         :func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_sweeps`): flatter paths that
         open the empty states, forgetting the start. A start of the burn-in only: the draws
-        are of the same posterior. 0 (default): none.
+        are of the same posterior. 0: none; None (default): :data:`ANNEAL_SWEEPS` or the
+        whole burn-in if shorter with the blocked sampler, none with the direct one.
     split_merge, split_merge_scans : blocked sampler only: split-merge moves per sweep (a
         fraction: that probability of one more) after each sweep, and their launch scans
         (None: :data:`bayesfa.samplers.pfa._ipfa_split_kernel.SCANS`); 0 (default) none.
@@ -662,7 +714,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
     if mutation is not None and (mutation in BLOCKED_MUTATIONS) != (sampler == "blocked"):
         raise InputError(f"mutation {mutation!r} is not of the {sampler} sampler")
     if sampler == "blocked":
-        truncate = int(truncate) or default_truncation(states)
+        truncate = int(truncate) or default_truncation(states, corpus.n_letters)
         if states > truncate:
             raise InputError(f"--states {states} exceeds the truncation --truncate {truncate} "
                              f"of the blocked sampler")
@@ -677,6 +729,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         raise InputError(f"--split-merge-scans must be an integer >= 0, got {split_merge_scans!r}")
     if split_merge and sampler != "blocked":
         raise InputError("--split-merge needs --sampler blocked")
+    if anneal is None:  # the default: the annealed start with the blocked sampler only
+        anneal = min(ANNEAL_SWEEPS, int(burn_in)) if sampler == "blocked" else 0
     if isinstance(anneal, bool) or not isinstance(anneal, (int, np.integer)) \
             or not 0 <= anneal <= burn_in:
         raise InputError(f"--anneal must be an integer from 0 to the burn-in ({burn_in}), "
@@ -788,6 +842,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = 1000, bur
         "kept_draws_rule": KEPT_DRAWS_RULE,
         "predict_strings": None if predict is None else int(predict.n_strings),
         "sampler": sampler,
+        "anneal": [int(anneal), float(anneal_start)],  # resolved (the option's default is None)
     }
     if sampler == "blocked":  # the weak limit: are the L states enough?
         used = int(stack["n_states"].max())
@@ -826,20 +881,23 @@ class _IPFA(DrawAutomata):
     online_predict = True  # fit(..., predict=TEST) accumulates Eq. 6 draw by draw (bayesfa.online)
     infers_states = True  # --states only starts the chains: summaries report the states in use
     summary = ("infinite PFA: HDP prior on a fully connected PFA, the number of states sampled "
-               "(collapsed direct-assignment Gibbs)")
+               "(weak-limit blocked sampler with an annealed start; --sampler direct: collapsed "
+               "direct-assignment Gibbs)")
     validation = "bayesfa.validation.pfa.ipfa:SPEC"
 
     def __init__(self, mutation: str | None = None):
         self.mutation = mutation
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_mcmc_arguments(parser, states=10, beta=None, iterations=1000, burn_in=500, period=10)
+        add_mcmc_arguments(parser, states=10, beta=None, iterations=ITERATIONS, burn_in=BURN_IN,
+                           period=10)
         for action in parser._actions:  # the shared option, with what it means here
             if action.dest == "states":
-                action.help = ("states of the random initial path; the sampler adds and removes "
-                               "states one position at a time, so the states in use stay near "
-                               "this start on large data (PAutomaC: start 100 beat start 10 on "
-                               "8 of 9 problems, benchmarks/RESULTS.md); default 10")
+                action.help = ("states of the random initial path (the number in use is "
+                               "sampled; the blocked sampler's annealed start forgets this "
+                               "start: from 10 and from 100 on a generated 40-state PFA the "
+                               "states in use met, benchmarks/RESULTS.md; the direct sampler's "
+                               "stay near it on large data); default 10")
         parser.add_argument("--alpha", type=positive_float, default=1.0,
                             help="initial concentration alpha of each state's DP over (letter, "
                                  "next state), then sampled under --alpha-prior; default 1")
@@ -857,13 +915,15 @@ class _IPFA(DrawAutomata):
                                  "L > 0 the weak-limit model with L states, beta ~ Dir(gamma/L, "
                                  "...) (needs --gamma-prior fixed). Blocked sampler: its L "
                                  "(0: max(2 x --states, 200), so starts up to 100 share one "
-                                 "model), gamma sampled or fixed")
+                                 "model; on fewer than 200 letters, their number), gamma "
+                                 "sampled or fixed")
         parser.add_argument("--sampler", choices=SAMPLERS, default=SAMPLERS[0],
-                            help="direct (default): collapsed direct-assignment Gibbs, one "
-                                 "position at a time; blocked: the weak-limit blocked sampler "
-                                 "(Fox et al. 2011), each sweep a direct-assignment sweep of "
-                                 "the truncated model, then every string's path redrawn by "
-                                 "forward filtering-backward sampling, O(L^2) per token")
+                            help="blocked (default): the weak-limit blocked sampler (Fox et al. "
+                                 "2011), each sweep a direct-assignment sweep of the truncated "
+                                 "model, then every string's path redrawn by forward "
+                                 "filtering-backward sampling, O(L^2) per token; direct: "
+                                 "collapsed direct-assignment Gibbs of the HDP, one position at "
+                                 "a time")
         parser.add_argument("--alpha-hold", type=nonnegative_int, default=0, metavar="SWEEPS",
                             help="keep alpha at --alpha for the first SWEEPS sweeps of the "
                                  "burn-in, its prior applying after (a start that mixes faster "
@@ -882,7 +942,9 @@ class _IPFA(DrawAutomata):
                                      "draw their paths at an inverse temperature rising "
                                      "geometrically from --anneal-start to 1 (flatter paths that "
                                      "open empty states; the draws are of the same posterior); "
-                                     "default 0 (off)")
+                                     f"default {ANNEAL_SWEEPS}, or the whole burn-in if shorter "
+                                     "(0: off; none with --sampler direct)",
+                             default=None, start=IPFA_ANNEAL_START)
         add_checkpoint_argument(parser)
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
@@ -897,8 +959,8 @@ class _IPFA(DrawAutomata):
                     alpha_hold=options.get("alpha_hold", 0), sampler=self._sampler(options),
                     split_merge=options.get("split_merge", 0.0),
                     split_merge_scans=options.get("split_merge_scans"),
-                    anneal=options.get("anneal", 0),
-                    anneal_start=options.get("anneal_start", ANNEAL_START))
+                    anneal=options.get("anneal"),
+                    anneal_start=options.get("anneal_start", IPFA_ANNEAL_START))
 
     def _sampler(self, options: dict[str, Any]) -> str:
         """The blocked sampler for its own mutants, else ``--sampler``."""
@@ -924,7 +986,7 @@ class _IPFA(DrawAutomata):
         from bayesfa.memory import forward_bytes
         from bayesfa.samplers.pfa._ipfa_kernel import padded_width
 
-        k = options.get("truncate") or (default_truncation(options["states"])
+        k = options.get("truncate") or (default_truncation(options["states"], corpus.n_letters)
                                         if self._sampler(options) == "blocked" else
                                         max(MEMORY_STATES_FACTOR * options["states"], MEMORY_STATES_MIN))
         a, chains = corpus.alphabet_size + 1, options["chains"]
