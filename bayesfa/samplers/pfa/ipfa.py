@@ -213,12 +213,12 @@ def lump_unused(counts: np.ndarray, beta_bar: np.ndarray) -> tuple[np.ndarray, n
     trailing padding."""
     counts = np.asarray(counts)
     beta_bar = np.asarray(beta_bar, dtype=np.float64)
-    s, k1 = counts.shape[0], counts.shape[1]
+    s = counts.shape[0]
     used = counts[:, 1:].sum(axis=(2, 3)) > 0  # [S, K]: C_k > 0
     order = np.argsort(~used, axis=1, kind="stable") + 1  # in use first, in label order
-    k_new = int(used.sum(axis=1).max()) if s else 0
-    if k_new == k1 - 1 and bool(used.all()):
+    if used.all():  # every label in use (an HDP batch of one size): nothing to lump
         return counts, beta_bar
+    k_new = int(used.sum(axis=1).max()) if s else 0
     keep = np.concatenate([np.zeros((s, 1), dtype=order.dtype), order[:, :k_new]], axis=1)
     rows = np.arange(s)[:, None]
     out = counts[rows, keep]                                  # [S, K'+1, A, K+1]
