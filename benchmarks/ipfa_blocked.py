@@ -90,6 +90,21 @@ def _distinct(corpus: Corpus) -> Corpus:
     return corpus.subset(np.asarray(keep, dtype=np.int64))
 
 
+def data(seed: int, strings: int, heldout: int, test: int):
+    """``(pfa, train, held, test, scored)``: the generator of ``seed``, its ``strings + heldout``
+    strings (seed + 1) split into training and held-out *training* strings, ``test`` distinct
+    test strings (seed + 2; None when 0) and the strings each arm scores (held-out, then test)."""
+    pfa = generator(seed)
+    sample = pfa.sample(strings + heldout, np.random.default_rng(seed + 1))
+    train = sample.subset(np.arange(strings))
+    held = sample.subset(np.arange(strings, strings + heldout))
+    if not test:
+        return pfa, train, held, None, held
+    tested = _distinct(pfa.sample(test, np.random.default_rng(seed + 2)))
+    scored = Corpus.from_strings(held.strings() + tested.strings(), pfa.alphabet_size)
+    return pfa, train, held, tested, scored
+
+
 def _quantiles(x) -> dict:
     x = np.asarray(x)
     q = np.quantile(x, [0.0, 0.05, 0.5, 0.95, 1.0])
@@ -114,17 +129,11 @@ def main(argv=None) -> dict:
     done = json.loads(out.read_text()) if out.exists() else {"arms": {}}
     command = ("python benchmarks/ipfa_blocked.py " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
     done.update(commit=git_commit(), command=command, settings=vars(args))
-    pfa = generator(args.seed)
-    data = pfa.sample(args.strings + args.heldout, np.random.default_rng(args.seed + 1))
-    train = data.subset(np.arange(args.strings))
-    held = data.subset(np.arange(args.strings, args.strings + args.heldout))
+    pfa, train, held, test, scored = data(args.seed, args.strings, args.heldout, args.test)
     done["data"] = {"train_strings": train.n_strings, "train_tokens": int(train.tokens.size),
                     "heldout_strings": held.n_strings,
                     "generator_heldout_loglik_per_string": float(pfa.log_prob(held).mean())}
-    scored = held
     if args.test:
-        test = _distinct(pfa.sample(args.test, np.random.default_rng(args.seed + 2)))
-        scored = Corpus.from_strings(held.strings() + test.strings(), pfa.alphabet_size)
         done["data"]["test_strings_distinct"] = test.n_strings
         solution = pfa.log_prob(test)
     for arm in args.arms.split(","):

@@ -22,9 +22,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ipfa_blocked import _distinct, generator  # noqa: E402  (this folder's scripts)
+from ipfa_blocked import data  # noqa: E402  (this folder's scripts)
 
-from bayesfa.corpus import Corpus  # noqa: E402
 from bayesfa.method_options import resolve  # noqa: E402
 from bayesfa.methods import get_method  # noqa: E402
 from bayesfa.samplers.pfa import ipfa  # noqa: E402
@@ -38,12 +37,8 @@ def main(argv=None) -> bool:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--checkpoints", default="benchmarks/results/ipfa_blocked_checkpoints")
     args = ap.parse_args(argv)
-    pfa = generator(0)  # the arms' data: ipfa_blocked.py with --strings 20000 --heldout 1000 --test 1000
-    data = pfa.sample(21000, np.random.default_rng(1))
-    train = data.subset(np.arange(20000))
-    held = data.subset(np.arange(20000, 21000))
-    test = _distinct(pfa.sample(1000, np.random.default_rng(2)))
-    scored = Corpus.from_strings(held.strings() + test.strings(), pfa.alphabet_size)
+    # the arms' data: ipfa_blocked.py with --seed 0 --strings 20000 --heldout 1000 --test 1000
+    _, train, _, _, scored = data(0, 20000, 1000, 1000)
     asked: list[str] = []
 
     def capture(path, fingerprint, **kw):

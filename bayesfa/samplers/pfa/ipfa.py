@@ -675,7 +675,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
         (0: :func:`default_truncation` of ``states`` and the letters), ``gamma`` sampled or
         fixed.
     sampler : ``"direct"`` (collapsed direct-assignment Gibbs, :mod:`._ipfa_kernel`) or
-        ``"blocked"`` (the weak limit's blocked sampler, :mod:`._ipfa_blocked_kernel`: every
+        ``"blocked"`` (the default: the weak limit's blocked sampler, :mod:`._ipfa_blocked_kernel`: every
         path redrawn by FFBS each sweep; ``states`` then only starts the path).
     alpha_hold : the first ``alpha_hold`` sweeps of each chain (at most ``burn_in``) keep
         ``alpha`` at ``alpha``; ``alpha_prior`` applies after them. A start of the burn-in
