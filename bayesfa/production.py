@@ -807,7 +807,8 @@ def spec_from_args(args) -> RunSpec:
     if getattr(args, "shards", None) is not None:
         raise InputError("--shards splits one fit across a cluster (bayesfa fit); a pautomac run "
                          "spreads whole fits over its workers")
-    for key in ("auto", "budget", "schedule", "final_blocked_every"):  # --auto's: absent unless given
+    for key in ("auto", "budget", "schedule", "final_blocked_every", "search_blocked_every"):
+        # --auto's (bayesfa.samplers.pfa.auto.AUTO_OPTIONS): absent unless given
         if hasattr(args, key):
             options[key] = getattr(args, key)
     if options.get("auto") or "budget" in options or "schedule" in options:

@@ -407,6 +407,125 @@ def test_blocked_final_chains_recorded_reproducible_and_switched_off(tmp_path):
         assert not np.array_equal(a["counts"], c["counts"])
 
 
+def test_search_blocked_every_default_and_explicit_values():
+    """Phases 1-2's blocked moves: SEARCH_BLOCKED_EVERY by default, off (with the reason) when
+    the phases' share of the budget is under BLOCKED_MIN_SECONDS, with float64 counts, or with
+    a recorded schedule that did not time the move (so it replays a run made without them);
+    an explicit K always, 0 = off; K > 0 with such a schedule is a one-line error."""
+    share = (auto.LADDER_SHARE + auto.BETA_SHARE) * auto.SAFETY
+    big, small = 2 * auto.BLOCKED_MIN_SECONDS / share, auto.BLOCKED_MIN_SECONDS / share / 2
+    timed = {"move_seconds": 1e-7, "move_square_seconds": 1e-10}
+    assert auto.SEARCH_BLOCKED_EVERY > 0
+    assert auto.search_blocked_every({}, big) == (auto.SEARCH_BLOCKED_EVERY, None)
+    assert auto.search_blocked_every({}, big, schedule=timed) == (auto.SEARCH_BLOCKED_EVERY, None)
+    every, why = auto.search_blocked_every({}, small)
+    assert every == 0 and "BLOCKED_MIN_SECONDS" in why
+    every, why = auto.search_blocked_every({}, big, wide=True)
+    assert every == 0 and why.startswith("float64 counts")
+    every, why = auto.search_blocked_every({}, big, schedule={"budget": big})
+    assert every == 0 and "no blocked-move timing" in why
+    assert auto.search_blocked_every({"search_blocked_every": 0}, big) == (0, "--search-blocked-every 0")
+    assert auto.search_blocked_every({"search_blocked_every": 4}, small) == (4, None)
+    assert auto.search_blocked_every({"search_blocked_every": 0}, big, schedule={}) == (
+        0, "--search-blocked-every 0")
+    with pytest.raises(InputError, match="needs a schedule that timed the blocked move") as exc:
+        auto.search_blocked_every({"search_blocked_every": 4, "schedule": "s.json"}, big, schedule={})
+    assert "\n" not in str(exc.value) and str(exc.value).startswith("s.json")
+
+
+MOVE_SCHEDULE = {"position_seconds": 2e-8, "lane_seconds": 1e-10, "forward_seconds": 1e-9,
+            "move_seconds": 1e-7, "move_square_seconds": 2e-10}
+
+
+@pytest.mark.parametrize("every", [0, 1, 3, 10])
+def test_search_plan_with_blocked_moves_stays_within_its_money(every):
+    """A phase 1-2 chain's modelled CPU is its sweeps, ``floor(S / K)`` blocked moves of
+    ``M (move_seconds + (N+1)**2 move_square_seconds)`` and its draws' forward passes; the
+    ladder's and phase 2's sweeps, planned with the moves, keep their chains within the money
+    (and without moves, K = 0, the plan is the one before the moves existed)."""
+    m, size, money = 20_000, 5_000, 30.0
+    n = 34
+    move = m * (1e-7 + (n + 1) ** 2 * 2e-10)
+    assert auto.move_cost(MOVE_SCHEDULE, n, m) == pytest.approx(move)
+    for s in (7, 20, 31):
+        expect = s * auto.sweep_cost(MOVE_SCHEDULE, n, m) + (s // every * move if every else 0.0)
+        assert auto.run_cost(MOVE_SCHEDULE, n, m, s, 2, size, every) == pytest.approx(
+            expect + 2 * auto.forward_cost(MOVE_SCHEDULE, n, size))
+    sweeps, rungs = auto.rung_sweeps(MOVE_SCHEDULE, money, m, size, every)
+    assert sweeps >= auto.MIN_RUNG_SWEEPS and len(rungs) >= 2
+    spent = sum(auto.run_cost(MOVE_SCHEDULE, r, m, sweeps, auto.RUNG_DRAWS, size, every) for r in rungs)
+    assert spent <= money
+    b = auto.beta_sweeps(MOVE_SCHEDULE, money, n, m, size, every)
+    runs = len(auto.BETAS) * auto.run_cost(MOVE_SCHEDULE, n, m, b, auto.RUNG_DRAWS, size, every) + (
+        auto.BETA_KEEP * auto.run_cost(MOVE_SCHEDULE, n, m, auto.BETA_GROWTH * b, auto.RUNG_DRAWS, size, every))
+    assert b >= auto.MIN_RUNG_SWEEPS and runs <= money
+    if every:  # the moves cost sweeps: fewer than without them
+        assert sweeps < auto.rung_sweeps(MOVE_SCHEDULE, money, m, size)[0]
+        assert b < auto.beta_sweeps(MOVE_SCHEDULE, money, n, m, size)
+
+
+def test_phase3_sweep_cost_from_blocked_search_steps_is_their_sweeps_modelled_share():
+    """Phase 3's sweep cost measured on phase 2's chains that made blocked moves: their
+    sweeps' CPU (less the draws') times the sweeps' share of the modelled CPU, per position."""
+    m, n, every, draw = 1000, 22, 4, 1e-4
+    steps = [{"phase": "beta", "states": n, "sweeps": 40, "blocked_every": every, "cpu": 0.5,
+              "cpu_sweeps": 0.3}, {"phase": "beta", "states": n, "sweeps": 160, "blocked_every": every,
+                                   "cpu": 1.5, "cpu_sweeps": 1.1}]
+    out = auto.measured_costs(steps, n, m, 100, draw, MOVE_SCHEDULE)
+    n_draws = sum(auto.draw_plan(s["sweeps"], auto.RUNG_DRAWS)[2] for s in steps)
+    swept = 200 * auto.sweep_cost(MOVE_SCHEDULE, n, m)
+    share = swept / (swept + 200 // every * auto.move_cost(MOVE_SCHEDULE, n, m))
+    expect = (1.4 - n_draws * draw) * share / (200 * m)
+    assert out["final_sweep_seconds"] == auto._round_fine(expect)
+    plain = auto.measured_costs([{**s, "blocked_every": 0} for s in steps], n, m, 100, draw, MOVE_SCHEDULE)
+    assert plain["final_sweep_seconds"] == auto._round_fine((1.4 - n_draws * draw) / (200 * m))
+
+
+def test_blocked_search_recorded_wired_and_reproducible(tmp_path, monkeypatch):
+    """``fit --auto --search-blocked-every 3``: the option in the manifest's options, the moves'
+    timing in the schedule, every ladder and beta chain run with ``blocked_every = 3`` (and
+    recorded so), the final chains as before; the run again from its manifest's schedule gives
+    the same arrays bit for bit; ``--search-blocked-every 0`` from that schedule runs the
+    phases without moves."""
+    from bayesfa.samplers.pfa import cgs_pfa
+
+    train = _data("24.pautomac.train")
+    small = tmp_path / "small.train"
+    lines = train.read_text().splitlines()
+    small.write_text(f"2000 {lines[0].split()[1]}\n" + "\n".join(lines[1:2001]) + "\n")
+    runs = {name: tmp_path / name for name in ("blocked", "again", "off")}
+    common = ["fit", str(small), "--method", "cgs-pfa", "--auto", "--chains", "1", "--seed", "2",
+              "--final-blocked-every", "0", "--quiet"]
+    seen, real = [], cgs_pfa._run_chain
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("blocked_every", 0))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cgs_pfa, "_run_chain", spy)
+    assert main([*common, "--budget", "6", "--search-blocked-every", "3", "--out", str(runs["blocked"])]) == 0
+    manifest = json.loads((runs["blocked"] / "manifest.json").read_text())
+    a = manifest["info"]["auto"]
+    assert manifest["options"]["search_blocked_every"] == 3 and a["search_blocked_every"] == 3
+    assert "search_blocked_off" not in a
+    assert a["schedule"]["move_seconds"] > 0 and a["schedule"]["move_square_seconds"] > 0
+    search = [s for s in a["steps"] if s["phase"] in ("ladder", "beta")]
+    final = [s for s in a["steps"] if s["phase"] == "final"]
+    assert len(search) >= 2 and all(s["blocked_every"] == 3 for s in search)
+    assert seen == [3] * len(search) + [0] * len(final)
+    schedule = ["--schedule", str(runs["blocked"] / "manifest.json")]
+    assert main([*common, *schedule, "--search-blocked-every", "3", "--out", str(runs["again"])]) == 0
+    seen.clear()
+    assert main([*common, *schedule, "--search-blocked-every", "0", "--out", str(runs["off"])]) == 0
+    off = json.loads((runs["off"] / "manifest.json").read_text())["info"]["auto"]
+    assert off["search_blocked_every"] == 0 and off["search_blocked_off"] == "--search-blocked-every 0"
+    assert set(seen) == {0} and not any("blocked_every" in s for s in off["steps"] if s["phase"] != "final")
+    with np.load(runs["blocked"] / "arrays.npz") as x, np.load(runs["again"] / "arrays.npz") as y:
+        assert sorted(x.files) == sorted(y.files)
+        for k in x.files:
+            np.testing.assert_array_equal(x[k], y[k])
+
+
 def test_cli_schedule_reproduces_the_run_bit_for_bit(tmp_path):
     """A fit, then its replay from the first one's manifest (--schedule): the same arrays bit
     for bit. (At 1.5 CPU s and with no fit before it in the process, the first fit spent its
@@ -472,6 +591,9 @@ def test_bad_budget_values_are_one_line_errors(value, capsys, tmp_path):
     ({"budget": 5.0}, "need --auto"),
     ({"final_blocked_every": 2}, "need --auto"),
     ({"auto": True, "budget": 5.0, "final_blocked_every": -1}, "--final-blocked-every must be"),
+    ({"search_blocked_every": 2}, "need --auto"),
+    ({"auto": True, "budget": 5.0, "search_blocked_every": -1}, "--search-blocked-every must be"),
+    ({"auto": True, "budget": 5.0, "search_blocked_every": 1.5}, "--search-blocked-every must be"),
     ({"auto": True, "budget": 5.0, "blocked_every": 2}, "--final-blocked-every K"),
     ({"auto": True}, "needs --budget"),
     ({"auto": True, "budget": -1.0}, "positive finite"),

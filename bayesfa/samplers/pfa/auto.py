@@ -45,6 +45,14 @@ Three phases, all on the training file only (the test and solution files are nev
    shortens the final chains; it never changes phases 1-2 (the test strings are only
    predicted, never scored for a decision).
 
+Blocked moves in phases 1-2. Each chain of the ladder and of the beta phase makes one blocked
+move after every :data:`SEARCH_BLOCKED_EVERY` sweeps as well (``--search-blocked-every K``; off
+when the phases' share of the budget is under :data:`BLOCKED_MIN_SECONDS`,
+:func:`search_blocked_every`): the final chains start from the winner's path and inherit its
+plateau, so the lineage's plateau decides much of the score (benchmarks/RESULTS.md, "Problem
+1's final chains"). Their sweeps are planned with the moves' modelled cost (:func:`move_cost`,
+timed by :func:`calibrate`), so phases 1-2 keep their money with fewer sweeps.
+
 Counts. Every chain keeps its counts in the type CGS-PFA chooses for its strings
 (:func:`bayesfa.samplers.pfa.cgs_pfa.count_dtype`: float32 below 2**24 tokens, float64, exact
 to 2**53, from 2**24 on), so a corpus of any size that fits in memory runs; with float64 counts
@@ -133,6 +141,12 @@ FINAL_BLOCKED_EVERY = 10
 #: first use in a process costs about 2.3 CPU s (loaded from numba's cache and compiled,
 #: measured on PAutomaC 5 at N = 34), which a budget of a few seconds cannot carry.
 BLOCKED_MIN_SECONDS = 30.0
+#: Phases 1-2's chains (the ladder's rungs and the beta candidates) make one blocked move after
+#: every SEARCH_BLOCKED_EVERY collapsed sweeps too (``--search-blocked-every K`` overrides it,
+#: 0: off; :func:`search_blocked_every`), when their share of the budget is at least
+#: :data:`BLOCKED_MIN_SECONDS`. The final chains inherit the plateau their lineage reached:
+#: benchmarks/RESULTS.md, "Blocked moves in --auto's search".
+SEARCH_BLOCKED_EVERY = 10
 CALIBRATION_POSITIONS = 20_000
 STORED_BYTES = 1 << 28  # counts kept by the final chains (without online prediction)
 SCHEDULE_FORMAT = "bayesfa-cgs-pfa-schedule/2"
@@ -145,6 +159,8 @@ MEASURED_FLOOR = 0.25
 _FINAL_COSTS = ("final_sweep_seconds", "final_forward_seconds", "final_draw_seconds",
                 "final_start_seconds")
 _BLOCKED_COSTS = ("blocked_round_seconds", "blocked_round_every")  # with blocked final chains
+#: a blocked move of phases 1-2 per free position: ``move_seconds + (N+1)**2 move_square_seconds``
+_MOVE_COSTS = ("move_seconds", "move_square_seconds")
 #: CPU seconds over which :func:`calibrate_final` repeats a blocked round (at least once)
 BLOCKED_TIMING = 1.0
 #: From this budget on, :func:`calibrate` times a sweep at every N of the ladder (about 1.5 CPU
@@ -189,6 +205,17 @@ def add_auto_arguments(parser) -> None:
                              f"{FINAL_BLOCKED_EVERY} (benchmarks/RESULTS.md), then off when the "
                              f"final chains get under {BLOCKED_MIN_SECONDS:g} CPU seconds or "
                              f"keep float64 counts (2**24 tokens or more)")
+    parser.add_argument("--search-blocked-every", type=_nonnegative_int, default=argparse.SUPPRESS,
+                        metavar="K",
+                        help=f"--auto: the chains that choose N and beta (phases 1-2) run one "
+                             f"blocked whole-string move after every K sweeps; 0: off; default "
+                             f"{SEARCH_BLOCKED_EVERY} (benchmarks/RESULTS.md), then off when "
+                             f"those phases get under {BLOCKED_MIN_SECONDS:g} CPU seconds or "
+                             f"their strings keep float64 counts")
+
+
+#: --auto's options, absent from a fit's options unless given (argparse.SUPPRESS)
+AUTO_OPTIONS = ("auto", "budget", "schedule", "final_blocked_every", "search_blocked_every")
 
 
 def _nonnegative_int(text: str) -> int:
@@ -202,18 +229,21 @@ def _nonnegative_int(text: str) -> int:
 
 
 def check_auto_options(options: dict[str, Any]) -> None:
-    """One-line :class:`InputError` for ``--budget``/``--schedule``/``--final-blocked-every``
-    without ``--auto``, a bad budget or a bad ``K`` (the library path; the CLI's parser already
-    refuses non-numbers)."""
+    """One-line :class:`InputError` for ``--budget``/``--schedule``/``--final-blocked-every``/
+    ``--search-blocked-every`` without ``--auto``, a bad budget or a bad ``K`` (the library
+    path; the CLI's parser already refuses non-numbers)."""
     auto, budget, schedule = options.get("auto"), options.get("budget"), options.get("schedule")
-    every = options.get("final_blocked_every")
     if not auto:
-        if budget is not None or schedule is not None or every is not None:
-            raise InputError("--budget, --schedule and --final-blocked-every need --auto")
+        if any(options.get(k) is not None for k in AUTO_OPTIONS[1:]):
+            raise InputError("--budget, --schedule, --final-blocked-every and --search-blocked-every "
+                             "need --auto")
         return
-    if every is not None and (isinstance(every, bool) or not isinstance(every, (int, np.integer))
-                              or every < 0):
-        raise InputError(f"--final-blocked-every must be an integer >= 0, got {every!r}")
+    for key in ("final_blocked_every", "search_blocked_every"):
+        every = options.get(key)
+        if every is not None and (isinstance(every, bool) or not isinstance(every, (int, np.integer))
+                                  or every < 0):
+            flag = "--" + key.replace("_", "-")
+            raise InputError(f"{flag} must be an integer >= 0, got {every!r}")
     if budget is None and schedule is None:
         raise InputError("--auto needs --budget CPU_SECONDS (or --schedule FILE)")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
@@ -246,6 +276,8 @@ def read_schedule(path: str | os.PathLike) -> dict[str, Any]:
         out["rung_seconds"] = {str(int(n)): float(x) for n, x in table.items()}
     if all(isinstance(data.get(k), (int, float)) for k in _BLOCKED_COSTS):  # when blocked moves ran
         out.update({k: data[k] for k in _BLOCKED_COSTS})
+    if all(isinstance(data.get(k), (int, float)) for k in _MOVE_COSTS):  # phases 1-2's blocked moves
+        out.update({k: data[k] for k in _MOVE_COSTS})
     return out
 
 
@@ -301,7 +333,7 @@ def _min_time(fn, repeats: int = 3, cap: float = math.inf) -> float:
     return best
 
 
-def calibrate(kept: Corpus, held: Corpus, rungs: bool = False) -> dict[str, Any]:
+def calibrate(kept: Corpus, held: Corpus, rungs: bool = False, moves: bool = False) -> dict[str, Any]:
     """Seconds per unit of work, timed on fixed sizes, each rounded up by :func:`_round_up`.
 
     A sweep costs ``M (position_seconds + W lane_seconds)`` (M positions, W = padded width),
@@ -319,7 +351,15 @@ def calibrate(kept: Corpus, held: Corpus, rungs: bool = False) -> dict[str, Any]
     missed by up to 3.3x at N = 256-384, where the counts leave the cache
     (benchmarks/results/auto_calibration.md: N = 384 cost 8-23 times N = 34 per position, its W
     6.5 times), so the ladder's ceiling and phase 2 were planned on a wrong cost there; the
-    line's two costs are then the table's through N = 34 and N = 114."""
+    line's two costs are then the table's through N = 34 and N = 114.
+
+    With ``moves`` (phases 1-2 make blocked moves, :func:`search_blocked_every`), one blocked
+    move (:func:`bayesfa.samplers.pfa._ffbs_kernel.blocked_move`: O(T (N+1)**2)) is timed on
+    the same positions at the line's two N, the fastest of 3 (:func:`_min_time`, at most
+    :data:`TIMING_WINDOW` seconds of repeats), its cost per position fitted as
+    ``move_seconds + (N+1)**2 move_square_seconds`` (:func:`move_cost`), and the blocked
+    chain's drivers are compiled (:func:`compile_blocked`), so that loading and compiling them
+    is part of the calibration's CPU, not of the first rung's."""
     from bayesfa.samplers.chains import free_positions
     from bayesfa.samplers.pfa import _cgs_pfa_kernel as kern
 
@@ -362,12 +402,32 @@ def calibrate(kept: Corpus, held: Corpus, rungs: bool = False) -> dict[str, Any]
     w_lo, w_hi = kern.padded_width(lo), kern.padded_width(hi)
     lane = max((per_sweep[1] - per_sweep[0]) / (w_hi - w_lo), 1e-12)
     position = max(per_sweep[0] - w_lo * lane, 1e-12)
+    if moves:
+        out.update(_time_moves(tokens, positions, n_symbols, {n: chains[n] for n in (lo, hi)}, rng))
+        compile_blocked(kept, lo)
     sample = held if held.n_strings else kept.subset(np.arange(min(200, kept.n_strings)))
     counts = np.ones((1, 65, n_symbols, 65), dtype=np.int32)  # one draw a call, as at large N
     plugin_log_prob(counts, 0.05, sample)
     forward = _min_time(lambda: plugin_log_prob(counts, 0.05, sample)) / (_forward_size(sample) * 65 ** 2)
     return {"position_seconds": _round_up(position), "lane_seconds": _round_up(lane),
             "forward_seconds": _round_up(forward), **out}
+
+
+def _time_moves(tokens, positions, n_symbols, chains: dict, rng) -> dict[str, float]:
+    """:func:`calibrate`'s blocked-move timing: ``chains`` maps two N to a ``(z, counts)`` chain
+    state on ``tokens``; each rounded up by :func:`_round_up`."""
+    from bayesfa.samplers.pfa import _ffbs_kernel as blk
+
+    per = {}
+    for n, (z, state) in chains.items():
+        scratch = blk.scratch(tokens, n, n_symbols)
+        blk.blocked_move(tokens, z, *state, rng, 0.05, *scratch)  # loaded from cache / compiled
+        per[n] = _min_time(lambda: blk.blocked_move(tokens, z, *state, rng, 0.05, *scratch),
+                           cap=TIMING_WINDOW) / max(1, positions.size)
+    (lo, c_lo), (hi, c_hi) = sorted(per.items())
+    square = max((c_hi - c_lo) / ((hi + 1) ** 2 - (lo + 1) ** 2), 1e-15)
+    return {"move_seconds": _round_up(max(c_lo - square * (lo + 1) ** 2, 1e-15)),
+            "move_square_seconds": _round_up(square)}
 
 
 def _forward_size(corpus: Corpus) -> int:
@@ -417,18 +477,36 @@ def forward_cost(schedule: dict, n_states: int, size: int) -> float:
     return size * (n_states + 1) ** 2 * schedule["forward_seconds"]
 
 
-def run_cost(schedule, n_states, n_positions, sweeps, draws, forward_size) -> float:
-    return sweeps * sweep_cost(schedule, n_states, n_positions) + draws * forward_cost(
+def move_cost(schedule: dict, n_states: int, n_positions: int) -> float:
+    """Modelled CPU seconds of one blocked move of phases 1-2 (:func:`calibrate` with
+    ``moves``): ``n_positions (move_seconds + (N+1)**2 move_square_seconds)``."""
+    return n_positions * (schedule["move_seconds"] + (n_states + 1) ** 2 * schedule["move_square_seconds"])
+
+
+def mean_sweep_cost(schedule: dict, n_states: int, n_positions: int, every: int = 0) -> float:
+    """A sweep's modelled CPU seconds with one blocked move after every ``every`` sweeps (0:
+    none) spread over them: :func:`sweep_cost` ``+`` :func:`move_cost` ``/ every``."""
+    cost = sweep_cost(schedule, n_states, n_positions)
+    return cost + move_cost(schedule, n_states, n_positions) / every if every else cost
+
+
+def run_cost(schedule, n_states, n_positions, sweeps, draws, forward_size, every: int = 0) -> float:
+    """A phase 1-2 chain's modelled CPU seconds: its sweeps, ``floor(sweeps / every)`` blocked
+    moves (``every`` 0: none) and ``draws`` forward passes over ``forward_size`` letters."""
+    moves = sweeps // every * move_cost(schedule, n_states, n_positions) if every else 0.0
+    return sweeps * sweep_cost(schedule, n_states, n_positions) + moves + draws * forward_cost(
         schedule, n_states, forward_size)
 
 
-def rung_sweeps(schedule: dict, money: float, n_positions: int, held_size: int) -> tuple[int, list[int]]:
+def rung_sweeps(schedule: dict, money: float, n_positions: int, held_size: int,
+                every: int = 0) -> tuple[int, list[int]]:
     """``(sweeps per rung, rungs)``: the longest ladder whose rungs all get at least
     :data:`MIN_RUNG_SWEEPS` sweeps within ``money`` seconds, and the sweeps it affords each
-    (even; ``(0, [])`` when not even two rungs fit)."""
+    (even; ``(0, [])`` when not even two rungs fit); with a blocked move after every ``every``
+    sweeps (:func:`mean_sweep_cost`)."""
     rungs = ladder()
     while len(rungs) >= 2:
-        per_sweep = sum(sweep_cost(schedule, n, n_positions) for n in rungs)
+        per_sweep = sum(mean_sweep_cost(schedule, n, n_positions, every) for n in rungs)
         fwd = sum(RUNG_DRAWS * forward_cost(schedule, n, held_size) for n in rungs)
         sweeps = 2 * int((money - fwd) / per_sweep / 2)
         if sweeps >= MIN_RUNG_SWEEPS:
@@ -437,23 +515,26 @@ def rung_sweeps(schedule: dict, money: float, n_positions: int, held_size: int) 
     return 0, []
 
 
-def beta_sweeps(schedule: dict, money: float, n_states: int, n_positions: int, held_size: int) -> int:
+def beta_sweeps(schedule: dict, money: float, n_states: int, n_positions: int, held_size: int,
+                every: int = 0) -> int:
     """Round 1's sweeps per candidate of phase 2 at ``n_states`` within ``money`` (even; round
     2 runs :data:`BETA_GROWTH` times as many): :func:`run_betas` runs it when it is at least
-    :data:`MIN_RUNG_SWEEPS`."""
+    :data:`MIN_RUNG_SWEEPS`; with a blocked move after every ``every`` sweeps."""
     runs = len(BETAS) + BETA_KEEP * BETA_GROWTH  # in units of a round-1 run's sweeps
     draws = (len(BETAS) + BETA_KEEP) * RUNG_DRAWS * forward_cost(schedule, n_states, held_size)
-    return 2 * int((money - draws) / runs / sweep_cost(schedule, n_states, n_positions) / 2)
+    per_sweep = mean_sweep_cost(schedule, n_states, n_positions, every)
+    return 2 * int((money - draws) / runs / per_sweep / 2)
 
 
 def ladder_ceiling(schedule: dict, money: float, chains: int, n_positions: int, all_positions: int,
-                   held_size: int, sweeps: int) -> int:
+                   held_size: int, sweeps: int, every: int = 0) -> int:
     """The largest N of the ladder that the phases after it afford: phase 2 at least
     :data:`MIN_RUNG_SWEEPS` sweeps per candidate within ``BETA_SHARE * money``
     (:func:`beta_sweeps`), and phase 3's ``chains`` chains at least the ladder's ``sweeps``
     per rung each, on all ``all_positions`` free positions, within its share ``(1 -
     LADDER_SHARE - BETA_SHARE) * money`` (its sweeps only: it gets more, whatever phases 1-2
     leave, and pays for blocked moves and draws from it). At least the ladder's second rung.
+    ``every``: phase 2's blocked moves (:func:`beta_sweeps`).
 
     Without it (until benchmarks/RESULTS.md, "The ladder's ceiling") the ladder climbed as far
     as its own share afforded and the phases after it starved: PAutomaC 21, seed 3 of the
@@ -465,7 +546,7 @@ def ladder_ceiling(schedule: dict, money: float, chains: int, n_positions: int, 
     final_money = (1.0 - LADDER_SHARE - BETA_SHARE) * money
     top = rungs[min(1, len(rungs) - 1)]
     for n in rungs:
-        if (beta_sweeps(schedule, BETA_SHARE * money, n, n_positions, held_size) >= MIN_RUNG_SWEEPS
+        if (beta_sweeps(schedule, BETA_SHARE * money, n, n_positions, held_size, every) >= MIN_RUNG_SWEEPS
                 and max(1, chains) * sweeps * sweep_cost(schedule, n, all_positions) <= final_money):
             top = max(top, n)
         else:
@@ -564,34 +645,39 @@ class _Ledger:
 
 
 def _chain(corpus: Corpus, n_states, beta, sweeps, draws, seed_seq, init_z, predict=None,
-           max_draws=None):
+           max_draws=None, blocked_every=0):
     _run_chain = _front()._run_chain
 
     burn, period, n_draws = draw_plan(sweeps, draws)
     return _run_chain(corpus.tokens, corpus.alphabet_size + 1, n_states, beta, burn, period, n_draws,
-                      seed_seq, init_z=init_z, predict=predict, max_draws=max_draws)
+                      seed_seq, init_z=init_z, predict=predict, max_draws=max_draws,
+                      blocked_every=blocked_every)
 
 
 def run_ladder(kept: Corpus, held: Corpus, schedule: dict, money: float, seed, ledger: _Ledger,
-               max_states: int | None = None):
+               max_states: int | None = None, every: int = 0):
     """Phase 1 (module docstring): returns ``(rung records, winner index, paths by rung,
     sweeps per rung)``. ``max_states``: the ladder stops before a larger rung
-    (:func:`ladder_ceiling`); the sweeps per rung are planned as without it."""
+    (:func:`ladder_ceiling`); the sweeps per rung are planned as without it. ``every``: a
+    blocked move after every ``every`` sweeps of each rung (0: none)."""
     from bayesfa.samplers.chains import free_positions
 
     m, size = free_positions(kept.tokens).size, _forward_size(held)
-    sweeps, rungs = rung_sweeps(schedule, money, m, size)
+    sweeps, rungs = rung_sweeps(schedule, money, m, size, every)
+    moves = {"blocked_every": every} if every else {}
     if max_states is not None:
         rungs = [n for n in rungs if n <= max_states]
     records, paths, best, z, misses = [], [], None, None, 0
     for r, n in enumerate(rungs):
         if z is not None:
             z = split_states(z, kept.tokens, rungs[r - 1], n, np.random.default_rng(_seed(seed, 9, r)))
-        cost = run_cost(schedule, n, m, sweeps, RUNG_DRAWS, size)
-        out, per = ledger.run({"phase": "ladder", "states": n, "beta": BETA0, "sweeps": sweeps}, cost,
-                              lambda: _chain(kept, n, BETA0, sweeps, RUNG_DRAWS, _seed(seed, 0, r), z),
+        cost = run_cost(schedule, n, m, sweeps, RUNG_DRAWS, size, every)
+        out, per = ledger.run({"phase": "ladder", "states": n, "beta": BETA0, "sweeps": sweeps, **moves},
+                              cost,
+                              lambda: _chain(kept, n, BETA0, sweeps, RUNG_DRAWS, _seed(seed, 0, r), z,
+                                             blocked_every=every),
                               lambda o: heldout_per_string(o[0], BETA0, held),
-                              sweeps * sweep_cost(schedule, n, m))
+                              run_cost(schedule, n, m, sweeps, 0, size, every))
         z = out[5]
         rec = {"states": n, "beta": BETA0, "sweeps": sweeps, **_scores(per)}
         records.append(rec)
@@ -625,25 +711,28 @@ def ladder_step(rec: dict, per: np.ndarray, best_per: np.ndarray | None, r: int,
 
 
 def run_betas(kept: Corpus, held: Corpus, schedule: dict, money: float, n_states: int, z0, seed,
-              ledger: _Ledger):
+              ledger: _Ledger, every: int = 0):
     """Phase 2: successive halving over :data:`BETAS` from the path ``z0``; returns
     ``(records, winning beta, its path)``; ``(records, BETA0, z0)`` when the budget affords
-    fewer than :data:`MIN_RUNG_SWEEPS` sweeps per candidate."""
+    fewer than :data:`MIN_RUNG_SWEEPS` sweeps per candidate. ``every``: a blocked move after
+    every ``every`` sweeps of each candidate (0: none)."""
     from bayesfa.samplers.chains import free_positions
 
     m, size = free_positions(kept.tokens).size, _forward_size(held)
-    sweeps = beta_sweeps(schedule, money, n_states, m, size)
+    sweeps = beta_sweeps(schedule, money, n_states, m, size, every)
     if sweeps < MIN_RUNG_SWEEPS:
         return [{"skipped": "budget", "sweeps": sweeps}], BETA0, z0
-    cost = run_cost(schedule, n_states, m, sweeps, RUNG_DRAWS, size)
+    cost = run_cost(schedule, n_states, m, sweeps, RUNG_DRAWS, size, every)
     sweeps2 = BETA_GROWTH * sweeps
-    cost2 = run_cost(schedule, n_states, m, sweeps2, RUNG_DRAWS, size)
+    cost2 = run_cost(schedule, n_states, m, sweeps2, RUNG_DRAWS, size, every)
+    moves = {"blocked_every": every} if every else {}
     records, state = [], {}
     for b, beta in enumerate(BETAS):
         out, per = ledger.run(
-            {"phase": "beta", "round": 1, "states": n_states, "beta": beta, "sweeps": sweeps}, cost,
-            lambda: _chain(kept, n_states, beta, sweeps, RUNG_DRAWS, _seed(seed, 1, b), z0),
-            lambda o: heldout_per_string(o[0], beta, held), sweeps * sweep_cost(schedule, n_states, m))
+            {"phase": "beta", "round": 1, "states": n_states, "beta": beta, "sweeps": sweeps, **moves}, cost,
+            lambda: _chain(kept, n_states, beta, sweeps, RUNG_DRAWS, _seed(seed, 1, b), z0,
+                           blocked_every=every),
+            lambda o: heldout_per_string(o[0], beta, held), run_cost(schedule, n_states, m, sweeps, 0, size, every))
         records.append({"round": 1, "states": n_states, "beta": beta, "sweeps": sweeps, **_scores(per)})
         state[b] = out[5]
     order = sorted(range(len(BETAS)), key=lambda b: -records[b]["heldout"])[:BETA_KEEP]
@@ -652,9 +741,10 @@ def run_betas(kept: Corpus, held: Corpus, schedule: dict, money: float, n_states
         where[b] = len(records)
         beta = BETAS[b]
         out, per = ledger.run(
-            {"phase": "beta", "round": 2, "states": n_states, "beta": beta, "sweeps": sweeps2}, cost2,
-            lambda: _chain(kept, n_states, beta, sweeps2, RUNG_DRAWS, _seed(seed, 2, b), state[b]),
-            lambda o: heldout_per_string(o[0], beta, held), sweeps2 * sweep_cost(schedule, n_states, m))
+            {"phase": "beta", "round": 2, "states": n_states, "beta": beta, "sweeps": sweeps2, **moves}, cost2,
+            lambda: _chain(kept, n_states, beta, sweeps2, RUNG_DRAWS, _seed(seed, 2, b), state[b],
+                           blocked_every=every),
+            lambda o: heldout_per_string(o[0], beta, held), run_cost(schedule, n_states, m, sweeps2, 0, size, every))
         records.append({"round": 2, "states": n_states, "beta": beta, "sweeps": sweeps2, **_scores(per)})
         final[b] = (float(per.sum()), out[5], per)
     win = max(final, key=lambda b: (final[b][0], -b))
@@ -767,12 +857,19 @@ def measured_costs(steps: list[dict], n_states: int, n_positions: int, held_size
     ``n_positions``), and ``final_forward_seconds``, of a forward pass per draw, padded letter
     and ``(N+1)**2`` (their held-out scoring over ``held_size`` letters). Each rounded to the
     nearest power of 2**(1/32) (:func:`_round_fine`). With the ``schedule`` (:func:`calibrate`'s
-    model), neither is taken below :data:`MEASURED_FLOOR` times the model's."""
+    model), neither is taken below :data:`MEASURED_FLOOR` times the model's. Steps that made
+    blocked moves (``blocked_every``) count the share of their sweeps' CPU that the model gives
+    the sweeps (:func:`sweep_cost` against :func:`move_cost`): an error of the model's split
+    moves that share, not the whole CPU as subtracting the moves' modelled CPU would."""
     at_n = [s for s in steps if s.get("states") == n_states and "cpu_sweeps" in s]
     beta = [s for s in at_n if s["phase"] == "beta"]
     use = beta or at_n
     n_draws = [draw_plan(s["sweeps"], RUNG_DRAWS)[2] for s in use]
     sweep_cpu = sum(s["cpu_sweeps"] for s in use) - sum(n_draws) * draw_seconds
+    moves = sum(s["sweeps"] // s["blocked_every"] for s in use if s.get("blocked_every"))
+    if moves:  # the sweeps' share of their CPU, in the proportion the model gives them
+        swept = sum(s["sweeps"] for s in use) * sweep_cost(schedule, n_states, n_positions)
+        sweep_cpu *= swept / (swept + moves * move_cost(schedule, n_states, n_positions))
     work = sum(s["sweeps"] for s in use) * n_positions
     forward_cpu = sum(s["cpu"] - s["cpu_sweeps"] for s in use)
     forward_work = sum(n_draws) * held_size * (n_states + 1) ** 2
@@ -820,15 +917,7 @@ def calibrate_final(kept: Corpus, z_kept: np.ndarray, n_states: int, beta: float
     if every:
         from bayesfa.samplers.pfa import _ffbs_kernel as blk
 
-        few = kept.subset(np.arange(min(10, kept.n_strings)))
-        zf = np.zeros(few.n_tokens + 1, dtype=np.int32)
-        pf = free_positions(few.tokens)
-        zf[pf] = 1
-        sf = new_counts(n_states, n_symbols)
-        kern.fill_counts(few.tokens, zf, *sf, float(beta))
-        scratch_f = blk.scratch(few.tokens, n_states, n_symbols)
-        blk.sweeps(1, 0, 1, pf, few.tokens, zf, *sf, rng, float(beta), *scratch_f)
-        blk.sample_draws(0, 0, 1, pf, few.tokens, zf, *sf, rng, float(beta), *scratch_f, *outs)
+        compile_blocked(kept, n_states)
         scratch = blk.scratch(tokens, n_states, n_symbols)
         rounds, t0 = 0, time.thread_time()
         while True:
@@ -840,6 +929,31 @@ def calibrate_final(kept: Corpus, z_kept: np.ndarray, n_states: int, beta: float
         out["blocked_round_seconds"] = _round_fine(elapsed / rounds / max(1, positions.size), up=True)
         out["blocked_round_every"] = every
     return out
+
+
+def compile_blocked(kept: Corpus, n_states: int) -> None:
+    """The blocked chain's drivers (:func:`bayesfa.samplers.pfa._ffbs_kernel.sweeps` and
+    ``sample_draws``, compiled per process) called on a few of ``kept``'s strings at
+    ``n_states``, so that their compiling is billed to the timing that calls this, before the
+    phases it sizes, and not to their first chain."""
+    from bayesfa.samplers.chains import free_positions
+    from bayesfa.samplers.pfa import _cgs_pfa_kernel as kern
+    from bayesfa.samplers.pfa import _ffbs_kernel as blk
+
+    few = kept.subset(np.arange(min(10, kept.n_strings)))
+    n_symbols = few.alphabet_size + 1
+    zf = np.zeros(few.n_tokens + 1, dtype=np.int32)
+    pf = free_positions(few.tokens)
+    zf[pf] = 1
+    sf = _front().new_counts(n_states, n_symbols)
+    kern.fill_counts(few.tokens, zf, *sf, 0.05)
+    scratch_f = blk.scratch(few.tokens, n_states, n_symbols)
+    rng = np.random.default_rng(0)
+    n = n_states + 1
+    outs = (np.zeros((1, n, n_symbols, n), dtype=np.int32), np.zeros(1), np.zeros(1, dtype=np.int32),
+            np.zeros(1, dtype=np.int32), np.zeros((1, kern.STATS), dtype=np.int64))
+    blk.sweeps(1, 0, 1, pf, few.tokens, zf, *sf, rng, 0.05, *scratch_f)
+    blk.sample_draws(0, 0, 1, pf, few.tokens, zf, *sf, rng, 0.05, *scratch_f, *outs)
 
 
 _FRONT = None  # the cgs-pfa front module while fit_auto runs (see fit_auto)
@@ -907,28 +1021,31 @@ def _fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | N
     schedule = _schedule(options, kept, held, start)
     budget = schedule["budget"]
     money = budget * SAFETY - schedule["overhead_seconds"]
+    every, every_off = search_blocked_every(options, budget, wide_counts(kept, options, "search"),
+                                            schedule)
     ledger = _Ledger(money)
     from bayesfa.samplers.chains import free_positions
 
     m, size = free_positions(kept.tokens).size, _forward_size(held)
-    sweeps, _ = rung_sweeps(schedule, money * LADDER_SHARE, m, size)
+    sweeps, _ = rung_sweeps(schedule, money * LADDER_SHARE, m, size, every)
     ceiling = ladder_ceiling(schedule, money, int(options.get("chains", 1)), m,
-                             free_positions(corpus.tokens).size, size, sweeps)
+                             free_positions(corpus.tokens).size, size, sweeps, every)
     rungs, best, paths, sweeps = run_ladder(kept, held, schedule, money * LADDER_SHARE, seed, ledger,
-                                            max_states=ceiling)
+                                            max_states=ceiling, every=every)
     if best is None:
         raise InputError(f"--budget {budget:g} CPU seconds is too small for these "
                          f"{corpus.n_tokens} tokens: two rungs of the N ladder need more")
     n_star = rungs[best]["states"]
     betas, beta_star, z_win = run_betas(kept, held, schedule, money * BETA_SHARE, n_star,
-                                        paths[best][0], seed, ledger)
+                                        paths[best][0], seed, ledger, every)
     plan, outs = run_final(corpus, kept_idx, kept, held, z_win, n_star, beta_star, schedule, ledger,
                            options, predict, seed, start)
     cpu = cpu_seconds() - start
     planned = schedule["final_start_seconds"] + plan["chains"] * plan["cpu_model_per_chain"]
     auto = {"schedule": schedule, "budget": budget, "plan_money": money,
             "holdout_strings": int(held_idx.size), "ladder_sweeps": sweeps,
-            "ladder_ceiling": int(ceiling), "ladder": rungs,
+            "ladder_ceiling": int(ceiling), "search_blocked_every": int(every),
+            **({"search_blocked_off": every_off} if every_off is not None else {}), "ladder": rungs,
             "betas": betas, "winner": {"states": int(n_star), "beta": float(beta_star)},
             "final": plan, "steps": ledger.steps, "cpu_planned": planned,
             "cpu_seconds": cpu, "overshoot": cpu / budget - 1.0}
@@ -945,24 +1062,28 @@ def _schedule(options: dict, kept: Corpus, held: Corpus, start: float) -> dict:
             raise InputError(f"--budget {budget} differs from the schedule's {schedule['budget']}",
                              options["schedule"])
         return {"format": SCHEDULE_FORMAT, **schedule, "budget": float(schedule["budget"])}
+    moves = search_blocked_every(options, float(budget), wide_counts(kept, options, "search"))[0] > 0
     schedule = {"format": SCHEDULE_FORMAT, "budget": float(budget),
-                **calibrate(kept, held, rungs=float(budget) >= RUNG_TABLE_BUDGET)}
+                **calibrate(kept, held, rungs=float(budget) >= RUNG_TABLE_BUDGET, moves=moves)}
     schedule["overhead_seconds"] = _round_up(cpu_seconds() - start)
     return schedule
 
 
-def wide_counts(corpus: Corpus, options: dict) -> bool:
-    """Whether the final chains keep float64 counts (``corpus`` of 2**24 tokens or more,
-    :func:`bayesfa.samplers.pfa.cgs_pfa.count_dtype`); then ``--final-blocked-every K > 0`` is
-    a one-line error, as ``--blocked-every`` is for CGS-PFA (only the plain gibbs sweep runs
-    float64 counts). The ladder's and beta's chains take the type of their own (kept) strings."""
+def wide_counts(corpus: Corpus, options: dict, phase: str = "final") -> bool:
+    """Whether the chains of ``phase`` keep float64 counts (``corpus``, their strings, of 2**24
+    tokens or more, :func:`bayesfa.samplers.pfa.cgs_pfa.count_dtype`): the final chains run on
+    all training strings, phases 1-2's (``phase="search"``) on the kept ones. Then
+    ``--final-blocked-every K > 0`` (``--search-blocked-every K > 0``) is a one-line error, as
+    ``--blocked-every`` is for CGS-PFA (only the plain gibbs sweep runs float64 counts)."""
     front = _front()
     if front.count_dtype(corpus.n_tokens) is np.float32:
         return False
-    if options.get("final_blocked_every"):
-        raise InputError(f"the training corpus has {corpus.n_tokens} tokens: from "
+    key = "final_blocked_every" if phase == "final" else "search_blocked_every"
+    if options.get(key):
+        which = "training corpus" if phase == "final" else "training corpus less its held-out strings"
+        raise InputError(f"the {which} has {corpus.n_tokens} tokens: from "
                          f"{front.FLOAT32_EXACT_TOKENS} tokens on the counts are float64, which "
-                         f"only the plain gibbs sweep runs (not --final-blocked-every)")
+                         f"only the plain gibbs sweep runs (not --{key.replace('_', '-')})")
     return True
 
 
@@ -982,6 +1103,38 @@ def final_blocked_every(options: dict, share: float, wide: bool = False) -> tupl
         return 0, (f"phase 3's share of the plan, {share:.3g} CPU s, is under "
                    f"BLOCKED_MIN_SECONDS = {BLOCKED_MIN_SECONDS:g}")
     return every, None
+
+
+def search_blocked_every(options: dict, budget: float, wide: bool = False,
+                         schedule: dict | None = None) -> tuple[int, str | None]:
+    """``(K, why off)``: phases 1-2's blocked moves, one after every K sweeps of each of their
+    chains (0: none): ``options["search_blocked_every"]`` when given; else
+    :data:`SEARCH_BLOCKED_EVERY`, unless the kept strings' counts are float64 (``wide``) or the
+    phases' share of the ``budget``, ``(LADDER_SHARE + BETA_SHARE) SAFETY budget``, is under
+    :data:`BLOCKED_MIN_SECONDS` (a function of the budget alone, so that it is known before
+    :func:`calibrate`, which times the move only when it is used). A ``schedule`` without the
+    move's timing (one recorded by a run without these moves, or by a bayesfa before them) turns
+    them off, so that ``--schedule`` reproduces that run; ``K > 0`` given with it is a one-line
+    error."""
+    given = options.get("search_blocked_every")
+    untimed = schedule is not None and any(k not in schedule for k in _MOVE_COSTS)
+    if given and untimed:
+        raise InputError("--search-blocked-every K > 0 needs a schedule that timed the blocked move; "
+                         "this one has none (a run without phases 1-2's blocked moves recorded it)",
+                         options.get("schedule"))
+    if given is not None:
+        return int(given), (None if given else "--search-blocked-every 0")
+    if wide:
+        return 0, "float64 counts (2**24 tokens or more): the plain gibbs sweep only"
+    share = (LADDER_SHARE + BETA_SHARE) * SAFETY * float(budget)
+    if SEARCH_BLOCKED_EVERY and share < BLOCKED_MIN_SECONDS:
+        return 0, (f"phases 1-2's share of the budget, {share:.3g} CPU s, is under "
+                   f"BLOCKED_MIN_SECONDS = {BLOCKED_MIN_SECONDS:g}")
+    if not SEARCH_BLOCKED_EVERY:
+        return 0, "SEARCH_BLOCKED_EVERY = 0"
+    if untimed:
+        return 0, "the schedule has no blocked-move timing (recorded by a run without these moves)"
+    return SEARCH_BLOCKED_EVERY, None
 
 
 def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_states: int,

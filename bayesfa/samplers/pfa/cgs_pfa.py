@@ -1442,8 +1442,9 @@ class _CGSPFA(DrawAutomata):
         if is_sharded(options):
             return _fit_result(fit_sharded(corpus, options, seed, progress, front=sys.modules[__name__],
                                            workdir=workdir, predict=predict), predict)
-        if options.get("auto") or any(options.get(k) is not None
-                                      for k in ("budget", "schedule", "final_blocked_every")):
+        from bayesfa.samplers.pfa.auto import AUTO_OPTIONS
+
+        if any(options.get(k) is not None for k in AUTO_OPTIONS[1:]) or options.get("auto"):
             if options.get("anneal"):
                 raise InputError("--anneal is not available with --auto")
             if options.get("split_merge"):
