@@ -623,6 +623,30 @@ def test_calibration_timing_survives_a_coarse_cpu_clock(monkeypatch):
     assert 0.0008 < seconds < 0.0012, seconds
 
 
+def test_the_draw_timing_of_phase3_leaves_out_a_first_call_that_compiles(corpus, monkeypatch):
+    """calibrate_final times recording a draw (the plain kernel's ``sample_draws``, compiled per
+    process on its first call): a first call that costs a second (compiling; no chain had
+    called it when phases 1-2 made blocked moves) must not be the draw's cost. On a simulated
+    CPU clock: the first call 1 s, each later one 0.1 ms."""
+    from bayesfa.samplers.pfa import _cgs_pfa_kernel as kern
+    from bayesfa.samplers.pfa import cgs_pfa
+
+    now, calls = [0.0], []
+
+    def fake_draws(*args):
+        calls.append(1)
+        now[0] += 1.0 if len(calls) == 1 else 1e-4
+
+    monkeypatch.setattr(auto.time, "thread_time", lambda: now[0])
+    monkeypatch.setattr(kern, "sample_draws", fake_draws)
+    kept = corpus.subset(np.arange(200))
+    z = np.zeros(kept.n_tokens + 1, dtype=np.int32)
+    z[free_positions(kept.tokens)] = 1
+    with auto.front_session(cgs_pfa):
+        out = auto.calibrate_final(kept, z, 5, 0.05, 0)
+    assert out["final_draw_seconds"] == auto._round_fine(1e-4, up=True)
+
+
 def test_a_schedule_of_an_older_format_is_refused_in_one_line(tmp_path):
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"format": "bayesfa-cgs-pfa-schedule/1", "budget": 5.0,
