@@ -24,6 +24,10 @@ exactly ``bayesfa select TRAIN --seed <that seed>`` (folds and common random num
 the same for every grid point, as :mod:`bayesfa.selection` explains; its ``selection.json``
 records it).
 
+``--budget TOTAL`` of a method that sizes its own sweeps to a budget (ipfa,
+:func:`bayesfa.samplers.pfa.ipfa.budget_options`): TOTAL is shared among the problems as below,
+and each problem's share evenly among its ``--chains`` units (``RunSpec.budgeted``).
+
 ``--auto --budget TOTAL`` (cgs-pfa, :mod:`bayesfa.samplers.pfa.auto`): TOTAL CPU seconds are
 shared among the problems (:func:`budget_shares`: evenly by default, each problem weighing the
 same in the mean ratio; ``--shares tokens`` in proportion to their training tokens, the rule
@@ -248,7 +252,7 @@ class RunSpec:
     def identity(self) -> dict[str, Any]:
         opts = {k: v for k, v in self.options.items() if k not in EXECUTION_OPTIONS | {"chains"}}
         opts["chains"] = self.chains
-        if self.auto:
+        if self.auto or self.budgeted:
             opts["shares"] = self.shares
         if self.select:
             opts.update(select=True, states=self.states_grid, beta=self.beta_grid,
@@ -260,6 +264,13 @@ class RunSpec:
         """``--auto --budget TOTAL``: one unit per problem, N and beta chosen in it
         (:mod:`bayesfa.samplers.pfa.auto`) within the problem's share of TOTAL."""
         return bool(self.options.get("auto"))
+
+    @property
+    def budgeted(self) -> bool:
+        """``--budget TOTAL`` of a method that sizes its own sweeps to a CPU budget (ipfa):
+        TOTAL shared among the problems as for :attr:`auto`, each problem's share split evenly
+        among its ``chains`` units (one chain each)."""
+        return not self.auto and self.options.get("budget") is not None
 
     def unit_options(self, **overrides) -> dict[str, Any]:
         """A unit's fit options: one chain in one process (the parallelism is Dask's); with
@@ -360,6 +371,17 @@ def _check_problem_files(pdir: Path, problem: Problem) -> None:
                          f"use another --out", problem.train if what == "training" else problem.test)
 
 
+def problem_options(spec: RunSpec, budget: float | None) -> dict[str, Any]:
+    """A problem's unit options (:meth:`RunSpec.unit_options`) with its ``budget`` (its share of
+    ``--budget TOTAL``): the whole share for ``--auto``'s one unit, ``budget / chains`` for each
+    unit of a method's own budget (``spec.budgeted``), none otherwise."""
+    if spec.auto:
+        return spec.unit_options(budget=float(budget))
+    if spec.budgeted:
+        return spec.unit_options(budget=float(budget) / spec.chains)
+    return spec.unit_options()
+
+
 def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Bar,
                 memory: dict | None = None, budget: float | None = None) -> dict[str, Any]:
     """Cross-validation (with ``spec.select``), final chains, Eq. 6, answer file and score of
@@ -371,7 +393,8 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
 
     ``budget``: with ``spec.auto``, this problem's CPU seconds (:func:`budget_shares`); its
     one unit chooses N and beta and runs the final chains, and its decisions are written to
-    ``problems/NAME/auto.json``."""
+    ``problems/NAME/auto.json``. With ``spec.budgeted`` (a method's own ``--budget``, ipfa),
+    each of its ``chains`` units gets ``budget / chains`` CPU seconds for its sweeps."""
     from bayesfa.memory import check_fits
     from bayesfa.methods import get_method
     from bayesfa.pautomac import write_solution
@@ -379,7 +402,7 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
     train, test, solution = _load_problem(problem)
     pdir = results / "problems" / problem.name
     _check_problem_files(pdir, problem)
-    options = spec.unit_options(**({"budget": float(budget)} if spec.auto else {}))
+    options = problem_options(spec, budget)
     seconds = 0.0
     if spec.select:
         from bayesfa.selection import select_two_stage
@@ -543,7 +566,8 @@ def run(spec: RunSpec, problems: list[Problem], out: str | Path, scheduler: str 
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(problems), 64)),
                                                      thread_name_prefix="problem")
         try:
-            shares = budget_shares(spec.options["budget"], problems, spec.shares) if spec.auto else {}
+            shares = (budget_shares(spec.options["budget"], problems, spec.shares)
+                      if spec.auto or spec.budgeted else {})
             jobs = {pool.submit(run_problem, client, spec, p, results, bar, memory, shares.get(p.name)): p
                     for p in problems}
             for job in concurrent.futures.as_completed(jobs):
@@ -695,6 +719,10 @@ def write_summary(results: Path, spec: RunSpec, rows: list[dict], failures: list
                       f"{AUTO_JSON} holds every candidate, its held-out score and SE, CPU spent):", ""]
         lines += [f"- {r['problem']}: N = {r['states']}, beta = {r['beta']}, CPU {r['cpu_seconds']:.1f} s "
                   f"of {r['budget']:.1f} s" for r in rows]
+    if spec.budgeted:
+        lines += ["", f"--budget {spec.options['budget']:g} CPU seconds shared among the problems "
+                      f"({spec.shares}), each problem's share split evenly among its {spec.chains} "
+                      f"chain(s), each chain's sweeps sized to its part."]
     if failures:
         lines += ["", "## Failures", ""] + [f"- {f['problem']}: {f['error']}" for f in failures]
     text = "\n".join(lines) + "\n"
@@ -795,8 +823,9 @@ def add_cli(parser: argparse.ArgumentParser, method: str | None) -> None:
     p.add_argument("--out", required=True, metavar="RESULTS",
                    help="results folder: new, empty, or this same run (finished units are kept)")
     p.add_argument("--shares", choices=SHARES, default=None,
-                   help="--auto: share --budget TOTAL among the problems evenly (default) or in "
-                        "proportion to their training tokens (the rule of runs made before it)")
+                   help="--budget TOTAL (--auto's, or ipfa's own): share it among the problems "
+                        "evenly (default) or in proportion to their training tokens (the rule of "
+                        "--auto runs made before it)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_run, _method_defaults=defaults)
 
@@ -811,7 +840,8 @@ def spec_from_args(args) -> RunSpec:
         # --auto's (bayesfa.samplers.pfa.auto.AUTO_OPTIONS): absent unless given
         if hasattr(args, key):
             options[key] = getattr(args, key)
-    if options.get("auto") or "budget" in options or "schedule" in options:
+    native = "budget" in defaults  # a method's own --budget (ipfa), not --auto's
+    if options.get("auto") or "schedule" in options or ("budget" in options and not native):
         if "schedule" in options:
             raise InputError("--schedule reproduces one `bayesfa fit --auto`; a pautomac run "
                              "records each problem's in problems/NAME/auto.json")
@@ -819,8 +849,11 @@ def spec_from_args(args) -> RunSpec:
             raise InputError("--auto and --budget TOTAL go together (TOTAL: CPU seconds for all problems)")
         if args.select:
             raise InputError("--auto chooses N and beta itself; drop --select")
+    elif native and options.get("budget") is not None:
+        if args.select:
+            raise InputError(f"--budget sizes each {args.method} chain's sweeps; drop --select")
     elif args.shares is not None:
-        raise InputError("--shares shares --auto's --budget among the problems; it needs --auto")
+        raise InputError("--shares shares --budget among the problems; it needs --budget")
     grids = {}
     for key in ("states", "beta"):
         if key in defaults:

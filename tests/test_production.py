@@ -417,7 +417,7 @@ def test_shares_is_part_of_an_auto_runs_identity(data_dir, tmp_path):
         production.open_results(out, even)
     rc, err = _run(["--data", str(data_dir), "--problems", "a", *SETTINGS, "--shares", "even",
                     "--scheduler", "local", "--out", str(tmp_path / "y"), "--quiet"])
-    assert rc != 0 and "--shares shares --auto's --budget among the problems; it needs --auto" in err
+    assert rc != 0 and "--shares shares --budget among the problems; it needs --budget" in err
     assert not (tmp_path / "y").exists()
 
 
@@ -484,6 +484,39 @@ def test_auto_options_refused_in_one_line(data_dir, tmp_path, args, message):
     rc, err = _run(["--data", str(data_dir), "--problems", "a", "--method", "cgs-pfa", "--chains", "1",
                     "--seed", "1", "--scheduler", "local", "--out", str(tmp_path / "r"), *args])
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_ipfa_budget_is_shared_among_problems_and_split_among_chains(data_dir, tmp_path):
+    """``pautomac run --method ipfa --budget TOTAL``: the method's own budget, not --auto's: the
+    spec is budgeted, TOTAL is shared among the problems (``--shares`` in its identity) and
+    each of a problem's ``--chains`` units gets its share over the chains; without --budget
+    ipfa runs unbudgeted; with --select it is refused in one line."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    production.add_cli(parser, "ipfa")
+
+    def spec(*extra):
+        return production.spec_from_args(parser.parse_args(
+            ["run", "--data", str(data_dir), "--problems", "a", "--method", "ipfa", "--chains", "2",
+             "--seed", "1", "--scheduler", "local",
+             "--out", str(tmp_path / "x"), *extra]))
+
+    budgeted = spec("--budget", "40")
+    assert budgeted.budgeted and not budgeted.auto
+    assert budgeted.identity()["options"]["shares"] == "even"
+    assert spec("--budget", "40", "--shares", "tokens").identity()["options"]["shares"] == "tokens"
+    assert production.problem_options(budgeted, 20.0)["budget"] == 10.0
+    assert production.problem_options(budgeted, 20.0)["chains"] == 1
+    plain = spec()
+    assert not plain.budgeted and production.problem_options(plain, None)["budget"] is None
+    auto_spec = production.spec_from_args(production_parser().parse_args(
+        ["run", "--data", str(data_dir), "--problems", "a", *AUTO, "--out", str(tmp_path / "y")]))
+    assert production.problem_options(auto_spec, 20.0)["budget"] == 20.0
+    with pytest.raises(InputError, match="drop --select"):
+        spec("--budget", "40", "--select")
+    with pytest.raises(InputError, match="needs --budget"):
+        spec("--shares", "even")
 
 
 @pytest.mark.slow

@@ -865,6 +865,157 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
                       stack["moved"].astype(np.float64), beta, tables)
 
 
+# -- --budget (issue 38): the sweeps sized to a CPU budget ---------------------------------
+
+#: With ``--budget``, the chains are planned to spend this fraction of it (the rest covers the
+#: calibration's error); the calibration's own CPU is spent from it first.
+BUDGET_TARGET = 0.95
+#: The calibration times the sampler on the first strings of at most this many tokens (the
+#: blocked sampler's sweep is linear in the tokens at a fixed truncation) ...
+BUDGET_CALIBRATION_TOKENS = 5_000
+#: ... over this many sweeps (the difference of two runs, so that set-up and a draw cancel).
+BUDGET_TIMED_SWEEPS = 3
+#: Draws per chain at most, and the share of a chain's CPU their online Eq. 6 may take.
+BUDGET_MAX_DRAWS, BUDGET_DRAW_SHARE = 100, 0.25
+#: Fewer sweeps per chain than this: the budget is refused as too small.
+BUDGET_MIN_SWEEPS = 4
+#: A budgeted fit's plan in its work folder: a rerun (a resumed ``pautomac run`` unit) reads it
+#: instead of timing again, so the chains' fingerprints match their checkpoints.
+BUDGET_PLAN = "budget_plan.json"
+
+
+def budget_plan(sweep_seconds: float, draw_seconds: float, money: float, chains: int) -> dict | None:
+    """The schedule ``--budget`` runs (a pure function of its costs): each of ``chains``
+    chains gets ``money / chains`` CPU seconds, spent on ``S`` sweeps of ``sweep_seconds`` and
+    ``D`` draws of ``draw_seconds`` (a draw's online Eq. 6 of the test strings; 0 without them),
+    ``D`` at most :data:`BUDGET_MAX_DRAWS`, at most :data:`BUDGET_DRAW_SHARE` of the chain's
+    CPU and at most the second half of its sweeps; the first half (and what the draws' period
+    leaves over) is burn-in. ``{"iterations", "burn_in", "period", "n_draws"}``, or None when
+    fewer than :data:`BUDGET_MIN_SWEEPS` sweeps fit."""
+    each = money / max(1, int(chains))
+    draws = BUDGET_MAX_DRAWS
+    if draw_seconds > 0:
+        draws = min(draws, int(BUDGET_DRAW_SHARE * each / draw_seconds))
+    draws = max(1, draws)
+    sweeps = int((each - draws * draw_seconds) / sweep_seconds) if each > draws * draw_seconds else 0
+    if sweeps - sweeps // 2 < draws:  # short chains: a draw after every sweep of the second half
+        draws = max(1, int(each / (2 * sweep_seconds + draw_seconds)))
+        sweeps = int((each - draws * draw_seconds) / sweep_seconds) if each > draws * draw_seconds else 0
+        draws = max(1, min(draws, sweeps - sweeps // 2))
+    if sweeps < BUDGET_MIN_SWEEPS:
+        return None
+    period = (sweeps - sweeps // 2) // draws
+    return {"iterations": int(sweeps), "burn_in": int(sweeps - draws * period), "period": int(period),
+            "n_draws": int(draws)}
+
+
+def budget_costs(corpus: Corpus, options: dict[str, Any], predict: Corpus | None) -> dict[str, float]:
+    """``--budget``'s costs, timed here (CPU seconds of this thread): ``sweep_seconds``, one
+    sweep of one chain on ``corpus``, and ``draw_seconds``. A sweep costs ``a + b M`` (``M``
+    free positions; ``a`` is mostly the draw of theta, ``O(L^2 A)`` whatever the data, which
+    made a 5,000-token timing scaled in proportion 1.8 times too dear on a 21,000-token corpus):
+    ``a`` and ``b`` from the sweeps' cost on ``corpus``'s first strings of at most
+    :data:`BUDGET_CALIBRATION_TOKENS` tokens and of half as many (each the difference of
+    :func:`sample_ipfa` runs of 1 and ``1 + BUDGET_TIMED_SWEEPS`` burn-in sweeps, at the
+    truncation ``corpus`` gets). ``draw_seconds``: one draw's online Eq. 6 of ``predict`` (a plug-in
+    forward pass at the truncation's states, an upper bound; the blocked sampler's, or ``max(4
+    x --states, 100)`` states for the direct one; 0 without ``predict``). The direct sampler's
+    sweep grows with its states in use, so its plan from the first sweeps spends less than the
+    budget on large data."""
+    sampler = options["sampler"]
+    truncate = options["truncate"] or (default_truncation(options["states"], corpus.n_letters)
+                                       if sampler == "blocked" else 0)
+    timed = {**options, "truncate": truncate, "chains": 1, "jobs": 1, "period": 1, "anneal": 0,
+             "alpha_hold": 0, "max_draws": None}
+
+    def sweep(part: Corpus) -> float:
+        def run(burn):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                sample_ipfa(part, **{**timed, "iterations": burn + 1, "burn_in": burn})
+
+        run(1)  # compiled or loaded from numba's cache (the first time)
+        t0 = time.thread_time()
+        run(1)
+        t1 = time.thread_time()
+        run(1 + BUDGET_TIMED_SWEEPS)
+        t2 = time.thread_time()
+        return max((t2 - t1) - (t1 - t0), 1e-9) / BUDGET_TIMED_SWEEPS
+
+    sizes = []
+    for tokens in (BUDGET_CALIBRATION_TOKENS // 2, BUDGET_CALIBRATION_TOKENS):
+        n = max(1, int(np.searchsorted(corpus.offsets[1:], tokens, side="right")))
+        part = corpus.subset(np.arange(min(n, corpus.n_strings)))
+        sizes.append((free_positions(part.tokens).size, sweep(part)))
+    (m1, c1), (m2, c2) = sizes
+    per = max((c2 - c1) / (m2 - m1), 0.0) if m2 > m1 else c2 / max(1, m2)
+    fixed = max(c2 - per * m2, 0.0)
+    out = {"sweep_seconds": max(fixed + per * free_positions(corpus.tokens).size, 1e-9),
+           "draw_seconds": 0.0, "truncate": int(truncate)}
+    if predict is not None and predict.n_strings:
+        k = truncate or max(MEMORY_STATES_FACTOR * options["states"], MEMORY_STATES_MIN)
+        a = corpus.alphabet_size + 1
+        counts = np.ones((1, k + 1, a, k + 1), dtype=np.int32)
+        bar = np.full((1, k + 1), 1.0 / (k + 1))
+        sample = predict.with_alphabet(corpus.alphabet_size)
+        plugin_log_prob(counts, bar, np.ones(1), sample)
+        t0 = time.thread_time()
+        plugin_log_prob(counts, bar, np.ones(1), sample)
+        out["draw_seconds"] = time.thread_time() - t0
+    return out
+
+
+def budget_options(corpus: Corpus, options: dict[str, Any], predict: Corpus | None,
+                   workdir=None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(options, record)``: ``options`` (those of :meth:`_IPFA._options`) with the schedule
+    ``--budget`` affords (:func:`budget_costs`, :func:`budget_plan`: the chains get
+    :data:`BUDGET_TARGET` of the budget less the calibration's CPU), and the record kept in the
+    fit's ``info["budget"]``. A ``workdir`` holding :data:`BUDGET_PLAN` for the same budget,
+    data and options reuses it untimed (a resumed run's chains then match their checkpoints);
+    a new plan is written there."""
+    from bayesfa.rundir import write_json
+    from bayesfa.samplers.pfa.auto import cpu_seconds
+
+    budget = float(options["budget"])
+    key = {"budget": budget, "data": [digest(corpus.tokens), digest(corpus.offsets)],
+           "predict": None if predict is None else [digest(predict.tokens), digest(predict.offsets)],
+           "options": {k: v for k, v in options.items() if k not in ("iterations", "burn_in", "period",
+                                                                     "jobs", "budget")}}
+    path = None if workdir is None else Path(workdir) / BUDGET_PLAN
+    if path is not None and path.exists():
+        try:
+            saved = json.loads(path.read_text())
+        except ValueError:
+            saved = None
+        if isinstance(saved, dict) and saved.get("key") == json.loads(json.dumps(key)):
+            record = saved["record"]
+            return {**options, **{k: record[k] for k in ("iterations", "burn_in", "period")}}, record
+    start = cpu_seconds()
+    costs = budget_costs(corpus, {k: v for k, v in options.items() if k != "budget"}, predict)
+    spent = cpu_seconds() - start
+    plan = budget_plan(costs["sweep_seconds"], costs["draw_seconds"], BUDGET_TARGET * budget - spent,
+                       options["chains"])
+    if plan is None:
+        raise InputError(f"--budget {budget:g} CPU seconds is too small for these {corpus.n_tokens} "
+                         f"tokens: a sweep of a chain costs about {costs['sweep_seconds']:.3g} CPU s "
+                         f"and each of {options['chains']} chains needs {BUDGET_MIN_SWEEPS} at least")
+    record = {"budget": budget, "target": BUDGET_TARGET, **costs, "calibration_cpu": spent, **plan}
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, {"key": key, "record": record})
+    return {**options, **{k: plan[k] for k in ("iterations", "burn_in", "period")}}, record
+
+
+def _budget_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of CPU seconds, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number of CPU seconds, got {text}")
+    return value
+
+
 class _IPFA(DrawAutomata):
     """The ``ipfa`` entry of :data:`bayesfa.methods.REGISTRY` (``mutation``: validation only).
     Its plug-in automata (:class:`~bayesfa.samplers.plugin.DrawAutomata`): each stored draw's
@@ -945,6 +1096,12 @@ class _IPFA(DrawAutomata):
                                      f"default {ANNEAL_SWEEPS}, or the whole burn-in if shorter "
                                      "(0: off; none with --sampler direct)",
                              default=None, start=IPFA_ANNEAL_START)
+        parser.add_argument("--budget", type=_budget_arg, default=None, metavar="CPU_SECONDS",
+                            help="CPU seconds (user + system) for the whole fit: the sweeps of "
+                                 "each chain sized to it from a short timing (half burn-in, at "
+                                 "most 100 draws; --iterations, --burn-in and --period are "
+                                 "then ignored, and the fit's info records the schedule run, "
+                                 "which those options reproduce); default none")
         add_checkpoint_argument(parser)
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
@@ -1016,9 +1173,22 @@ class _IPFA(DrawAutomata):
         """The chains of :func:`sample_ipfa`; with ``predict`` (test strings), the arrays also
         hold ``predict_log_mean`` (Eq. 6 accumulated online over every draw) and
         ``predict_n_draws``, which :func:`bayesfa.online.fit_and_predict` takes out."""
+        from bayesfa.samplers.pfa.auto import cpu_seconds
+
+        start, opts, record = cpu_seconds(), self._options(options), None
+        if options.get("budget") is not None:
+            budget = options["budget"]
+            if isinstance(budget, bool) or not isinstance(budget, (int, float)) \
+                    or not (budget > 0 and math.isfinite(budget)):
+                raise InputError(f"--budget must be a positive finite number of CPU seconds, "
+                                 f"got {budget!r}")
+            opts, record = budget_options(corpus, {**opts, "budget": float(budget)}, predict, workdir)
+            opts.pop("budget")
         res = sample_ipfa(corpus, seed=seed, mutation=self.mutation, checkpoint_dir=workdir,
                           checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY),
-                          predict=predict, progress=progress, **self._options(options))
+                          predict=predict, progress=progress, **opts)
+        if record is not None:
+            res.info["budget"] = {**record, "cpu_seconds": cpu_seconds() - start}
         trace = {"log_joint": res.log_joint, "n_states": res.n_states, "alpha": res.alpha,
                  "gamma": res.gamma, "moved": res.moved}
         arrays = {"counts": res.counts, "beta_bar": res.beta_bar, "alpha": res.kept_alpha,
