@@ -545,7 +545,8 @@ from bayesfa.samplers.pfa import _ipfa_kernel as kern
 from bayesfa.samplers.pfa.ipfa import sample_ipfa
 from bayesfa.validation.toys import get_toy
 
-sample_ipfa(get_toy("small").train, states=3, iterations=4, burn_in=2, period=1, chains=1, seed=0)
+sample_ipfa(get_toy("small").train, states=3, iterations=4, burn_in=2, period=1, chains=1, seed=0,
+            sampler="direct")  # the direct sampler's sweep only (the blocked one compiles its own)
 import inspect
 sweep = inspect.getclosurevars(kern.sweeps.py_func).nonlocals["sweep_positions"]
 stats = sweep.stats  # the fastmath sweep_positions, a closure cell of sweeps
