@@ -50,6 +50,8 @@ RESULTS layout::
     problems/NAME/select/                   cross-validation fold files, selection.json/.txt
     problems/NAME/final/chain-CCCC.npz      one final chain: log_mean, n_draws, trace, meta
                                             (--auto: chain-0000.npz, all the problem's chains)
+    problems/NAME/final/budget-CCCC.json    a method's own --budget (ipfa): the chain's timed costs,
+                                            its schedule and the CPU it took
     problems/NAME/auto.json                 --auto: every decision (candidates, held-out scores, CPU)
 
 A rerun of the same command skips finished units (a run killed with SIGKILL loses only the
@@ -176,7 +178,8 @@ def _final_unit(method_name: str, corpus, test, options: dict, seed: int,
              if np.asarray(v).dtype.kind in "biuf"}
     return {"log_mean": np.asarray(pred.log_mean, dtype=np.float64).reshape(-1),
             "n_draws": int(pred.n_draws), "trace": trace,
-            "seconds": time.perf_counter() - start, "auto": pred.info["fit"].get("auto")}
+            "seconds": time.perf_counter() - start, "auto": pred.info["fit"].get("auto"),
+            "budget": pred.info["fit"].get("budget")}
 
 
 def final_options(method_name: str, options: dict) -> dict:
@@ -463,6 +466,8 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
                                  f"{n_test} test strings")
             if spec.auto:  # before the unit: a finished unit always has its decisions
                 write_json(pdir / AUTO_JSON, res["auto"])
+            if spec.budgeted and res.get("budget") is not None:  # the schedule its budget bought
+                write_json(pdir / "final" / BUDGET_JSON.format(chain=c), res["budget"])
             _write_unit(pdir / "final" / f"chain-{c:04d}.npz", metas[c], res)
             units[c] = res
             bar.update(1)
@@ -475,6 +480,8 @@ def run_problem(client, spec: RunSpec, problem: Problem, results: Path, bar: _Ba
 
 
 AUTO_JSON = "auto.json"
+#: a budgeted unit's plan and CPU (``info["budget"]`` of :func:`bayesfa.samplers.pfa.ipfa.budget_options`)
+BUDGET_JSON = "budget-{chain:04d}.json"
 
 
 def _auto_columns(pdir: Path) -> dict[str, Any]:
