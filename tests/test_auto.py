@@ -369,11 +369,15 @@ def test_final_blocked_every_default_and_explicit_values():
     assert auto.final_blocked_every({"final_blocked_every": 4}, small) == (4, None)
 
 
-def test_blocked_final_chains_recorded_reproducible_and_switched_off(tmp_path):
-    """``fit --auto --final-blocked-every 3``: the option in the manifest's options, the final
-    chains' blocked moves in its info (and the move's timing in the schedule); the run again
-    from its manifest's schedule gives the same arrays bit for bit; ``--final-blocked-every 0``
-    from the same schedule runs no blocked move and ends elsewhere."""
+def test_blocked_moves_recorded_wired_reproducible_and_switched_off(tmp_path, monkeypatch):
+    """``fit --auto --final-blocked-every 3 --search-blocked-every 4``: both options in the
+    manifest's options; the final chains' blocked moves in its info (and the round's timing in
+    the schedule); the blocked move's timing in the schedule for phases 1-2, whose every ladder
+    and beta chain runs with ``blocked_every = 4`` (and is recorded so), the final chains with
+    3; the run again from its manifest's schedule gives the same arrays bit for bit; both
+    options 0 from the same schedule run no blocked move and end elsewhere."""
+    from bayesfa.samplers.pfa import cgs_pfa
+
     train = _data("24.pautomac.train")
     small = tmp_path / "small.train"
     lines = train.read_text().splitlines()
@@ -381,30 +385,49 @@ def test_blocked_final_chains_recorded_reproducible_and_switched_off(tmp_path):
     runs = {name: tmp_path / name for name in ("blocked", "again", "off")}
     common = ["fit", str(small), "--method", "cgs-pfa", "--auto", "--chains", "1", "--seed", "2",
               "--quiet"]
-    assert main([*common, "--budget", "4", "--final-blocked-every", "3",
-                 "--out", str(runs["blocked"])]) == 0
+    seen, real = [], cgs_pfa._run_chain
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("blocked_every", 0))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cgs_pfa, "_run_chain", spy)
+    both = ["--final-blocked-every", "3", "--search-blocked-every", "4"]
+    assert main([*common, "--budget", "6", *both, "--out", str(runs["blocked"])]) == 0
     manifest = json.loads((runs["blocked"] / "manifest.json").read_text())
     assert manifest["options"]["final_blocked_every"] == 3
-    final = manifest["info"]["auto"]["final"]
+    assert manifest["options"]["search_blocked_every"] == 4
+    a = manifest["info"]["auto"]
+    final = a["final"]
     assert final["blocked_every"] == 3 and final["blocked_moves"] == final["sweeps"] // 3 > 0
     assert manifest["info"]["blocked_every"] == 3 and "blocked_off" not in final
-    assert manifest["info"]["auto"]["schedule"]["blocked_round_seconds"] > 0
-    assert manifest["info"]["auto"]["schedule"]["blocked_round_every"] == 3
-    steps = manifest["info"]["auto"]["steps"]
-    assert all(s["blocked_every"] == 3 for s in steps if s["phase"] == "final")
+    assert a["schedule"]["blocked_round_seconds"] > 0 and a["schedule"]["blocked_round_every"] == 3
+    assert a["search_blocked_every"] == 4 and "search_blocked_off" not in a
+    assert a["schedule"]["move_seconds"] > 0 and a["schedule"]["move_square_seconds"] > 0
+    search = [s for s in a["steps"] if s["phase"] in ("ladder", "beta")]
+    finals = [s for s in a["steps"] if s["phase"] == "final"]
+    assert len(search) >= 2 and all(s["blocked_every"] == 4 for s in search)
+    assert all(s["blocked_every"] == 3 for s in finals)
+    assert seen == [4] * len(search) + [3] * len(finals)
     schedule = ["--schedule", str(runs["blocked"] / "manifest.json")]
-    assert main([*common, *schedule, "--final-blocked-every", "3", "--out", str(runs["again"])]) == 0
-    assert main([*common, *schedule, "--final-blocked-every", "0", "--out", str(runs["off"])]) == 0
+    assert main([*common, *schedule, *both, "--out", str(runs["again"])]) == 0
+    seen.clear()
+    assert main([*common, *schedule, "--final-blocked-every", "0", "--search-blocked-every", "0",
+                 "--out", str(runs["off"])]) == 0
     off = json.loads((runs["off"] / "manifest.json").read_text())
     assert off["options"]["final_blocked_every"] == 0 and "blocked_every" not in off["info"]
     assert off["info"]["auto"]["final"]["blocked_moves"] == 0
     assert off["info"]["auto"]["final"]["blocked_off"] == "--final-blocked-every 0"
-    with np.load(runs["blocked"] / "arrays.npz") as a, np.load(runs["again"] / "arrays.npz") as b, \
-            np.load(runs["off"] / "arrays.npz") as c:
-        assert sorted(a.files) == sorted(b.files)
-        for k in a.files:
-            np.testing.assert_array_equal(a[k], b[k])
-        assert not np.array_equal(a["counts"], c["counts"])
+    assert off["info"]["auto"]["search_blocked_every"] == 0
+    assert off["info"]["auto"]["search_blocked_off"] == "--search-blocked-every 0"
+    assert set(seen) == {0} and not any("blocked_every" in s for s in off["info"]["auto"]["steps"]
+                                        if s["phase"] != "final")
+    with np.load(runs["blocked"] / "arrays.npz") as x, np.load(runs["again"] / "arrays.npz") as y, \
+            np.load(runs["off"] / "arrays.npz") as z:
+        assert sorted(x.files) == sorted(y.files)
+        for k in x.files:
+            np.testing.assert_array_equal(x[k], y[k])
+        assert not np.array_equal(x["counts"], z["counts"])
 
 
 def test_search_blocked_every_default_and_explicit_values():
@@ -479,51 +502,6 @@ def test_phase3_sweep_cost_from_blocked_search_steps_is_their_sweeps_modelled_sh
     assert out["final_sweep_seconds"] == auto._round_fine(expect)
     plain = auto.measured_costs([{**s, "blocked_every": 0} for s in steps], n, m, 100, draw, MOVE_SCHEDULE)
     assert plain["final_sweep_seconds"] == auto._round_fine((1.4 - n_draws * draw) / (200 * m))
-
-
-def test_blocked_search_recorded_wired_and_reproducible(tmp_path, monkeypatch):
-    """``fit --auto --search-blocked-every 3``: the option in the manifest's options, the moves'
-    timing in the schedule, every ladder and beta chain run with ``blocked_every = 3`` (and
-    recorded so), the final chains as before; the run again from its manifest's schedule gives
-    the same arrays bit for bit; ``--search-blocked-every 0`` from that schedule runs the
-    phases without moves."""
-    from bayesfa.samplers.pfa import cgs_pfa
-
-    train = _data("24.pautomac.train")
-    small = tmp_path / "small.train"
-    lines = train.read_text().splitlines()
-    small.write_text(f"2000 {lines[0].split()[1]}\n" + "\n".join(lines[1:2001]) + "\n")
-    runs = {name: tmp_path / name for name in ("blocked", "again", "off")}
-    common = ["fit", str(small), "--method", "cgs-pfa", "--auto", "--chains", "1", "--seed", "2",
-              "--final-blocked-every", "0", "--quiet"]
-    seen, real = [], cgs_pfa._run_chain
-
-    def spy(*args, **kwargs):
-        seen.append(kwargs.get("blocked_every", 0))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(cgs_pfa, "_run_chain", spy)
-    assert main([*common, "--budget", "6", "--search-blocked-every", "3", "--out", str(runs["blocked"])]) == 0
-    manifest = json.loads((runs["blocked"] / "manifest.json").read_text())
-    a = manifest["info"]["auto"]
-    assert manifest["options"]["search_blocked_every"] == 3 and a["search_blocked_every"] == 3
-    assert "search_blocked_off" not in a
-    assert a["schedule"]["move_seconds"] > 0 and a["schedule"]["move_square_seconds"] > 0
-    search = [s for s in a["steps"] if s["phase"] in ("ladder", "beta")]
-    final = [s for s in a["steps"] if s["phase"] == "final"]
-    assert len(search) >= 2 and all(s["blocked_every"] == 3 for s in search)
-    assert seen == [3] * len(search) + [0] * len(final)
-    schedule = ["--schedule", str(runs["blocked"] / "manifest.json")]
-    assert main([*common, *schedule, "--search-blocked-every", "3", "--out", str(runs["again"])]) == 0
-    seen.clear()
-    assert main([*common, *schedule, "--search-blocked-every", "0", "--out", str(runs["off"])]) == 0
-    off = json.loads((runs["off"] / "manifest.json").read_text())["info"]["auto"]
-    assert off["search_blocked_every"] == 0 and off["search_blocked_off"] == "--search-blocked-every 0"
-    assert set(seen) == {0} and not any("blocked_every" in s for s in off["steps"] if s["phase"] != "final")
-    with np.load(runs["blocked"] / "arrays.npz") as x, np.load(runs["again"] / "arrays.npz") as y:
-        assert sorted(x.files) == sorted(y.files)
-        for k in x.files:
-            np.testing.assert_array_equal(x[k], y[k])
 
 
 def test_cli_schedule_reproduces_the_run_bit_for_bit(tmp_path):
