@@ -173,7 +173,8 @@ RUNG_ROUNDS = 3
 
 # -- options ---------------------------------------------------------------------------------
 
-def _budget(text: str) -> float:
+def budget_arg(text: str) -> float:
+    """argparse type of a CPU budget (``--budget``): a positive finite number of seconds."""
     try:
         value = float(text)
     except ValueError:
@@ -192,7 +193,7 @@ def add_auto_arguments(parser) -> None:
                              "spend the rest on --chains chains of the winner (ignores --states, "
                              "--beta, --iterations, --burn-in, --period, --holdout, --kernel, "
                              "--interleave; runs in this process; an interrupted fit starts again)")
-    parser.add_argument("--budget", type=_budget, default=argparse.SUPPRESS, metavar="CPU_SECONDS",
+    parser.add_argument("--budget", type=budget_arg, default=argparse.SUPPRESS, metavar="CPU_SECONDS",
                         help="--auto: CPU seconds (user + system) for the whole fit, calibration included; "
                              "the fit plans 0.85 of it")
     parser.add_argument("--schedule", default=argparse.SUPPRESS, metavar="FILE",

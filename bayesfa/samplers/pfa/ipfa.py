@@ -76,6 +76,7 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
                                      check_generator_state, corrupt_checkpoint, chain_path,
                                      digest, free_positions, generator_state, map_chains,
                                      read_checkpoint, save_checkpoint)
+from bayesfa.samplers.pfa.auto import budget_arg, cpu_seconds
 from bayesfa.samplers.pfa.cgs_pfa import (KEPT_DRAWS_RULE, add_anneal_arguments,
                                          count_dtype, kept_draw_indices)
 from bayesfa.samplers.plugin import DrawAutomata
@@ -974,7 +975,6 @@ def budget_options(corpus: Corpus, options: dict[str, Any], predict: Corpus | No
     data and options reuses it untimed (a resumed run's chains then match their checkpoints);
     a new plan is written there."""
     from bayesfa.rundir import write_json
-    from bayesfa.samplers.pfa.auto import cpu_seconds
 
     budget = float(options["budget"])
     key = {"budget": budget, "data": [digest(corpus.tokens), digest(corpus.offsets)],
@@ -1004,16 +1004,6 @@ def budget_options(corpus: Corpus, options: dict[str, Any], predict: Corpus | No
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, {"key": key, "record": record})
     return {**options, **{k: plan[k] for k in ("iterations", "burn_in", "period")}}, record
-
-
-def _budget_arg(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of CPU seconds, got {text!r}") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number of CPU seconds, got {text}")
-    return value
 
 
 class _IPFA(DrawAutomata):
@@ -1096,7 +1086,7 @@ class _IPFA(DrawAutomata):
                                      f"default {ANNEAL_SWEEPS}, or the whole burn-in if shorter "
                                      "(0: off; none with --sampler direct)",
                              default=None, start=IPFA_ANNEAL_START)
-        parser.add_argument("--budget", type=_budget_arg, default=None, metavar="CPU_SECONDS",
+        parser.add_argument("--budget", type=budget_arg, default=None, metavar="CPU_SECONDS",
                             help="CPU seconds (user + system) for the whole fit: the sweeps of "
                                  "each chain sized to it from a short timing (half burn-in, at "
                                  "most 100 draws; --iterations, --burn-in and --period are "
@@ -1173,8 +1163,6 @@ class _IPFA(DrawAutomata):
         """The chains of :func:`sample_ipfa`; with ``predict`` (test strings), the arrays also
         hold ``predict_log_mean`` (Eq. 6 accumulated online over every draw) and
         ``predict_n_draws``, which :func:`bayesfa.online.fit_and_predict` takes out."""
-        from bayesfa.samplers.pfa.auto import cpu_seconds
-
         start, opts, record = cpu_seconds(), self._options(options), None
         if options.get("budget") is not None:
             budget = options["budget"]
