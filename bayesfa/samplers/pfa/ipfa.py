@@ -918,7 +918,10 @@ def budget_costs(corpus: Corpus, options: dict[str, Any], predict: Corpus | None
     ``a`` and ``b`` from the sweeps' cost on ``corpus``'s first strings of at most
     :data:`BUDGET_CALIBRATION_TOKENS` tokens and of half as many (each the difference of
     :func:`sample_ipfa` runs of 1 and ``1 + BUDGET_TIMED_SWEEPS`` burn-in sweeps, at the
-    truncation ``corpus`` gets). ``draw_seconds``: one draw's online Eq. 6 of ``predict`` (a plug-in
+    truncation ``corpus`` gets), each chain started on as many states as it can use (the
+    truncation; ``max(4 x --states, 100)`` for the direct sampler), as a sweep's cost grows with
+    the states in use and the annealed start opens most of them: an upper bound, so a chain
+    that uses fewer spends less than its part. ``draw_seconds``: one draw's online Eq. 6 of ``predict`` (a plug-in
     forward pass at the truncation's states, an upper bound; the blocked sampler's, or ``max(4
     x --states, 100)`` states for the direct one; 0 without ``predict``). The direct sampler's
     sweep grows with its states in use, so its plan from the first sweeps spends less than the
@@ -926,8 +929,12 @@ def budget_costs(corpus: Corpus, options: dict[str, Any], predict: Corpus | None
     sampler = options["sampler"]
     truncate = options["truncate"] or (default_truncation(options["states"], corpus.n_letters)
                                        if sampler == "blocked" else 0)
-    timed = {**options, "truncate": truncate, "chains": 1, "jobs": 1, "period": 1, "anneal": 0,
-             "alpha_hold": 0, "max_draws": None}
+    # timed at the most states the chain can use (its truncation, or the direct sampler's
+    # memory estimate): a sweep's cost grows with the states in use (PAutomaC 43: 0.16 CPU s at
+    # 12 states, 0.75 at 110), and the annealed start opens most of the truncation
+    busy = truncate or max(MEMORY_STATES_FACTOR * options["states"], MEMORY_STATES_MIN)
+    timed = {**options, "states": busy, "truncate": truncate, "chains": 1, "jobs": 1, "period": 1,
+             "anneal": 0, "alpha_hold": 0, "max_draws": None}
 
     def sweep(part: Corpus) -> float:
         def run(burn):
