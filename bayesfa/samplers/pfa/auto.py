@@ -45,13 +45,14 @@ Three phases, all on the training file only (the test and solution files are nev
    shortens the final chains; it never changes phases 1-2 (the test strings are only
    predicted, never scored for a decision).
 
-Blocked moves in phases 1-2. Each chain of the ladder and of the beta phase makes one blocked
-move after every :data:`SEARCH_BLOCKED_EVERY` sweeps as well (``--search-blocked-every K``; off
-when the phases' share of the budget is under :data:`BLOCKED_MIN_SECONDS`,
-:func:`search_blocked_every`): the final chains start from the winner's path and inherit its
-plateau, so the lineage's plateau decides much of the score (benchmarks/RESULTS.md, "Problem
-1's final chains"). Their sweeps are planned with the moves' modelled cost (:func:`move_cost`,
-timed by :func:`calibrate`), so phases 1-2 keep their money with fewer sweeps.
+Blocked moves in phases 1-2. With ``--search-blocked-every K`` each chain of the ladder and of
+the beta phase makes one blocked move after every K sweeps as well (off by default,
+:data:`SEARCH_BLOCKED_EVERY`; off when the phases' share of the budget is under
+:data:`BLOCKED_MIN_SECONDS`, :func:`search_blocked_every`): the final chains start from the
+winner's path and inherit its plateau, so the lineage's plateau decides much of the score
+(benchmarks/RESULTS.md, "Problem 1's final chains"). Their sweeps are planned with the moves'
+modelled cost (:func:`move_cost`, timed by :func:`calibrate`), so phases 1-2 keep their money
+with fewer sweeps.
 
 Counts. Every chain keeps its counts in the type CGS-PFA chooses for its strings
 (:func:`bayesfa.samplers.pfa.cgs_pfa.count_dtype`: float32 below 2**24 tokens, float64, exact
@@ -142,11 +143,15 @@ FINAL_BLOCKED_EVERY = 10
 #: measured on PAutomaC 5 at N = 34), which a budget of a few seconds cannot carry.
 BLOCKED_MIN_SECONDS = 30.0
 #: Phases 1-2's chains (the ladder's rungs and the beta candidates) make one blocked move after
-#: every SEARCH_BLOCKED_EVERY collapsed sweeps too (``--search-blocked-every K`` overrides it,
-#: 0: off; :func:`search_blocked_every`), when their share of the budget is at least
-#: :data:`BLOCKED_MIN_SECONDS`. The final chains inherit the plateau their lineage reached:
-#: benchmarks/RESULTS.md, "Blocked moves in --auto's search".
-SEARCH_BLOCKED_EVERY = 10
+#: every SEARCH_BLOCKED_EVERY collapsed sweeps (``--search-blocked-every K`` sets it, 0: off;
+#: :func:`search_blocked_every`), when their share of the budget is at least
+#: :data:`BLOCKED_MIN_SECONDS`. Off by default (0): on PAutomaC 1 at its 306 CPU s share, five
+#: seeds, K = 10 gave ratio - 1 0.00265-0.00403 (median 0.00352) against 0.00297-0.00386
+#: (median 0.00371) without, not a clear gain, and a move costs 20-100 collapsed sweeps at N =
+#: 76-114, so the ladder ran 78 sweeps a rung instead of about 500 (benchmarks/RESULTS.md,
+#: "Blocked moves in --auto's search"); on problems whose ladder climbs further it would cost
+#: more, unmeasured.
+SEARCH_BLOCKED_EVERY = 0
 CALIBRATION_POSITIONS = 20_000
 STORED_BYTES = 1 << 28  # counts kept by the final chains (without online prediction)
 SCHEDULE_FORMAT = "bayesfa-cgs-pfa-schedule/2"
@@ -210,9 +215,10 @@ def add_auto_arguments(parser) -> None:
                         metavar="K",
                         help=f"--auto: the chains that choose N and beta (phases 1-2) run one "
                              f"blocked whole-string move after every K sweeps; 0: off; default "
-                             f"{SEARCH_BLOCKED_EVERY} (benchmarks/RESULTS.md), then off when "
-                             f"those phases get under {BLOCKED_MIN_SECONDS:g} CPU seconds or "
-                             f"their strings keep float64 counts")
+                             f"{SEARCH_BLOCKED_EVERY} (off: no clear gain measured, "
+                             f"benchmarks/RESULTS.md); none when those phases get under "
+                             f"{BLOCKED_MIN_SECONDS:g} CPU seconds or their strings keep float64 "
+                             f"counts")
 
 
 #: --auto's options, absent from a fit's options unless given (argparse.SUPPRESS)
