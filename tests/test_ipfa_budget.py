@@ -1,9 +1,9 @@
 """``bayesfa fit --method ipfa --budget CPU_SECONDS`` (issue 38): the sweeps sized to a CPU
 budget (:func:`bayesfa.samplers.pfa.ipfa.budget_plan`, a pure function of the timed costs, and
 :func:`~bayesfa.samplers.pfa.ipfa.budget_options`). The plan stays within its money; a budgeted
-fit is the unbudgeted fit of the schedule it records, bit for bit; a rerun in the same work
-folder reuses the plan without timing; a budget too small is a one-line error. Nothing here
-is statistical (no false-alarm rate to state)."""
+fit, its first chain paced by the CPU it spends, is the unbudgeted fit of the schedule it
+records, bit for bit; a budget too small is a one-line error. Nothing here is statistical (no
+false-alarm rate to state)."""
 
 from __future__ import annotations
 
@@ -63,33 +63,49 @@ def method_options(corpus):
     return method, options
 
 
-def test_a_budgeted_fit_is_the_fit_of_the_schedule_it_records(corpus, method_options, tmp_path, monkeypatch):
-    """The budgeted fit records the schedule it ran (``info["budget"]``: costs, plan, CPU);
-    the same seed with that schedule given as --iterations/--burn-in/--period gives the same
-    arrays bit for bit; the same fit again in its work folder reads the plan written there
-    (nothing timed: the timing is made to fail) and gives the same arrays."""
+def test_a_budgeted_fit_is_the_fit_of_the_schedule_it_records(corpus, method_options, tmp_path):
+    """The budgeted fit (2 chains: the first paced by the CPU it spends, the second on the
+    schedule the first realized) records its plan and the schedule it ran (``info["budget"]``);
+    the plan fixes the draws and the anneal; the same seed with that schedule given as
+    --iterations/--burn-in/--period/--anneal gives the same arrays bit for bit. A work folder
+    is not used (a paced fit keeps no checkpoints)."""
     method, options = method_options
+    options = {**options, "chains": 2}
     res = method.fit(corpus, {**options, "budget": 3.0}, 3, False, workdir=tmp_path / "w")
     rec = res.info["budget"]
+    plan = rec["plan"]
     assert rec["budget"] == 3.0 and rec["truncate"] == 16 and rec["sweep_seconds"] > 0
-    assert rec["iterations"] == rec["burn_in"] + rec["n_draws"] * rec["period"] >= ipfa.BUDGET_MIN_SWEEPS
-    assert res.info["n_draws_per_chain"] == rec["n_draws"] and rec["cpu_seconds"] > 0
-    assert (tmp_path / "w" / ipfa.BUDGET_PLAN).exists()
-    plain = method.fit(corpus, {**options, **{k: rec[k] for k in ("iterations", "burn_in", "period")}},
-                       3, False)
+    assert plan["iterations"] == plan["burn_in"] + plan["n_draws"] * plan["period"] >= ipfa.BUDGET_MIN_SWEEPS
+    assert rec["n_draws"] == plan["n_draws"] == res.info["n_draws_per_chain"]
+    assert rec["anneal"] == min(ipfa.ANNEAL_SWEEPS, plan["burn_in"]) == res.info["anneal"][0]
+    assert rec["iterations"] == rec["burn_in"] + rec["n_draws"] * rec["period"]
+    assert rec["burn_in"] >= rec["anneal"] and rec["period"] >= 1 and rec["cpu_seconds"] > 0
+    assert not (tmp_path / "w").exists() or not any((tmp_path / "w").iterdir())
+    plain = method.fit(corpus, {**options, **{k: rec[k] for k in ("iterations", "burn_in", "period",
+                                                                  "anneal")}}, 3, False)
+    assert sorted(res.arrays) == sorted(plain.arrays)
     for k in res.arrays:
         np.testing.assert_array_equal(res.arrays[k], plain.arrays[k])
+    for k in res.trace:
+        np.testing.assert_array_equal(res.trace[k], plain.trace[k])
 
-    def no_timing(*args, **kwargs):
-        raise AssertionError("timed again")
 
-    monkeypatch.setattr(ipfa, "budget_costs", no_timing)
-    again = method.fit(corpus, {**options, "budget": 3.0}, 3, False, workdir=tmp_path / "w")
-    assert again.info["budget"]["iterations"] == rec["iterations"]
-    for k in res.arrays:
-        np.testing.assert_array_equal(res.arrays[k], again.arrays[k])
-    with pytest.raises(AssertionError, match="timed again"):  # another budget: a new plan
-        method.fit(corpus, {**options, "budget": 3.5}, 3, False, workdir=tmp_path / "w")
+def test_a_paced_chain_is_the_chain_of_the_schedule_it_realized(corpus):
+    """``sample_ipfa(pace=...)``: whatever burn-in and period the CPU gives the first chain,
+    the fit equals the unpaced fit of ``info["burn_in"]`` and ``info["period"]`` (one sweep a
+    kernel call or many: the same chain); a paced fit with a checkpoint folder is refused."""
+    part = corpus.subset(np.arange(120))
+    kw = dict(states=4, chains=2, truncate=8, seed=5, iterations=6, burn_in=2, period=2, anneal=2)
+    paced = ipfa.sample_ipfa(part, pace=(0.05, 0.0), **kw)
+    burn, period = paced.info["burn_in"], paced.info["period"]
+    assert burn >= 2 and period >= 1
+    plain = ipfa.sample_ipfa(part, **{**kw, "burn_in": burn, "period": period,
+                                      "iterations": burn + 2 * period})
+    for a, b in zip(paced, plain):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(InputError, match="no checkpoints"):
+        ipfa.sample_ipfa(part, pace=(0.05, 0.0), checkpoint_dir="x", **kw)
 
 
 @pytest.mark.parametrize("budget, match", [(0.01, "too small"), (-1.0, "positive finite"),

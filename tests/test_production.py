@@ -522,7 +522,8 @@ def test_ipfa_budget_is_shared_among_problems_and_split_among_chains(data_dir, t
 @pytest.mark.slow
 def test_ipfa_budget_run_writes_each_chains_plan_within_its_part(data_dir, tmp_path):
     """``pautomac run --method ipfa --budget 40 --chains 2`` on one problem: each chain's unit
-    sizes its sweeps to half the problem's 40 s and writes its plan beside its unit file."""
+    paces its sweeps by half the problem's 40 s and writes its plan and schedule beside its
+    unit file."""
     out = tmp_path / "results"
     rc, err = _run(["--data", str(data_dir), "--problems", "a", "--method", "ipfa", "--truncate", "16",
                     "--budget", "40", "--chains", "2", "--seed", "3", "--scheduler", "local",
@@ -532,7 +533,8 @@ def test_ipfa_budget_run_writes_each_chains_plan_within_its_part(data_dir, tmp_p
                         .read_text()) for c in range(2)]
     for plan in plans:
         assert plan["budget"] == 20.0 and plan["truncate"] == 16
-        assert plan["iterations"] == plan["burn_in"] + plan["n_draws"] * plan["period"] >= 4
+        assert plan["plan"]["iterations"] >= 4 and plan["n_draws"] == plan["plan"]["n_draws"]
+        assert plan["iterations"] == plan["burn_in"] + plan["n_draws"] * plan["period"]
         assert plan["draw_seconds"] > 0  # the unit predicts the test strings online
 
 

@@ -526,7 +526,7 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
                seed_seq, mutation=None, capacity=None, checkpoint=None,
                checkpoint_every=CHECKPOINT_EVERY, fingerprint=None, resume=None, predict=None,
                max_draws=None, on_sweeps=None, alpha_hold=0, sampler="direct",
-               split_merge=(0.0, None), anneal=(0, 1.0)):
+               split_merge=(0.0, None), anneal=(0, 1.0), pace=None):
     """One chain (``sampler``: ``direct`` or ``blocked``, the weak limit's blocked sampler
     with ``truncate`` states, its initial path over ``k0`` of them): random initial ``z`` over ``k0`` states (or the ``truncate`` states), burn-in,
     then ``n_draws`` draws ``period`` sweeps apart. Returns a dict of per-draw lists
@@ -555,6 +555,15 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
     sweeps done before a resume); the sweeps run in blocks of at most :data:`_BLOCK_SWEEPS`
     and about :data:`_BLOCK_UNITS` units (a draw's ``period`` sweeps too), which never
     change the chain.
+
+    ``pace``: ``(cpu_seconds, draw_seconds)`` (``--budget``, :func:`budget_options`; no
+    checkpoint then): the burn-in runs, one sweep a call, until this thread has spent half of
+    ``cpu_seconds`` (and at least ``burn_in`` sweeps when the CPU allows, at least the
+    ``anneal`` sweeps always), and the ``n_draws`` draws are then ``period`` sweeps apart, the
+    period sized from the mean CPU of the burn-in's last sweeps so that the chain ends near
+    ``cpu_seconds`` (a draw's online Eq. 6 counted as ``draw_seconds``). The realized
+    ``burn_in`` and ``period`` are returned in the output: the same chain, bit for bit, as one
+    run with them (a kernel call of one sweep or of many gives the same chain).
     """
     from bayesfa.online import LogMeanAccumulator
     if sampler == "blocked":
@@ -608,8 +617,28 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
     held[:2] = 0.0  # alpha fixed (shape <= 0), gamma as given
     from bayesfa.samplers.pfa.cgs_pfa import anneal_b
 
-    while done < burn_in:
+    spent: list[float] = []  # with pace: each burn-in sweep's CPU seconds
+    t_cpu = time.thread_time()
+
+    def burning() -> bool:
+        if pace is None:
+            return done < burn_in
+        if done < max(anneal[0], alpha_hold, 1):
+            return True
+        return time.thread_time() - t_cpu < 0.5 * pace[0]
+
+    while burning():
         hold = done < alpha_hold
+        if pace is not None:  # one sweep a call, timed
+            t_sweep = time.thread_time()
+            chain.run(1, rng, np.append(held if hold else priors,
+                                        anneal_b(done, anneal[0], anneal[1]))
+                      if done < anneal[0] else (held if hold else priors), sweeps)
+            spent.append(time.thread_time() - t_sweep)
+            done += 1
+            if on_sweeps is not None:
+                on_sweeps(1)
+            continue
         if done < anneal[0]:  # one tempered sweep a call, b from the sweep's index
             step = 1
             chain.run(1, rng, np.append(held if hold else priors,
@@ -621,6 +650,12 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
         save()
         if on_sweeps is not None:
             on_sweeps(step)
+    if pace is not None:  # the period that spends the rest of the chain's CPU
+        burn_in = done
+        recent = spent[-max(1, min(10, len(spent) // 4)):]
+        per_sweep = max(float(np.mean(recent)), 1e-9)
+        rest = pace[0] - (time.thread_time() - t_cpu) - n_draws * pace[1]
+        period = max(1, int(rest / (n_draws * per_sweep)))
     while len(out["log_joint"]) < n_draws:
         moved_before = int(chain.meta[2])
         left = period
@@ -652,6 +687,7 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
     out["seconds"] = seconds_before + time.perf_counter() - t0
     out["capacity"] = chain.capacity
     out["pred_log_sum"] = acc.log_sum
+    out["burn_in"], out["period"] = int(burn_in), int(period)
     return out
 
 
@@ -665,7 +701,8 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
                 max_draws: int | None = None, progress: bool = False,
                 alpha_hold: int = 0, sampler: str = SAMPLERS[0], split_merge: float = 0.0,
                 split_merge_scans: int | None = None, anneal: int | None = None,
-                anneal_start: float = IPFA_ANNEAL_START) -> IPFAResult:
+                anneal_start: float = IPFA_ANNEAL_START,
+                pace: tuple[float, float] | None = None) -> IPFAResult:
     """Run ``chains`` chains of the iPFA sampler on ``corpus``.
 
     states : states of the random initial ``z`` (the sampler adds and removes states).
@@ -701,7 +738,15 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
     progress : a tqdm bar of sweeps on standard error, moving after every kernel call, when
         the chains run in this process (``jobs`` 1; :func:`bayesfa.samplers.chains.progress_callback`);
         never changes the result.
+    pace : ``(cpu_seconds, draw_seconds)`` of ``--budget`` (:func:`budget_options`): chain 0
+        paces its burn-in and its draws' period by the CPU it spends (:func:`_run_chain`),
+        and the other chains run the schedule it realized (``info["burn_in"]``,
+        ``info["period"]``), so the fit is the fit of those options with this seed, bit for
+        bit; ``burn_in`` and ``period`` given here are the plan's (the anneal and the alpha
+        hold are fixed by them). No checkpoints (``checkpoint_dir`` must be None).
     """
+    if pace is not None and checkpoint_dir is not None:
+        raise InputError("a paced (--budget) iPFA fit keeps no checkpoints: give no checkpoint_dir")
     n_draws = check_chain_arguments(corpus, states, 1.0, iterations, burn_in, period, chains, jobs,
                                     alpha=alpha, gamma=gamma)
     if isinstance(truncate, bool) or not isinstance(truncate, (int, np.integer)) or truncate < 0:
@@ -800,13 +845,19 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
     on_sweeps, close = progress_callback(progress, workers, chains * sweeps_per_chain, "ipfa")
     if on_sweeps is not None and len(todo) < chains:  # finished chains: done
         on_sweeps((chains - len(todo)) * sweeps_per_chain)
-    args = [(tokens, n_symbols, int(states), float(alpha), float(gamma), priors, int(truncate),
-             int(burn_in), int(period), int(n_draws), children[c], mutation, None, paths[c],
-             checkpoint_every, prints[c], saved[c], predict, max_draws, on_sweeps, int(alpha_hold),
-             sampler, split, (int(anneal), float(anneal_start)))
-            for c in todo]
+    def chain_args(c, burn, per, paced=None):
+        return (tokens, n_symbols, int(states), float(alpha), float(gamma), priors, int(truncate),
+                int(burn), int(per), int(n_draws), children[c], mutation, None, paths[c],
+                checkpoint_every, prints[c], saved[c], predict, max_draws, on_sweeps, int(alpha_hold),
+                sampler, split, (int(anneal), float(anneal_start)), paced)
+
     t0 = time.perf_counter()
     try:
+        if pace is not None:  # chain 0 finds the schedule, the others run it
+            outs[0] = _run_chain(*chain_args(0, burn_in, period, tuple(map(float, pace))))
+            burn_in, period = outs[0]["burn_in"], outs[0]["period"]
+            todo = todo[1:]
+        args = [chain_args(c, burn_in, period) for c in todo]
         for c, out in zip(todo, map_chains(_run_chain, args, workers)):
             outs[c] = out
     finally:
@@ -844,6 +895,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
         "predict_strings": None if predict is None else int(predict.n_strings),
         "sampler": sampler,
         "anneal": [int(anneal), float(anneal_start)],  # resolved (the option's default is None)
+        "burn_in": int(burn_in), "period": int(period),  # as run (paced by chain 0 with pace)
     }
     if sampler == "blocked":  # the weak limit: are the L states enough?
         used = int(stack["n_states"].max())
@@ -880,9 +932,6 @@ BUDGET_TIMED_SWEEPS = 3
 BUDGET_MAX_DRAWS, BUDGET_DRAW_SHARE = 100, 0.25
 #: Fewer sweeps per chain than this: the budget is refused as too small.
 BUDGET_MIN_SWEEPS = 4
-#: A budgeted fit's plan in its work folder: a rerun (a resumed ``pautomac run`` unit) reads it
-#: instead of timing again, so the chains' fingerprints match their checkpoints.
-BUDGET_PLAN = "budget_plan.json"
 
 
 def budget_plan(sweep_seconds: float, draw_seconds: float, money: float, chains: int) -> dict | None:
@@ -970,44 +1019,29 @@ def budget_costs(corpus: Corpus, options: dict[str, Any], predict: Corpus | None
     return out
 
 
-def budget_options(corpus: Corpus, options: dict[str, Any], predict: Corpus | None,
-                   workdir=None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(options, record)``: ``options`` (those of :meth:`_IPFA._options`) with the schedule
-    ``--budget`` affords (:func:`budget_costs`, :func:`budget_plan`: the chains get
-    :data:`BUDGET_TARGET` of the budget less the calibration's CPU), and the record kept in the
-    fit's ``info["budget"]``. A ``workdir`` holding :data:`BUDGET_PLAN` for the same budget,
-    data and options reuses it untimed (a resumed run's chains then match their checkpoints);
-    a new plan is written there."""
-    from bayesfa.rundir import write_json
-
+def budget_options(corpus: Corpus, options: dict[str, Any],
+                   predict: Corpus | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(options, record)``: ``options`` (those of :meth:`_IPFA._options`) with the plan
+    ``--budget`` affords at the sweep's most states (:func:`budget_costs`, :func:`budget_plan`:
+    the chains get :data:`BUDGET_TARGET` of the budget less the timing's CPU) and ``pace``, each
+    chain's part and a draw's cost, by which :func:`sample_ipfa` paces its first chain (a chain
+    that uses fewer states than its truncation sweeps faster than planned: the plan fixes the
+    draws, the anneal and the least burn-in, the CPU spent fixes the burn-in and the period);
+    ``record``, kept in the fit's ``info["budget"]`` with the schedule run."""
     budget = float(options["budget"])
-    key = {"budget": budget, "data": [digest(corpus.tokens), digest(corpus.offsets)],
-           "predict": None if predict is None else [digest(predict.tokens), digest(predict.offsets)],
-           "options": {k: v for k, v in options.items() if k not in ("iterations", "burn_in", "period",
-                                                                     "jobs", "budget")}}
-    path = None if workdir is None else Path(workdir) / BUDGET_PLAN
-    if path is not None and path.exists():
-        try:
-            saved = json.loads(path.read_text())
-        except ValueError:
-            saved = None
-        if isinstance(saved, dict) and saved.get("key") == json.loads(json.dumps(key)):
-            record = saved["record"]
-            return {**options, **{k: record[k] for k in ("iterations", "burn_in", "period")}}, record
     start = cpu_seconds()
     costs = budget_costs(corpus, {k: v for k, v in options.items() if k != "budget"}, predict)
     spent = cpu_seconds() - start
-    plan = budget_plan(costs["sweep_seconds"], costs["draw_seconds"], BUDGET_TARGET * budget - spent,
-                       options["chains"])
+    money = BUDGET_TARGET * budget - spent
+    plan = budget_plan(costs["sweep_seconds"], costs["draw_seconds"], money, options["chains"])
     if plan is None:
         raise InputError(f"--budget {budget:g} CPU seconds is too small for these {corpus.n_tokens} "
-                         f"tokens: a sweep of a chain costs about {costs['sweep_seconds']:.3g} CPU s "
+                         f"tokens: a sweep of a chain costs up to {costs['sweep_seconds']:.3g} CPU s "
                          f"and each of {options['chains']} chains needs {BUDGET_MIN_SWEEPS} at least")
-    record = {"budget": budget, "target": BUDGET_TARGET, **costs, "calibration_cpu": spent, **plan}
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(path, {"key": key, "record": record})
-    return {**options, **{k: plan[k] for k in ("iterations", "burn_in", "period")}}, record
+    record = {"budget": budget, "target": BUDGET_TARGET, **costs, "calibration_cpu": spent,
+              "plan": plan}
+    pace = (money / options["chains"], costs["draw_seconds"])
+    return {**options, **{k: plan[k] for k in ("iterations", "burn_in", "period")}, "pace": pace}, record
 
 
 class _IPFA(DrawAutomata):
@@ -1091,11 +1125,13 @@ class _IPFA(DrawAutomata):
                                      "(0: off; none with --sampler direct)",
                              default=None, start=IPFA_ANNEAL_START)
         parser.add_argument("--budget", type=budget_arg, default=None, metavar="CPU_SECONDS",
-                            help="CPU seconds (user + system) for the whole fit: the sweeps of "
-                                 "each chain sized to it from a short timing (half burn-in, at "
-                                 "most 100 draws; --iterations, --burn-in and --period are "
-                                 "then ignored, and the fit's info records the schedule run, "
-                                 "which those options reproduce); default none")
+                            help="CPU seconds (user + system) for the whole fit: a short timing "
+                                 "plans the draws (at most 100) and the anneal, the first chain "
+                                 "paces its burn-in (half its part) and its draws' period by the "
+                                 "CPU it spends, the others run its schedule (--iterations, "
+                                 "--burn-in, --period and --anneal are then ignored; the fit's "
+                                 "info.budget records the schedule run, which those options "
+                                 "repeat bit for bit; no checkpoints); default none")
         add_checkpoint_argument(parser)
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
@@ -1174,13 +1210,17 @@ class _IPFA(DrawAutomata):
                     or not (budget > 0 and math.isfinite(budget)):
                 raise InputError(f"--budget must be a positive finite number of CPU seconds, "
                                  f"got {budget!r}")
-            opts, record = budget_options(corpus, {**opts, "budget": float(budget)}, predict, workdir)
+            opts, record = budget_options(corpus, {**opts, "budget": float(budget)}, predict)
             opts.pop("budget")
+            workdir = None  # a paced fit keeps no checkpoints: an interrupted one starts again
         res = sample_ipfa(corpus, seed=seed, mutation=self.mutation, checkpoint_dir=workdir,
                           checkpoint_every=options.get("checkpoint_every", CHECKPOINT_EVERY),
                           predict=predict, progress=progress, **opts)
-        if record is not None:
-            res.info["budget"] = {**record, "cpu_seconds": cpu_seconds() - start}
+        if record is not None:  # the schedule run, which --iterations/--burn-in/--period repeat
+            burn, period, draws = res.info["burn_in"], res.info["period"], res.info["n_draws_per_chain"]
+            res.info["budget"] = {**record, "iterations": burn + draws * period, "burn_in": burn,
+                                  "period": period, "n_draws": draws, "anneal": res.info["anneal"][0],
+                                  "cpu_seconds": cpu_seconds() - start}
         trace = {"log_joint": res.log_joint, "n_states": res.n_states, "alpha": res.alpha,
                  "gamma": res.gamma, "moved": res.moved}
         arrays = {"counts": res.counts, "beta_bar": res.beta_bar, "alpha": res.kept_alpha,
