@@ -108,10 +108,15 @@ def test_a_paced_chain_is_the_chain_of_the_schedule_it_realized(corpus):
         ipfa.sample_ipfa(part, pace=(0.05, 0.0), checkpoint_dir="x", **kw)
 
 
-@pytest.mark.parametrize("budget, match", [(0.01, "too small"), (-1.0, "positive finite"),
+@pytest.mark.parametrize("budget, match", [(3.0, "too small"), (-1.0, "positive finite"),
                                            (float("nan"), "positive finite")])
-def test_bad_budgets_are_one_line_errors(corpus, method_options, budget, match):
+def test_bad_budgets_are_one_line_errors(corpus, method_options, monkeypatch, budget, match):
+    """A budget that affords fewer than BUDGET_MIN_SWEEPS sweeps (the timing made to say a
+    sweep costs 10 CPU s: a real timing's outcome would depend on the machine), and budgets
+    that are not positive finite numbers: one-line errors."""
     method, options = method_options
+    monkeypatch.setattr(ipfa, "budget_costs", lambda *a, **k: {"sweep_seconds": 10.0,
+                                                               "draw_seconds": 0.0, "truncate": 16})
     with pytest.raises(InputError, match=match) as exc:
         method.fit(corpus, {**options, "budget": budget}, 3, False)
     assert "\n" not in str(exc.value)
