@@ -558,8 +558,8 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
 
     ``pace``: ``(cpu_seconds, draw_seconds)`` (``--budget``, :func:`budget_options`; no
     checkpoint then): the burn-in runs, one sweep a call, until this thread has spent half of
-    ``cpu_seconds`` (and at least ``burn_in`` sweeps when the CPU allows, at least the
-    ``anneal`` sweeps always), and the ``n_draws`` draws are then ``period`` sweeps apart, the
+    ``cpu_seconds`` (and at least the ``anneal`` and ``alpha_hold`` sweeps, and one; the
+    ``burn_in`` given is not used), and the ``n_draws`` draws are then ``period`` sweeps apart, the
     period sized from the mean CPU of the burn-in's last sweeps so that the chain ends near
     ``cpu_seconds`` (a draw's online Eq. 6 counted as ``draw_seconds``). The realized
     ``burn_in`` and ``period`` are returned in the output: the same chain, bit for bit, as one
@@ -974,9 +974,9 @@ def budget_costs(corpus: Corpus, options: dict[str, Any], predict: Corpus | None
     token from two sizes, with the states collapsing at different speeds on the two, 2-4 times
     too dear.) ``draw_seconds``: one draw's online Eq. 6 of ``predict`` (a plug-in
     forward pass at the truncation's states, an upper bound; the blocked sampler's, or ``max(4
-    x --states, 100)`` states for the direct one; 0 without ``predict``). The direct sampler's
-    sweep grows with its states in use, so its plan from the first sweeps spends less than the
-    budget on large data."""
+    x --states, 100)`` states for the direct one; 0 without ``predict``). The plan made from
+    them fixes only the draws and the anneal: the chain is paced by the CPU it spends
+    (:func:`_run_chain`'s ``pace``)."""
     sampler = options["sampler"]
     truncate = options["truncate"] or (default_truncation(options["states"], corpus.n_letters)
                                        if sampler == "blocked" else 0)
