@@ -539,9 +539,29 @@ def test_a_schedule_with_a_rung_table_plans_from_it_and_replays_bit_for_bit(corp
     """The recorded schedule of a fit with a ``rung_seconds`` table added that prices N = 22 and
     above at 1,000 times the line: replayed twice (``--schedule``), the ladder stops under N =
     22, as ladder_ceiling computes from that table, where the line alone lets it climb higher;
-    the two replays agree bit for bit."""
+    the two replays agree bit for bit.
+
+    Whether the timed line affords N = 22 within BUDGET depends on the machine that timed it (a
+    loaded one may not: CI at c4d9e64 stopped the line's ladder at 15), so the line's costs are
+    first halved until the plan (pure functions of the schedule) puts 22 in both the ladder and
+    its ceiling; the replays then test the table's cap, whatever the machine."""
     schedule = json.loads(fitted[1].read_text())
     assert "rung_seconds" not in schedule  # BUDGET is under RUNG_TABLE_BUDGET
+    kept_idx, held_idx = holdout_split(corpus.n_strings, auto.HOLDOUT, np.random.SeedSequence(5))
+    kept, held = corpus.subset(kept_idx), corpus.subset(held_idx)
+    m, size, all_m = free_positions(kept.tokens).size, auto._forward_size(held), free_positions(corpus.tokens).size
+    money = schedule["budget"] * auto.SAFETY - schedule["overhead_seconds"]
+
+    def reach(s):
+        sweeps, rungs = auto.rung_sweeps(s, money * auto.LADDER_SHARE, m, size)
+        return min(max(rungs, default=0), auto.ladder_ceiling(s, money, 2, m, all_m, size, sweeps))
+
+    for _ in range(6):
+        if reach(schedule) >= 22:
+            break
+        schedule = {**schedule, **{k: schedule[k] / 2 for k in ("position_seconds", "lane_seconds",
+                                                                 "forward_seconds")}}
+    assert reach(schedule) >= 22
     table = {str(n): auto.sweep_cost(schedule, n, 1) * (1 if n < 22 else 1000) for n in auto.ladder()}
     runs = []
     for name, extra in (("line", {}), ("table", {"rung_seconds": table}), ("again", {"rung_seconds": table})):
