@@ -261,12 +261,16 @@ def pop_blue(heap, heap_size, child, sym, parent, is_red, dead):
 
 @njit(cache=True)
 def promote(b, red_list, n_red, is_red, child, order, n_keys, heap, heap_size):
-    """Make ``b`` red (kept sorted in ``red_list``) and push its children as blue."""
-    i = n_red
-    while i > 0 and red_list[i - 1] > b:
-        red_list[i] = red_list[i - 1]
-        i -= 1
-    red_list[i] = b
+    """Make ``b`` red (appended to ``red_list``, which stays sorted) and push its children as
+    blue.
+
+    Appending keeps ``red_list`` sorted: the tree is numbered breadth first (a node's
+    descendants after it), blues leave the heap smallest first (:func:`pop_blue`), and every
+    blue pushed after ``b`` left the heap is a child of ``b`` (here) or a node of a subtree
+    folded from a blue popped no earlier than ``b`` (:func:`fold`): each exceeds ``b``, so the
+    reds are promoted in increasing order. (An insertion sort stood here until the mutation
+    run of issue 39 found its shifting loop never entered.)"""
+    red_list[n_red] = b
     n_red += 1
     is_red[b] = True
     for k in range(n_keys[b]):
