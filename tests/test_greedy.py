@@ -512,6 +512,21 @@ def test_vgram_memory_estimate_holds_its_node_bound(alphabet):
     assert estimate >= sum(a.nbytes for a in arrays.values())
 
 
+@pytest.mark.parametrize("alphabet", [2, 8])
+def test_vgram_memory_estimate_adds_the_per_position_arrays_to_the_node_bound(alphabet):
+    """Beyond the node bound, ``vgram_bytes`` counts the arrays of one entry a position that
+    ``grow_trie`` holds at once: the inputs (``tokens``, ``starts``, ``fold``, at their real
+    dtypes) and six int64 work arrays (``node_of``, ``active``, ``keys``, ``perm``, ``nxt``,
+    and ``active``'s new copy)."""
+    corpus = random_corpus(4, 200, alphabet)
+    t = corpus.n_tokens
+    row = (alphabet + 1) * (np.dtype(np.int32).itemsize + np.dtype(np.int64).itemsize) + 8
+    inputs = corpus.tokens.itemsize + _vgram.position_starts(corpus).itemsize + np.dtype(np.int64).itemsize
+    for folds in (1, 5):
+        nodes = 4 * t * row + folds * row * 8
+        assert _vgram.vgram_bytes(corpus, folds) >= nodes + t * (inputs + 6 * 8)
+
+
 @pytest.mark.parametrize("name", ["alergia", "estatemerge"])
 def test_prefix_tree_methods_estimate_at_least_the_tree_and_its_merges(name):
     """The prefix-tree mergers' memory estimate (what ``fit`` checks against the free memory)
@@ -762,3 +777,16 @@ def test_every_greedy_method_on_every_pautomac_problem(shared_data, problem):
         result = method.fit(train, options, 0, False)
         logp = method.predict_log_prob(result.arrays, options, test)
         assert np.all(np.isfinite(logp)), name
+
+
+def test_tree_parents_of_a_small_trie():
+    """``_tree_parents`` of a trie whose nodes are made after their parents: each node's
+    parent (-1 for the root, as its docstring says), the letter into it and its depth."""
+    #        0 -a1-> 1 -a2-> 3
+    #        0 -a2-> 2 -a1-> 4 -a1-> 5
+    child = np.full((6, 3), -1, dtype=np.int32)
+    child[0, 1], child[0, 2], child[1, 2], child[2, 1], child[4, 1] = 1, 2, 3, 4, 5
+    par, let, depth = _vgram._tree_parents(child)
+    np.testing.assert_array_equal(par, [-1, 0, 0, 1, 2, 4])
+    np.testing.assert_array_equal(let, [0, 1, 2, 2, 1, 1])
+    np.testing.assert_array_equal(depth, [0, 1, 1, 2, 2, 3])

@@ -320,11 +320,16 @@ def vgram(corpus: Corpus, beta: float, kind: int, folds: np.ndarray | None = Non
 
 
 def vgram_bytes(corpus: Corpus, n_folds: int) -> int:
-    """Peak bytes of growing a trie: per-position work arrays and, at most, one node per
-    position and level (bounded here by 4 nodes per position)."""
+    """Peak bytes of growing a trie: per-position arrays and, at most, one node per position
+    and level (bounded here by 4 nodes per position).
+
+    The per-position arrays :func:`grow_trie` holds at once (when a level's ``active`` is
+    copied out of ``nxt``): its inputs ``tokens`` (int32), ``starts`` and ``fold`` (int64), and
+    its ``node_of``, ``active``, ``keys``, ``perm``, ``nxt`` and the new ``active`` (int64):
+    68 bytes a position (52 until the mutation run of issue 39, which counted six int64)."""
     t = corpus.n_tokens
     row = (corpus.alphabet_size + 1) * (4 + 8) + 8
-    return int(t * (8 * 6 + 4) + 4 * t * row + n_folds * row * 8)
+    return int(t * (8 * 8 + 4) + 4 * t * row + n_folds * row * 8)
 
 
 # -- the trie as a PDFA -----------------------------------------------------------------------
