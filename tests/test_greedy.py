@@ -790,3 +790,47 @@ def test_tree_parents_of_a_small_trie():
     np.testing.assert_array_equal(par, [-1, 0, 0, 1, 2, 4])
     np.testing.assert_array_equal(let, [0, 1, 2, 2, 1, 1])
     np.testing.assert_array_equal(depth, [0, 1, 1, 2, 2, 3])
+
+
+def _trie(edges, n_sym):
+    """A trie ``child [n, n_sym]`` from ``(parent, letter, node)`` edges, nodes made after
+    their parents."""
+    child = np.full((1 + len(edges), n_sym), -1, dtype=np.int32)
+    for parent, letter, node in edges:
+        child[parent, letter] = node
+    return child
+
+
+@pytest.mark.parametrize("edges, n_sym", [
+    # root -1-> 1 -2-> 3 -1-> 4, root -2-> 2: node 4's path 1,2,1 has the factor 2,1, which
+    # leaves the trie below node 2
+    ([(0, 1, 1), (0, 2, 2), (1, 2, 3), (3, 1, 4)], 3),
+    # a deeper one, with the start letter 0 and factors leaving below nodes of depth 1 and 2
+    ([(0, 1, 1), (0, 2, 2), (0, 3, 3), (1, 2, 4), (2, 3, 5), (4, 3, 6), (6, 0, 7), (5, 1, 8),
+      (8, 2, 9)], 4),
+])
+def test_factor_closure_context_is_the_deepest_trie_node_on_each_states_path(edges, n_sym):
+    """``_factor_closure``'s ``s_ctx``: for each state of the backward trie ``S``, the deepest
+    node of the VGram trie on the state's path from the root (both read newest letter first),
+    recomputed here by walking the trie along the path; on these tries some states leave the
+    trie below a node other than the root (the case whose encoding the function decodes at
+    its end)."""
+    child = _trie(edges, n_sym)
+    s_child, s_ctx = _vgram._factor_closure(child)
+    parent = {int(c): (s, b) for s in range(s_child.shape[0]) for b in range(s_child.shape[1])
+              if (c := s_child[s, b]) >= 0}
+    off_below_root = 0
+    for s in range(s_child.shape[0]):
+        path, x = [], s
+        while x != 0:
+            x, b = parent[x]
+            path.append(b)
+        node, on = 0, True
+        for b in reversed(path):  # from the root down
+            if child[node, b] < 0:
+                on = False
+                break
+            node = int(child[node, b])
+        off_below_root += (not on) and node != 0
+        assert s_ctx[s] == node, s
+    assert off_below_root > 0
