@@ -1,0 +1,115 @@
+"""``--auto`` replayed from a recorded run's schedule with one option changed (issue 37: a
+paired comparison of final-chain strategies on one PAutomaC problem).
+
+    nice -n 10 python benchmarks/pautomac_auto_replay.py --runs benchmarks/results/p1-search-blocked/base
+        --problem 1 [--seeds 1,2,3,4,5] [--set final_blocked_every=0 ...]
+        [--data ../shared/data/pautomac] --out benchmarks/results/p1-final-replay/k0.json
+
+A timed ``--auto`` fit decides from its calibration (the schedule), which differs from run to
+run with the machine's load, so two timed runs of one seed can end in different N and beta
+and a comparison of their final chains mixes in phases 1-2's luck. Replayed from the schedule
+a ``pautomac run`` recorded (``RUNS/seedS/problems/P/auto.json``), phases 1-2 are pure
+functions of the schedule and the seed (``auto`` module docstring): every replay of a seed
+makes the same ladder and beta choices, and ``--set KEY=VALUE`` (an option of the cgs-pfa
+method, e.g. ``final_blocked_every=0``) changes what follows them only. With no ``--set`` the
+replay is the recorded run itself (its ratio is checked against the recorded one).
+
+Each seed's fit is the production unit's: the run's options (``run.json``), the unit seed
+``production.unit_seed(S, P, final role, 0)``, Eq. 6 of the test strings folded online; the
+test ratio - 1 (Eq. 19 over the solution's) is reported and chooses nothing. The output
+(``--out`` and its ``.md``) holds the commit and the command; a rerun skips finished seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import run_seeds  # noqa: E402  (this folder's module)
+
+
+def parse_set(items: list[str]) -> dict:
+    out = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        out[key.replace("-", "_")] = json.loads(value)
+    return out
+
+
+def run_seed(args, seed: int) -> dict:
+    from bayesfa.online import fit_and_predict
+    from bayesfa.pautomac import read_sample, read_solution
+    from bayesfa.production import _ROLE_FINAL, final_options, unit_seed
+    from bayesfa.scoring import score_all_log
+
+    problem = str(args.problem)
+    run = Path(args.runs) / f"seed{seed}"
+    identity = json.loads((run / "run.json").read_text())["identity"]
+    recorded = json.loads((run / "problems" / problem / "auto.json").read_text())
+    recorded = recorded.get("auto", recorded)
+    data = Path(args.data)
+    train = read_sample(data / f"{problem}.pautomac.train")
+    test = read_sample(data / f"{problem}.pautomac.test")
+    solution = read_solution(data / f"{problem}.pautomac_solution.txt", log=True)
+    changes = parse_set(args.set)
+    with tempfile.TemporaryDirectory() as tmp:
+        schedule = Path(tmp) / "schedule.json"
+        schedule.write_text(json.dumps(recorded["schedule"]))
+        options = {k: v for k, v in identity["options"].items() if k not in ("budget", "shares")}
+        options = final_options("cgs-pfa", {**options, "schedule": str(schedule), **changes})
+        t0 = time.process_time()
+        pred = fit_and_predict(identity["method"], train, options,
+                               unit_seed(int(identity["seed"]), problem, _ROLE_FINAL, 0), test)
+        cpu = time.process_time() - t0
+    auto = pred.info["fit"]["auto"]
+    ratio = score_all_log(np.asarray(pred.log_mean, dtype=np.float64), solution).ratio
+    summary = [r for r in (run / "summary.csv").read_text().splitlines()[1:] if r.split(",")[0] == problem]
+    recorded_ratio = float(summary[0].split(",")[6]) if summary else None
+    return {"seed": seed, "set": changes, "test_ratio_minus_1": float(ratio - 1),
+            "recorded_ratio_minus_1": None if recorded_ratio is None else recorded_ratio - 1,
+            "winner": auto["winner"], "final": auto["final"], "cpu_seconds": cpu,
+            "cpu_planned": auto.get("cpu_planned")}
+
+
+def table(result: dict) -> str:
+    lines = [f"Command: `{result['command']}` at {result['commit']}", "",
+             "Replayed from each seed's recorded schedule (phases 1-2 as recorded); test ratio - 1 "
+             "reported, chooses nothing; the recorded run's beside it.", "",
+             "| seed | N, beta | final sweeps a chain | blocked moves | ratio - 1 | recorded run's | CPU s |",
+             "|---:|---|---:|---:|---:|---:|---:|"]
+    for s in result["seeds"]:
+        rec = s["recorded_ratio_minus_1"]
+        lines.append(f"| {s['seed']} | {s['winner']['states']}, {s['winner']['beta']} | {s['final']['sweeps']} | "
+                     f"{s['final'].get('blocked_moves', 0)} | {s['test_ratio_minus_1']:.5f} | "
+                     f"{'' if rec is None else f'{rec:.5f}'} | {s['cpu_seconds']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", required=True, help="a folder of pautomac runs seed1, seed2, ...")
+    p.add_argument("--problem", type=int, default=1)
+    p.add_argument("--seeds", default="1,2,3,4,5")
+    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
+    p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pautomac"))
+    p.add_argument("--out", required=True)
+    args = p.parse_args(argv)
+    shown = " ".join(sys.argv[1:] if argv is None else argv)
+    run_seeds(args.out, [int(s) for s in args.seeds.split(",")],
+              f"python benchmarks/{Path(__file__).name} {shown}", lambda seed: run_seed(args, seed), table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
