@@ -834,3 +834,11 @@ def test_factor_closure_context_is_the_deepest_trie_node_on_each_states_path(edg
         off_below_root += (not on) and node != 0
         assert s_ctx[s] == node, s
     assert off_below_root > 0
+
+
+@pytest.mark.parametrize("variant", [-1, 6, 7])
+def test_vgram_refuses_a_variant_that_is_neither_the_method_nor_a_mutant(variant):
+    """The criterion runs any unknown ``variant`` as the method, so ``vgram`` refuses one rather
+    than let a caller that meant a mutant (or a wrong default) run the method unseen."""
+    with pytest.raises(ValueError, match="unknown VGram variant"):
+        _vgram.vgram(random_corpus(0, 20, 2), 0.5, _vgram.EVIDENCE, variant=variant)

@@ -53,6 +53,10 @@ NO_PRIOR_FACTOR = 2  # EVGram: Eq. 21 without the 1 / Gamma(beta) of each symbol
 NO_NORMALISER_PRIOR = 3  # EVGram: Eq. 21 without the Gamma((A+1) beta) of each context
 FOLD_NOT_HELD_OUT = 4  # CVGram: fold k's own counts left in the numerator, C_wa for C_wa - C_wka
 DENOMINATOR_NOT_HELD_OUT = 5  # CVGram: C_w for C_w - C_wk in the denominator
+#: the method (0) and its criterion's mutants: :func:`vgram` refuses any other ``variant``, which
+#: the criterion would otherwise run as the method while a caller took it for a mutant
+VARIANTS = (0, END_OUTSIDE_ALPHABET, NO_PRIOR_FACTOR, NO_NORMALISER_PRIOR, FOLD_NOT_HELD_OUT,
+            DENOMINATOR_NOT_HELD_OUT)
 
 
 @njit(cache=True)
@@ -304,7 +308,9 @@ def vgram(corpus: Corpus, beta: float, kind: int, folds: np.ndarray | None = Non
     (``position_folds [n_tokens]``, each position's: only a validation mutant's). ``variant``:
     a validation mutant of the criterion (:func:`_criterion`; 0 is the method). Returns
     ``{"child", "counts", "caret"}``, and with ``steps`` ``(arrays, steps)``, the leaves
-    examined (:func:`grow_trie`)."""
+    examined (:func:`grow_trie`). A ``variant`` outside :data:`VARIANTS` is a ValueError."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown VGram variant {variant!r}; the method is 0, its mutants {VARIANTS[1:]}")
     starts = position_starts(corpus)
     if position_folds is not None:
         fold = np.asarray(position_folds, dtype=np.int64)
