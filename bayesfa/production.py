@@ -693,9 +693,10 @@ def write_summary(results: Path, spec: RunSpec, rows: list[dict], failures: list
                   wall_seconds: float) -> None:
     """``summary.csv`` (:data:`SUMMARY_COLUMNS`), ``summary.md``, ``summary.json`` and, when
     some problem has a solution, ``ratios.png``."""
-    from bayesfa.provenance import code_version, portable_command
+    from bayesfa.provenance import code_version, compile_target, portable_command
 
     code = code_version()  # the code that wrote this summary (and ran this session's units)
+    target = compile_target()  # and the CPU its kernels were compiled for
     columns = SUMMARY_COLUMNS + (AUTO_COLUMNS if spec.auto else ())
     csv = ",".join(columns) + "\n" + "".join(
         ",".join(_cell(r.get(c)) for c in columns) + "\n" for r in rows)
@@ -719,7 +720,7 @@ def write_summary(results: Path, spec: RunSpec, rows: list[dict], failures: list
                      f"(paper, PAutomaC I: {PAPER_MEAN_RATIO_MINUS_ONE}).")
     lines.append(f"Seconds: compute time of each problem's units; this session's wall time "
                  f"{wall_seconds:.1f} s.")
-    lines.append(f"Code: {code}.")
+    lines.append(f"Code: {code}; kernels compiled for {target}.")
     if spec.auto:
         lines += ["", f"--auto: N and beta chosen per problem from held-out training strings within "
                       f"its share of --budget {spec.options['budget']:g} CPU seconds (problems/NAME/"
@@ -734,7 +735,8 @@ def write_summary(results: Path, spec: RunSpec, rows: list[dict], failures: list
         lines += ["", "## Failures", ""] + [f"- {f['problem']}: {f['error']}" for f in failures]
     text = "\n".join(lines) + "\n"
     atomic_write(results / "summary.md", lambda tmp: Path(tmp).write_text(text))
-    write_json(results / "summary.json", {"identity": spec.identity(), "code": code, "rows": rows,
+    write_json(results / "summary.json", {"identity": spec.identity(), "code": code,
+                                          "compile_target": target, "rows": rows,
                                           "failures": failures, "mean_ratio_minus_one": mean})
     if ratios:
         plot_ratios(results / "ratios.png", rows)

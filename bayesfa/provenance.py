@@ -58,6 +58,26 @@ def code_version() -> str:
     return f"bayesfa {ver}, git {git_commit()}"
 
 
+def compile_target() -> str:
+    """The CPU numba compiles the kernels for, and its widest vector: ``"emeraldrapids, 512-bit
+    vectors"`` (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` when set, else the host's).
+
+    Same seed, same result holds bit for bit among machines of one vector width: the sweep
+    kernels' vectorised float32 sums round differently at 256 and 512 bits, so a chain that
+    meets such a rounding difference goes on differently (benchmarks/RESULTS.md, "A run
+    replayed on another CPU"). Results record it beside the code."""
+    import llvmlite.binding as llvm
+    from numba.core import config
+
+    name = config.CPU_NAME or llvm.get_host_cpu_name()
+    if config.CPU_FEATURES is not None:
+        enabled = {f[1:] for f in config.CPU_FEATURES.split(",") if f.startswith("+")}
+    else:
+        enabled = {k for k, on in llvm.get_host_cpu_features().items() if on}
+    width = 512 if "avx512f" in enabled else 256 if "avx2" in enabled or "avx" in enabled else 128
+    return f"{name}, {width}-bit vectors"
+
+
 def portable_path(text: str, root: str | Path | None = None) -> str:
     """``text`` as a path relative to the checkout at ``root`` (default :data:`ROOT`) when it
     is an absolute path on this machine, so that a recorded command runs from a fresh clone's

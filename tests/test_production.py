@@ -138,11 +138,12 @@ def test_local_cluster_run_answers_scores_and_reports_the_bad_problem(reference,
         assert re.search(rf"^\| {name} \| [23] \| 0\.[15] \| .* \| {float(ratio) - 1:.5f} \| ", md, re.M), md
     mean = np.mean([float(r[6]) for r in rows]) - 1
     assert f"Mean ratio - 1 over 2 scored problems: {mean:.5f} (paper, PAutomaC I: 0.00129)." in md
-    from bayesfa.provenance import git_commit
+    from bayesfa.provenance import compile_target, git_commit
 
-    code = re.search(r"^Code: bayesfa \S+, git (\S+)\.$", md, re.M)  # the code that made it
-    assert code and code.group(1) == git_commit(), md
-    assert json.loads((out / "summary.json").read_text())["code"].endswith(f"git {git_commit()}")
+    code = re.search(r"^Code: bayesfa \S+, git (\S+); kernels compiled for (.+)\.$", md, re.M)
+    assert code and code.group(1) == git_commit() and code.group(2) == compile_target(), md
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["code"].endswith(f"git {git_commit()}") and summary["compile_target"] == compile_target()
     assert len(_unit_files(out)) == 2 * UNITS_PER_PROBLEM
     assert (out / "ratios.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for name, method, states, beta, score, min_score, ratio, seconds in rows:

@@ -55,3 +55,31 @@ def test_results_and_ledgers_do_not_make_a_checkout_dirty_but_code_does(tmp_path
     assert git_commit(tmp_path) == clean
     (tmp_path / "bayesfa/x.py").write_text("a = 2\n")  # code
     assert git_commit(tmp_path) == clean + "+dirty"
+
+
+@pytest.mark.parametrize("name, features, expected", [
+    ("skylake", "+avx,+avx2,+fma,+sse4.2", "skylake, 256-bit vectors"),
+    ("sapphirerapids", "+avx2,+avx512f,+avx512bw", "sapphirerapids, 512-bit vectors"),
+    ("core2", "+sse4.1,+ssse3", "core2, 128-bit vectors"),
+])
+def test_compile_target_names_the_cpu_numba_compiles_for(monkeypatch, name, features, expected):
+    """``compile_target``: numba's ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` when set (what a
+    run made elsewhere is repeated with), and the widest vector their features enable."""
+    from numba.core import config
+
+    from bayesfa.provenance import compile_target
+
+    monkeypatch.setattr(config, "CPU_NAME", name)
+    monkeypatch.setattr(config, "CPU_FEATURES", features)
+    assert compile_target() == expected
+
+
+def test_compile_target_of_the_host_is_its_llvm_name():
+    import llvmlite.binding as llvm
+    from numba.core import config
+
+    from bayesfa.provenance import compile_target
+
+    if config.CPU_NAME is not None:
+        pytest.skip("NUMBA_CPU_NAME is set")
+    assert compile_target().startswith(llvm.get_host_cpu_name() + ", ")
