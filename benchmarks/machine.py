@@ -79,3 +79,16 @@ def run_seeds(out, seeds, command: str, run_seed, table) -> None:
         os.replace(tmp, out)
         out.with_suffix(".md").write_text(table(result))
         print(f"seed {seed} done", flush=True)
+
+
+def run_script_seeds(script: str, args, argv, run_seed, table) -> int:
+    """:func:`run_seeds` for a benchmark script's parsed ``args`` (its ``--out`` and its
+    ``--seeds`` "1,2,3"), ``run_seed(args, seed)`` each; the command recorded is ``python
+    benchmarks/SCRIPT`` with the script's arguments (``argv``, or ``sys.argv[1:]``)."""
+    import sys
+    from pathlib import Path
+
+    shown = " ".join(sys.argv[1:] if argv is None else argv)
+    run_seeds(args.out, [int(s) for s in args.seeds.split(",")],
+              f"python benchmarks/{Path(script).name} {shown}", lambda seed: run_seed(args, seed), table)
+    return 0

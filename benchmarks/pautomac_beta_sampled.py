@@ -38,7 +38,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import run_seeds  # noqa: E402  (this folder's module)
+from machine import run_script_seeds  # noqa: E402  (this folder's module)
 
 LOG_BETA_MIN, LOG_BETA_MAX = np.log(1e-3), np.log(1.0)
 STEP, PROPOSALS = 0.1, 3
@@ -136,11 +136,7 @@ def main(argv=None) -> int:
     p.add_argument("--draws", type=int, default=50)
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pautomac"))
     p.add_argument("--out", required=True)
-    args = p.parse_args(argv)
-    shown = " ".join(sys.argv[1:] if argv is None else argv)
-    run_seeds(args.out, [int(s) for s in args.seeds.split(",")],
-              f"python benchmarks/{Path(__file__).name} {shown}", lambda seed: run_seed(args, seed), table)
-    return 0
+    return run_script_seeds(__file__, p.parse_args(argv), argv, run_seed, table)
 
 
 if __name__ == "__main__":

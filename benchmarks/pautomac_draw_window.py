@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import run_seeds  # noqa: E402  (this folder's module)
+from machine import run_script_seeds  # noqa: E402  (this folder's module)
 
 FRACTIONS = [round(0.1 * k, 1) for k in range(10)]
 
@@ -151,12 +151,7 @@ def main(argv=None) -> int:
     p.add_argument("--blocked-every", type=int, default=10)
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pautomac"))
     p.add_argument("--out", required=True)
-    args = p.parse_args(argv)
-    shown = " ".join(sys.argv[1:] if argv is None else argv)
-    run_seeds(args.out, [int(s) for s in args.seeds.split(",")],
-              f"python benchmarks/{Path(__file__).name} {shown}",
-              lambda seed: run_seed(args, seed), table)
-    return 0
+    return run_script_seeds(__file__, p.parse_args(argv), argv, run_seed, table)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import run_seeds  # noqa: E402  (this folder's module)
+from machine import run_script_seeds  # noqa: E402  (this folder's module)
 
 
 def log_mean(*per_draw: np.ndarray) -> np.ndarray:
@@ -141,18 +141,14 @@ def main(argv=None) -> int:
                         "--auto's phases 1-2 run)")
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pautomac"))
     p.add_argument("--out", required=True)
-    args = p.parse_args(argv)
-    shown = " ".join(sys.argv[1:] if argv is None else argv)
 
-    def one(seed):
+    def one(args, seed):
         from bayesfa.samplers.pfa import auto, cgs_pfa
 
         with auto.front_session(cgs_pfa):
             return run_seed(args, seed)
 
-    run_seeds(args.out, [int(s) for s in args.seeds.split(",")],
-              f"python benchmarks/{Path(__file__).name} {shown}", one, table)
-    return 0
+    return run_script_seeds(__file__, p.parse_args(argv), argv, one, table)
 
 
 if __name__ == "__main__":
