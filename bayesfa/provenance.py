@@ -64,8 +64,8 @@ def compile_target() -> str:
 
     Same seed, same result holds bit for bit among machines of one vector width: the sweep
     kernels' vectorised float32 sums round differently at 256 and 512 bits, so a chain that
-    meets such a rounding difference goes on differently (benchmarks/RESULTS.md, "A run
-    replayed on another CPU"). Results record it beside the code."""
+    meets such a rounding difference goes on differently (docs/production.md, "Same seed, same
+    result"). Results record it beside the code."""
     import llvmlite.binding as llvm
     from numba.core import config
 
