@@ -214,3 +214,46 @@ def test_memory_estimate_covers_the_models_tables_for_a_wide_alphabet():
     k, s = 2, 1001
     assert method.estimate_memory(wide, opts) >= 4 * 8 * k * (k + s)
     assert method.estimate_memory(wide, opts) >= 6 * 8 * wide.n_tokens * k
+    # the tables and the frames are held at once: the estimate covers their sum
+    assert method.estimate_memory(wide, opts) >= 4 * 8 * k * (k + s) + 6 * 8 * wide.n_tokens * k
+
+
+def test_converged_says_whether_tol_stopped_the_run():
+    """A restart is ``converged`` when ``--tol`` stopped it (its last step gained less than
+    tol), not when it used up ``--n-iter`` (hmmlearn calls both converged)."""
+    train, method = corpus(seed=7), get_method("hmm-em")
+    used_up = method.fit(train, options("--states", "3", "--restarts", "2", "--n-iter", "3",
+                                        "--tol", "1e-12"), 3, False)
+    assert [r["iterations"] for r in used_up.info["restarts"]] == [3, 3]
+    assert [r["converged"] for r in used_up.info["restarts"]] == [False, False]
+    assert used_up.info["converged"] is False
+    stopped = method.fit(train, options("--states", "3", "--restarts", "1", "--n-iter", "50",
+                                        "--tol", "1e3"), 3, False)
+    assert stopped.info["restarts"][0]["iterations"] == 2 and stopped.info["converged"] is True
+
+
+def test_the_estimate_gets_the_first_iterations_seconds(monkeypatch):
+    """``_report_to`` calls ``estimate`` once, after the first EM iteration, with the seconds
+    since it was set up (a fake clock: 2.0 then 7.0 gives 5.0; later iterations call nothing),
+    and moves the bar by one an iteration."""
+    clock = iter([2.0, 7.0, 9.0])
+    monkeypatch.setattr(hmm_em.time, "perf_counter", lambda: next(clock))
+    reported, seconds = [], []
+
+    class Monitor:
+        report = staticmethod(reported.append)
+
+    class Model:
+        monitor_ = Monitor()
+
+    class Bar:
+        n = 0
+
+        def update(self, k):
+            self.n += k
+
+    model, bar = Model(), Bar()
+    hmm_em._report_to(model, bar, seconds.append)
+    model.monitor_.report(-10.0)
+    model.monitor_.report(-9.0)
+    assert reported == [-10.0, -9.0] and bar.n == 2 and seconds == [5.0]
