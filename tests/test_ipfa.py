@@ -554,9 +554,11 @@ print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
 """
 
 
+@pytest.mark.slow
 def test_the_sweep_loads_from_numba_cache_in_a_new_process(tmp_path):
     """The compiled sweep over positions (``sweep_positions``, the fastmath kernel) is found in
-    numba's cache by the next process. (Its caller ``sweeps`` is compiled in each process on
+    numba's cache by the next process (two processes compiling from an empty cache, about 20 s:
+    in .ci/run's slow subset). (Its caller ``sweeps`` is compiled in each process on
     purpose, see tests/test_reproducible_compiles.py; while it was cached, a closure over the
     compiled sweep missed the cache at every start, its pickle differing in each process.)"""
     import os

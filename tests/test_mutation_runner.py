@@ -1,11 +1,15 @@
 """benchmarks/mutation/run.py (issue 39 item 3): which tests and which methods kill the mutants
-of each file. The run itself (hours of CPU, cosmic-ray) is not in CI."""
+of each file. The run itself (hours of CPU, cosmic-ray) is not in CI; these tests of the runner
+(about a minute: git work copies, subprocesses) are tooling, not the library, so they are marked
+slow and run in .ci/run's slow subset, not in the README's test command."""
 
 import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -210,15 +210,15 @@ def test_each_mutant_changes_the_chain():
 
 # -- the predictive comparison --------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def cgs_validation():
+@pytest.mark.slow
+def test_validate_cgs_pfa_passes():
+    """``bayesfa validate cgs-pfa --json`` at its defaults: every check, in order, passes. Its
+    50-70 s (most of it the 2,000 replica-exchange chains of two checks, a Python loop over
+    sweeps on the toy) run in .ci/run's slow subset; each check also has its own fast tests
+    (here, tests/test_blocked.py, tests/test_replica.py, tests/test_split_merge.py)."""
     text, passed = validate_main("cgs-pfa", "tiny", True, seed=0)
     assert "\n" not in text  # --json prints one line
-    return json.loads(text), passed
-
-
-def test_validate_cgs_pfa_passes(cgs_validation):
-    out, passed = cgs_validation
+    out = json.loads(text)
     assert passed and out["passed"]
     assert out["method"] == "cgs-pfa" and out["toy"] == "tiny"
     names = [c["name"] for c in out["checks"]]
@@ -232,9 +232,10 @@ def test_validate_cgs_pfa_passes(cgs_validation):
     assert {"string", "estimate", "reference", "mcse", "z", "pass", "exact", "plugin_bias"} <= set(rows[0])
 
 
-def test_plugin_bias_is_visible(cgs_validation):
-    """The plug-in limit differs from the exact posterior predictive by many MC errors."""
-    rows = cgs_validation[0]["checks"][0]["rows"]
+def test_plugin_bias_is_visible():
+    """The plug-in limit differs from the exact posterior predictive by many MC errors (the
+    predictive check of ``validate cgs-pfa``: the same fit, seed and toy)."""
+    rows = compare("cgs-pfa", "tiny", seed=0).check("predictive").rows
     biased = [r for r in rows if r["mcse"] and abs(r["plugin_bias"]) > 10 * r["mcse"]]
     assert len(biased) >= 5
     assert rows[0]["plugin_bias"] == pytest.approx(0, abs=1e-12)  # Pr(ε) = (C_000 + N b) / (m + N A b)
