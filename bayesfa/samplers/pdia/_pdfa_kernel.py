@@ -674,7 +674,7 @@ def _mh_accept(dl, r1, f, s_sum, b, size_before, size_after, random_scan, model,
     without the proposal ratio, ``dL - r1 + f - s_sum``). On acceptance the ``O`` entries are
     deleted (unseated, ``delta = seat = -1``) and True is returned; the caller then seats the
     proposed value. Settles the walk (:func:`finish_walk`) either way."""
-    b = _reseat_old(1, b, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs, col_T, sts,
+    b = _reseat_old(np.int64(1), b, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs, col_T, sts,
                     meta, hyp)
     if variant == 1:
         log_a = dl - r1 + f - s_sum
@@ -700,7 +700,7 @@ def _reject_entry(i, j, s_new, s_old, k_old, model, variant, n_new, newq, news, 
                   mu, tabs, col_tabs, col_T, sts, meta, hyp, sym, nf, cnt, ctot, cnt2, ctot2, ws):
     """Undo a proposed ``delta_ij`` (seat ``s_new``), its walk and its just-in-time entries;
     end the move."""
-    finish_walk(False, sym, nf, cnt, ctot, cnt2, ctot2, ws)
+    finish_walk(np.bool_(False), sym, nf, cnt, ctot, cnt2, ctot2, ws)
     _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs, col_T,
               sts, meta, hyp)
     rem(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
@@ -732,7 +732,7 @@ def move_entry(i, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot
     f = add(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
     delta[i, j] = seat_dish(model, s_new, tabs)
     seat[i, j] = s_new
-    nu = _gather_uses(i, j, 0, ws)
+    nu = _gather_uses(i, j, np.int64(0), ws)
     n_new, lpf, ok = walk_changes(model, variant, sym, nf, delta, seat, cnt2, ctot2, nu, newq,
                                   news, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, rng, ws,
                                   stats)
@@ -745,7 +745,7 @@ def move_entry(i, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot
         return
     n_o = _collect_unvisited(delta, seat, oq, os_, oseat, ws)
     # without deleted entries every event has a unique reverse (see _ambiguous)
-    if model == 1 and n_o > 0 and variant != 5 and _ambiguous(i, j, -1, k_old, seat, n_new,
+    if model == 1 and n_o > 0 and variant != 5 and _ambiguous(i, j, np.int64(-1), k_old, seat, n_new,
                                                               newq, news, n_o, oseat, tabs, sts,
                                                               ws):
         _reject_entry(i, j, s_new, s_old, k_old, model, variant, n_new, newq, news, delta, seat,
@@ -753,7 +753,7 @@ def move_entry(i, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot
                       ctot2, ws)
         return
     dl = delta_loglik(cnt, ctot, cnt2, ctot2, lg, changed, ws)
-    s_sum = _reseat_old(-1, 0.0, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs,
+    s_sum = _reseat_old(np.int64(-1), 0.0, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs,
                         col_T, sts, meta, hyp)
     size_after = _n_customers(nj, nf)
     rem(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
@@ -798,13 +798,13 @@ def _reject_table(t, j, k_new, k_old, model, variant, n_new, newq, news, delta, 
                   tabs, col_tabs, col_T, sts, meta, hyp, sym, nf, cnt, ctot, cnt2, ctot2, ws):
     """Undo a proposed dish ``k_new`` of table ``t`` (column ``j``), its walk and the
     just-in-time entries; end the move."""
-    finish_walk(False, sym, nf, cnt, ctot, cnt2, ctot2, ws)
+    finish_walk(np.bool_(False), sym, nf, cnt, ctot, cnt2, ctot2, ws)
     _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs, col_T,
               sts, meta, hyp)
     _top_rem(k_new, sts, meta, hyp, variant)
     _top_add(k_old, sts, meta, hyp, variant)
     tabs[T_DISH, t] = k_old
-    _set_table_targets(t, j, k_old, delta, seat, meta[M_HI], ws, -1)
+    _set_table_targets(t, j, k_old, delta, seat, meta[M_HI], ws, np.int64(-1))
     end_move(tabs, sts, meta)
 
 
@@ -816,8 +816,8 @@ def move_table(t, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, 
     discount), every customer of ``t`` follows, accept by the same exact ratio (times
     ``M / M'`` when the table was picked uniformly among the ``M`` open ones)."""
     size_before = meta[M_TABLES]
-    j = tabs[T_COL, t]
-    k_old = tabs[T_DISH, t]
+    j = np.int64(tabs[T_COL, t])
+    k_old = np.int64(tabs[T_DISH, t])
     r1 = _top_rem(k_old, sts, meta, hyp, variant)
     k_new = sample_dish(rng, sts, meta, hyp, variant, sts.shape[1])
     stats[ST_TABLE + 1] += 1
@@ -828,7 +828,7 @@ def move_table(t, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, 
         return
     f = _top_add(k_new, sts, meta, hyp, variant)
     tabs[T_DISH, t] = k_new
-    nu = _set_table_targets(t, j, k_new, delta, seat, meta[M_HI], ws, 0)
+    nu = _set_table_targets(t, j, k_new, delta, seat, meta[M_HI], ws, np.int64(0))
     n_new, lpf, ok = walk_changes(model, variant, sym, nf, delta, seat, cnt2, ctot2, nu, newq,
                                   news, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, rng, ws,
                                   stats)
@@ -840,14 +840,14 @@ def move_table(t, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, 
         stats[ST_CAPACITY] += 1
         return
     n_o = _collect_unvisited(delta, seat, oq, os_, oseat, ws)
-    if n_o > 0 and variant != 5 and _ambiguous(-1, -1, t, k_old, seat, n_new, newq, news, n_o,
+    if n_o > 0 and variant != 5 and _ambiguous(np.int64(-1), np.int64(-1), t, k_old, seat, n_new, newq, news, n_o,
                                                oseat, tabs, sts, ws):
         _reject_table(t, j, k_new, k_old, model, variant, n_new, newq, news, delta, seat, nj, v,
                       mu, tabs, col_tabs, col_T, sts, meta, hyp, sym, nf, cnt, ctot, cnt2, ctot2,
                       ws)
         return
     dl = delta_loglik(cnt, ctot, cnt2, ctot2, lg, changed, ws)
-    s_sum = _reseat_old(-1, 0.0, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs,
+    s_sum = _reseat_old(np.int64(-1), 0.0, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs,
                         col_T, sts, meta, hyp)
     size_after = meta[M_TABLES]
     _top_rem(k_new, sts, meta, hyp, variant)
@@ -860,12 +860,12 @@ def move_table(t, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, 
         _top_rem(k_old, sts, meta, hyp, variant)
         _top_add(k_new, sts, meta, hyp, variant)
         tabs[T_DISH, t] = k_new
-        _set_table_targets(t, j, k_new, delta, seat, meta[M_HI], ws, -1)
+        _set_table_targets(t, j, k_new, delta, seat, meta[M_HI], ws, np.int64(-1))
         stats[ST_TABLE] += 1
     else:
         _undo_new(model, variant, n_new, newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
                   col_T, sts, meta, hyp)
-        _set_table_targets(t, j, k_old, delta, seat, meta[M_HI], ws, -1)
+        _set_table_targets(t, j, k_old, delta, seat, meta[M_HI], ws, np.int64(-1))
     end_move(tabs, sts, meta)
 
 
@@ -1045,7 +1045,7 @@ def _sweep(model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, changed
                 if delta[q, j] >= 0:
                     move_entry(q, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2,
                                ctot2, changed, newq, news, oq, os_, oseat, nj, v, mu, tabs,
-                               col_tabs, col_T, sts, meta, hyp, lg, False, rng, stats, ws)
+                               col_tabs, col_T, sts, meta, hyp, lg, np.bool_(False), rng, stats, ws)
     else:
         # state labels of the PDIA come and go, so a scan in label order would depend on the
         # history: random scan, each move picking an entry (a table) uniformly. The number of
@@ -1062,7 +1062,7 @@ def _sweep(model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, changed
                     break
             move_entry(q, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2,
                        changed, newq, news, oq, os_, oseat, nj, v, mu, tabs, col_tabs, col_T,
-                       sts, meta, hyp, lg, True, rng, stats, ws)
+                       sts, meta, hyp, lg, np.bool_(True), rng, stats, ws)
         if table_moves:
             n_moves = meta[M_TABLES] if n_table_moves < 0 else n_table_moves
             for _ in range(n_moves):
@@ -1071,7 +1071,7 @@ def _sweep(model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, changed
                 t = _random_table(rng, col_T, col_tabs, meta)
                 move_table(t, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2,
                            changed, newq, news, oq, os_, oseat, nj, v, mu, tabs, col_tabs, col_T,
-                           sts, meta, hyp, lg, True, rng, stats, ws)
+                           sts, meta, hyp, lg, np.bool_(True), rng, stats, ws)
     qpath = ws[0][W_QPATH]
     moved = 0
     for t in range(start.shape[0]):
@@ -1244,7 +1244,7 @@ def predict_weights(model, variant, sym, lo, hi_, counted, nf, start, prepaid, a
                 w += log_z
                 prepaid = True
             else:
-                _, ok = _instantiate(model, variant, q, s, 0, delta, seat, newq, news, nj, v,
+                _, ok = _instantiate(model, variant, q, s, np.int64(0), delta, seat, newq, news, nj, v,
                                      mu, tabs, col_tabs, col_T, sts, meta, hyp, rng)
                 if not ok:
                     raise ValueError("prediction ran out of state capacity")
