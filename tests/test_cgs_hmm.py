@@ -208,6 +208,32 @@ def test_estimate_memory_counts_the_chain_state_a_fit_allocates(method, monkeypa
         "states": n, "chains": 1, "iterations": 4, "burn_in": 2, "period": 1}) - extra == held
 
 
+@pytest.mark.parametrize("method", ["cgs-hmm", "cgs-hmm-star", "cgs-sg"])
+def test_estimate_memory_counts_the_bytes_a_chain_stores_a_draw(method, monkeypatch):
+    """The per-draw term of ``estimate_memory`` is what :func:`cgs_hmm.run_chain` returns per
+    draw, measured: the bytes of its draw arrays (the outs, the held-out log predictive; not
+    ``z`` or the seconds) from a chain of 5 draws less those of a chain of 3, halved. (Before
+    this test the estimate added 24 bytes a draw for the trace, and left out CGS-HMM's
+    held-out array: 8 bytes a draw short.)"""
+    from bayesfa.methods import get_method
+
+    corpus = Corpus.from_strings([[], [0], [1, 2, 0], [], [2, 2, 2, 1]], 3)
+    n, a = 4, corpus.alphabet_size + 1
+    kind = (cgs_sg._SGKind(0.1, 5, 0) if method == "cgs-sg"
+            else cgs_hmm._HMMKind(0.1, 0.1, 0, star=method == "cgs-hmm-star"))
+
+    def held(n_draws):
+        out = cgs_hmm.run_chain(kind, corpus.tokens, a, n, 1, 1, n_draws, np.random.SeedSequence(0))
+        return sum(x.nbytes for x in out[:-2])  # less z and the seconds
+
+    seen = []
+    monkeypatch.setattr(cgs_sg if method == "cgs-sg" else cgs_hmm, "stored_bytes",
+                        lambda corpus, options, per_draw, state: seen.append(per_draw) or 0)
+    get_method(method).estimate_memory(corpus, {"states": n, "chains": 1, "iterations": 4,
+                                                "burn_in": 2, "period": 1})
+    assert seen == [(held(5) - held(3)) // 2]
+
+
 def test_literal_star_is_the_formula_as_printed_by_enumeration():
     """``star_log_prob(..., LITERAL_STAR)`` (validation only) is Sect. 4.4's formula as
     printed, ``(C_iaj + beta) / (C_i + N A beta)`` on every edge, the end edge included:

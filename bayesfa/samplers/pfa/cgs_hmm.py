@@ -96,9 +96,16 @@ def path_bytes(corpus: Corpus) -> int:
     return 4 * (corpus.n_tokens + 1) + 16 * corpus.n_letters
 
 
+def draw_bytes(kind, n_states: int, n_symbols: int) -> int:
+    """Bytes :func:`run_chain` holds for each draw of a chain of ``kind`` (:class:`_HMMKind`
+    or :class:`bayesfa.samplers.pfa.cgs_sg._SGKind`): one draw of its outs
+    (``kind.new_outs``) and its held-out log predictive (float64)."""
+    return sum(x.nbytes for x in kind.new_outs(1, n_states, n_symbols)) + 8
+
+
 def stored_bytes(corpus: Corpus, options: dict[str, Any], per_draw: int, state: int) -> int:
-    """Peak bytes of a sampler that stores ``per_draw`` bytes a draw and keeps ``state``
-    bytes of chain state, and of Eq. 6 over its draws (64 MiB chunks of float64 ``xi``, the
+    """Peak bytes of a sampler that stores ``per_draw`` bytes a draw (:func:`draw_bytes`) and
+    keeps ``state`` bytes of chain state, and of Eq. 6 over its draws (64 MiB chunks of float64 ``xi``, the
     forward pass and the ``[S, n_strings]`` table, over blocks of strings when it would exceed
     the forward budget: :func:`bayesfa.memory.eq6_bytes`)."""
     from bayesfa.memory import eq6_bytes
@@ -106,7 +113,7 @@ def stored_bytes(corpus: Corpus, options: dict[str, Any], per_draw: int, state: 
     n, a, chains = options["states"], corpus.alphabet_size + 1, options["chains"]
     draws = draws_per_chain(options)
     jobs = min(options.get("jobs", 1), chains)
-    chain = draws * (per_draw + 24)
+    chain = draws * per_draw
     stored = chains * chain
     fit = 2 * stored + state * max(1, jobs) + (jobs > 1) * jobs * 2 * chain
     samples = chains * draws
@@ -219,7 +226,8 @@ class _HMMKind(NamedTuple):
     def init(self, kernel, tokens, z, state) -> None:
         kernel.fill_counts(tokens, z, *state)
 
-    def new_outs(self, n_draws: int, n_states: int, n_symbols: int) -> tuple:
+    @staticmethod
+    def new_outs(n_draws: int, n_states: int, n_symbols: int) -> tuple:
         """``(counts, log_joint, n_states, n_edges, moves)`` of ``n_draws`` draws (``moves``
         int64, the positions moved in each draw's sweeps: the last out of every kind)."""
         return (np.zeros((n_draws, n_states + 1, n_symbols, n_states + 1), dtype=np.int32),
@@ -558,12 +566,12 @@ class _CGSHMM(ChainFront):
                                  "that of the transitions theta); default 0.1 (the paper's)")
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
-        """Stored ``C_iaj`` (int32) per draw, the chain state (float64 counts of
-        :meth:`_HMMKind.new_state`, :func:`path_bytes`), and Eq. 6 over every draw
-        (:func:`stored_bytes`)."""
+        """Stored ``C_iaj`` (int32) and the trace per draw (:func:`draw_bytes`), the chain
+        state (float64 counts of :meth:`_HMMKind.new_state`, :func:`path_bytes`), and Eq. 6
+        over every draw (:func:`stored_bytes`)."""
         n, a = options["states"], corpus.alphabet_size + 1
         state = 8 * (a * (n + 1) + 2 * (n + 1) ** 2 + 2 * (n + 1)) + path_bytes(corpus)
-        return stored_bytes(corpus, options, 4 * (n + 1) * a * (n + 1), state)
+        return stored_bytes(corpus, options, draw_bytes(_HMMKind, n, a), state)
 
     def sample(self, corpus: Corpus, options: dict[str, Any], seed: int, jobs: int,
                **chain_options) -> FitResult:

@@ -36,8 +36,8 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import FitResult, nonnegative_int
 from bayesfa.samplers.chains import CHECKPOINT_EVERY, check_chain_arguments
-from bayesfa.samplers.pfa.cgs_hmm import (ChainFront, chunked_log_prob, moved_fraction, path_bytes,
-                                         sample_chains, stored_bytes)
+from bayesfa.samplers.pfa.cgs_hmm import (ChainFront, chunked_log_prob, draw_bytes, moved_fraction,
+                                         path_bytes, sample_chains, stored_bytes)
 
 
 class SGResult(NamedTuple):
@@ -108,7 +108,8 @@ class _SGKind(NamedTuple):
         kernel.fill_counts(tokens, z, c, ct, ci)
         kernel.set_graph(gr, grt, v, meta, True)
 
-    def new_outs(self, n_draws: int, n_states: int, n_symbols: int) -> tuple:
+    @staticmethod
+    def new_outs(n_draws: int, n_states: int, n_symbols: int) -> tuple:
         """``(counts, graph, log_joint, n_states, n_pairs, n_edges, n_graph_edges, moves)``
         (``moves`` int64: the positions moved in each draw's sweeps)."""
         shape = (n_draws, n_states + 1, n_symbols, n_states + 1)
@@ -175,12 +176,13 @@ class _CGSSG(ChainFront):
                                  "= N A (Sect. 3)")
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
-        """Stored ``C_iaj`` (int32) and ``G`` (uint8) per draw, the chain state
-        (:func:`new_state`'s arrays, :func:`path_bytes`), and Eq. 6."""
+        """Stored ``C_iaj`` (int32), ``G`` (uint8) and the trace per draw
+        (:func:`~bayesfa.samplers.pfa.cgs_hmm.draw_bytes`), the chain state (:func:`new_state`'s
+        arrays, :func:`path_bytes`), and Eq. 6."""
         n, a = options["states"], corpus.alphabet_size + 1
         cells = (n + 1) * a * (n + 1)
         state = 10 * cells + 16 * (n + 1) + 24 + path_bytes(corpus)
-        return stored_bytes(corpus, options, 5 * cells + 16, state) + 2 * cells * 8
+        return stored_bytes(corpus, options, draw_bytes(_SGKind, n, a), state) + 2 * cells * 8
 
     def sample(self, corpus: Corpus, options: dict[str, Any], seed: int, jobs: int,
                **chain_options) -> FitResult:
