@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -44,10 +43,7 @@ def main(argv=None) -> int:
     identity = json.loads((run / "run.json").read_text())["identity"]
     rec = json.loads((run / "problems" / args.problem / "auto.json").read_text())
     rec = rec.get("auto", rec)
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(rec["schedule"], f)
-    schedule = auto.read_schedule(f.name)
-    Path(f.name).unlink()
+    schedule = auto.check_schedule(rec["schedule"], run / "problems" / args.problem / "auto.json")
     corpus = read_sample(Path(args.data) / f"{args.problem}.pautomac.train")
     seed = unit_seed(int(identity["seed"]), args.problem, _ROLE_FINAL, 0)
     kept_idx, held_idx = cgs_pfa.holdout_split(corpus.n_strings, auto.HOLDOUT, np.random.SeedSequence(seed))

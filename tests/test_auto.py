@@ -711,6 +711,16 @@ def test_a_schedule_without_a_rung_table_plans_from_its_line_as_before(tmp_path)
         with pytest.raises(InputError, match="rung_seconds") as exc:
             auto.read_schedule(path)
         assert "\n" not in str(exc.value)
+    # check_schedule: the same checks on a parsed schedule (a recorded auto.json's), the
+    # source named when given
+    good = {**base, "rung_seconds": {"10": 2e-8, "15": 3e-8}}
+    path.write_text(json.dumps(good))
+    assert auto.check_schedule(good) == auto.read_schedule(path)
+    assert auto.check_schedule({"info": {"auto": {"schedule": good}}}) == auto.read_schedule(path)
+    with pytest.raises(InputError, match="^auto.json: rung_seconds"):
+        auto.check_schedule({**base, "rung_seconds": {}}, "auto.json")
+    with pytest.raises(InputError, match="^not a "):
+        auto.check_schedule({**base, "budget": "100"})
 
 
 def test_phase3_sweep_cost_measured_as_free_falls_back_to_the_model():

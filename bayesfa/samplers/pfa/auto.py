@@ -266,6 +266,13 @@ def read_schedule(path: str | os.PathLike) -> dict[str, Any]:
         raise InputError(f"cannot read: {err.strerror}", path) from None
     except ValueError:
         raise InputError("not JSON", path) from None
+    return check_schedule(data, path)
+
+
+def check_schedule(data: Any, path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """The schedule in ``data`` (a schedule's JSON, or a manifest's with ``info.auto.schedule``,
+    already parsed, e.g. the ``schedule`` of a recorded ``auto.json``), checked as
+    :func:`read_schedule` checks a file's; ``path`` names its source in the errors."""
     if isinstance(data, dict) and "info" in data:
         data = (data.get("info") or {}).get("auto", {}).get("schedule")
     keys = ("format", "budget", *_COSTS, "overhead_seconds", *_FINAL_COSTS)
