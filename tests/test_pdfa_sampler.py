@@ -191,3 +191,24 @@ def test_mu_gibbs_step_reaches_the_boundary_small_gamma_needs():
     crit = stats.norm.isf(TEST_FAILURE_RATE / 4)
     assert exact[1] > 0.5  # the test reaches the region it is about
     assert np.max(np.abs(z)) < crit, (est, exact, z)
+
+
+def test_the_kernel_compiles_one_specialisation_a_signature_not_one_a_literal():
+    """numba specialises a compiled callee on each constant it is passed (``Literal[bool]``,
+    ``Literal[int]``): ``move_entry(..., False, ...)`` and ``(..., True, ...)`` were two
+    compiles of the largest function and of its callees, 9 of the 34 s the first PDFA fit spent
+    compiling. The kernel passes its constants as ``np.bool_`` / ``np.int64`` values; after a
+    fit of each method on it, no compiled function of the kernel has a literal argument type."""
+    from numba.core import types
+    from numba.core.registry import CPUDispatcher
+
+    from bayesfa.samplers.pdia import _pdfa_kernel
+
+    train = get_toy("small").train
+    for name in ("pdfa", "pdia", "pdia-smoothed"):
+        method = get_method(name)
+        method.fit(train, options(name, iterations=6, burn_in=2, period=2, chains=1), 0, False)
+    literal = {f"{name}{sig}" for name, d in vars(_pdfa_kernel).items()
+               if isinstance(d, CPUDispatcher) for sig in d.overloads
+               if any(isinstance(t, types.Literal) for t in sig)}
+    assert literal == set()
