@@ -674,8 +674,8 @@ def _mh_accept(dl, r1, f, s_sum, b, size_before, size_after, random_scan, model,
     without the proposal ratio, ``dL - r1 + f - s_sum``). On acceptance the ``O`` entries are
     deleted (unseated, ``delta = seat = -1``) and True is returned; the caller then seats the
     proposed value. Settles the walk (:func:`finish_walk`) either way."""
-    b = _reseat_old(np.int64(1), b, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs, col_T, sts,
-                    meta, hyp)
+    b = _reseat_old(np.int64(1), b, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs,
+                    col_T, sts, meta, hyp)
     if variant == 1:
         log_a = dl - r1 + f - s_sum
     elif variant == 9:  # mutant: the term of unseating O left out
@@ -745,16 +745,16 @@ def move_entry(i, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot
         return
     n_o = _collect_unvisited(delta, seat, oq, os_, oseat, ws)
     # without deleted entries every event has a unique reverse (see _ambiguous)
-    if model == 1 and n_o > 0 and variant != 5 and _ambiguous(i, j, np.int64(-1), k_old, seat, n_new,
-                                                              newq, news, n_o, oseat, tabs, sts,
-                                                              ws):
+    if model == 1 and n_o > 0 and variant != 5 and _ambiguous(i, j, np.int64(-1), k_old, seat,
+                                                              n_new, newq, news, n_o, oseat, tabs,
+                                                              sts, ws):
         _reject_entry(i, j, s_new, s_old, k_old, model, variant, n_new, newq, news, delta, seat,
                       nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, sym, nf, cnt, ctot, cnt2,
                       ctot2, ws)
         return
     dl = delta_loglik(cnt, ctot, cnt2, ctot2, lg, changed, ws)
-    s_sum = _reseat_old(np.int64(-1), 0.0, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs,
-                        col_T, sts, meta, hyp)
+    s_sum = _reseat_old(np.int64(-1), 0.0, model, variant, n_o, os_, oseat, nj, v, mu, tabs,
+                        col_tabs, col_T, sts, meta, hyp)
     size_after = _n_customers(nj, nf)
     rem(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
     b = add(model, j, s_old, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
@@ -840,15 +840,15 @@ def move_table(t, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, 
         stats[ST_CAPACITY] += 1
         return
     n_o = _collect_unvisited(delta, seat, oq, os_, oseat, ws)
-    if n_o > 0 and variant != 5 and _ambiguous(np.int64(-1), np.int64(-1), t, k_old, seat, n_new, newq, news, n_o,
-                                               oseat, tabs, sts, ws):
+    if n_o > 0 and variant != 5 and _ambiguous(np.int64(-1), np.int64(-1), t, k_old, seat, n_new,
+                                               newq, news, n_o, oseat, tabs, sts, ws):
         _reject_table(t, j, k_new, k_old, model, variant, n_new, newq, news, delta, seat, nj, v,
                       mu, tabs, col_tabs, col_T, sts, meta, hyp, sym, nf, cnt, ctot, cnt2, ctot2,
                       ws)
         return
     dl = delta_loglik(cnt, ctot, cnt2, ctot2, lg, changed, ws)
-    s_sum = _reseat_old(np.int64(-1), 0.0, model, variant, n_o, os_, oseat, nj, v, mu, tabs, col_tabs,
-                        col_T, sts, meta, hyp)
+    s_sum = _reseat_old(np.int64(-1), 0.0, model, variant, n_o, os_, oseat, nj, v, mu, tabs,
+                        col_tabs, col_T, sts, meta, hyp)
     size_after = meta[M_TABLES]
     _top_rem(k_new, sts, meta, hyp, variant)
     tabs[T_DISH, t] = k_old
@@ -1244,8 +1244,8 @@ def predict_weights(model, variant, sym, lo, hi_, counted, nf, start, prepaid, a
                 w += log_z
                 prepaid = True
             else:
-                _, ok = _instantiate(model, variant, q, s, np.int64(0), delta, seat, newq, news, nj, v,
-                                     mu, tabs, col_tabs, col_T, sts, meta, hyp, rng)
+                _, ok = _instantiate(model, variant, q, s, np.int64(0), delta, seat, newq, news,
+                                     nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, rng)
                 if not ok:
                     raise ValueError("prediction ran out of state capacity")
             nq = delta[q, s]

@@ -105,9 +105,9 @@ def draw_bytes(kind, n_states: int, n_symbols: int) -> int:
 
 def stored_bytes(corpus: Corpus, options: dict[str, Any], per_draw: int, state: int) -> int:
     """Peak bytes of a sampler that stores ``per_draw`` bytes a draw (:func:`draw_bytes`) and
-    keeps ``state`` bytes of chain state, and of Eq. 6 over its draws (64 MiB chunks of float64 ``xi``, the
-    forward pass and the ``[S, n_strings]`` table, over blocks of strings when it would exceed
-    the forward budget: :func:`bayesfa.memory.eq6_bytes`)."""
+    keeps ``state`` bytes of chain state, and of Eq. 6 over its draws (64 MiB chunks of float64
+    ``xi``, the forward pass and the ``[S, n_strings]`` table, over blocks of strings when it
+    would exceed the forward budget: :func:`bayesfa.memory.eq6_bytes`)."""
     from bayesfa.memory import eq6_bytes
 
     n, a, chains = options["states"], corpus.alphabet_size + 1, options["chains"]
