@@ -104,16 +104,17 @@ def draw_bytes(kind, n_states: int, n_symbols: int) -> int:
 
 
 def stored_bytes(corpus: Corpus, options: dict[str, Any], per_draw: int, state: int) -> int:
-    """Peak bytes of a sampler that stores ``per_draw`` bytes a draw (:func:`draw_bytes`) and
-    keeps ``state`` bytes of chain state, and of Eq. 6 over its draws (64 MiB chunks of float64
-    ``xi``, the forward pass and the ``[S, n_strings]`` table, over blocks of strings when it
-    would exceed the forward budget: :func:`bayesfa.memory.eq6_bytes`)."""
+    """Peak bytes of a sampler that stores ``per_draw`` bytes a draw (:func:`draw_bytes`) and a
+    path ``z`` a chain, and keeps ``state`` bytes of chain state, and of Eq. 6 over its draws
+    (64 MiB chunks of float64 ``xi``, the forward pass and the ``[S, n_strings]`` table, over
+    blocks of strings when it would exceed the forward budget: :func:`bayesfa.memory.eq6_bytes`)."""
     from bayesfa.memory import eq6_bytes
 
     n, a, chains = options["states"], corpus.alphabet_size + 1, options["chains"]
     draws = draws_per_chain(options)
     jobs = min(options.get("jobs", 1), chains)
-    chain = draws * per_draw
+    # a chain's draws and its z (int32 [T + 1]), returned together and stacked with the others'
+    chain = draws * per_draw + 4 * (corpus.n_tokens + 1)
     stored = chains * chain
     fit = 2 * stored + state * max(1, jobs) + (jobs > 1) * jobs * 2 * chain
     samples = chains * draws
@@ -423,7 +424,7 @@ def sample_chains(kind, corpus: Corpus, n_states: int, burn_in: int, period: int
     stacked = [np.stack(x) for x in zip(*outs)]
     secs = stacked[-1]
     sweeps = burn_in + n_draws * period
-    n_free = int(free_positions(tokens).size)
+    n_free = int(np.count_nonzero(tokens[:-1]))  # free_positions(tokens).size, nothing allocated
     info = {"n_draws_per_chain": int(n_draws), "n_free_positions": n_free,
             "n_tokens": int(tokens.size), "jobs": int(jobs), "seconds": time.perf_counter() - t0,
             "chain_seconds": [float(s) for s in secs],
