@@ -39,6 +39,19 @@ def shared_data() -> Path:
     return path
 
 
+def traced_peak(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` and tracemalloc's peak during the call, in bytes (numpy registers
+    its buffers with tracemalloc; numba's own allocations are not seen)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        out = fn(*args, **kwargs)
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def checkpoint_state(path: Path) -> dict:
     """Every array of a chain checkpoint (``chain-CCCC.npz``)."""
     with np.load(path) as npz:

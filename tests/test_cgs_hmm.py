@@ -17,6 +17,7 @@ import pytest
 from scipy import stats
 
 from bayesfa.corpus import Corpus
+from conftest import traced_peak
 from bayesfa.errors import InputError
 from bayesfa.samplers.pfa import _cgs_hmm_kernel as kernel
 from bayesfa.samplers.pfa import cgs_hmm, cgs_sg
@@ -278,8 +279,6 @@ def test_estimate_memory_covers_the_measured_peak_of_a_fit(method, chains):
     failed: 24 and 32 bytes a token measured at 1 and 2 chains against 20 estimated, for each
     chain's z returned and stacked (not counted) and free_positions' temporaries (a mask and
     two int64 copies, at a chain's start and again for the run's facts; now none)."""
-    import tracemalloc
-
     from bayesfa.methods import get_method
 
     rng = np.random.default_rng(0)
@@ -288,12 +287,7 @@ def test_estimate_memory_covers_the_measured_peak_of_a_fit(method, chains):
     opts = {"states": 2, "alpha": 0.5, "beta": 0.5, "iterations": 3, "burn_in": 1, "period": 1,
             "chains": chains, "jobs": 1, "graph_interval": 0}
     m.fit(Corpus.from_strings([[0, 1]], 2), opts, 1, False)  # compiled before measuring
-    tracemalloc.start()
-    try:
-        m.fit(train, opts, 1, False)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    _, peak = traced_peak(m.fit, train, opts, 1, False)
     assert peak > 2_000_000  # the per-token arrays: 20 bytes a token at least
     assert m.estimate_memory(train, opts) >= peak
 
@@ -327,8 +321,6 @@ def test_estimate_memory_covers_the_measured_peak_of_prediction(name):
     surviving cosmic-ray mutant of issue 39) falls below it; so did Eq. 20's plug-in while it
     copied the counts to float64 and built its product in a temporary (the peak, 1.74 MB, plus
     the draws, 0.24 MB, was 3.6 % above the estimate)."""
-    import tracemalloc
-
     from bayesfa.methods import get_method
 
     rng = np.random.default_rng(0)
@@ -338,10 +330,5 @@ def test_estimate_memory_covers_the_measured_peak_of_prediction(name):
             "period": 5, "chains": 2, "jobs": 1}
     fit = method.fit(train, opts, 1, False)
     method.predict_log_prob(fit.arrays, opts, train)  # compiled and cached before measuring
-    tracemalloc.start()
-    try:
-        method.predict_log_prob(fit.arrays, opts, train)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    _, peak = traced_peak(method.predict_log_prob, fit.arrays, opts, train)
     assert method.estimate_memory(train, opts) >= peak + fit.arrays["counts"].nbytes

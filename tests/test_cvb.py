@@ -491,7 +491,7 @@ def test_estimate_memory_covers_the_measured_peak_of_a_fit(name, n_states, lette
     falls below it; the estimate itself was 13 % short there until it counted every array
     of that size)."""
     import argparse
-    import tracemalloc
+    from conftest import traced_peak
 
     rng = np.random.default_rng(0)
     train = Corpus.from_strings([list(rng.integers(0, letters, size=rng.integers(0, 6)))
@@ -501,12 +501,7 @@ def test_estimate_memory_covers_the_measured_peak_of_a_fit(name, n_states, lette
     method.add_arguments(parser)
     opts = vars(parser.parse_args(["--states", str(n_states), "--iterations", "3"]))
     method.fit(train, opts, 1, False)  # compiled and cached before measuring
-    tracemalloc.start()
-    try:
-        method.fit(train, opts, 1, False)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    _, peak = traced_peak(method.fit, train, opts, 1, False)
     assert method.estimate_memory(train, opts) >= peak
 
 

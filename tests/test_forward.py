@@ -13,21 +13,12 @@ from hypothesis import strategies as st
 import bayesfa.forward as forward
 from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
+from conftest import traced_peak
 from bayesfa.forward import forward_log_prob, log_mean_exp, xi_to_pfa
 
 
 # -- helpers (also used by test_automata and test_pautomac) ---------------------------------
 
-def _traced_peak(fn, *args):
-    """``fn(*args)`` and tracemalloc's peak during the call, in bytes."""
-    import tracemalloc
-
-    tracemalloc.start()
-    try:
-        out = fn(*args)
-        return out, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 def random_pfa(rng: np.random.Generator, n_states: int, n_letters: int, *,
                sparsity: float = 0.0, min_stop: float = 0.0):
@@ -273,7 +264,7 @@ def test_samples_are_chunked_to_the_memory_budget(monkeypatch, samples_per_chunk
         return chunk(*args)
 
     monkeypatch.setattr(forward, "_forward_chunk", spy)
-    got, peak = _traced_peak(forward_log_prob, init, trans, stop, corpus)
+    got, peak = traced_peak(forward_log_prob, init, trans, stop, corpus)
     full, rest = divmod(n_samples, samples_per_chunk)
     assert sizes == [samples_per_chunk] * full + ([rest] if rest else [])
     assert peak - got.nbytes <= 2 * budget
@@ -360,7 +351,7 @@ def test_string_chunks_bound_the_memory(monkeypatch):
     want = forward_log_prob(init, trans, stop, corpus)
     budget = 64 * 40 * forward.MESSAGE_BYTES
     monkeypatch.setattr(forward, "_CHUNK_BYTES", budget)
-    got, peak = _traced_peak(forward_log_prob, init, trans, stop, corpus)
+    got, peak = traced_peak(forward_log_prob, init, trans, stop, corpus)
     assert corpus.n_strings * 40 * forward.MESSAGE_BYTES > 20 * budget
     assert peak - got.nbytes <= 2 * budget
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
