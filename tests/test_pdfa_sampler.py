@@ -197,8 +197,9 @@ def test_the_kernel_compiles_one_specialisation_a_signature_not_one_a_literal():
     """numba specialises a compiled callee on each constant it is passed (``Literal[bool]``,
     ``Literal[int]``): ``move_entry(..., False, ...)`` and ``(..., True, ...)`` were two
     compiles of the largest function and of its callees, 9 of the 34 s the first PDFA fit spent
-    compiling. The kernel passes its constants as ``np.bool_`` / ``np.int64`` values; after a
-    fit of each method on it, no compiled function of the kernel has a literal argument type."""
+    compiling. The kernel passes its constants (and the states it reads from int32 arrays) to
+    its callees as ``np.bool_`` / ``np.int64`` values; after a fit and a prediction of each
+    method on it, no compiled function of the kernel has a literal argument type."""
     from numba.core import types
     from numba.core.registry import CPUDispatcher
 
@@ -206,8 +207,8 @@ def test_the_kernel_compiles_one_specialisation_a_signature_not_one_a_literal():
 
     train = get_toy("small").train
     for name in ("pdfa", "pdia", "pdia-smoothed"):
-        method = get_method(name)
-        method.fit(train, options(name, iterations=6, burn_in=2, period=2, chains=1), 0, False)
+        method, opts = get_method(name), options(name, iterations=6, burn_in=2, period=2, chains=1)
+        method.predict_log_prob(method.fit(train, opts, 0, False).arrays, opts, all_strings(4))
     literal = {f"{name}{sig}" for name, d in vars(_pdfa_kernel).items()
                if isinstance(d, CPUDispatcher) for sig in d.overloads
                if any(isinstance(t, types.Literal) for t in sig)}

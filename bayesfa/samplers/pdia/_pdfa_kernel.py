@@ -282,8 +282,9 @@ def eval_path(model, variant, sym, nf, delta, seat, cnt2, ctot2, vis, newq, news
             seat[q, s] = st
             nq = k1
         elif nq < 0:
-            lp, ok = _instantiate(model, variant, q, s, n_new, delta, seat, newq, news, nj, v,
-                                  mu, tabs, col_tabs, col_T, sts, meta, hyp, rng)
+            lp, ok = _instantiate(model, variant, np.int64(q), s, np.int64(n_new), delta, seat,
+                                  newq, news, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                                  rng)
             if not ok:
                 return n_new, lpf, q, False
             lpf += lp
@@ -425,8 +426,9 @@ def walk_changes(model, variant, sym, nf, delta, seat, cnt2, ctot2, nu, newq, ne
             else:
                 nq = delta[q, s]
                 if nq < 0:  # q != qo here: the current path uses instantiated entries only
-                    lp, ok = _instantiate(model, variant, q, s, n_new, delta, seat, newq, news,
-                                          nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, rng)
+                    lp, ok = _instantiate(model, variant, np.int64(q), s, np.int64(n_new), delta,
+                                          seat, newq, news, nj, v, mu, tabs, col_tabs, col_T,
+                                          sts, meta, hyp, rng)
                     if not ok:
                         break
                     lpf += lp
@@ -745,9 +747,9 @@ def move_entry(i, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot
         return
     n_o = _collect_unvisited(delta, seat, oq, os_, oseat, ws)
     # without deleted entries every event has a unique reverse (see _ambiguous)
-    if model == 1 and n_o > 0 and variant != 5 and _ambiguous(i, j, np.int64(-1), k_old, seat,
-                                                              n_new, newq, news, n_o, oseat, tabs,
-                                                              sts, ws):
+    if model == 1 and n_o > 0 and variant != 5 and _ambiguous(i, j, np.int64(-1), np.int64(k_old),
+                                                              seat, n_new, newq, news, n_o, oseat,
+                                                              tabs, sts, ws):
         _reject_entry(i, j, s_new, s_old, k_old, model, variant, n_new, newq, news, delta, seat,
                       nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, sym, nf, cnt, ctot, cnt2,
                       ctot2, ws)
@@ -1155,8 +1157,9 @@ def predict_strings(model, variant, sym, offsets, nf, start, delta, seat, cnt, c
                     continue
                 nq = delta[q, s]
                 if nq < 0:
-                    _, ok = _instantiate(model, variant, q, s, n_new, delta, seat, newq, news,
-                                         nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, rng)
+                    _, ok = _instantiate(model, variant, np.int64(q), s, np.int64(n_new), delta,
+                                         seat, newq, news, nj, v, mu, tabs, col_tabs, col_T, sts,
+                                         meta, hyp, rng)
                     if not ok:
                         raise ValueError("prediction ran out of state capacity")
                     n_new += 1
@@ -1244,8 +1247,9 @@ def predict_weights(model, variant, sym, lo, hi_, counted, nf, start, prepaid, a
                 w += log_z
                 prepaid = True
             else:
-                _, ok = _instantiate(model, variant, q, s, np.int64(0), delta, seat, newq, news,
-                                     nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, rng)
+                _, ok = _instantiate(model, variant, np.int64(q), s, np.int64(0), delta, seat,
+                                     newq, news, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp,
+                                     rng)
                 if not ok:
                     raise ValueError("prediction ran out of state capacity")
             nq = delta[q, s]
