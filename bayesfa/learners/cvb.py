@@ -50,7 +50,8 @@ from bayesfa.errors import InputError
 from bayesfa.methods import ESTIMATE_SECONDS, FitResult, positive_float, positive_int
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument, chain_path,
                                      check_checkpoint_every, check_numbers, corrupt_checkpoint,
-                                     digest, free_positions, read_checkpoint, save_checkpoint)
+                                     digest, free_positions, n_free_positions,
+                                     read_checkpoint, save_checkpoint)
 from bayesfa.samplers.pfa.cgs_pfa import (HOLDOUT_MAX, _fraction, holdout_split, plugin_log_prob,
                                           plugin_xi, prior_matrix)
 from bayesfa.samplers.plugin import DrawAutomata
@@ -880,7 +881,7 @@ def _memory(corpus: Corpus, options: dict[str, Any], gcvb0: bool) -> int:
     need = 8 * (big_t + 1) * n1  # q
     need += 8 * 6 * n1 * n_symbols * n1  # the sums and their digamma / prior copies
     if gcvb0:
-        n_vars = free_positions(corpus.tokens).size * options["states"]
+        n_vars = n_free_positions(corpus.tokens) * options["states"]
         # L-BFGS-B's workspace wa (2 m n + 5 n) and, n each, what coexists with it in _LBFGSB
         # and the objective: x0, x, g, the two bounds, the cache's x and g, the loop's copy of
         # g, the objective's copy of x, its gradient and last_x, the recorder's iterate, and

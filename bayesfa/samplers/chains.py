@@ -86,6 +86,11 @@ def free_positions(tokens: np.ndarray) -> np.ndarray:
     return pos
 
 
+def n_free_positions(tokens: np.ndarray) -> int:
+    """``free_positions(tokens).size`` (the letters), counted without making the array."""
+    return int(np.count_nonzero(np.asarray(tokens)[:-1]))
+
+
 def random_path(tokens: np.ndarray, n_states: int, rng: np.random.Generator) -> np.ndarray:
     """A uniformly random ``z`` (Algorithm 1, line 1): 0 where fixed, ``1..N`` elsewhere,
     int32 ``[T + 1]``; draws one integer a free position from ``rng``."""

@@ -674,9 +674,9 @@ def run_ladder(kept: Corpus, held: Corpus, schedule: dict, money: float, seed, l
     sweeps per rung)``. ``max_states``: the ladder stops before a larger rung
     (:func:`ladder_ceiling`); the sweeps per rung are planned as without it. ``every``: a
     blocked move after every ``every`` sweeps of each rung (0: none)."""
-    from bayesfa.samplers.chains import free_positions
+    from bayesfa.samplers.chains import n_free_positions
 
-    m, size = free_positions(kept.tokens).size, _forward_size(held)
+    m, size = n_free_positions(kept.tokens), _forward_size(held)
     sweeps, rungs = rung_sweeps(schedule, money, m, size, every)
     moves = {"blocked_every": every} if every else {}
     if max_states is not None:
@@ -730,9 +730,9 @@ def run_betas(kept: Corpus, held: Corpus, schedule: dict, money: float, n_states
     ``(records, winning beta, its path)``; ``(records, BETA0, z0)`` when the budget affords
     fewer than :data:`MIN_RUNG_SWEEPS` sweeps per candidate. ``every``: a blocked move after
     every ``every`` sweeps of each candidate (0: none)."""
-    from bayesfa.samplers.chains import free_positions
+    from bayesfa.samplers.chains import n_free_positions
 
-    m, size = free_positions(kept.tokens).size, _forward_size(held)
+    m, size = n_free_positions(kept.tokens), _forward_size(held)
     sweeps = beta_sweeps(schedule, money, n_states, m, size, every)
     if sweeps < MIN_RUNG_SWEEPS:
         return [{"skipped": "budget", "sweeps": sweeps}], BETA0, z0
@@ -1041,9 +1041,9 @@ def _fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | N
     every, every_off = search_blocked_every(options, budget, wide_counts(kept, options, "search"),
                                             schedule)
     ledger = _Ledger(money)
-    from bayesfa.samplers.chains import free_positions
+    from bayesfa.samplers.chains import free_positions, n_free_positions
 
-    m, size = free_positions(kept.tokens).size, _forward_size(held)
+    m, size = n_free_positions(kept.tokens), _forward_size(held)
     sweeps, _ = rung_sweeps(schedule, money * LADDER_SHARE, m, size, every)
     ceiling = ladder_ceiling(schedule, money, int(options.get("chains", 1)), m,
                              free_positions(corpus.tokens).size, size, sweeps, every)
@@ -1164,7 +1164,7 @@ def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_sta
     (``start``: the fit's CPU clock at its start; rounded up by :func:`_round_fine`); the plan
     (:func:`final_plan`) gets ``TARGET * budget - final_start_seconds``. Returns ``(plan,
     chain outputs)``."""
-    from bayesfa.samplers.chains import free_positions
+    from bayesfa.samplers.chains import free_positions, n_free_positions
 
     front = _front()
     _Held, _run_chain = front._Held, front._run_chain
@@ -1182,7 +1182,7 @@ def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_sta
                 schedule[key] = value
         calibration_cpu = cpu_seconds() - t0
     if timed:
-        schedule.update(measured_costs(ledger.steps, n_states, free_positions(kept.tokens).size,
+        schedule.update(measured_costs(ledger.steps, n_states, n_free_positions(kept.tokens),
                                        _forward_size(held), schedule["final_draw_seconds"], schedule))
         schedule["final_start_seconds"] = _round_fine(cpu_seconds() - start, up=True)
     free = free_positions(corpus.tokens)

@@ -45,6 +45,7 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
                                      add_checkpoint_argument, block_sweeps, check_chain_arguments,
                                      check_checkpoint_every, check_generator_state,
                                      corrupt_checkpoint, digest, free_positions, generator_state,
+                                     n_free_positions,
                                      map_chains, progress_callback, random_path, read_checkpoint,
                                      save_checkpoint)
 
@@ -424,7 +425,7 @@ def sample_chains(kind, corpus: Corpus, n_states: int, burn_in: int, period: int
     stacked = [np.stack(x) for x in zip(*outs)]
     secs = stacked[-1]
     sweeps = burn_in + n_draws * period
-    n_free = int(np.count_nonzero(tokens[:-1]))  # free_positions(tokens).size, nothing allocated
+    n_free = n_free_positions(tokens)
     info = {"n_draws_per_chain": int(n_draws), "n_free_positions": n_free,
             "n_tokens": int(tokens.size), "jobs": int(jobs), "seconds": time.perf_counter() - t0,
             "chain_seconds": [float(s) for s in secs],

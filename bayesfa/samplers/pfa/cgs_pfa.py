@@ -40,8 +40,8 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
                                      add_checkpoint_argument, block_sweeps, check_chain_arguments,
                                      check_checkpoint_every, check_generator_state,
                                      corrupt_checkpoint, digest as _digest, free_positions,
-                                     generator_state, mp_context, random_path, read_checkpoint,
-                                     save_checkpoint)
+                                     generator_state, mp_context, n_free_positions, random_path,
+                                     read_checkpoint, save_checkpoint)
 
 # Sweeps are run in blocks of about this many (N x T) units between progress updates
 # (about 0.05 s at 2 ns per unit); the block size never changes the result.
@@ -1190,7 +1190,7 @@ def _result(setup: _Setup, outs: list, run: dict, holdout: float, max_draws) -> 
             "replica_threads": int(setup.replica_threads),
             "replica_stats": [out[9] for out in outs]} if setup.replicas > 1 else {}),
         "n_draws_per_chain": int(setup.n_draws),
-        "n_free_positions": int(free_positions(tokens).size),
+        "n_free_positions": n_free_positions(tokens),
         "n_tokens": int(tokens.size),
         "count_dtype": np.dtype(count_dtype(tokens.size)).name,  # the chains' counts (c, ct)
         "holdout": float(holdout),

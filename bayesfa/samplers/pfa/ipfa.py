@@ -75,6 +75,7 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
                                      block_sweeps, check_chain_arguments, check_checkpoint_every,
                                      check_generator_state, corrupt_checkpoint, chain_path,
                                      digest, free_positions, generator_state, map_chains,
+                                     n_free_positions,
                                      read_checkpoint, save_checkpoint)
 from bayesfa.samplers.pfa.auto import budget_arg, cpu_seconds
 from bayesfa.samplers.pfa.cgs_pfa import (KEPT_DRAWS_RULE, add_anneal_arguments,
@@ -875,7 +876,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
             beta[ch, d, :b.size] = o["beta_draw"][d]
             tables[ch, d, :b.size] = o["tables"][d]
     stack = {k: np.array([o[k] for o in outs]) for k in _TRACE_FIELDS}
-    positions = free_positions(tokens).size
+    positions = n_free_positions(tokens)
     info = {
         "n_draws_per_chain": int(n_draws),
         "n_free_positions": int(positions),
@@ -1003,8 +1004,8 @@ def budget_costs(corpus: Corpus, options: dict[str, Any], predict: Corpus | None
 
     n = max(1, int(np.searchsorted(corpus.offsets[1:], BUDGET_CALIBRATION_TOKENS, side="right")))
     part = corpus.subset(np.arange(min(n, corpus.n_strings)))
-    per = sweep(part) / max(1, free_positions(part.tokens).size)
-    out = {"sweep_seconds": max(per * free_positions(corpus.tokens).size, 1e-9),
+    per = sweep(part) / max(1, n_free_positions(part.tokens))
+    out = {"sweep_seconds": max(per * n_free_positions(corpus.tokens), 1e-9),
            "draw_seconds": 0.0, "truncate": int(truncate)}
     if predict is not None and predict.n_strings:
         k = truncate or max(MEMORY_STATES_FACTOR * options["states"], MEMORY_STATES_MIN)

@@ -63,7 +63,7 @@ from bayesfa.errors import InputError
 from bayesfa.methods import positive_int
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, check_checkpoint_every,
                                      check_generator_state, corrupt_checkpoint, digest,
-                                     free_positions, random_path, read_checkpoint,
+                                     free_positions, n_free_positions, random_path, read_checkpoint,
                                      save_checkpoint)
 
 #: The options of a sharded fit (all absent from a run's options unless given, so that
@@ -454,7 +454,7 @@ def _result(front, setup, runs: list, paths: list, extra: dict, holdout: float, 
     chain_seconds = [float(ch.seconds_before + seconds) for ch in runs]
     info = {
         "kernel": "gibbs", "n_draws_per_chain": int(setup.n_draws),
-        "n_free_positions": int(free_positions(tokens).size), "n_tokens": int(tokens.size),
+        "n_free_positions": n_free_positions(tokens), "n_tokens": int(tokens.size),
         "count_dtype": np.dtype(front.count_dtype(tokens.size)).name,
         "holdout": float(holdout), "holdout_strings": int(setup.held_idx.size),
         "holdout_letters": 0 if setup.held is None else int(setup.held.corpus().n_letters),
