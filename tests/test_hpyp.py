@@ -313,6 +313,53 @@ def test_memory_estimate_covers_the_chain_state_the_tree_and_the_draws(order, mo
         assert method.estimate_memory(corpus, opts) >= held, (corpus.n_tokens, seen, held)
 
 
+@pytest.mark.parametrize("sequence", [False, True])
+def test_flat_size_is_the_size_of_flat_symbols(sequence):
+    """``flat_size`` (the memory estimates' count of symbols) is the size of ``flat_symbols``'
+    array, on strings that include empty ones."""
+    from bayesfa.samplers.ngram.hpyp import flat_size
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 40):
+        corpus = Corpus.from_strings([list(rng.integers(0, 3, size=rng.integers(0, 6)))
+                                      for _ in range(n)] + [[1]], 3)
+        assert flat_size(corpus, sequence) == flat_symbols(corpus, sequence)[0].size
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_trie_capacity_bounds_the_trie_and_is_reached(compress):
+    """``trie_capacity`` is the size of ``build_trie``'s arrays: no trie of random sorted
+    strings has more nodes, and strings with no common first symbol (every prefix a node) or
+    each splitting the edge to the one before it (path compression) reach it exactly, as does
+    the root alone (no strings). The kernel writes its arrays without a
+    bounds check, so a capacity one short would write past them."""
+    from bayesfa.samplers.ngram._hpyp_kernel import build_trie
+    from bayesfa.samplers.ngram.hpyp import trie_capacity
+
+    def nodes(strings):
+        strings = sorted(strings)
+        lens = np.array([len(x) for x in strings], dtype=np.int64)
+        lcps = np.array([0] + [next((k for k, (a, b) in enumerate(zip(x, y)) if a != b),
+                                    min(len(x), len(y))) for x, y in zip(strings, strings[1:])],
+                        dtype=np.int64)[:len(strings)]
+        cap = trie_capacity(len(strings), int(lens.sum()), compress)
+        return build_trie(lens, lcps, compress, cap)[2], cap
+
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        got, cap = nodes([tuple(rng.integers(0, 3, size=rng.integers(0, 6)))
+                          for _ in range(rng.integers(1, 12))])
+        assert got <= cap
+    assert nodes([]) == (1, 1)
+    assert nodes([()])[0] == 1
+    if compress:  # each string's common prefix with the one before ends inside an edge
+        tight = [(0, 0, 0, 0), (0, 0, 0, 1), (0, 0, 1), (0, 1)]
+    else:
+        tight = [(0, 1, 1), (1,), (2, 0, 0, 2)]
+    got, cap = nodes(tight)
+    assert got == cap, (got, cap)
+
+
 def test_sampled_strings_may_reach_max_length_but_not_exceed_it():
     """``ContextPredictive.draw(max_length=m)``: a string of exactly ``m`` letters is drawn
     as it is (the same Generator state gives the same string), one of ``m + 1`` is refused."""

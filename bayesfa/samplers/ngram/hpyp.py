@@ -70,6 +70,25 @@ def flat_symbols(corpus: Corpus, sequence: bool, n_letters: int | None = None
     return np.concatenate([[0], data.sym]).astype(np.int32), data.n_symbols, 1
 
 
+def flat_size(corpus: Corpus, sequence: bool) -> int:
+    """The size of :func:`flat_symbols`' ``F`` without making it: the tokens and the leading
+    end symbol (sentences), or the letters (sequence)."""
+    return corpus.n_letters if sequence else corpus.n_tokens + 1
+
+
+def trie_capacity(n_strings: int, total_length: int, compress: bool) -> int:
+    """The most nodes :func:`~bayesfa.samplers.ngram._hpyp_kernel.build_trie` makes from
+    ``n_strings`` sorted strings of ``total_length`` symbols in all, so the size its arrays
+    are given. Every prefix a node: the root and at most one node a symbol, reached when no
+    two strings share a first symbol. Path compression: the root, the first string's node,
+    and for each further string its own node and at most one split of an edge, reached when
+    each string splits the edge to the one before it (``2 * n_strings``; the root alone for
+    no strings)."""
+    if compress:
+        return max(2 * n_strings, 1)
+    return total_length + 1
+
+
 def suffix_array(r: np.ndarray) -> np.ndarray:
     """The suffixes of ``r`` in lexicographic order (a shorter prefix first), by prefix
     doubling with numpy's lexsort."""
@@ -133,7 +152,7 @@ def context_tree(F: np.ndarray, first: int, sentences: bool, max_len: int | None
         lv[1:] = mins
         lcps[valid] = lv
         lcps = np.minimum(lcps, np.minimum(lens_sorted, np.concatenate([[0], lens_sorted[:-1]])))
-    max_nodes = 2 * pos.size + 2 if compress else int(lens.sum()) + 2
+    max_nodes = trie_capacity(pos.size, int(lens.sum()), compress)
     parent, depth, _, node_of = build_trie(lens_sorted.astype(np.int64), lcps, compress,
                                            max_nodes)
     tok_node = np.empty(pos.size, dtype=np.int64)
@@ -809,9 +828,12 @@ class _HPYP:
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         order = int(options["order"])
-        n_tok = corpus.n_tokens + 1
+        n_tok = corpus.n_tokens + 1  # at least flat_size: F's symbols, each a context
         n_sym = corpus.alphabet_size + 1
-        n_nodes = min(order * n_tok, sum(n_sym ** k for k in range(order))) + 2
+        # the trie's nodes: contexts of at most order - 1 symbols, each a node, so no more
+        # than the capacity of one node a symbol nor the number of such strings over n_sym
+        n_nodes = min(trie_capacity(n_tok, (order - 1) * n_tok, False),
+                      sum(n_sym ** k for k in range(order)))
         n_slots = min(order * n_tok, n_nodes * n_sym)
         n_draws = max(1, draws_per_chain(options))
         state = n_nodes * n_sym * (4 * 4 + 8 * 2) + 8 * order * n_tok + 16 * n_tok * 8

@@ -39,7 +39,7 @@ from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.methods import FitResult
 from bayesfa.samplers.ngram.hpyp import (add_sequence_argument, check_shape, context_tree,
-                                         flat_symbols, quantity, test_offsets)
+                                         flat_size, flat_symbols, quantity, test_offsets)
 from bayesfa.samplers.pdia.pdia import _unit_interval
 
 #: d_0 .. d_10 and d_inf: the initial discounts of Gasthaus, Wood & Teh (2010)
@@ -288,7 +288,7 @@ class _Memoizer:
         at least the peak resident memory they are measured to add, and at most 1.5 times it,
         on ~210,000 symbols of two letters
         (``tests/test_memoizer.py::test_memory_estimate_covers_the_measured_peak_of_fit_and_predict``)."""
-        n = corpus.n_tokens + 2
+        n = flat_size(corpus, bool(options.get("sequence", False)))
         s = corpus.alphabet_size + 1
         # suffix sorting (a few int64 arrays of n), the tree (<= 2n nodes) and its counts,
         # for the training data and a test set of the same size
