@@ -201,11 +201,13 @@ def test_cli_on_bundled_problem_24(method, tmp_path, capsys):
 @pytest.mark.slow
 @pytest.mark.parametrize("method", list(ISSUE_7))
 def test_validate_passes(method):
-    """False-alarm rate 2e-3 (predictive + Geweke, 1e-3 each)."""
-    from bayesfa.validation.harness import validate
+    """False-alarm rate 2e-3 (predictive + Geweke, 1e-3 each). The checks run are those
+    ``bayesfa validate --list`` names, in its order."""
+    from bayesfa.validation.harness import method_listing, validate
 
     report = validate(method, "tiny", seed=0)
     assert report.passed, report.to_table()
+    assert [c.name for c in report.checks] == method_listing(method)["checks"]
 
 
 @pytest.mark.slow

@@ -25,7 +25,7 @@ from bayesfa.corpus import Corpus
 from bayesfa.validation import diagnostics
 from bayesfa import exact
 from bayesfa.validation.pfa import kernel_tests, mutants, reference
-from bayesfa.validation.harness import ALPHA, Report, compare, validate_main
+from bayesfa.validation.harness import ALPHA, Report, compare, method_listing, validate_main
 from bayesfa.validation.toys import TOYS, get_toy, all_strings
 
 MUTANTS = ["cgs-pfa:mutant-no-correction", "cgs-pfa:mutant-end-beta"]
@@ -226,6 +226,7 @@ def test_validate_cgs_pfa_passes():
                      "sbc", "split-merge-rows", "split-merge-invariance", "ffbs-given-theta",
                      "blocked-invariance", "blocked-chain", "replica-swap-invariance",
                      "replica-chain", "replica-blocked-chain"]
+    assert names == method_listing("cgs-pfa")["checks"]  # what validate --list names
     assert all(c["passed"] for c in out["checks"])
     rows = out["checks"][0]["rows"]
     assert len(rows) == 15 and rows[0]["string"] == "ε"

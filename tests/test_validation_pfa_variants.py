@@ -165,6 +165,24 @@ def test_degree_law_sums_the_graph_sum():
 
 # -- mutants through validate ----------------------------------------------------------------------
 
+def test_validate_list_names_each_variant_check_and_cgs_pfa_s():
+    """``bayesfa validate --list`` names the checks of cgs-sg, cgs-hmm(-star) and cgs-pfa
+    without running them (it used to say only that more would be named when run); the slow
+    tests ``test_cgs_sg.py::test_validate_passes`` and
+    ``test_validation.py::test_validate_cgs_pfa_passes`` check that a run gives these, in order."""
+    from bayesfa.validation.harness import method_listing
+
+    assert method_listing("cgs-sg")["checks"] == ["predictive", "recorded", "geweke", "site-exact",
+                                                  "graph-move"]
+    for name in ("cgs-hmm", "cgs-hmm-star"):
+        assert method_listing(name)["checks"] == ["predictive", "recorded", "geweke", "site-exact"]
+    for name in ("cgs-sg", "cgs-hmm", "cgs-hmm-star", "cgs-pfa"):
+        assert not method_listing(name)["notes"], name
+    pfa = method_listing("cgs-pfa")["checks"]
+    assert pfa[:6] == ["predictive", "recorded", "path-gof", "path-gof-uniform-start", "geweke", "sbc"]
+    assert {"split-merge-rows", "ffbs-given-theta", "replica-chain"} <= set(pfa)
+
+
 def test_mutant_names_are_registered():
     from bayesfa.validation.harness import mutant_names_of
 

@@ -58,8 +58,10 @@ registered instance (:func:`bayesfa.methods.get_method`) with its own ``variant`
 ``check_names() -> list[str]``
     the names of the checks ``validate`` runs for the method (the predictive comparison's
     ``predictive`` included when it is run), for ``bayesfa validate --list`` without running
-    anything. A spec without it is listed with the names known without running
-    (``predictive``) and a note that its ``kernel_checks`` add checks named when run;
+    anything (``recorded`` added when the spec has ``recompute_trace``). ``cgs-pfa``, which
+    has no spec, is listed from :func:`~bayesfa.validation.pfa.kernel_tests.cgs_pfa_check_names`.
+    A spec without it is listed with the names known without running (``predictive``) and a
+    note that its ``kernel_checks`` add checks named when run;
 ``recompute_trace(arrays, trace, options, train) -> (recomputed, extra_rows)``
     every per-draw quantity of the fit's trace recomputed from its recorded state by code
     written apart from the sampler (:mod:`bayesfa.validation.recorded`): the ``recorded``
@@ -660,14 +662,18 @@ def method_listing(name: str) -> dict[str, Any]:
         entry["kind"] = "predictive vs exact reference" + (
             " + kernel checks" if (getattr(spec, "kernel_checks", None) is not None
                                    or method_family(name) == "cgs-pfa") else "")
-    if callable(names):
+    if not callable(names) and not reason and method_family(name) == "cgs-pfa":
+        from bayesfa.validation.pfa.kernel_tests import cgs_pfa_check_names
+
+        entry["checks"] = ["predictive", "recorded", *cgs_pfa_check_names()]
+    elif callable(names):
         entry["checks"] = list(names())
         if getattr(spec, "recompute_trace", None) is not None and "recorded" not in entry["checks"]:
             entry["checks"].insert(1, "recorded")
     elif not reason:
         if getattr(spec, "deterministic_checks", None) is None:
             entry["checks"] = ["predictive"]
-        if getattr(spec, "kernel_checks", None) is not None or method_family(name) == "cgs-pfa":
+        if getattr(spec, "kernel_checks", None) is not None:
             entry["notes"].append("more checks (kernel_checks) are named when run: the spec "
                                   "declares no check_names()")
     entry["mutants"] = mutant_names_of(name)

@@ -217,6 +217,10 @@ def chain_of_moves(variant: str | None = None, *, n_chains: int = 100_000, n_mov
         notes=[f"false-alarm rate {alpha:g} (Bonferroni over the {len(rows)} chi-square tests)"])
 
 
+#: The names of :func:`blocked_checks`'s checks, in order (``bayesfa validate --list``).
+CHECK_NAMES = ("ffbs-given-theta", "blocked-invariance", "blocked-chain")
+
+
 def blocked_checks(variant: str | None = None, *, seed: int = 0, alpha: float = ALPHA) -> list[Check]:
     """The blocked-move checks ``bayesfa validate cgs-pfa`` runs (CI settings)."""
     return [ffbs_given_theta(variant, seed=seed, alpha=alpha), invariance(variant, seed=seed, alpha=alpha),

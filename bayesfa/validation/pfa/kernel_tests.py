@@ -62,6 +62,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -545,6 +546,36 @@ def sbc(variant: str | None = None, *, n_replicates: int = 3000, n_states: int =
 
 # -- the kernel checks of ``bayesfa validate cgs-pfa`` --------------------------------------
 
+def _cgs_pfa_plan(toy, variant: str | None, kernel: str) -> list[tuple[tuple[str, ...], Any]]:
+    """What :func:`cgs_pfa_checks` runs, as ``(check names, run(seed, alpha) -> list of
+    checks)`` pairs: one source for the checks and for their names (:func:`cgs_pfa_check_names`,
+    ``bayesfa validate --list``; the names do not depend on ``toy``)."""
+    from bayesfa.validation.pfa import blocked, replica, split_merge
+    from bayesfa.validation.pfa.mutants import (BLOCKED_MUTANTS, REPLICA_MUTANTS, SPLIT_MERGE_MUTANTS,
+                                                kernel_of)
+
+    plan = [(("path-gof",), lambda seed, alpha: [
+                path_gof(toy, variant, seed=seed, alpha=alpha, kernel=kernel)]),
+            (("path-gof-uniform-start",), lambda seed, alpha: [
+                path_gof(toy, variant, start="uniform", seed=seed, alpha=alpha, kernel=kernel)]),
+            (("geweke",), lambda seed, alpha: [geweke(variant, seed=seed, alpha=alpha, kernel=kernel)]),
+            (("sbc",), lambda seed, alpha: [sbc(variant, seed=seed, alpha=alpha, kernel=kernel)])]
+    moves = (None, "control", *SPLIT_MERGE_MUTANTS, *BLOCKED_MUTANTS, *REPLICA_MUTANTS)
+    if kernel_of(variant, kernel) == "gibbs" and variant in moves:
+        for names, checks, own in ((split_merge.CHECK_NAMES, split_merge.split_merge_checks,
+                                    SPLIT_MERGE_MUTANTS),
+                                   (blocked.CHECK_NAMES, blocked.blocked_checks, BLOCKED_MUTANTS),
+                                   (replica.CHECK_NAMES, replica.replica_checks, REPLICA_MUTANTS)):
+            plan.append((names, lambda seed, alpha, checks=checks, own=own: checks(
+                variant if variant in own else None, seed=seed, alpha=alpha)))
+    return plan
+
+
+def cgs_pfa_check_names(variant: str | None = None, kernel: str = "gibbs") -> list[str]:
+    """The names of the checks :func:`cgs_pfa_checks` returns, in order, without running them."""
+    return [name for names, _ in _cgs_pfa_plan(None, variant, kernel) for name in names]
+
+
 def cgs_pfa_checks(toy, variant: str | None = None, *, seed: int = 0, alpha: float = ALPHA,
                    kernel: str = "gibbs"):
     """The kernel checks that :func:`bayesfa.validation.harness.validate` runs for ``cgs-pfa``
@@ -557,25 +588,5 @@ def cgs_pfa_checks(toy, variant: str | None = None, *, seed: int = 0, alpha: flo
     move (``--blocked-every``, :func:`bayesfa.validation.pfa.blocked.blocked_checks`) and the
     three of replica exchange (``--replicas``, with and without ``--blocked-every``,
     :func:`bayesfa.validation.pfa.replica.replica_checks`), each with the move's mutant when
-    ``variant`` is one."""
-    from bayesfa.validation.pfa.mutants import (BLOCKED_MUTANTS, REPLICA_MUTANTS, SPLIT_MERGE_MUTANTS,
-                                                kernel_of)
-
-    checks = [path_gof(toy, variant, seed=seed, alpha=alpha, kernel=kernel),
-              path_gof(toy, variant, start="uniform", seed=seed, alpha=alpha, kernel=kernel),
-              geweke(variant, seed=seed, alpha=alpha, kernel=kernel),
-              sbc(variant, seed=seed, alpha=alpha, kernel=kernel)]
-    moves = (None, "control", *SPLIT_MERGE_MUTANTS, *BLOCKED_MUTANTS, *REPLICA_MUTANTS)
-    if kernel_of(variant, kernel) == "gibbs" and variant in moves:
-        from bayesfa.validation.pfa.blocked import blocked_checks
-        from bayesfa.validation.pfa.split_merge import split_merge_checks
-
-        checks += split_merge_checks(variant if variant in SPLIT_MERGE_MUTANTS else None,
-                                     seed=seed, alpha=alpha)
-        checks += blocked_checks(variant if variant in BLOCKED_MUTANTS else None,
-                                 seed=seed, alpha=alpha)
-        from bayesfa.validation.pfa.replica import replica_checks
-
-        checks += replica_checks(variant if variant in REPLICA_MUTANTS else None,
-                                 seed=seed, alpha=alpha)
-    return checks
+    ``variant`` is one. Their names, without running them: :func:`cgs_pfa_check_names`."""
+    return [check for _, run in _cgs_pfa_plan(toy, variant, kernel) for check in run(seed, alpha)]

@@ -237,6 +237,10 @@ def replica_blocked_chain(variant: str | None = None, *, n_chains: int = 2_000, 
         notes=[f"false-alarm rate {alpha:g} (Bonferroni over the {len(rows)} chi-square tests)"])
 
 
+#: The names of :func:`replica_checks`'s checks, in order (``bayesfa validate --list``).
+CHECK_NAMES = ("replica-swap-invariance", "replica-chain", "replica-blocked-chain")
+
+
 def replica_checks(variant: str | None = None, *, seed: int = 0, alpha: float = ALPHA) -> list[Check]:
     """The replica-exchange checks ``bayesfa validate cgs-pfa`` runs (CI settings)."""
     return [swap_invariance(variant, seed=seed, alpha=alpha), replica_chain(variant, seed=seed, alpha=alpha),

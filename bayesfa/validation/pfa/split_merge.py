@@ -308,6 +308,10 @@ def invariance(variant: str | None = None, *, n_draws: int = 100_000, n_moves: i
         notes=[f"false-alarm rate {alpha:g} (Bonferroni over the {len(rows)} chi-square tests)"])
 
 
+#: The names of :func:`split_merge_checks`'s checks, in order (``bayesfa validate --list``).
+CHECK_NAMES = ("split-merge-rows", "split-merge-invariance")
+
+
 def split_merge_checks(variant: str | None = None, *, seed: int = 0, alpha: float = ALPHA) -> list[Check]:
     """The split-merge checks ``bayesfa validate cgs-pfa`` runs (CI settings)."""
     return [move_rows(variant, seed=seed, alpha=alpha), invariance(variant, seed=seed, alpha=alpha)]

@@ -421,6 +421,11 @@ class _Spec:
                 vk.hmm_site_check(self.variant, alpha_h=HMM_ALPHA, beta=HMM_BETA, alpha=alpha,
                                   label=self.label)]
 
+    def check_names(self) -> list[str]:
+        """The names of the checks :meth:`kernel_checks` adds to ``predictive`` (``recorded``
+        is added by the harness), in order, without running them."""
+        return ["predictive", "geweke", "site-exact"] + (["graph-move"] if self.kind == "sg" else [])
+
     def mutant_names(self) -> list[str]:
         return list(self._mutants())
 
