@@ -683,6 +683,26 @@ def test_alergia_hoeffding_extremes():
         alergia(corpus, 0.0)
 
 
+def test_alergia_compatibility_stack_grows_past_its_capacity():
+    """``_compatible`` walks the common letters of two subtrees on a stack of pairs that it
+    grows when full (numba writes past an array's end unchecked). Two nodes with three common
+    children, from a stack of two slots, need six: the stack comes back grown to eight, and
+    the answer is that of the walk done by hand (every pair has the same counts: compatible;
+    one pair's counts far apart: not). Issue 39's surviving cosmic-ray mutants of the growth
+    test (``top + 2 > size`` -> ``top / 2 > size``, ``top - 2 > size``) never grow it."""
+    from bayesfa.learners.greedy.alergia import _compatible
+
+    child = np.full((8, 4), -1, dtype=np.int32)  # letters 1..3; node 0 and node 4 alike
+    child[0, 1:] = [1, 2, 3]
+    child[4, 1:] = [5, 6, 7]
+    count = np.tile(np.array([5, 3, 3, 3], dtype=np.int64), (8, 1))
+    ok, stack = _compatible(0, 4, child, count, 1.0, np.empty(2, dtype=np.int64))
+    assert ok and stack.shape[0] == 8
+    count[7] = [100, 0, 0, 0]  # node 7 (letter 3 under node 4) ends every string
+    ok, stack = _compatible(0, 4, child, count, 0.1, np.empty(2, dtype=np.int64))
+    assert not ok and stack.shape[0] == 8
+
+
 def aalpy_machine(corpus: Corpus, alpha: float):
     """AALpy's ALERGIA on ``corpus`` (one input 'x', outputs the letters and END = A), as
     ``(delta, counts)`` in our layout, states in AALpy's red order."""
