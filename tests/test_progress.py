@@ -342,6 +342,32 @@ def test_chain_sampler_reports_every_sweep_and_estimates(name, bars, monkeypatch
     _assert_same_fit(loud, quiet)
 
 
+def test_chain_estimate_times_only_the_sweeps_run_after_the_bar_starts(bars, monkeypatch):
+    """``chains.progress_callback`` on a fake clock: sweeps reported within
+    ``_RESUMED_SECONDS`` of the bar's start (chains finished or resumed before) are not timed;
+    the estimate is the pace of the sweeps reported after them times the sweeps left: 3
+    reported at 0.01 s, then 5 at 1.01 s of a total of 100 give 92 left at 1.01 / 5 s a
+    sweep. (Issue 39's surviving cosmic-ray mutant ``before = [-1, False]`` timed 6.)"""
+    from bayesfa.samplers import chains
+
+    clock = [100.0]
+    monkeypatch.setattr(chains.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(chains, "ESTIMATE_SECONDS", 0.0)
+    on_sweeps, close = chains.progress_callback(True, 1, 100, "cgs-pfa")
+    (bar,) = bars
+    clock[0] += 0.01
+    on_sweeps(3)
+    assert bar.lines == []
+    clock[0] += 1.0
+    on_sweeps(5)
+    clock[0] += 1.0
+    on_sweeps(5)  # estimated once
+    close()
+    assert bar.n == 13 and bar.closed
+    assert bar.lines == ["cgs-pfa: estimated roughly 19 s for the 92 sweeps left (0.202 s a "
+                         "sweep, timed on the first 5)"], bar.lines
+
+
 def test_cgs_sg_draws_in_blocks_are_the_draws_of_one_call(monkeypatch):
     """A draw of more sweeps than a block is made in blocks (progress and Ctrl-C between
     them): the chain is bit-identical to ``sample_draws(period)`` in one call."""
