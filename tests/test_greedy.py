@@ -337,6 +337,38 @@ def test_vgram_trie_arrays_grow_past_their_capacity():
     assert same.shape == child.shape and np.shares_memory(same, child)
 
 
+@pytest.mark.parametrize("first_rows", [1, 2, 3, 5])
+def test_vgram_grows_the_same_trie_from_tables_of_a_few_rows(first_rows, monkeypatch):
+    """EVGram's and CVGram's tries (~20 nodes) grown from tables of 1-5 first rows (``FIRST_ROWS``, else
+    1,024, which no fast corpus outgrows) are those grown without outgrowing them, bit for bit:
+    the call in ``grow_trie`` that grows the tables as nodes are made is exercised (issue 39's
+    surviving cosmic-ray mutant ``n_nodes + 1`` -> ``n_nodes & 1`` asked for no room and wrote
+    past the tables)."""
+    rng = np.random.default_rng(0)  # a second-order Markov source: its trie has ~20 nodes
+    table = rng.dirichlet(np.full(4, 0.3), size=(4, 4))
+
+    def string():
+        out, a, b = [], 0, 0
+        while len(out) <= 30:
+            x = rng.choice(4, p=table[a, b])
+            if x == 0:
+                break
+            out.append(int(x) - 1)
+            a, b = b, x
+        return out
+
+    corpus = Corpus.from_strings([string() for _ in range(400)], 3)
+    folds = np.arange(corpus.n_strings) % 4
+    want = [_vgram.vgram(corpus, 0.5, _vgram.EVIDENCE),
+            _vgram.vgram(corpus, 0.5, _vgram.CROSS_VALIDATION, folds=folds, n_folds=4)]
+    assert all(w["child"].shape[0] > 15 for w in want)
+    monkeypatch.setattr(_vgram, "FIRST_ROWS", first_rows)
+    got = [_vgram.vgram(corpus, 0.5, _vgram.EVIDENCE),
+           _vgram.vgram(corpus, 0.5, _vgram.CROSS_VALIDATION, folds=folds, n_folds=4)]
+    for w, g in zip(want, got):
+        assert not tries_differ(w, g)
+
+
 def test_pdfa_prediction_refuses_another_alphabet():
     """A machine learned on 3 letters (ALERGIA's, scored by ``_prefix_tree.pdfa_log_prob``)
     refuses a corpus of 2, saying both sizes."""

@@ -125,17 +125,23 @@ def _grow_arrays(child, counts, caret, depth, n_new):
     return c2, n2, k2, d2
 
 
+#: The rows :func:`grow_trie`'s tables start with (doubled by :func:`_grow_arrays` as the trie
+#: outgrows them); :func:`vgram` passes it, so a test can make a small trie grow them.
+FIRST_ROWS = 1024
+
+
 @njit(cache=True)
-def grow_trie(tokens, starts, fold, n_folds, alphabet_size, beta, kind, variant=0):
+def grow_trie(tokens, starts, fold, n_folds, alphabet_size, beta, kind, variant, first_rows):
     """Grow the trie (module docstring). ``tokens [T]``, ``starts [T]`` the index of the
     first token of each position's string, ``fold [T]`` each position's fold (0 for
-    EVGram); ``variant`` a validation mutant of the criterion (0: the method). Returns
+    EVGram); ``variant`` a validation mutant of the criterion (0: the method);
+    ``first_rows`` the tables' first capacity (:data:`FIRST_ROWS`). Returns
     ``(child, counts, caret, steps)`` trimmed to the nodes made; ``steps [L, 4]`` float64,
     one row per leaf examined, in order: the node, its number of positions, the criterion
     of the leaf and the gain of expanding it (the children's criteria minus the leaf's)."""
     n_sym = alphabet_size + 1
     n_tok = tokens.shape[0]
-    cap = 1024
+    cap = first_rows
     child = np.full((cap, n_sym), -1, dtype=np.int32)
     counts = np.zeros((cap, n_sym), dtype=np.int64)
     caret = np.zeros(cap, dtype=np.bool_)
@@ -320,7 +326,7 @@ def vgram(corpus: Corpus, beta: float, kind: int, folds: np.ndarray | None = Non
         fold = np.repeat(np.asarray(folds, dtype=np.int64), np.diff(corpus.offsets))
     child, counts, caret, trace = grow_trie(corpus.tokens, starts, fold, int(n_folds),
                                             corpus.alphabet_size, float(beta), int(kind),
-                                            int(variant))
+                                            int(variant), int(FIRST_ROWS))
     arrays = {"child": child, "counts": counts, "caret": caret}
     return (arrays, trace) if steps else arrays
 
