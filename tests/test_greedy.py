@@ -274,6 +274,37 @@ def test_estatemerge_matches_brute_force_evidence(seed):
     assert log_evidence(ours["counts"], beta) >= _evidence(_pta(corpus), beta, corpus.alphabet_size + 1)
 
 
+@pytest.mark.parametrize("room", [3, 4, 7])
+def test_estatemerge_trial_gain_from_a_stack_of_a_few_slots(room):
+    """``_trial_gain`` (the evidence change of folding a blue state into a red one) walks the
+    fold on a stack of pairs grown when full. On strings of one letter repeated (and "ab",
+    "baa"), folding the root's child "a" into the root walks as deep as the longest string
+    before it comes back to the first pair for its second letter; from a stack of 3-7 slots
+    (64 in the method) the gain is the same, bit for bit, and the tables come back unchanged.
+    (Issue 39's surviving cosmic-ray mutant ``push_pair(stack, 0, ...)`` -> ``-1`` stored the
+    first pair across the array's end, where growing the stack lost it: it now crashes.)"""
+    from bayesfa.learners.greedy.estatemerge import _trial_gain
+
+    strings = [[0] * n for n in (0, 1, 2, 3, 5, 8, 8, 9)] + [[0, 1], [1, 0, 0]]
+    corpus = Corpus.from_strings(strings, 2)
+    child, count, order, n_keys, _, _ = pt.prefix_tree(corpus)
+    blue = int(child[0, 1])  # the node of "a" (letter 0 is column 1)
+
+    def gain(slots):
+        c, n = child.copy(), count.copy()
+        out = _trial_gain(0, blue, c, n, order, n_keys, 0.5, np.empty(slots, dtype=np.int64),
+                          np.empty(256, dtype=np.int64), np.empty(256, dtype=np.int64),
+                          np.empty(256, dtype=np.int64), np.zeros(child.shape[0], dtype=np.bool_),
+                          np.empty(64, dtype=np.int64), 0)
+        np.testing.assert_array_equal(c, child)
+        np.testing.assert_array_equal(n, count)
+        return out[0], out[1].shape[0]
+
+    want, _ = gain(64)
+    got, grown = gain(room)
+    assert got == want and grown > room
+
+
 # -- VGram ---------------------------------------------------------------------------------------
 def _contexts(arrays):
     """Each trie node's context string, oldest symbol first (0 = ^)."""
