@@ -534,6 +534,20 @@ def test_estatemerge_prints_an_upper_bound_after_a_timed_start(bars, monkeypatch
         np.testing.assert_array_equal(loud[key], quiet[key], err_msg=key)
 
 
+def test_estatemerge_prints_no_bound_below_the_threshold(bars, monkeypatch):
+    """After its timed start EStateMerge prints its upper bound only when the bound exceeds
+    ``ESTIMATE_SECONDS`` (here 1e9 s: never); the bar still counts every blue state. (Issue
+    39's surviving cosmic-ray mutant ``bound > ...`` -> ``bound != ...`` printed it.)"""
+    from bayesfa.learners.greedy import estatemerge as em
+
+    monkeypatch.setattr(em, "PROGRESS_SECONDS", 1e-12)
+    monkeypatch.setattr(em, "ESTIMATE_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(em, "ESTIMATE_SECONDS", 1e9)
+    em.estatemerge(_corpus(40), 0.5, progress=True)
+    (bar,) = bars
+    assert bar.lines == [] and bar.n > 2
+
+
 def test_estatemerge_upper_bound_is_the_pace_so_far_times_the_states_left(bars, monkeypatch):
     """The estimate's numbers, on a clock that advances one second per reading: the pace
     printed is the time since the start over the blue states decided so far (``n >= 2``
