@@ -39,6 +39,34 @@ def shared_data() -> Path:
     return path
 
 
+#: The start of a script run in a fresh process (``python -c``) that measures resident memory
+#: as the operating system sees it (numba's arrays are not Python's): ``rss()`` the bytes
+#: resident now, ``maxrss()`` the address space's high-water mark (``VmHWM``; not getrusage's
+#: ``ru_maxrss``, which Linux keeps across exec, so a child of a large pytest process would
+#: start with its parent's peak), ``reset()`` the mark back to what is resident now (Linux
+#: >= 4.0; a no-op where refused).
+RSS_PRELUDE = r"""
+import argparse, gc, json, resource, sys
+import numpy as np
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+def maxrss():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) * 1024
+
+def reset():
+    gc.collect()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+"""
+
+
 def traced_peak(fn, *args, **kwargs):
     """``fn(*args, **kwargs)`` and tracemalloc's peak during the call, in bytes (numpy registers
     its buffers with tracemalloc; numba's own allocations are not seen)."""

@@ -16,6 +16,7 @@ import itertools
 
 import numpy as np
 import pytest
+from conftest import RSS_PRELUDE
 from scipy.special import gammaln
 
 from bayesfa.corpus import Corpus
@@ -602,24 +603,9 @@ def test_prefix_tree_methods_estimate_at_least_the_tree_and_its_merges(name):
     assert method.estimate_memory(large, options) > method.estimate_memory(small, options)
 
 
-_PEAK_SCRIPT = r"""
-import argparse, gc, json, resource, sys
-import numpy as np
+_PEAK_SCRIPT = RSS_PRELUDE + r"""
 from bayesfa.corpus import Corpus
 from bayesfa.methods import get_method
-
-def rss():  # bytes resident now
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize()
-
-def maxrss():  # this address space's high-water mark of resident bytes (VmHWM)
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) * 1024
-
-def reset():  # the high-water mark back to the resident memory now (Linux >= 4.0)
-    gc.collect()
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
 
 def corpus(n_strings, seed, alphabet):
     rng = np.random.default_rng(seed)

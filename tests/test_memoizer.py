@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import RSS_PRELUDE
 from scipy import stats
 
 from bayesfa.corpus import Corpus
@@ -146,21 +147,9 @@ def test_memoizer_lands_near_the_papers_table_1(shared_data):
         assert abs(ppl - paper) / paper < 0.05, (ppl, paper)
 
 
-_PEAK_SCRIPT = r"""
-import argparse, gc, json, resource, sys
-import numpy as np
+_PEAK_SCRIPT = RSS_PRELUDE + r"""
 from bayesfa.corpus import Corpus
 from bayesfa.methods import get_method
-
-def rss():  # bytes resident now
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize()
-
-def maxrss():  # this address space's high-water mark of resident bytes (VmHWM, KiB)
-    # not getrusage's ru_maxrss: Linux keeps it across exec, so a child of a large pytest
-    # process starts with its parent's peak
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) * 1024
 
 def corpus(n_strings, seed):
     rng = np.random.default_rng(seed)
@@ -175,12 +164,7 @@ warm = corpus(50, 0)  # compile (or load) every kernel first: that is not the fi
 method.predict_log_prob(method.fit(warm, options, 0, False).arrays, options, warm)
 n = int(sys.argv[1])
 train, test = corpus(n, 1), corpus(n, 2)
-gc.collect()
-try:  # reset the high-water mark to the resident memory now (Linux >= 4.0)
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-except OSError:
-    pass
+reset()  # the high-water mark to the resident memory now
 base, before = rss(), maxrss()
 fit = method.fit(train, options, 0, False)
 method.predict_log_prob(fit.arrays, options, test)
