@@ -1,6 +1,7 @@
 """Recorded commands run from a fresh clone (bayesfa.provenance.portable_command), and the commit
 they name (git_commit: ``+dirty`` means changed code, not the results a run writes)."""
 
+import re
 import shlex
 import shutil
 import subprocess
@@ -83,3 +84,25 @@ def test_compile_target_of_the_host_is_its_llvm_name():
     if config.CPU_NAME is not None:
         pytest.skip("NUMBA_CPU_NAME is set")
     assert compile_target().startswith(llvm.get_host_cpu_name() + ", ")
+
+
+#: a machine's absolute path in a recorded command or text (the checkout, a scratch folder, a home)
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:tmp|work|root|home|Users|var/folders)/")
+
+
+def test_committed_results_name_no_machine_path_without_a_portable_reproduction():
+    """Every committed result reproduces from a fresh clone: a machine's absolute path appears
+    only in a JSON ``"command"`` that records what ran, in a file that also gives the
+    repository-relative ``"reproduce"`` command."""
+    bench = ROOT / "benchmarks"
+    files = [bench / "RESULTS.md", ROOT / "README.md", *sorted((bench / "results").rglob("*"))]
+    offenders = []
+    for path in files:
+        if path.suffix not in (".md", ".json", ".csv", ".txt") or not path.is_file():
+            continue
+        text = path.read_text(errors="replace")
+        has_reproduce = '"reproduce"' in text
+        for number, line in enumerate(text.splitlines(), 1):
+            if MACHINE_PATH.search(line) and not (has_reproduce and line.lstrip().startswith('"command"')):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:120]}")
+    assert not offenders, "\n".join(offenders)
