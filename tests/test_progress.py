@@ -631,3 +631,36 @@ def test_estatemerge_bar_moves_about_once_a_second(pace, bars, monkeypatch):
         np.testing.assert_array_equal(loud[key], quiet[key], err_msg=key)
     (bar,) = bars
     _assert_about_once_a_second(bar.steps, np.diff([0.0] + at_update), pace)
+
+
+def test_estatemerge_prints_its_bound_about_two_seconds_after_the_start(bars, monkeypatch):
+    """The documented time of EStateMerge's estimate (its docstring): about 2 s after the
+    start, at the bar's first move from then on. On a clock that advances 0.25 s per reading
+    (a call of the merger, one blue state here, reads it three times) the line is written at the first check
+    at or after 2 s, so within a call's readings of it. (Issue 39's surviving cosmic-ray
+    mutant ``ESTIMATE_AFTER_SECONDS = 2.0`` -> ``3.0`` wrote it at 3 s.)"""
+    from types import SimpleNamespace
+
+    from bayesfa.learners.greedy import estatemerge as em
+
+    readings = []
+
+    def perf_counter():
+        readings.append(1000.0 + 0.25 * len(readings))
+        return readings[-1]
+
+    at_write = []
+    write = _Bar.write
+
+    def noted_write(self, text, file=None):
+        at_write.append(readings[-1])
+        write(self, text, file)
+
+    monkeypatch.setattr(_Bar, "write", noted_write)
+    monkeypatch.setattr(em, "time", SimpleNamespace(perf_counter=perf_counter))
+    monkeypatch.setattr(em, "PROGRESS_SECONDS", 1e-12)  # one blue state a call
+    monkeypatch.setattr(em, "ESTIMATE_SECONDS", -1.0)
+    em.estatemerge(_corpus(40), 0.5, progress=True)
+    (bar,) = bars
+    assert len(bar.lines) == 1 and len(at_write) == 1
+    assert 2.0 <= at_write[0] - readings[0] < 2.0 + 4 * 0.25, at_write[0] - readings[0]

@@ -239,8 +239,11 @@ def estatemerge(corpus: Corpus, beta: float, first_fit: bool = False,
     int64 ``[A+1]`` (:mod:`bayesfa.learners.greedy._prefix_tree`). ``progress``: a tqdm
     count of the blue states decided on standard error, moving about once a second
     (:data:`PROGRESS_SECONDS`; the first calls, one blue state then twice as many each time
-    until a call's pace is known, come sooner), with the same machine as without.
-    ``variant``: 0, the method, or a code of :data:`MUTATIONS`; any other is refused.
+    until a call's pace is known, come sooner), with the same machine as without; about 2 s
+    after the start (:data:`ESTIMATE_AFTER_SECONDS`, at the first move of the bar from then
+    on) one line on stderr gives an upper bound of the time left when it exceeds
+    :data:`bayesfa.methods.ESTIMATE_SECONDS` (every prefix-tree state decided once, at the pace
+    so far). ``variant``: 0, the method, or a code of :data:`MUTATIONS`; any other is refused.
     """
     if variant != 0 and variant not in MUTATIONS.values():
         raise ValueError(f"estatemerge: unknown variant {variant!r} (0 or one of {MUTATIONS})")
