@@ -3,7 +3,8 @@ paired comparison of final-chain strategies on one PAutomaC problem).
 
     nice -n 10 python benchmarks/pautomac_auto_replay.py --runs benchmarks/results/p1-search-blocked/base
         --problem 1 [--seeds 1,2,3,4,5] [--set final_blocked_every=0 ...]
-        [--data ../shared/data/pautomac] --out benchmarks/results/p1-final-replay/k0.json
+        [--data ../shared/data/pautomac] [--fresh-final] [--measured-ceiling]
+        --out benchmarks/results/p1-final-replay/k0.json
 
 A timed ``--auto`` fit decides from its calibration (the schedule), which differs from run to
 run with the machine's load, so two timed runs of one seed can end in different N and beta
@@ -13,6 +14,13 @@ functions of the schedule and the seed (``auto`` module docstring): every replay
 makes the same ladder and beta choices, and ``--set KEY=VALUE`` (an option of the cgs-pfa
 method, e.g. ``final_blocked_every=0``) changes what follows them only. With no ``--set`` the
 replay is the recorded run itself (its ratio is checked against the recorded one).
+
+``--fresh-final`` drops phase 3's recorded costs from the schedule, so that they are measured
+at the replay's winner (an arm whose N may differ from the record's needs that, and its
+baseline then takes it too); ``--measured-ceiling`` (with ``--fresh-final``) gives a schedule of
+bayesfa before ``ladder_scales`` an empty one, so that the ladder prices rungs above its
+planned ceiling by the CPU measured on the rung below (``auto.run_ladder``): the paired
+comparison of that rule against the planned ceiling alone.
 
 Each seed's fit is the production unit's: the run's options (``run.json``), the unit seed
 ``production.unit_seed(S, P, final role, 0)``, Eq. 6 of the test strings folded online; the
@@ -63,9 +71,17 @@ def run_seed(args, seed: int) -> dict:
     test = read_sample(data / f"{problem}.pautomac.test")
     solution = read_solution(data / f"{problem}.pautomac_solution.txt", log=True)
     changes = parse_set(args.set)
+    from bayesfa.samplers.pfa import auto as auto_module
+
+    plan = dict(recorded["schedule"])
+    if args.fresh_final:
+        for key in (*auto_module._FINAL_COSTS, *auto_module._BLOCKED_COSTS):
+            plan.pop(key, None)
+    if args.measured_ceiling:
+        plan.setdefault("ladder_scales", {})
     with tempfile.TemporaryDirectory() as tmp:
         schedule = Path(tmp) / "schedule.json"
-        schedule.write_text(json.dumps(recorded["schedule"]))
+        schedule.write_text(json.dumps(plan))
         options = {k: v for k, v in identity["options"].items() if k not in ("budget", "shares")}
         options = final_options("cgs-pfa", {**options, "schedule": str(schedule), **changes})
         t0 = time.process_time()
@@ -76,7 +92,11 @@ def run_seed(args, seed: int) -> dict:
     ratio = score_all_log(np.asarray(pred.log_mean, dtype=np.float64), solution).ratio
     summary = [r for r in (run / "summary.csv").read_text().splitlines()[1:] if r.split(",")[0] == problem]
     recorded_ratio = float(summary[0].split(",")[6]) if summary else None
-    return {"seed": seed, "set": changes, "test_ratio_minus_1": float(ratio - 1),
+    return {"seed": seed, "set": changes, "fresh_final": bool(args.fresh_final),
+            "measured_ceiling": bool(args.measured_ceiling),
+            "ladder": [r["states"] for r in auto["ladder"]], "ladder_ceiling": auto["ladder_ceiling"],
+            "ladder_scales": auto["schedule"].get("ladder_scales"),
+            "test_ratio_minus_1": float(ratio - 1),
             "recorded_ratio_minus_1": None if recorded_ratio is None else recorded_ratio - 1,
             "winner": auto["winner"], "final": auto["final"], "cpu_seconds": cpu,
             "cpu_planned": auto.get("cpu_planned")}
@@ -103,8 +123,15 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", default="1,2,3,4,5")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pautomac"))
+    p.add_argument("--fresh-final", action="store_true",
+                   help="measure phase 3's costs at the replay's winner instead of reading them")
+    p.add_argument("--measured-ceiling", action="store_true",
+                   help="price rungs above the planned ceiling by measured CPU (needs --fresh-final)")
     p.add_argument("--out", required=True)
-    return run_script_seeds(__file__, p.parse_args(argv), argv, run_seed, table)
+    args = p.parse_args(argv)
+    if args.measured_ceiling and not args.fresh_final:
+        p.error("--measured-ceiling needs --fresh-final (the winner's N may change)")
+    return run_script_seeds(__file__, args, argv, run_seed, table)
 
 
 if __name__ == "__main__":

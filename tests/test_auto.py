@@ -224,9 +224,19 @@ def test_a_ladder_under_a_ceiling_stops_below_it_with_the_sweeps_planned_without
     planned, _ = auto.rung_sweeps(schedule, money * auto.LADDER_SHARE, m, size)
     assert a["ladder_ceiling"] == auto.ladder_ceiling(schedule, money, 2, m,
                                                       free_positions(corpus.tokens).size, size, planned)
-    assert all(r["states"] <= a["ladder_ceiling"] for r in a["ladder"])
+    for r, below in zip(a["ladder"], [None] + a["ladder"][:-1]):  # above it: the measured ceiling's
+        if r["states"] <= a["ladder_ceiling"]:
+            assert "ceiling" not in r
+            continue
+        scale = schedule["ladder_scales"][str(below["states"])]
+        assert r["ceiling"] == auto.ladder_ceiling(auto.scaled_schedule(schedule, *scale), money, 2, m,
+                                                   free_positions(corpus.tokens).size, size, planned)
+        assert r["states"] <= r["ceiling"]
+    n_star = a["winner"]["states"]
+    best = [r["states"] for r in a["ladder"]].index(n_star)
+    priced = auto.phase2_schedule(schedule, a["ladder"], best, a["ladder_ceiling"])
     assert ("skipped" in a["betas"][0]) == (auto.beta_sweeps(
-        schedule, auto.BETA_SHARE * money, a["winner"]["states"], m, size) < auto.MIN_RUNG_SWEEPS)
+        priced, auto.BETA_SHARE * money, n_star, m, size) < auto.MIN_RUNG_SWEEPS)
     big = dict(schedule, position_seconds=schedule["position_seconds"] / 64,
                lane_seconds=schedule["lane_seconds"] / 64, forward_seconds=schedule["forward_seconds"] / 64)
     sweeps, rungs = auto.rung_sweeps(big, money * auto.LADDER_SHARE, m, size)
@@ -236,6 +246,147 @@ def test_a_ladder_under_a_ceiling_stops_below_it_with_the_sweeps_planned_without
                                                     auto._Ledger(money), max_states=rungs[1])
     assert [r["states"] for r in records] == rungs[:2] and got == sweeps
     assert all(r["sweeps"] == sweeps for r in records)
+
+
+def test_measured_scale_prices_the_ceiling_below_the_calibration_never_above():
+    """A rung's measured CPU over its modelled CPU, sweeps and forward passes apart: rounded up
+    to a power of 2**(1/4), at least MEASURED_FLOOR, at most 1; scaled_schedule multiplies the
+    sweep costs (line or table) and the forward cost by them."""
+    step = {"cpu_model_sweeps": 4.0, "cpu_sweeps": 2.0, "cpu_model": 10.0, "cpu": 3.5}  # 0.5, 0.25
+    assert auto.measured_scale(step) == [0.5, 0.25]
+    assert auto.measured_scale(dict(step, cpu_sweeps=2.1)) == [2 ** -0.75, 0.25]  # rounded up
+    assert auto.measured_scale(dict(step, cpu_sweeps=9.0, cpu=9.5)) == [1.0, 0.25]  # never above 1
+    assert auto.measured_scale(dict(step, cpu_sweeps=1e-9, cpu=6.0)) == [auto.MEASURED_FLOOR, 1.0]
+    table = {"10": 1e-7, "15": 2e-7}
+    for sch in (SCHEDULE, {**SCHEDULE, "rung_seconds": table}):
+        low = auto.scaled_schedule(sch, 0.5, 0.25)
+        for n in (10, 15, 40):
+            assert auto.sweep_cost(low, n, 1000) == pytest.approx(0.5 * auto.sweep_cost(sch, n, 1000))
+            assert auto.forward_cost(low, n, 1000) == pytest.approx(0.25 * auto.forward_cost(sch, n, 1000))
+    assert table == {"10": 1e-7, "15": 2e-7}  # the schedule itself unchanged
+
+
+def test_a_ladder_above_its_planned_ceiling_climbs_by_measured_costs_and_replays(corpus, fitted):
+    """run_ladder with a ``ceiling`` function: a rung above max_states runs when the function of
+    the schedule priced by the rung below's measured costs (scaled_schedule, measured_scale)
+    admits it; the scale is recorded in the schedule's ladder_scales and its record holds that
+    ceiling; a scale already in the schedule is read, not measured (a --schedule replay)."""
+    from bayesfa.samplers.pfa import cgs_pfa
+
+    a = fitted[0].info["auto"]
+    money = a["plan_money"]
+    kept_idx, held_idx = holdout_split(corpus.n_strings, auto.HOLDOUT, np.random.SeedSequence(5))
+    kept, held = corpus.subset(kept_idx), corpus.subset(held_idx)
+    m, size = free_positions(kept.tokens).size, auto._forward_size(held)
+    base = {k: a["schedule"][k] for k in ("position_seconds", "lane_seconds", "forward_seconds")}
+    big = dict(a["schedule"], **{k: v / 64 for k, v in base.items()}, ladder_scales={})
+    big.pop("rung_seconds", None)
+    sweeps, rungs = auto.rung_sweeps(big, money * auto.LADDER_SHARE, m, size)
+    assert len(rungs) >= 4
+    seen = []
+
+    def ceiling(priced):  # admits the third rung, not the fourth
+        seen.append(priced)
+        return rungs[2]
+
+    with auto.front_session(cgs_pfa):
+        ledger = auto._Ledger(money)
+        records, best, paths, got = auto.run_ladder(kept, held, big, money * auto.LADDER_SHARE, 5,
+                                                    ledger, max_states=rungs[1], ceiling=ceiling)
+        assert [r["states"] for r in records] == rungs[:3] and got == sweeps
+        assert "ceiling" not in records[1] and records[2]["ceiling"] == rungs[2]
+        steps = [s for s in ledger.steps if s["phase"] == "ladder"]
+        # the fourth rung was priced unless the patience rule stopped the ladder at the third
+        measured = rungs[1:2] if "stop" in records[2] else rungs[1:3]
+        assert big["ladder_scales"] == {str(n): auto.measured_scale(steps[rungs.index(n)]) for n in measured}
+        assert seen == [auto.scaled_schedule(big, *big["ladder_scales"][str(n)]) for n in measured]
+        # replayed from the recorded scales (here made up, to tell them from a measurement)
+        made_up = {str(rungs[1]): [0.5, 0.25], str(rungs[2]): [0.25, 0.5]}
+        replay = dict(big, ladder_scales=dict(made_up))
+        seen.clear()
+        again = auto.run_ladder(kept, held, replay, money * auto.LADDER_SHARE, 5, auto._Ledger(money),
+                                max_states=rungs[1], ceiling=ceiling)[0]
+        assert replay["ladder_scales"] == made_up
+        assert seen == [auto.scaled_schedule(replay, *made_up[str(n)]) for n in measured]
+        assert [r["heldout"] for r in again] == [r["heldout"] for r in records]  # the same chains
+        # a ceiling that admits nothing above max_states: the ladder of before
+        stopped = auto.run_ladder(kept, held, dict(big, ladder_scales={}), money * auto.LADDER_SHARE, 5,
+                                  auto._Ledger(money), max_states=rungs[1], ceiling=lambda p: rungs[1])[0]
+        assert [r["states"] for r in stopped] == rungs[:2]
+
+
+def test_a_fit_climbs_past_its_planned_ceiling_only_with_ladder_scales(corpus, fitted, tmp_path):
+    """Fits replayed from one schedule whose rung table prices N = 22 just too dear for the
+    planned ceiling: with a recorded scale of the rung below (ladder_scales, here 0.25) the
+    ladder climbs to 22, its record naming the measured ceiling, and its winner's phase 2 is
+    planned at those prices; without ladder_scales (a schedule of bayesfa before the measured
+    ceiling) it stops under 22, as it ran then."""
+    schedule = json.loads(fitted[1].read_text())
+    kept_idx, held_idx = holdout_split(corpus.n_strings, auto.HOLDOUT, np.random.SeedSequence(5))
+    kept, held = corpus.subset(kept_idx), corpus.subset(held_idx)
+    m, size, all_m = free_positions(kept.tokens).size, auto._forward_size(held), free_positions(corpus.tokens).size
+    money = schedule["budget"] * auto.SAFETY - schedule["overhead_seconds"]
+
+    def top(s):
+        sweeps, rungs = auto.rung_sweeps(s, money * auto.LADDER_SHARE, m, size)
+        return sweeps, rungs, auto.ladder_ceiling(s, money, 2, m, all_m, size, sweeps)
+
+    for _ in range(8):  # room for N = 34 in the ladder's plan, whatever machine timed the line
+        if 34 in top(schedule)[1] and top(schedule)[2] >= 34:
+            break
+        schedule = {**schedule, **{k: schedule[k] / 2 for k in ("position_seconds", "lane_seconds",
+                                                                 "forward_seconds")}}
+    assert 34 in top(schedule)[1] and top(schedule)[2] >= 34
+
+    def priced(f):  # N >= 22 at f times the line
+        return {**schedule, "rung_seconds": {str(n): auto.sweep_cost(schedule, n, 1) * (1 if n < 22 else f)
+                                             for n in auto.ladder()}}
+
+    lo, hi = 1.0, 2.0
+    while top(priced(hi))[2] >= 22:  # the least factor (within 1%) that keeps the plan under 22
+        lo, hi = hi, 2 * hi
+    while hi / lo > 1.01:
+        mid = (lo * hi) ** 0.5
+        lo, hi = (mid, hi) if top(priced(mid))[2] >= 22 else (lo, mid)
+    table = priced(hi)
+    sweeps, rungs, planned = top(table)
+    assert planned < 22 and 22 in rungs
+    scaled = auto.scaled_schedule(table, 0.25, 0.25)
+    assert auto.ladder_ceiling(scaled, money, 2, m, all_m, size, sweeps) >= 22
+    runs = {}
+    for name, extra in (("scaled", {"ladder_scales": {"15": [0.25, 0.25]}}), ("old", {})):
+        path = tmp_path / f"{name}.json"
+        data = {**table, **extra}
+        if not extra:
+            data.pop("ladder_scales", None)
+        path.write_text(json.dumps(data))
+        runs[name] = METHOD.fit(corpus, _options(schedule=str(path)), 5, False).info["auto"]
+    old, new = runs["old"], runs["scaled"]
+    assert old["ladder_ceiling"] == new["ladder_ceiling"] == planned
+    assert all(r["states"] < 22 for r in old["ladder"]) and "ladder_scales" not in old["schedule"]
+    climbed = [r for r in new["ladder"] if r["states"] >= 22]
+    assert climbed and climbed[0]["states"] == 22 and climbed[0]["ceiling"] >= 22
+    assert [r["states"] for r in new["ladder"][:2]] == [10, 15]
+    best = [r["states"] for r in new["ladder"]].index(new["winner"]["states"])
+    priced = auto.phase2_schedule(new["schedule"], new["ladder"], best, planned)
+    assert new["betas"][0]["sweeps"] == auto.beta_sweeps(priced, auto.BETA_SHARE * money,
+                                                         new["winner"]["states"], m, size)
+
+
+def test_phase2_is_planned_at_the_prices_that_admitted_its_winner():
+    """phase2_schedule: a winner at or under the planned ceiling plans phase 2 with the schedule
+    itself; one above it with the schedule priced by the scale of the rung below it (the one
+    its measured ceiling used), where the calibration's prices could skip phase 2."""
+    sch = {**SCHEDULE, "ladder_scales": {"15": [0.5, 0.25], "22": [0.25, 0.5]}}
+    records = [{"states": 10}, {"states": 15}, {"states": 22}, {"states": 34}]
+    assert auto.phase2_schedule(sch, records, 1, 15) is sch
+    assert auto.phase2_schedule(sch, records, 2, 22) is sch
+    assert auto.phase2_schedule(sch, records, 2, 15) == auto.scaled_schedule(sch, 0.5, 0.25)
+    assert auto.phase2_schedule(sch, records, 3, 15) == auto.scaled_schedule(sch, 0.25, 0.5)
+    m, size = 400_000, 200_000
+    at_calibration = auto.beta_sweeps(sch, 40.0, 22, m, size)
+    measured = auto.beta_sweeps(auto.phase2_schedule(sch, records, 2, 15), 40.0, 22, m, size)
+    assert measured > 1.5 * max(at_calibration, 1)
 
 
 def test_state_split_is_a_valid_path_that_merges_back(corpus):

@@ -18,7 +18,15 @@ Three phases, all on the training file only (the test and solution files are nev
    last rung that its budget and the phases after it afford (:func:`ladder_ceiling`: phase 2
    its minimum sweeps, phase 3 a rung's sweeps), and the best rung wins (a miss's path still
    seeds the next rung: it is a valid path of the larger chain, the best one two rungs back is
-   not).
+   not). The ceiling is planned from the calibration and then, for each rung above it, priced
+   again by the CPU measured on the rung below (:func:`measured_scale`: never above the
+   calibration's prices; recorded in the schedule as ``ladder_scales``): the calibration's
+   sweeps on a random path cost more than a chain's, and more again under load. At
+   ``d944b04`` the planned ceiling stopped 14 and 16 of the 47 PAutomaC ladders (seeds 1, 2),
+   their last rungs measured at 0.46-0.94 of the model (one at 1.8), and problem 34's seed 3,
+   calibrated while five processes shared two cores, planned its ceiling at 76 instead of 114
+   and scored ratio - 1 0.0296 against 0.0009 (benchmarks/RESULTS.md). A winner above the
+   planned ceiling has phase 2 planned with the same measured prices (:func:`phase2_schedule`).
 2. **beta by successive halving** at the winning N, every candidate starting from the winning
    rung's path (a change of beta changes the target, not the path's validity): all of
    :data:`BETAS` for ``beta_sweeps`` sweeps, then the best :data:`BETA_KEEP` for
@@ -292,6 +300,14 @@ def check_schedule(data: Any, path: str | os.PathLike | None = None) -> dict[str
         out.update({k: data[k] for k in _BLOCKED_COSTS})
     if all(isinstance(data.get(k), (int, float)) for k in _MOVE_COSTS):  # phases 1-2's blocked moves
         out.update({k: data[k] for k in _MOVE_COSTS})
+    if "ladder_scales" in data:  # a ladder that climbed to its planned ceiling (run_ladder)
+        scales = data["ladder_scales"]
+        if not isinstance(scales, dict) or any(
+                not str(n).isdigit() or not isinstance(x, list) or len(x) != 2 or any(
+                    isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1
+                    for v in x) for n, x in scales.items()):
+            raise InputError("ladder_scales must map each N to two factors in (0, 1]", path)
+        out["ladder_scales"] = {str(int(n)): [float(v) for v in x] for n, x in scales.items()}
     return out
 
 
@@ -568,6 +584,41 @@ def ladder_ceiling(schedule: dict, money: float, chains: int, n_positions: int, 
     return top
 
 
+def measured_scale(step: dict) -> list[float]:
+    """``[sweep, forward]``: a ladder rung's measured CPU over its modelled CPU (``step``, the
+    ledger's record of the rung), its sweeps' and its held-out forward passes' apart, each
+    taken at least :data:`MEASURED_FLOOR` (a measurement under it is the clock's noise),
+    rounded up to a power of 2**(1/4) (:func:`_round_up`) and at most 1: the factor by which
+    :func:`ladder_ceiling` may price the phases after the ladder below the calibration, never
+    above it (:func:`run_ladder`'s measured ceiling only rises above the planned one)."""
+    sweep = step["cpu_sweeps"] / max(step["cpu_model_sweeps"], 1e-15)
+    forward = (step["cpu"] - step["cpu_sweeps"]) / max(step["cpu_model"] - step["cpu_model_sweeps"], 1e-15)
+    return [min(1.0, _round_up(max(x, MEASURED_FLOOR))) for x in (sweep, forward)]
+
+
+def scaled_schedule(schedule: dict, sweep: float, forward: float) -> dict:
+    """``schedule`` with its sweep costs (``rung_seconds``, ``position_seconds``,
+    ``lane_seconds``) times ``sweep`` and its forward cost times ``forward``
+    (:func:`measured_scale`); its blocked-move costs as they are."""
+    out = dict(schedule, position_seconds=schedule["position_seconds"] * sweep,
+               lane_seconds=schedule["lane_seconds"] * sweep,
+               forward_seconds=schedule["forward_seconds"] * forward)
+    if schedule.get("rung_seconds"):
+        out["rung_seconds"] = {n: float(x) * sweep for n, x in schedule["rung_seconds"].items()}
+    return out
+
+
+def phase2_schedule(schedule: dict, records: list[dict], best: int, ceiling: int) -> dict:
+    """The schedule phase 2 is planned with: ``schedule`` itself, or for a winner (``records[best]``,
+    the ladder's records) above the planned ``ceiling``, ``schedule`` priced by the scale
+    that admitted it (``ladder_scales`` of the rung below, :func:`scaled_schedule`): the
+    measured ceiling counted on phase 2 getting its minimum sweeps at those prices, and at
+    the calibration's it could get fewer and be skipped."""
+    if records[best]["states"] <= ceiling:
+        return schedule
+    return scaled_schedule(schedule, *schedule["ladder_scales"][str(records[best - 1]["states"])])
+
+
 def draw_plan(sweeps: int, draws: int) -> tuple[int, int, int]:
     """``(burn_in, period, n_draws)`` of a run of about ``sweeps`` sweeps, its second half
     recorded as at most ``draws`` draws."""
@@ -669,20 +720,38 @@ def _chain(corpus: Corpus, n_states, beta, sweeps, draws, seed_seq, init_z, pred
 
 
 def run_ladder(kept: Corpus, held: Corpus, schedule: dict, money: float, seed, ledger: _Ledger,
-               max_states: int | None = None, every: int = 0):
+               max_states: int | None = None, every: int = 0, ceiling=None):
     """Phase 1 (module docstring): returns ``(rung records, winner index, paths by rung,
     sweeps per rung)``. ``max_states``: the ladder stops before a larger rung
     (:func:`ladder_ceiling`); the sweeps per rung are planned as without it. ``every``: a
-    blocked move after every ``every`` sweeps of each rung (0: none)."""
+    blocked move after every ``every`` sweeps of each rung (0: none).
+
+    ``ceiling`` (a function of a schedule, :func:`ladder_ceiling` with the fit's other
+    arguments): a rung above ``max_states`` runs when ``ceiling`` of the schedule priced by
+    the costs measured on the rung below it (:func:`measured_scale`, :func:`scaled_schedule`)
+    admits it; its record holds that ``ceiling``. The scales are recorded in the schedule's
+    ``ladder_scales`` (N of the measured rung -> ``[sweep, forward]``; :func:`_schedule` starts
+    it empty), and a scale the schedule has (``--schedule``) is read, not measured, so the
+    replay repeats the decision."""
     from bayesfa.samplers.chains import n_free_positions
 
     m, size = n_free_positions(kept.tokens), _forward_size(held)
     sweeps, rungs = rung_sweeps(schedule, money, m, size, every)
     moves = {"blocked_every": every} if every else {}
-    if max_states is not None:
+    if max_states is not None and ceiling is None:
         rungs = [n for n in rungs if n <= max_states]
     records, paths, best, z, misses = [], [], None, None, 0
     for r, n in enumerate(rungs):
+        above = {}
+        if max_states is not None and n > max_states:
+            scales = schedule["ladder_scales"]
+            key = str(rungs[r - 1])
+            if key not in scales:
+                scales[key] = measured_scale(ledger.steps[-1])
+            top = int(ceiling(scaled_schedule(schedule, *scales[key])))
+            if top < n:
+                break
+            above = {"ceiling": top}
         if z is not None:
             z = split_states(z, kept.tokens, rungs[r - 1], n, np.random.default_rng(_seed(seed, 9, r)))
         cost = run_cost(schedule, n, m, sweeps, RUNG_DRAWS, size, every)
@@ -693,7 +762,7 @@ def run_ladder(kept: Corpus, held: Corpus, schedule: dict, money: float, seed, l
                               lambda o: heldout_per_string(o[0], BETA0, held),
                               run_cost(schedule, n, m, sweeps, 0, size, every))
         z = out[5]
-        rec = {"states": n, "beta": BETA0, "sweeps": sweeps, **_scores(per)}
+        rec = {"states": n, "beta": BETA0, "sweeps": sweeps, **_scores(per), **above}
         records.append(rec)
         paths.append((z.copy(), per))
         best, misses, stop = ladder_step(rec, per, paths[best][1] if best is not None else None,
@@ -1044,16 +1113,23 @@ def _fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | N
     from bayesfa.samplers.chains import free_positions, n_free_positions
 
     m, size = n_free_positions(kept.tokens), _forward_size(held)
-    sweeps, _ = rung_sweeps(schedule, money * LADDER_SHARE, m, size, every)
-    ceiling = ladder_ceiling(schedule, money, int(options.get("chains", 1)), m,
-                             free_positions(corpus.tokens).size, size, sweeps, every)
-    rungs, best, paths, sweeps = run_ladder(kept, held, schedule, money * LADDER_SHARE, seed, ledger,
-                                            max_states=ceiling, every=every)
+    planned, _ = rung_sweeps(schedule, money * LADDER_SHARE, m, size, every)
+    chains, all_m = int(options.get("chains", 1)), free_positions(corpus.tokens).size
+
+    def measured_ceiling(priced: dict) -> int:  # the ceiling with the schedule ``priced``
+        return ladder_ceiling(priced, money, chains, m, all_m, size, planned, every)
+
+    ceiling = measured_ceiling(schedule)
+    # a schedule of bayesfa before the measured ceiling has no ladder_scales: it replays as it ran
+    rungs, best, paths, sweeps = run_ladder(
+        kept, held, schedule, money * LADDER_SHARE, seed, ledger, max_states=ceiling, every=every,
+        ceiling=measured_ceiling if "ladder_scales" in schedule else None)
     if best is None:
         raise InputError(f"--budget {budget:g} CPU seconds is too small for these "
                          f"{corpus.n_tokens} tokens: two rungs of the N ladder need more")
     n_star = rungs[best]["states"]
-    betas, beta_star, z_win = run_betas(kept, held, schedule, money * BETA_SHARE, n_star,
+    betas, beta_star, z_win = run_betas(kept, held, phase2_schedule(schedule, rungs, best, ceiling),
+                                        money * BETA_SHARE, n_star,
                                         paths[best][0], seed, ledger, every)
     plan, outs = run_final(corpus, kept_idx, kept, held, z_win, n_star, beta_star, schedule, ledger,
                            options, predict, seed, start)
@@ -1083,6 +1159,7 @@ def _schedule(options: dict, kept: Corpus, held: Corpus, start: float) -> dict:
     schedule = {"format": SCHEDULE_FORMAT, "budget": float(budget),
                 **calibrate(kept, held, rungs=float(budget) >= RUNG_TABLE_BUDGET, moves=moves)}
     schedule["overhead_seconds"] = _round_up(cpu_seconds() - start)
+    schedule["ladder_scales"] = {}  # filled by run_ladder when the ladder meets its ceiling
     return schedule
 
 
