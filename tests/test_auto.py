@@ -315,6 +315,21 @@ def test_a_ladder_above_its_planned_ceiling_climbs_by_measured_costs_and_replays
         assert [r["states"] for r in stopped] == rungs[:2]
 
 
+def _ladder_plan(corpus, schedule):
+    """``(plan, (m, size, all_m, money))`` for a fit of seed 5 on ``corpus`` from ``schedule``:
+    ``plan(s)`` is ``(sweeps per rung, rungs, planned ceiling)`` of schedule ``s``."""
+    kept_idx, held_idx = holdout_split(corpus.n_strings, auto.HOLDOUT, np.random.SeedSequence(5))
+    kept, held = corpus.subset(kept_idx), corpus.subset(held_idx)
+    m, size, all_m = free_positions(kept.tokens).size, auto._forward_size(held), free_positions(corpus.tokens).size
+    money = schedule["budget"] * auto.SAFETY - schedule["overhead_seconds"]
+
+    def plan(s):
+        sweeps, rungs = auto.rung_sweeps(s, money * auto.LADDER_SHARE, m, size)
+        return sweeps, rungs, auto.ladder_ceiling(s, money, 2, m, all_m, size, sweeps)
+
+    return plan, (m, size, all_m, money)
+
+
 def test_a_fit_climbs_past_its_planned_ceiling_only_with_ladder_scales(corpus, fitted, tmp_path):
     """Fits replayed from one schedule whose rung table prices N = 22 just too dear for the
     planned ceiling: with a recorded scale of the rung below (ladder_scales, here 0.25) the
@@ -322,15 +337,7 @@ def test_a_fit_climbs_past_its_planned_ceiling_only_with_ladder_scales(corpus, f
     planned at those prices; without ladder_scales (a schedule of bayesfa before the measured
     ceiling) it stops under 22, as it ran then."""
     schedule = json.loads(fitted[1].read_text())
-    kept_idx, held_idx = holdout_split(corpus.n_strings, auto.HOLDOUT, np.random.SeedSequence(5))
-    kept, held = corpus.subset(kept_idx), corpus.subset(held_idx)
-    m, size, all_m = free_positions(kept.tokens).size, auto._forward_size(held), free_positions(corpus.tokens).size
-    money = schedule["budget"] * auto.SAFETY - schedule["overhead_seconds"]
-
-    def top(s):
-        sweeps, rungs = auto.rung_sweeps(s, money * auto.LADDER_SHARE, m, size)
-        return sweeps, rungs, auto.ladder_ceiling(s, money, 2, m, all_m, size, sweeps)
-
+    top, (m, size, all_m, money) = _ladder_plan(corpus, schedule)
     for _ in range(8):  # room for N = 34 in the ladder's plan, whatever machine timed the line
         if 34 in top(schedule)[1] and top(schedule)[2] >= 34:
             break
@@ -698,14 +705,11 @@ def test_a_schedule_with_a_rung_table_plans_from_it_and_replays_bit_for_bit(corp
     its ceiling; the replays then test the table's cap, whatever the machine."""
     schedule = json.loads(fitted[1].read_text())
     assert "rung_seconds" not in schedule  # BUDGET is under RUNG_TABLE_BUDGET
-    kept_idx, held_idx = holdout_split(corpus.n_strings, auto.HOLDOUT, np.random.SeedSequence(5))
-    kept, held = corpus.subset(kept_idx), corpus.subset(held_idx)
-    m, size, all_m = free_positions(kept.tokens).size, auto._forward_size(held), free_positions(corpus.tokens).size
-    money = schedule["budget"] * auto.SAFETY - schedule["overhead_seconds"]
+    plan = _ladder_plan(corpus, schedule)[0]
 
     def reach(s):
-        sweeps, rungs = auto.rung_sweeps(s, money * auto.LADDER_SHARE, m, size)
-        return min(max(rungs, default=0), auto.ladder_ceiling(s, money, 2, m, all_m, size, sweeps))
+        _, rungs, ceiling = plan(s)
+        return min(max(rungs, default=0), ceiling)
 
     for _ in range(6):
         if reach(schedule) >= 22:
