@@ -62,7 +62,7 @@ def run_seed(args, seed: int) -> dict:
     from bayesfa.scoring import score_all_log
 
     problem = str(args.problem)
-    run = Path(args.runs) / f"seed{seed}"
+    run = Path(args.runs) / f"seed{seed}{args.suffix}"
     identity = json.loads((run / "run.json").read_text())["identity"]
     recorded = json.loads((run / "problems" / problem / "auto.json").read_text())
     recorded = recorded.get("auto", recorded)
@@ -90,8 +90,15 @@ def run_seed(args, seed: int) -> dict:
         cpu = time.process_time() - t0
     auto = pred.info["fit"]["auto"]
     ratio = score_all_log(np.asarray(pred.log_mean, dtype=np.float64), solution).ratio
-    summary = [r for r in (run / "summary.csv").read_text().splitlines()[1:] if r.split(",")[0] == problem]
-    recorded_ratio = float(summary[0].split(",")[6]) if summary else None
+    # an unfinished run has no summary.csv: its problem's answer is scored here
+    answers = run / "answers" / f"{problem}.pautomac.predict"
+    if (run / "summary.csv").is_file():
+        summary = [r for r in (run / "summary.csv").read_text().splitlines()[1:] if r.split(",")[0] == problem]
+        recorded_ratio = float(summary[0].split(",")[6]) if summary else None
+    elif answers.is_file():
+        recorded_ratio = score_all_log(read_solution(answers, log=True), solution).ratio
+    else:
+        recorded_ratio = None
     return {"seed": seed, "set": changes, "fresh_final": bool(args.fresh_final),
             "measured_ceiling": bool(args.measured_ceiling),
             "ladder": [r["states"] for r in auto["ladder"]], "ladder_ceiling": auto["ladder_ceiling"],
@@ -123,6 +130,7 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", default="1,2,3,4,5")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pautomac"))
+    p.add_argument("--suffix", default="", help="the runs' folders are seedS followed by this")
     p.add_argument("--fresh-final", action="store_true",
                    help="measure phase 3's costs at the replay's winner instead of reading them")
     p.add_argument("--measured-ceiling", action="store_true",
