@@ -802,6 +802,27 @@ def test_the_draw_timing_of_phase3_leaves_out_a_first_call_that_compiles(corpus,
     assert out["final_draw_seconds"] == auto._round_fine(1e-4, up=True)
 
 
+def test_a_schedule_without_phase3_costs_replays_phases_1_2_and_measures_phase3(corpus, fitted, tmp_path):
+    """--schedule without the final costs (all of them; some is a one-line error): the ladder
+    and the beta phase decide as the recorded run did, and phase 3's costs are measured and
+    recorded again."""
+    res, path = fitted
+    schedule = json.loads(path.read_text())
+    for key in (*auto._FINAL_COSTS, *auto._BLOCKED_COSTS):
+        schedule.pop(key, None)
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(schedule))
+    again = METHOD.fit(corpus, _options(schedule=str(bare)), 5, False).info["auto"]
+    a = res.info["auto"]
+    assert again["ladder"] == a["ladder"] and again["betas"] == a["betas"] and again["winner"] == a["winner"]
+    assert all(isinstance(again["schedule"][k], float) for k in auto._FINAL_COSTS)
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps({**schedule, "final_draw_seconds": 1e-3}))
+    with pytest.raises(InputError, match="or none of them") as exc:
+        auto.read_schedule(partial)
+    assert "\n" not in str(exc.value)
+
+
 def test_a_schedule_of_an_older_format_is_refused_in_one_line(tmp_path):
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"format": "bayesfa-cgs-pfa-schedule/1", "budget": 5.0,

@@ -267,7 +267,9 @@ def check_auto_options(options: dict[str, Any]) -> None:
 
 
 def read_schedule(path: str | os.PathLike) -> dict[str, Any]:
-    """The schedule in ``path``: a schedule JSON or a run's manifest.json (``info.auto.schedule``)."""
+    """The schedule in ``path``: a schedule JSON or a run's manifest.json (``info.auto.schedule``).
+    One without phase 3's measured costs (:data:`_FINAL_COSTS`, all of them absent) replays
+    phases 1-2 and measures phase 3 at its winner, as a timed run does."""
     try:
         data = json.loads(Path(path).read_text())
     except OSError as err:
@@ -283,12 +285,17 @@ def check_schedule(data: Any, path: str | os.PathLike | None = None) -> dict[str
     :func:`read_schedule` checks a file's; ``path`` names its source in the errors."""
     if isinstance(data, dict) and "info" in data:
         data = (data.get("info") or {}).get("auto", {}).get("schedule")
-    keys = ("format", "budget", *_COSTS, "overhead_seconds", *_FINAL_COSTS)
+    keys = ("format", "budget", *_COSTS, "overhead_seconds")
     if not isinstance(data, dict) or data.get("format") != SCHEDULE_FORMAT or any(
             not isinstance(data.get(k), (int, float)) for k in keys[1:]):
         raise InputError(f"not a {SCHEDULE_FORMAT} schedule (nor a --auto run's manifest; "
                          f"a schedule of an older bayesfa does not reproduce its run here)", path)
     out = {k: data[k] for k in keys}
+    # phase 3's measured costs: all of them (a run's record), or none (phase 3 measures them)
+    final = [isinstance(data.get(k), (int, float)) for k in _FINAL_COSTS]
+    if any(final) and not all(final):
+        raise InputError(f"a schedule has all of {', '.join(_FINAL_COSTS)} or none of them", path)
+    out.update({k: data[k] for k in _FINAL_COSTS if k in data})
     if "rung_seconds" in data:  # a budget of RUNG_TABLE_BUDGET or more
         table = data["rung_seconds"]
         if not isinstance(table, dict) or not table or any(
