@@ -17,12 +17,10 @@ replay is the recorded run itself (its ratio is checked against the recorded one
 
 ``--fresh-final`` drops phase 3's recorded costs from the schedule, so that they are measured
 at the replay's winner (an arm whose N may differ from the record's needs that, and its
-baseline then takes it too); ``--measured-ceiling`` (with ``--fresh-final``) gives a schedule
-of bayesfa before ``ladder_scales`` an empty one, so that the ladder prices rungs above its
+baseline then takes it too); ``--measured-ceiling`` (with ``--fresh-final``) gives a schedule of
+bayesfa before ``ladder_scales`` an empty one, so that the ladder prices rungs above its
 planned ceiling by the CPU measured on the rung below (``auto.run_ladder``): the paired
-comparison of that rule against the planned ceiling alone. ``--phase2-measured`` (with
-``--measured-ceiling``) plans phase 2 at the prices measured on the winner's rung
-(``auto.PHASE2_PRICES``).
+comparison of that rule against the planned ceiling alone.
 
 Each seed's fit is the production unit's: the run's options (``run.json``), the unit seed
 ``production.unit_seed(S, P, final role, 0)``, Eq. 6 of the test strings folded online; the
@@ -81,7 +79,6 @@ def run_seed(args, seed: int) -> dict:
             plan.pop(key, None)
     if args.measured_ceiling:
         plan.setdefault("ladder_scales", {})
-    auto_module.PHASE2_PRICES = "measured" if args.phase2_measured else "calibrated"
     with tempfile.TemporaryDirectory() as tmp:
         schedule = Path(tmp) / "schedule.json"
         schedule.write_text(json.dumps(plan))
@@ -106,7 +103,6 @@ def run_seed(args, seed: int) -> dict:
             "measured_ceiling": bool(args.measured_ceiling),
             "ladder": [r["states"] for r in auto["ladder"]], "ladder_ceiling": auto["ladder_ceiling"],
             "ladder_scales": auto["schedule"].get("ladder_scales"),
-            "phase2_scale": auto["schedule"].get("phase2_scale"), "betas": auto["betas"],
             "test_ratio_minus_1": float(ratio - 1),
             "recorded_ratio_minus_1": None if recorded_ratio is None else recorded_ratio - 1,
             "winner": auto["winner"], "final": auto["final"], "cpu_seconds": cpu,
@@ -139,13 +135,8 @@ def main(argv=None) -> int:
                    help="measure phase 3's costs at the replay's winner instead of reading them")
     p.add_argument("--measured-ceiling", action="store_true",
                    help="price rungs above the planned ceiling by measured CPU (needs --fresh-final)")
-    p.add_argument("--phase2-measured", action="store_true",
-                   help="plan phase 2 at the prices measured on the winner's rung (auto.PHASE2_PRICES; "
-                        "needs --measured-ceiling)")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
-    if args.phase2_measured and not args.measured_ceiling:
-        p.error("--phase2-measured needs --measured-ceiling (a schedule with ladder_scales)")
     if args.measured_ceiling and not args.fresh_final:
         p.error("--measured-ceiling needs --fresh-final (the winner's N may change)")
     return run_script_seeds(__file__, args, argv, run_seed, table)

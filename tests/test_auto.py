@@ -380,37 +380,6 @@ def test_a_fit_climbs_past_its_planned_ceiling_only_with_ladder_scales(corpus, f
                                                          new["winner"]["states"], m, size)
 
 
-def test_phase2_at_measured_prices_is_recorded_and_replayed(corpus, fitted, tmp_path, monkeypatch):
-    """PHASE2_PRICES = "measured": the fit records phase2_scale, the measured_scale of its
-    winner's rung, and plans phase 2 at those prices; its schedule replays bit for bit with
-    PHASE2_PRICES back at "calibrated" (the scale is read, not measured); a schedule without
-    it plans phase 2 at the calibration's prices."""
-    schedule = json.loads(fitted[1].read_text())
-    for key in (*auto._FINAL_COSTS, *auto._BLOCKED_COSTS):
-        schedule.pop(key, None)
-    path = tmp_path / "s.json"
-    path.write_text(json.dumps({**schedule, "ladder_scales": {}}))
-    monkeypatch.setattr(auto, "PHASE2_PRICES", "measured")
-    first = METHOD.fit(corpus, _options(schedule=str(path)), 5, False)
-    a = first.info["auto"]
-    n_star = a["winner"]["states"]
-    if n_star <= a["ladder_ceiling"]:
-        step = next(s for s in a["steps"] if s["phase"] == "ladder" and s["states"] == n_star)
-        assert a["schedule"]["phase2_scale"] == auto.measured_scale(step)
-        best = [r["states"] for r in a["ladder"]].index(n_star)
-        priced = auto.phase2_schedule(a["schedule"], a["ladder"], best, a["ladder_ceiling"])
-        assert priced == auto.scaled_schedule(a["schedule"], *a["schedule"]["phase2_scale"])
-        _, (m, size, _, money) = _ladder_plan(corpus, schedule)
-        want = auto.beta_sweeps(priced, auto.BETA_SHARE * money, n_star, m, size)
-        assert a["betas"][0]["sweeps"] == want or (want < auto.MIN_RUNG_SWEEPS and "skipped" in a["betas"][0])
-    monkeypatch.setattr(auto, "PHASE2_PRICES", "calibrated")
-    path.write_text(json.dumps(a["schedule"]))
-    again = METHOD.fit(corpus, _options(schedule=str(path)), 5, False)
-    assert again.info["auto"]["betas"] == a["betas"]
-    for k in first.arrays:
-        np.testing.assert_array_equal(first.arrays[k], again.arrays[k])
-
-
 def test_phase2_is_planned_at_the_prices_that_admitted_its_winner():
     """phase2_schedule: a winner at or under the planned ceiling plans phase 2 with the schedule
     itself; one above it with the schedule priced by the scale of the rung below it (the one
@@ -421,9 +390,6 @@ def test_phase2_is_planned_at_the_prices_that_admitted_its_winner():
     assert auto.phase2_schedule(sch, records, 2, 22) is sch
     assert auto.phase2_schedule(sch, records, 2, 15) == auto.scaled_schedule(sch, 0.5, 0.25)
     assert auto.phase2_schedule(sch, records, 3, 15) == auto.scaled_schedule(sch, 0.25, 0.5)
-    recorded = {**sch, "phase2_scale": [0.5, 0.5]}  # PHASE2_PRICES = "measured": read first
-    for best in (1, 3):
-        assert auto.phase2_schedule(recorded, records, best, 15) == auto.scaled_schedule(recorded, 0.5, 0.5)
     m, size = 400_000, 200_000
     at_calibration = auto.beta_sweeps(sch, 40.0, 22, m, size)
     measured = auto.beta_sweeps(auto.phase2_schedule(sch, records, 2, 15), 40.0, 22, m, size)

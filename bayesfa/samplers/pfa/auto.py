@@ -160,13 +160,6 @@ BLOCKED_MIN_SECONDS = 30.0
 #: "Blocked moves in --auto's search"); on problems whose ladder climbs further it would cost
 #: more, unmeasured.
 SEARCH_BLOCKED_EVERY = 0
-#: Phase 2's prices for a winner at or under the planned ceiling: "calibrated", the
-#: calibration's (which priced PAutomaC's ladder rungs at 1.1-2.2 times their measured CPU,
-#: so phase 2 ran about half the sweeps its share buys, the rest going to phase 3); or
-#: "measured", the prices measured on the winner's own rung (:func:`measured_scale`, recorded
-#: as the schedule's ``phase2_scale`` and read from it on a replay). Being measured (issue
-#: 37: problem 1's beta at its even share, benchmarks/RESULTS.md); "calibrated" until then.
-PHASE2_PRICES = "calibrated"
 CALIBRATION_POSITIONS = 20_000
 STORED_BYTES = 1 << 28  # counts kept by the final chains (without online prediction)
 SCHEDULE_FORMAT = "bayesfa-cgs-pfa-schedule/2"
@@ -322,12 +315,6 @@ def check_schedule(data: Any, path: str | os.PathLike | None = None) -> dict[str
                     for v in x) for n, x in scales.items()):
             raise InputError("ladder_scales must map each N to two factors in (0, 1]", path)
         out["ladder_scales"] = {str(int(n)): [float(v) for v in x] for n, x in scales.items()}
-    if "phase2_scale" in data:  # PHASE2_PRICES = "measured"
-        x = data["phase2_scale"]
-        if not isinstance(x, list) or len(x) != 2 or any(
-                isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1 for v in x):
-            raise InputError("phase2_scale must be two factors in (0, 1]", path)
-        out["phase2_scale"] = [float(v) for v in x]
     return out
 
 
@@ -629,14 +616,11 @@ def scaled_schedule(schedule: dict, sweep: float, forward: float) -> dict:
 
 
 def phase2_schedule(schedule: dict, records: list[dict], best: int, ceiling: int) -> dict:
-    """The schedule phase 2 is planned with: ``schedule`` priced by its ``phase2_scale`` when
-    it has one (:data:`PHASE2_PRICES`); else for a winner (``records[best]``, the ladder's
-    records) above the planned ``ceiling``, ``schedule`` priced by the scale that admitted it
-    (``ladder_scales`` of the rung below, :func:`scaled_schedule`): the measured ceiling
-    counted on phase 2 getting its minimum sweeps at those prices, and at the calibration's it
-    could get fewer and be skipped; else ``schedule`` itself."""
-    if "phase2_scale" in schedule:
-        return scaled_schedule(schedule, *schedule["phase2_scale"])
+    """The schedule phase 2 is planned with: ``schedule`` itself, or for a winner (``records[best]``,
+    the ladder's records) above the planned ``ceiling``, ``schedule`` priced by the scale
+    that admitted it (``ladder_scales`` of the rung below, :func:`scaled_schedule`): the
+    measured ceiling counted on phase 2 getting its minimum sweeps at those prices, and at
+    the calibration's it could get fewer and be skipped."""
     if records[best]["states"] <= ceiling:
         return schedule
     return scaled_schedule(schedule, *schedule["ladder_scales"][str(records[best - 1]["states"])])
@@ -1151,10 +1135,6 @@ def _fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | N
         raise InputError(f"--budget {budget:g} CPU seconds is too small for these "
                          f"{corpus.n_tokens} tokens: two rungs of the N ladder need more")
     n_star = rungs[best]["states"]
-    if (PHASE2_PRICES == "measured" and "ladder_scales" in schedule and "phase2_scale" not in schedule
-            and n_star <= ceiling):
-        schedule["phase2_scale"] = measured_scale(
-            next(s for s in ledger.steps if s["phase"] == "ladder" and s["states"] == n_star))
     betas, beta_star, z_win = run_betas(kept, held, phase2_schedule(schedule, rungs, best, ceiling),
                                         money * BETA_SHARE, n_star,
                                         paths[best][0], seed, ledger, every)
