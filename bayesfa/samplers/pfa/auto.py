@@ -307,7 +307,7 @@ def check_schedule(data: Any, path: str | os.PathLike | None = None) -> dict[str
         out.update({k: data[k] for k in _BLOCKED_COSTS})
     if all(isinstance(data.get(k), (int, float)) for k in _MOVE_COSTS):  # phases 1-2's blocked moves
         out.update({k: data[k] for k in _MOVE_COSTS})
-    if "ladder_scales" in data:  # a ladder that climbed to its planned ceiling (run_ladder)
+    if "ladder_scales" in data:  # from the measured ceiling on (run_ladder); {} until a ladder meets it
         scales = data["ladder_scales"]
         if not isinstance(scales, dict) or any(
                 not str(n).isdigit() or not isinstance(x, list) or len(x) != 2 or any(
@@ -751,7 +751,7 @@ def run_ladder(kept: Corpus, held: Corpus, schedule: dict, money: float, seed, l
     for r, n in enumerate(rungs):
         above = {}
         if max_states is not None and n > max_states:
-            scales = schedule["ladder_scales"]
+            scales = schedule.setdefault("ladder_scales", {})
             key = str(rungs[r - 1])
             if key not in scales:
                 scales[key] = measured_scale(ledger.steps[-1])
