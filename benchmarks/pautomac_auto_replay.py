@@ -3,7 +3,7 @@ paired comparison of final-chain strategies on one PAutomaC problem).
 
     nice -n 10 python benchmarks/pautomac_auto_replay.py --runs benchmarks/results/p1-search-blocked/base
         --problem 1 [--seeds 1,2,3,4,5] [--set final_blocked_every=0 ...]
-        [--data ../shared/data/pautomac] [--fresh-final] [--measured-ceiling]
+        [--data ../shared/data/pautomac] [--fresh-final] [--measured-ceiling] [--beta-extend K]
         --out benchmarks/results/p1-final-replay/k0.json
 
 A timed ``--auto`` fit decides from its calibration (the schedule), which differs from run to
@@ -20,7 +20,8 @@ at the replay's winner (an arm whose N may differ from the record's needs that, 
 baseline then takes it too); ``--measured-ceiling`` (with ``--fresh-final``) gives a schedule of
 bayesfa before ``ladder_scales`` an empty one, so that the ladder prices rungs above its
 planned ceiling by the CPU measured on the rung below (``auto.run_ladder``): the paired
-comparison of that rule against the planned ceiling alone.
+comparison of that rule against the planned ceiling alone. ``--beta-extend K`` sets
+``auto.BETA_EXTEND`` (phase 2's candidates past a winning edge of the beta grid) for the replay.
 
 Each seed's fit is the production unit's: the run's options (``run.json``), the unit seed
 ``production.unit_seed(S, P, final role, 0)``, Eq. 6 of the test strings folded online; the
@@ -73,6 +74,8 @@ def run_seed(args, seed: int) -> dict:
     changes = parse_set(args.set)
     from bayesfa.samplers.pfa import auto as auto_module
 
+    if args.beta_extend is not None:
+        auto_module.BETA_EXTEND = args.beta_extend
     plan = dict(recorded["schedule"])
     if args.fresh_final:
         for key in (*auto_module._FINAL_COSTS, *auto_module._BLOCKED_COSTS):
@@ -100,7 +103,8 @@ def run_seed(args, seed: int) -> dict:
     else:
         recorded_ratio = None
     return {"seed": seed, "set": changes, "fresh_final": bool(args.fresh_final),
-            "measured_ceiling": bool(args.measured_ceiling),
+            "measured_ceiling": bool(args.measured_ceiling), "beta_extend": auto_module.BETA_EXTEND,
+            "betas": auto["betas"],
             "ladder": [r["states"] for r in auto["ladder"]], "ladder_ceiling": auto["ladder_ceiling"],
             "ladder_scales": auto["schedule"].get("ladder_scales"),
             "test_ratio_minus_1": float(ratio - 1),
@@ -135,6 +139,8 @@ def main(argv=None) -> int:
                    help="measure phase 3's costs at the replay's winner instead of reading them")
     p.add_argument("--measured-ceiling", action="store_true",
                    help="price rungs above the planned ceiling by measured CPU (needs --fresh-final)")
+    p.add_argument("--beta-extend", type=int, default=None, metavar="K",
+                   help="auto.BETA_EXTEND for this replay (phase 2's steps past a winning edge)")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
     if args.measured_ceiling and not args.fresh_final:

@@ -176,6 +176,45 @@ def test_beta_phase_is_successive_halving_with_a_longer_second_round(corpus, fit
     assert ledger.spent <= money and ledger.spent > 0.9 * money
 
 
+@pytest.mark.parametrize("peak, extend, tried, winner", [
+    (1e-4, 2, (0.002, 0.001), 0.001), (1e-4, 1, (0.002,), 0.002), (1e-4, 0, (), 0.005),
+    (0.3, 2, (0.2, 0.5), 0.2), (0.02, 2, (), 0.02)])
+def test_the_beta_phase_steps_past_an_edge_of_the_grid_that_wins(corpus, fitted, monkeypatch,
+                                                                   peak, extend, tried, winner):
+    """With BETA_EXTEND = K, round 1 tries the next of BETAS_BELOW (BETAS_ABOVE) while the best
+    candidate so far is the smallest (largest) one tried, at most K of them, at round 1's
+    sweeps, each charged beyond phase 2's money; round 2 and the winner then range over all
+    tried. Held-out scores faked to peak at ``peak`` in log beta."""
+    from bayesfa.samplers.pfa import cgs_pfa
+
+    schedule = fitted[0].info["auto"]["schedule"]
+    kept_idx, held_idx = holdout_split(corpus.n_strings, auto.HOLDOUT, np.random.SeedSequence(5))
+    kept, held = corpus.subset(kept_idx), corpus.subset(held_idx)
+    m = free_positions(kept.tokens).size
+    sweeps = auto.MIN_RUNG_SWEEPS
+    units = len(auto.BETAS) + auto.BETA_KEEP * auto.BETA_GROWTH
+    money = (sweeps * units + 1) * auto.sweep_cost(schedule, 10, m) + (
+        (len(auto.BETAS) + auto.BETA_KEEP) * auto.RUNG_DRAWS
+        * auto.forward_cost(schedule, 10, auto._forward_size(held)))
+    z0 = np.zeros(kept.n_tokens + 1, dtype=np.int32)
+    pos = free_positions(kept.tokens)
+    z0[pos] = np.random.default_rng(0).integers(1, 11, size=pos.size, dtype=np.int32)
+    monkeypatch.setattr(auto, "BETA_EXTEND", extend)
+    monkeypatch.setattr(auto, "heldout_per_string",
+                        lambda trace, beta, held: np.full(held.n_strings, -np.log(beta / peak) ** 2))
+    ledger = auto._Ledger(money)
+    with auto.front_session(cgs_pfa):
+        records, beta, _ = auto.run_betas(kept, held, schedule, money, 10, z0, 5, ledger)
+    first = [r for r in records if r["round"] == 1]
+    assert [r["beta"] for r in first] == [*auto.BETAS, *tried]
+    assert [r["beta"] for r in first if r.get("extension")] == list(tried)
+    assert all(r["sweeps"] == sweeps for r in first)
+    assert beta == winner
+    per_candidate = ledger.steps[0]["cpu_model"]
+    assert ledger.spent == pytest.approx(
+        (len(auto.BETAS) + len(tried)) * per_candidate + sum(s["cpu_model"] for s in ledger.steps[len(first):]))
+
+
 SCHEDULE = {"position_seconds": 1e-7, "lane_seconds": 2e-9, "forward_seconds": 1e-9}
 
 

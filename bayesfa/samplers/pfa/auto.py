@@ -119,6 +119,12 @@ HOLDOUT = 0.05          # fraction of the training strings held out (at most HOL
 LADDER_START, LADDER_RATIO, LADDER_MAX = 10, 1.5, 384
 BETA0 = 0.05
 BETAS = (0.005, 0.01, 0.02, 0.05, 0.1)
+#: Round 1 of phase 2 steps past an edge of :data:`BETAS` that wins it: while the best
+#: candidate so far is the smallest (largest) one tried, the next of BETAS_BELOW (BETAS_ABOVE)
+#: runs too, at most BETA_EXTEND of them; each is charged to phase 3's money (phase 3 gets what
+#: phases 1-2 leave), so the ladder's ceiling and phase 2's sweeps stay as planned.
+BETAS_BELOW, BETAS_ABOVE = (0.002, 0.001), (0.2, 0.5)
+BETA_EXTEND = 0
 BETA_KEEP = 2
 BETA_GROWTH = 4    # round 2 of the beta phase runs this many times round 1's sweeps
 RUNG_DRAWS = 10
@@ -816,20 +822,32 @@ def run_betas(kept: Corpus, held: Corpus, schedule: dict, money: float, n_states
     sweeps2 = BETA_GROWTH * sweeps
     cost2 = run_cost(schedule, n_states, m, sweeps2, RUNG_DRAWS, size, every)
     moves = {"blocked_every": every} if every else {}
-    records, state = [], {}
-    for b, beta in enumerate(BETAS):
+    records, state, betas = [], {}, list(BETAS)
+
+    def round1(b: int, beta: float, **extra) -> None:
         out, per = ledger.run(
             {"phase": "beta", "round": 1, "states": n_states, "beta": beta, "sweeps": sweeps, **moves}, cost,
             lambda: _chain(kept, n_states, beta, sweeps, RUNG_DRAWS, _seed(seed, 1, b), z0,
                            blocked_every=every),
             lambda o: heldout_per_string(o[0], beta, held), run_cost(schedule, n_states, m, sweeps, 0, size, every))
-        records.append({"round": 1, "states": n_states, "beta": beta, "sweeps": sweeps, **_scores(per)})
+        records.append({"round": 1, "states": n_states, "beta": beta, "sweeps": sweeps, **_scores(per), **extra})
         state[b] = out[5]
-    order = sorted(range(len(BETAS)), key=lambda b: -records[b]["heldout"])[:BETA_KEEP]
+
+    for b, beta in enumerate(BETAS):
+        round1(b, beta)
+    below, above = list(BETAS_BELOW), list(BETAS_ABOVE)
+    for _ in range(BETA_EXTEND):  # past a winning edge (BETA_EXTEND)
+        best = betas[max(range(len(betas)), key=lambda b: (records[b]["heldout"], -b))]
+        edge = below if best == min(betas) else above if best == max(betas) else []
+        if not edge:
+            break
+        betas.append(edge.pop(0))
+        round1(len(betas) - 1, betas[-1], extension=True)
+    order = sorted(range(len(betas)), key=lambda b: -records[b]["heldout"])[:BETA_KEEP]
     final, where = {}, {}
     for b in sorted(order):
         where[b] = len(records)
-        beta = BETAS[b]
+        beta = betas[b]
         out, per = ledger.run(
             {"phase": "beta", "round": 2, "states": n_states, "beta": beta, "sweeps": sweeps2, **moves}, cost2,
             lambda: _chain(kept, n_states, beta, sweeps2, RUNG_DRAWS, _seed(seed, 2, b), state[b],
@@ -842,7 +860,7 @@ def run_betas(kept: Corpus, held: Corpus, schedule: dict, money: float, n_states
         if b != win:
             gain, se = compare(final[win][2], final[b][2])
             records[where[b]].update(winner_gain=gain, winner_gain_se=se)
-    return records, BETAS[win], final[win][1]
+    return records, betas[win], final[win][1]
 
 
 def embed_path(z_kept: np.ndarray, corpus: Corpus, kept_idx: np.ndarray, n_states: int,
