@@ -126,8 +126,9 @@ BETAS = (0.005, 0.01, 0.02, 0.05, 0.1)
 #: beta = 0.005 wins phase 2 on about half of the 47 PAutomaC problems, but with BETA_EXTEND =
 #: 2 the held-out strings then chose 0.001-0.002 on all five such problems replayed, and the
 #: test ratio - 1 rose on two (21: 0.00190 -> 0.00325, 35: 0.00070 -> 0.00099) and held on three
-#: (judged on test strings; benchmarks/RESULTS.md, "The beta grid's edge"): a short run from the
-#: ladder's path favours the smallest beta (phase 2 below), past the grid as within it.
+#: (judged on test strings; benchmarks/RESULTS.md, "The beta grid's edge"), at equal budget:
+#: a short run from the ladder's path favours the smallest beta (phase 2 below), or the final
+#: chains' fewer sweeps cost what the smaller beta gained; the replays do not separate the two.
 BETAS_BELOW, BETAS_ABOVE = (0.002, 0.001), (0.2, 0.5)
 BETA_EXTEND = 0
 BETA_KEEP = 2
