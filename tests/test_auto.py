@@ -143,24 +143,31 @@ def test_every_decision_is_recorded(fitted):
     assert float(fitted[0].arrays["beta"]) == winner["beta"]
 
 
+def _phase2_setup(corpus, fitted, sweeps: int, spare: int):
+    """Phase 2's inputs at N = 10 on the fixture's corpus: ``(schedule, kept, held, money, z0)``,
+    money for ``sweeps`` sweeps a round-1 candidate (and ``spare`` sweeps more) and a random
+    path ``z0``."""
+    schedule = fitted[0].info["auto"]["schedule"]
+    kept_idx, held_idx = holdout_split(corpus.n_strings, auto.HOLDOUT, np.random.SeedSequence(5))
+    kept, held = corpus.subset(kept_idx), corpus.subset(held_idx)
+    pos = free_positions(kept.tokens)
+    units = len(auto.BETAS) + auto.BETA_KEEP * auto.BETA_GROWTH
+    money = (sweeps * units + spare) * auto.sweep_cost(schedule, 10, pos.size) + (
+        (len(auto.BETAS) + auto.BETA_KEEP) * auto.RUNG_DRAWS
+        * auto.forward_cost(schedule, 10, auto._forward_size(held)))
+    z0 = np.zeros(kept.n_tokens + 1, dtype=np.int32)
+    z0[pos] = np.random.default_rng(0).integers(1, 11, size=pos.size, dtype=np.int32)
+    return schedule, kept, held, money, z0
+
+
 def test_beta_phase_is_successive_halving_with_a_longer_second_round(corpus, fitted):
     """Phase 2 on its own, with money for it: every beta of BETAS for the same sweeps, then the
     BETA_KEEP best by held-out score for BETA_GROWTH times as many, the best of those the
     winner; each step charged its modelled cost."""
     from bayesfa.samplers.pfa import cgs_pfa
 
-    schedule = fitted[0].info["auto"]["schedule"]
-    kept_idx, held_idx = holdout_split(corpus.n_strings, auto.HOLDOUT, np.random.SeedSequence(5))
-    kept, held = corpus.subset(kept_idx), corpus.subset(held_idx)
-    m = free_positions(kept.tokens).size
     sweeps = 2 * auto.MIN_RUNG_SWEEPS
-    units = len(auto.BETAS) + auto.BETA_KEEP * auto.BETA_GROWTH
-    money = (sweeps * units + 2) * auto.sweep_cost(schedule, 10, m) + (
-        (len(auto.BETAS) + auto.BETA_KEEP) * auto.RUNG_DRAWS
-        * auto.forward_cost(schedule, 10, auto._forward_size(held)))
-    z0 = np.zeros(kept.n_tokens + 1, dtype=np.int32)
-    pos = free_positions(kept.tokens)
-    z0[pos] = np.random.default_rng(0).integers(1, 11, size=pos.size, dtype=np.int32)
+    schedule, kept, held, money, z0 = _phase2_setup(corpus, fitted, sweeps, spare=2)
     ledger = auto._Ledger(money)
     with auto.front_session(cgs_pfa):
         records, beta, z = auto.run_betas(kept, held, schedule, money, 10, z0, 5, ledger)
@@ -187,18 +194,8 @@ def test_the_beta_phase_steps_past_an_edge_of_the_grid_that_wins(corpus, fitted,
     tried. Held-out scores faked to peak at ``peak`` in log beta."""
     from bayesfa.samplers.pfa import cgs_pfa
 
-    schedule = fitted[0].info["auto"]["schedule"]
-    kept_idx, held_idx = holdout_split(corpus.n_strings, auto.HOLDOUT, np.random.SeedSequence(5))
-    kept, held = corpus.subset(kept_idx), corpus.subset(held_idx)
-    m = free_positions(kept.tokens).size
     sweeps = auto.MIN_RUNG_SWEEPS
-    units = len(auto.BETAS) + auto.BETA_KEEP * auto.BETA_GROWTH
-    money = (sweeps * units + 1) * auto.sweep_cost(schedule, 10, m) + (
-        (len(auto.BETAS) + auto.BETA_KEEP) * auto.RUNG_DRAWS
-        * auto.forward_cost(schedule, 10, auto._forward_size(held)))
-    z0 = np.zeros(kept.n_tokens + 1, dtype=np.int32)
-    pos = free_positions(kept.tokens)
-    z0[pos] = np.random.default_rng(0).integers(1, 11, size=pos.size, dtype=np.int32)
+    schedule, kept, held, money, z0 = _phase2_setup(corpus, fitted, sweeps, spare=1)
     monkeypatch.setattr(auto, "BETA_EXTEND", extend)
     monkeypatch.setattr(auto, "heldout_per_string",
                         lambda trace, beta, held: np.full(held.n_strings, -np.log(beta / peak) ** 2))
