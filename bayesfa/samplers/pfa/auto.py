@@ -87,12 +87,13 @@ a blocked move) on all kept strings from the winner's path (:func:`calibrate_fin
 also compiles the blocked chain's drivers), and the CPU the fit has spent so far
 (``final_start_seconds``), each rounded to a power of 2**(1/32). The final chains then get ``TARGET * budget -
 final_start_seconds`` (:data:`TARGET` = 0.97), so whatever phases 1-2 left unspent (a ladder
-that stopped early, a cost model that erred) goes to them. The same seed with ``--budget``
+that stopped early, a cost model that erred) goes to them; each chain after the first is
+sized again from the CPU the chains before it measured (:data:`RESIZE_LIMITS`). The same seed with ``--budget``
 alone reproduces a run whenever the rounded timings come out the same, which a CPU budget
 cannot promise (a seed alone fixing the result would need a budget in sweeps, not seconds).
 
 The measured CPU is recorded beside the plan (``cpu_planned``, ``cpu_seconds``). The overshoot
-is bounded by how far phase 3's measured costs err (and by the :data:`MIN_RUNG_SWEEPS` floor of
+is bounded by how far the last final chain's costs, scaled by the chains before it, err (and by the :data:`MIN_RUNG_SWEEPS` floor of
 a final chain when the budget is tiny); tests/test_auto.py allows 10%. Measured:
 benchmarks/RESULTS.md, "--auto spends its budget". Before phase 3 was sized so (``SAFETY``
 alone, phase 3 modelled from the calibration): 58-76% (benchmarks/results/pautomac-auto-trial,
@@ -147,6 +148,14 @@ SAFETY = 0.85   # phases 1-2 are sized within SAFETY of the budget (after the ca
 #: Phase 3 is sized so that the whole fit's CPU comes to TARGET of the budget: its money is
 #: TARGET * budget less the CPU measured before it, its costs measured at the winner's N.
 TARGET = 0.97
+#: Each final chain after the first is sized again before it starts (:func:`resized_chain`):
+#: its money is what is left of ``TARGET * budget`` over the chains still to run, its costs
+#: the schedule's times the final chains' measured CPU over their modelled CPU so far, that
+#: factor held within RESIZE_LIMITS (a chain of a few clock ticks measures little). So a load
+#: that rises during phase 3 (a CI pre-check at ``a921a85``: 3.01 CPU s spent of 2.5) or costs
+#: measured low shorten the later chains, and costs measured high lengthen them. Recorded in
+#: the schedule (``final_chain_resize``), so that ``--schedule`` replays it.
+RESIZE_LIMITS = (0.5, 2.0)
 #: The final chains' blocked whole-string moves (:mod:`bayesfa.samplers.pfa._ffbs_kernel`): one
 #: after every FINAL_BLOCKED_EVERY collapsed sweeps (``--final-blocked-every K`` overrides it,
 #: 0: off). Chosen by benchmarks/RESULTS.md, "Latest measurements", *Blocked whole-string
@@ -327,6 +336,15 @@ def check_schedule(data: Any, path: str | os.PathLike | None = None) -> dict[str
                     for v in x) for n, x in scales.items()):
             raise InputError("ladder_scales must map each N to two factors in (0, 1]", path)
         out["ladder_scales"] = {str(int(n)): [float(v) for v in x] for n, x in scales.items()}
+    if "final_chain_resize" in data:  # from per-chain sizing on (run_final); [] with one chain
+        resize = data["final_chain_resize"]
+        if not isinstance(resize, list) or any(
+                not isinstance(x, list) or len(x) != 2 or any(
+                    isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                    for v in x) or not x[1] > 0 for x in resize):
+            raise InputError("final_chain_resize must list [money, scale] per chain after the "
+                             "first, scale > 0", path)
+        out["final_chain_resize"] = [[float(v) for v in x] for x in resize]
     return out
 
 
@@ -930,8 +948,7 @@ def final_plan(costs: dict, money: float, chains: int, n_states: int, n_symbols:
     record = costs["draw"] + costs["forward"]
 
     def chain_cost(n_sweeps: int, n_draws: int) -> float:
-        rounds, rest = divmod(n_sweeps, every) if every else (0, n_sweeps)
-        return costs["start"] + rounds * costs["round"] + rest * costs["sweep"] + n_draws * record
+        return _chain_cost(costs, every, n_sweeps, n_draws)
 
     per_sweep = costs["round"] / every if every else costs["sweep"]
     while True:
@@ -960,6 +977,48 @@ def final_plan(costs: dict, money: float, chains: int, n_states: int, n_symbols:
             "sweeps": sweeps, "blocked_every": every,
             "blocked_moves": sweeps // every if every else 0,
             "cpu_model_per_chain": chain_cost(sweeps, n_draws)}
+
+
+def _chain_cost(costs: dict, every: int, n_sweeps: int, n_draws: int) -> float:
+    """:func:`final_plan`'s model of a final chain of ``n_sweeps`` sweeps and ``n_draws`` draws."""
+    rounds, rest = divmod(n_sweeps, every) if every else (0, n_sweeps)
+    return (costs["start"] + rounds * costs["round"] + rest * costs["sweep"]
+            + n_draws * (costs["draw"] + costs["forward"]))
+
+
+def chain_resize(target: float, spent: float, chains_left: int, cpu: float, model: float) -> list[float]:
+    """``[money, scale]`` of the next final chain (:data:`RESIZE_LIMITS`): ``target`` (CPU
+    seconds the fit aims at) less ``spent`` (the fit's CPU so far, rounded up), over the
+    ``chains_left`` chains still to run (this one among them); and the final chains' measured
+    ``cpu`` over their modelled ``model`` so far, held within RESIZE_LIMITS. Both rounded to a
+    power of 2**(1/32) (:func:`_round_fine`), as phase 3's costs are."""
+    left = target - _round_fine(spent, up=True)
+    scale = min(max(cpu / max(model, 1e-15), RESIZE_LIMITS[0]), RESIZE_LIMITS[1])
+    return [_round_fine(max(left, 1e-15) / chains_left), _round_fine(scale)]
+
+
+def resized_chain(costs: dict, money: float, scale: float, n_draws: int, every: int) -> dict:
+    """A final chain after the first, sized again (:data:`RESIZE_LIMITS`): the most sweeps whose
+    modelled CPU, :func:`final_plan`'s model with ``costs`` times ``scale``, fits ``money``,
+    with ``n_draws`` draws as the first chain's (the chains' draws stack) and at least a tenth
+    as burn-in; at least the fewest sweeps that hold those draws so. Returns ``sweeps``,
+    ``burn_in``, ``period`` and ``cpu_model`` (the scaled model)."""
+    def cost(n_sweeps):
+        return scale * _chain_cost(costs, every, n_sweeps, n_draws)
+
+    least = n_draws
+    while least - least // 10 < n_draws:
+        least += 1
+    per_sweep = costs["round"] / every if every else costs["sweep"]
+    rest = money / scale - costs["start"] - n_draws * (costs["draw"] + costs["forward"])
+    sweeps = max(least, int(rest / per_sweep) if per_sweep > 0 else least)
+    while cost(sweeps + 1) <= money:
+        sweeps += 1
+    while sweeps > least and cost(sweeps) > money:
+        sweeps -= 1
+    period = (sweeps - sweeps // 10) // n_draws
+    return {"sweeps": sweeps, "burn_in": sweeps - n_draws * period, "period": period,
+            "cpu_model": cost(sweeps)}
 
 
 def measured_costs(steps: list[dict], n_states: int, n_positions: int, held_size: int,
@@ -1165,7 +1224,7 @@ def _fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | N
     plan, outs = run_final(corpus, kept_idx, kept, held, z_win, n_star, beta_star, schedule, ledger,
                            options, predict, seed, start)
     cpu = cpu_seconds() - start
-    planned = schedule["final_start_seconds"] + plan["chains"] * plan["cpu_model_per_chain"]
+    planned = plan.pop("cpu_planned")
     auto = {"schedule": schedule, "budget": budget, "plan_money": money,
             "holdout_strings": int(held_idx.size), "ladder_sweeps": sweeps,
             "ladder_ceiling": int(ceiling), "search_blocked_every": int(every),
@@ -1270,8 +1329,13 @@ def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_sta
     are measured here at the winner's N and recorded in it (:func:`calibrate_final`,
     :func:`measured_costs`), then ``final_start_seconds``, the CPU the fit has spent so far
     (``start``: the fit's CPU clock at its start; rounded up by :func:`_round_fine`); the plan
-    (:func:`final_plan`) gets ``TARGET * budget - final_start_seconds``. Returns ``(plan,
-    chain outputs)``."""
+    (:func:`final_plan`) gets ``TARGET * budget - final_start_seconds``. Each chain after the
+    first is sized again before it starts (:data:`RESIZE_LIMITS`, :func:`resized_chain`): in a
+    timed run from the CPU measured so far, its ``[money, scale]`` appended to the schedule's
+    ``final_chain_resize``; in a replay read from there (a schedule without that record runs
+    every chain as the first). ``plan["chain_plans"]`` holds each chain's sweeps, burn-in,
+    period and modelled CPU (the draws are the first chain's in every one), ``plan["cpu_planned"]``
+    the plan as it stood when the last chain started. Returns ``(plan, chain outputs)``."""
     from bayesfa.samplers.chains import free_positions, n_free_positions
 
     front = _front()
@@ -1314,20 +1378,45 @@ def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_sta
     if predict is not None:
         predict = predict.with_alphabet(corpus.alphabet_size)
         test = _Held(predict.tokens, predict.offsets, predict.alphabet_size)
+    # per-chain sizing (RESIZE_LIMITS): measured in a timed run, read from the schedule in a
+    # replay; a schedule of a bayesfa before it (phase 3's costs and no record) replays equal chains
+    resize = schedule.setdefault("final_chain_resize", []) if timed else schedule.get("final_chain_resize")
+    target = TARGET * schedule["budget"]
+    chain_plans = [{k: plan[k] for k in ("sweeps", "burn_in", "period")}
+                   | {"cpu_model": plan["cpu_model_per_chain"]}]
+    plan["cpu_planned"] = schedule["final_start_seconds"] + plan["chains"] * plan["cpu_model_per_chain"]
     outs = []
     for c in range(plan["chains"]):
-        def one(c=c):
+        if c and resize is not None:
+            if timed:
+                resize.append(chain_resize(target, cpu_seconds() - start, plan["chains"] - c,
+                                           sum(s["cpu"] for s in ledger.steps[-c:]),
+                                           sum(p["cpu_model"] for p in chain_plans)))
+            if c <= len(resize):
+                money, scale = resize[c - 1]
+                chain_plans.append({**resized_chain(costs, money, scale, plan["n_draws"], every),
+                                    "money": money, "scale": scale})
+                # the plan as it stands when this chain starts: the target less the money
+                # left unused by this and the later chains (their model as this one's)
+                plan["cpu_planned"] = target - (plan["chains"] - c) * (money - chain_plans[-1]["cpu_model"])
+        if len(chain_plans) <= c:
+            chain_plans.append(chain_plans[0])
+        this = chain_plans[c]
+
+        def one(c=c, this=this):
             rng = np.random.default_rng(_seed(seed, 3, c))
             z = warm_path(corpus, embed_path(z_win, corpus, kept_idx, n_states, rng), held_pos,
                           n_states, beta, rng)
             return _run_chain(corpus.tokens, corpus.alphabet_size + 1, n_states, beta,
-                              plan["burn_in"], plan["period"], plan["n_draws"], _seed(seed, 4, c),
+                              this["burn_in"], this["period"], plan["n_draws"], _seed(seed, 4, c),
                               init_z=z, predict=test, max_draws=options.get("max_draws"),
                               blocked_every=every)
 
         outs.append(ledger.run({"phase": "final", "chain": c, "states": n_states, "beta": beta,
-                                "sweeps": plan["sweeps"], "blocked_every": every},
-                               plan["cpu_model_per_chain"], one))
+                                "sweeps": this["sweeps"], "blocked_every": every,
+                                "scale": this.get("scale", 1.0)},
+                               this["cpu_model"], one))
+    plan["chain_plans"] = chain_plans
     return plan, outs
 
 
@@ -1352,7 +1441,10 @@ def _result(outs, plan, n_states, beta, corpus, predict, auto):
         arrays["predict_log_mean"] = combine_log_means(pred_log_sum - np.log(plan["n_draws"]),
                                                        np.full(plan["chains"], plan["n_draws"]))
         arrays["predict_n_draws"] = np.int64(log_joint.size)
-    moved = _front().sampler_stats(stats, plan["period"], int(free_positions(corpus.tokens).size), "gibbs")
+    m = int(free_positions(corpus.tokens).size)
+    per = [_front().sampler_stats(stats[c:c + 1], p["period"], m, "gibbs")  # each chain its period
+           for c, p in enumerate(plan["chain_plans"])]
+    moved = {k: np.concatenate([d[k] for d in per]) for k in per[0]}
     return FitResult(arrays, {"log_joint": log_joint, "n_states": used, "n_edges": edges, **moved}, info)
 
 
