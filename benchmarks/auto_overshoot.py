@@ -27,6 +27,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def slowed_final_chains(auto, factor: float):
+    """``(clock, run)`` to put in place of ``auto.cpu_seconds`` and ``auto._Ledger.run``: the
+    clock counts each final chain (a ledger step of phase ``final``) as ``factor`` times its
+    model at the schedule's costs (its ``cost`` over its recorded ``scale``), whatever it
+    really spent; every other step, and the time between steps, as the real clock does."""
+    extra, real_clock, real_run = [0.0], auto.cpu_seconds, auto._Ledger.run
+
+    def run(self, what, cost, fn, *a, **k):
+        if what["phase"] != "final":
+            return real_run(self, what, cost, fn, *a, **k)
+
+        def slowed():
+            t0 = real_clock()
+            res = fn()
+            extra[0] += factor * cost / what.get("scale", 1.0) - (real_clock() - t0)
+            return res
+
+        return real_run(self, what, cost, slowed, *a, **k)
+
+    return (lambda: real_clock() + extra[0]), run
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--reps", type=int, default=6)
@@ -48,22 +70,8 @@ def main(argv=None) -> int:
         out = auto._chain(small, 5, auto.BETA0, 4, 2, np.random.SeedSequence(0), None)
         auto.heldout_per_string(out[0], auto.BETA0, small)
 
-    extra, real_clock, real_run = [0.0], auto.cpu_seconds, auto._Ledger.run
     if args.slow != 1.0:
-        def run(self, what, cost, fn, *a, **k):
-            if what["phase"] != "final":
-                return real_run(self, what, cost, fn, *a, **k)
-
-            def slowed():
-                t0 = real_clock()
-                res = fn()
-                extra[0] += args.slow * cost / what.get("scale", 1.0) - (real_clock() - t0)
-                return res
-
-            return real_run(self, what, cost, slowed, *a, **k)
-
-        auto.cpu_seconds = lambda: real_clock() + extra[0]
-        auto._Ledger.run = run
+        auto.cpu_seconds, auto._Ledger.run = slowed_final_chains(auto, args.slow)
 
     rows = []
     for rep in range(args.reps):

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import benchmodules
 from bayesfa.cli import main
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
@@ -635,22 +636,10 @@ def test_a_load_that_rises_in_phase_3_shortens_the_last_chain(corpus, warm, monk
     schedule's costs (a load that rose after phase 3's costs were measured), whatever it
     really spent. Chain 1 is sized from chain 0's measured speed (its recorded scale 1.5,
     rounded), so it runs fewer sweeps and the fit stays within the stated overshoot; sized as
-    chain 0 (before per-chain sizing) the two chains would have passed it."""
-    extra, real_clock, real_run = [0.0], auto.cpu_seconds, auto._Ledger.run
-
-    def run(self, what, cost, fn, *args, **kwargs):
-        if what["phase"] != "final":
-            return real_run(self, what, cost, fn, *args, **kwargs)
-
-        def slowed():
-            t0 = real_clock()
-            out = fn()
-            extra[0] += 1.5 * cost / what["scale"] - (real_clock() - t0)
-            return out
-
-        return real_run(self, what, cost, slowed, *args, **kwargs)
-
-    monkeypatch.setattr(auto, "cpu_seconds", lambda: real_clock() + extra[0])
+    chain 0 (before per-chain sizing) the two chains would have passed it. The clock is
+    benchmarks/auto_overshoot.py's ``--slow 1.5``."""
+    clock, run = benchmodules.load("auto_overshoot.py").slowed_final_chains(auto, 1.5)
+    monkeypatch.setattr(auto, "cpu_seconds", clock)
     monkeypatch.setattr(auto._Ledger, "run", run)
     res = METHOD.fit(corpus, _options(budget=BUDGET), 5, False)
     a = res.info["auto"]
