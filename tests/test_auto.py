@@ -942,17 +942,26 @@ def test_the_draw_timing_of_phase3_leaves_out_a_first_call_that_compiles(corpus,
 def test_a_schedule_without_phase3_costs_replays_phases_1_2_and_measures_phase3(corpus, fitted, tmp_path):
     """--schedule without the final costs (all of them; some is a one-line error): the ladder
     and the beta phase decide as the recorded run did, and phase 3's costs are measured and
-    recorded again."""
+    recorded again, and so is the per-chain sizing (a record of it without those costs is not
+    this run's); a malformed per-chain record is a one-line error."""
     res, path = fitted
     schedule = json.loads(path.read_text())
     for key in (*auto._FINAL_COSTS, *auto._BLOCKED_COSTS):
         schedule.pop(key, None)
+    schedule["final_chain_resize"] = [[1e-6, 0.6]]
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps(schedule))
     again = METHOD.fit(corpus, _options(schedule=str(bare)), 5, False).info["auto"]
     a = res.info["auto"]
     assert again["ladder"] == a["ladder"] and again["betas"] == a["betas"] and again["winner"] == a["winner"]
     assert all(isinstance(again["schedule"][k], float) for k in auto._FINAL_COSTS)
+    resize = again["schedule"]["final_chain_resize"]
+    assert len(resize) == again["final"]["chains"] - 1 and resize != [[1e-6, 0.6]]
+    malformed = tmp_path / "malformed.json"
+    malformed.write_text(json.dumps({**json.loads(path.read_text()), "final_chain_resize": [[1.0, 0.0]]}))
+    with pytest.raises(InputError, match="final_chain_resize") as exc:
+        auto.read_schedule(malformed)
+    assert "\n" not in str(exc.value)
     partial = tmp_path / "partial.json"
     partial.write_text(json.dumps({**schedule, "final_draw_seconds": 1e-3}))
     with pytest.raises(InputError, match="or none of them") as exc:

@@ -1380,7 +1380,9 @@ def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_sta
         test = _Held(predict.tokens, predict.offsets, predict.alphabet_size)
     # per-chain sizing (RESIZE_LIMITS): measured in a timed run, read from the schedule in a
     # replay; a schedule of a bayesfa before it (phase 3's costs and no record) replays equal chains
-    resize = schedule.setdefault("final_chain_resize", []) if timed else schedule.get("final_chain_resize")
+    if timed:  # measured afresh with phase 3's costs (a record without them is not this run's)
+        schedule["final_chain_resize"] = []
+    resize = schedule.get("final_chain_resize")
     target = TARGET * schedule["budget"]
     chain_plans = [{k: plan[k] for k in ("sweeps", "burn_in", "period")}
                    | {"cpu_model": plan["cpu_model_per_chain"]}]
