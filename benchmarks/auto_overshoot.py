@@ -19,7 +19,6 @@ so say both.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from importlib import resources
 from pathlib import Path
@@ -56,6 +55,10 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=float, default=2.5)
     p.add_argument("--out")
     args = p.parse_args(argv)
+    from guarded_out import check_out, write_out_json
+
+    if args.out:
+        check_out(args.out)  # refused before any work when bayesfa did not write it
 
     import numpy as np
 
@@ -92,8 +95,7 @@ def main(argv=None) -> int:
     worst = max(r["cpu_over_budget"] for r in rows)
     print(f"worst {worst:.3f} of the budget over {len(rows)} reps (--slow {args.slow:g})")
     if args.out:
-        Path(args.out).write_text(json.dumps({"slow": args.slow, "budget": args.budget,
-                                              "rows": rows}, indent=1) + "\n")
+        write_out_json(args.out, {"slow": args.slow, "budget": args.budget, "rows": rows})
     return 0
 
 
