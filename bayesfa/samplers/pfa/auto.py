@@ -88,13 +88,13 @@ also compiles the blocked chain's drivers), and the CPU the fit has spent so far
 (``final_start_seconds``), each rounded to a power of 2**(1/32). The final chains then get ``TARGET * budget -
 final_start_seconds`` (:data:`TARGET` = 0.97), so whatever phases 1-2 left unspent (a ladder
 that stopped early, a cost model that erred) goes to them; each chain after the first is
-sized again from the CPU the chains before it measured (:data:`RESIZE_LIMITS`). The same seed with ``--budget``
-alone reproduces a run whenever the rounded timings come out the same, which a CPU budget
+sized again from the CPU the chains before it measured (:data:`RESIZE_LIMITS`). The same
+seed with ``--budget`` alone reproduces a run whenever the rounded timings come out the same, which a CPU budget
 cannot promise (a seed alone fixing the result would need a budget in sweeps, not seconds).
 
 The measured CPU is recorded beside the plan (``cpu_planned``, ``cpu_seconds``). The overshoot
-is bounded by how far the last final chain's costs, scaled by the chains before it, err (and by the :data:`MIN_RUNG_SWEEPS` floor of
-a final chain when the budget is tiny); tests/test_auto.py allows 10%. Measured:
+is bounded by how far the last final chain's costs, scaled by the chains before it, err (and
+by the :data:`MIN_RUNG_SWEEPS` floor of a final chain when the budget is tiny); tests/test_auto.py allows 10%. Measured:
 benchmarks/RESULTS.md, "--auto spends its budget". Before phase 3 was sized so (``SAFETY``
 alone, phase 3 modelled from the calibration): 58-76% (benchmarks/results/pautomac-auto-trial,
 300 s), 67% over the 47 problems at 14,400 s.
