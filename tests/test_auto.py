@@ -604,22 +604,24 @@ def test_final_chains_after_the_first_follow_the_recorded_resize(corpus, fitted,
     path.write_text(json.dumps(schedule))
     from bayesfa.samplers.pfa import cgs_pfa
 
-    seen, real = [], cgs_pfa._run_chain
+    seen, planned, real, real_plan = [], [], cgs_pfa._run_chain, auto.final_plan
 
     def spy(*args, **kwargs):
         seen.append(args[4:7])
         return real(*args, **kwargs)
 
+    def plan_spy(costs, *args, **kwargs):  # phase 3's costs, as run_final priced them
+        planned.append(costs)
+        return real_plan(costs, *args, **kwargs)
+
     monkeypatch.setattr(cgs_pfa, "_run_chain", spy)
+    monkeypatch.setattr(auto, "final_plan", plan_spy)
     res = METHOD.fit(corpus, _options(schedule=str(path), final_blocked_every=0), 5, False)
     a = res.info["auto"]
     first, second = a["final"]["chain_plans"]
     assert a["final"]["chains"] == 2 and second["money"] == 0.3 and second["scale"] == 1.5
-    m = free_positions(corpus.tokens).size
-    costs = {"sweep": m * 2e-8, "round": 0.0, "draw": 1e-4, "forward": 0.0,
-             "start": (auto.WARM_SWEEPS * (m - free_positions(corpus.subset(
-                 holdout_split(corpus.n_strings, auto.HOLDOUT, np.random.SeedSequence(5))[0]).tokens).size)
-                       + m) * 2e-8}
+    (costs,) = planned
+    assert costs["sweep"] == free_positions(corpus.tokens).size * 2e-8
     want = auto.resized_chain(costs, 0.3, 1.5, a["final"]["n_draws"], 0)
     assert {k: second[k] for k in want} == pytest.approx(want)
     assert seen[-2:] == [(first["burn_in"], first["period"], a["final"]["n_draws"]),
