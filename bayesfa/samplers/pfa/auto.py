@@ -1221,10 +1221,9 @@ def _fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | N
     betas, beta_star, z_win = run_betas(kept, held, phase2_schedule(schedule, rungs, best, ceiling),
                                         money * BETA_SHARE, n_star,
                                         paths[best][0], seed, ledger, every)
-    plan, outs = run_final(corpus, kept_idx, kept, held, z_win, n_star, beta_star, schedule, ledger,
-                           options, predict, seed, start)
+    plan, outs, planned = run_final(corpus, kept_idx, kept, held, z_win, n_star, beta_star, schedule,
+                                    ledger, options, predict, seed, start)
     cpu = cpu_seconds() - start
-    planned = plan.pop("cpu_planned")
     auto = {"schedule": schedule, "budget": budget, "plan_money": money,
             "holdout_strings": int(held_idx.size), "ladder_sweeps": sweeps,
             "ladder_ceiling": int(ceiling), "search_blocked_every": int(every),
@@ -1334,8 +1333,9 @@ def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_sta
     timed run from the CPU measured so far, its ``[money, scale]`` appended to the schedule's
     ``final_chain_resize``; in a replay read from there (a schedule without that record runs
     every chain as the first). ``plan["chain_plans"]`` holds each chain's sweeps, burn-in,
-    period and modelled CPU (the draws are the first chain's in every one), ``plan["cpu_planned"]``
-    the plan as it stood when the last chain started. Returns ``(plan, chain outputs)``."""
+    period and modelled CPU (the draws are the first chain's in every one). Returns ``(plan,
+    chain outputs, planned)``, ``planned`` the fit's CPU as the plan stood when the last chain
+    started (the start plus each chain's model)."""
     from bayesfa.samplers.chains import free_positions, n_free_positions
 
     front = _front()
@@ -1386,7 +1386,7 @@ def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_sta
     target = TARGET * schedule["budget"]
     chain_plans = [{k: plan[k] for k in ("sweeps", "burn_in", "period")}
                    | {"cpu_model": plan["cpu_model_per_chain"]}]
-    plan["cpu_planned"] = schedule["final_start_seconds"] + plan["chains"] * plan["cpu_model_per_chain"]
+    planned = schedule["final_start_seconds"] + plan["chains"] * plan["cpu_model_per_chain"]
     outs = []
     for c in range(plan["chains"]):
         if c and resize is not None:
@@ -1400,7 +1400,7 @@ def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_sta
                                     "money": money, "scale": scale})
                 # the plan as it stands when this chain starts: the target less the money
                 # left unused by this and the later chains (their model as this one's)
-                plan["cpu_planned"] = target - (plan["chains"] - c) * (money - chain_plans[-1]["cpu_model"])
+                planned = target - (plan["chains"] - c) * (money - chain_plans[-1]["cpu_model"])
         if len(chain_plans) <= c:
             chain_plans.append(chain_plans[0])
         this = chain_plans[c]
@@ -1419,7 +1419,7 @@ def run_final(corpus: Corpus, kept_idx, kept: Corpus, held: Corpus, z_win, n_sta
                                 "scale": this.get("scale", 1.0)},
                                this["cpu_model"], one))
     plan["chain_plans"] = chain_plans
-    return plan, outs
+    return plan, outs, planned
 
 
 def _result(outs, plan, n_states, beta, corpus, predict, auto):
