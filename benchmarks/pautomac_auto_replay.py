@@ -4,7 +4,7 @@ paired comparison of final-chain strategies on one PAutomaC problem).
     nice -n 10 python benchmarks/pautomac_auto_replay.py --runs benchmarks/results/p1-search-blocked/base
         --problem 1 [--seeds 1,2,3,4,5] [--set final_blocked_every=0 ...]
         [--data ../shared/data/pautomac] [--fresh-final] [--measured-ceiling] [--beta-extend K]
-        --out benchmarks/results/p1-final-replay/k0.json
+        [--final-chains C] --out benchmarks/results/p1-final-replay/k0.json
 
 A timed ``--auto`` fit decides from its calibration (the schedule), which differs from run to
 run with the machine's load, so two timed runs of one seed can end in different N and beta
@@ -22,6 +22,9 @@ bayesfa before ``ladder_scales`` an empty one, so that the ladder prices rungs a
 planned ceiling by the CPU measured on the rung below (``auto.run_ladder``): the paired
 comparison of that rule against the planned ceiling alone. ``--beta-extend K`` sets
 ``auto.BETA_EXTEND`` (phase 2's candidates past a winning edge of the beta grid) for the replay.
+``--final-chains C`` runs phase 3's money as C final chains instead of the run's ``--chains``
+(phases 1-2, which the ``--chains`` option also sizes, stay as recorded): each chain is shorter,
+and the prediction averages more chains' draws.
 
 Each seed's fit is the production unit's: the run's options (``run.json``), the unit seed
 ``production.unit_seed(S, P, final role, 0)``, Eq. 6 of the test strings folded online; the
@@ -76,6 +79,13 @@ def run_seed(args, seed: int) -> dict:
 
     if args.beta_extend is not None:
         auto_module.BETA_EXTEND = args.beta_extend
+    if args.final_chains is not None:
+        plan_of = auto_module.final_plan
+
+        def final_plan(costs, money, chains, *rest, **kw):  # phase 3 only: C chains
+            return plan_of(costs, money, args.final_chains, *rest, **kw)
+
+        auto_module.final_plan = final_plan
     plan = dict(recorded["schedule"])
     if args.fresh_final:
         for key in (*auto_module._FINAL_COSTS, *auto_module._BLOCKED_COSTS):
@@ -103,6 +113,7 @@ def run_seed(args, seed: int) -> dict:
     else:
         recorded_ratio = None
     return {"seed": seed, "set": changes, "fresh_final": bool(args.fresh_final),
+            "final_chains": args.final_chains,
             "measured_ceiling": bool(args.measured_ceiling), "beta_extend": auto_module.BETA_EXTEND,
             "betas": auto["betas"],
             "ladder": [r["states"] for r in auto["ladder"]], "ladder_ceiling": auto["ladder_ceiling"],
@@ -117,11 +128,11 @@ def table(result: dict) -> str:
     lines = [f"Command: `{result['command']}` at {result['commit']}", "",
              "Replayed from each seed's recorded schedule (phases 1-2 as recorded); test ratio - 1 "
              "reported, chooses nothing; the recorded run's beside it.", "",
-             "| seed | N, beta | final sweeps a chain | blocked moves | ratio - 1 | recorded run's | CPU s |",
-             "|---:|---|---:|---:|---:|---:|---:|"]
+             "| seed | N, beta | final chains | final sweeps a chain | blocked moves | ratio - 1 | recorded run's | CPU s |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|"]
     for s in result["seeds"]:
         rec = s["recorded_ratio_minus_1"]
-        lines.append(f"| {s['seed']} | {s['winner']['states']}, {s['winner']['beta']} | {s['final']['sweeps']} | "
+        lines.append(f"| {s['seed']} | {s['winner']['states']}, {s['winner']['beta']} | {s['final']['chains']} | {s['final']['sweeps']} | "
                      f"{s['final'].get('blocked_moves', 0)} | {s['test_ratio_minus_1']:.5f} | "
                      f"{'' if rec is None else f'{rec:.5f}'} | {s['cpu_seconds']:.0f} |")
     return "\n".join(lines) + "\n"
@@ -141,8 +152,12 @@ def main(argv=None) -> int:
                    help="price rungs above the planned ceiling by measured CPU (needs --fresh-final)")
     p.add_argument("--beta-extend", type=int, default=None, metavar="K",
                    help="auto.BETA_EXTEND for this replay (phase 2's steps past a winning edge)")
+    p.add_argument("--final-chains", type=int, default=None, metavar="C",
+                   help="phase 3's money as C final chains (phases 1-2 as the run's --chains)")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
+    if args.final_chains is not None and args.final_chains < 1:
+        p.error("--final-chains: at least 1")
     if args.measured_ceiling and not args.fresh_final:
         p.error("--measured-ceiling needs --fresh-final (the winner's N may change)")
     return run_script_seeds(__file__, args, argv, run_seed, table)
