@@ -257,3 +257,15 @@ def test_the_estimate_gets_the_first_iterations_seconds(monkeypatch):
     model.monitor_.report(-10.0)
     model.monitor_.report(-9.0)
     assert reported == [-10.0, -9.0] and bar.n == 2 and seconds == [5.0]
+
+
+def test_the_data_shape_recorded_is_the_one_fitted():
+    """``info["data_shape"]`` says how the strings were read: "sentences" when the options have
+    no ``sequence`` (a Python caller's own options dict) or it is off, "sequence" when on
+    (issue 39: a default of True, and the test negated, each passed every other test)."""
+    method = get_method("hmm-em")
+    train = corpus(1, 12)
+    bare = {k: v for k, v in options("--states", "2", "--n-iter", "2").items() if k != "sequence"}
+    assert method.fit(train, bare, 0, False).info["data_shape"] == "sentences"
+    assert method.fit(train, {**bare, "sequence": False}, 0, False).info["data_shape"] == "sentences"
+    assert method.fit(train, {**bare, "sequence": True}, 0, False).info["data_shape"] == "sequence"
