@@ -267,5 +267,6 @@ def test_the_data_shape_recorded_is_the_one_fitted():
     train = corpus(1, 12)
     bare = {k: v for k, v in options("--states", "2", "--n-iter", "2").items() if k != "sequence"}
     assert method.fit(train, bare, 0, False).info["data_shape"] == "sentences"
-    assert method.fit(train, {**bare, "sequence": False}, 0, False).info["data_shape"] == "sentences"
+    off = method.fit(train, {**bare, "sequence": False}, 0, False)
+    assert off.info["data_shape"] == "sentences"
     assert method.fit(train, {**bare, "sequence": True}, 0, False).info["data_shape"] == "sequence"

@@ -186,12 +186,12 @@ def test_memory_estimate_covers_the_measured_peak_of_fit_and_predict(strings, le
     two letters, ~210,000 symbols) and ~105 MB (10,000 of 40), far above the noise of a few
     MB. The estimate must be at least the measured peak and at most ``most`` times it: it
     assumes the bound of 2 tree nodes per symbol, which these data do not reach (measured
-    ratios 1.31 at 7081ac6 and, 40 letters on 10,000-20,000 strings, 1.70-1.75 at 3393fba: the per-letter
-    count tables ``c`` and ``t`` of every node weigh more there). Each of the three cosmic-ray
-    mutants of the estimate that survived (issue 39: ``n2 * 8 * 16`` -> ``n2 * 8 % 16`` or
-    ``n2 ^ 8 * 16``, ``8 * 6`` -> ``8 >> 6``) lowers it below the two-letter peak (to ~61, ~61
-    and ~54 MB); ``s * 8`` -> ``s + 8``, the tables' bytes per node, which two letters could
-    not tell apart, puts it at 0.62 of the 40-letter peak."""
+    ratios 1.31 at 7081ac6 and, 40 letters on 10,000-20,000 strings, 1.70-1.75 at 3393fba:
+    the per-letter count tables ``c`` and ``t`` of every node weigh more there). Each of the
+    three cosmic-ray mutants of the estimate that survived (issue 39: ``n2 * 8 * 16`` -> ``n2 *
+    8 % 16`` or ``n2 ^ 8 * 16``, ``8 * 6`` -> ``8 >> 6``) lowers it below the two-letter peak
+    (to ~61, ~61 and ~54 MB); ``s * 8`` -> ``s + 8``, the tables' bytes per node, which two
+    letters could not tell apart, puts it at 0.62 of the 40-letter peak."""
     import json
     import os
     import subprocess
