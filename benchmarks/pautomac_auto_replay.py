@@ -23,8 +23,8 @@ planned ceiling by the CPU measured on the rung below (``auto.run_ladder``): the
 comparison of that rule against the planned ceiling alone. ``--beta-extend K`` sets
 ``auto.BETA_EXTEND`` (phase 2's candidates past a winning edge of the beta grid) for the replay.
 ``--final-chains C`` runs phase 3's money as C final chains instead of the run's ``--chains``
-(phases 1-2, which the ``--chains`` option also sizes, stay as recorded): each chain is shorter,
-and the prediction averages more chains' draws.
+(phases 1-2, which the ``--chains`` option also sizes, stay as recorded): fewer, longer chains
+or more, shorter ones, the prediction averaging all their draws.
 
 Each seed's fit is the production unit's: the run's options (``run.json``), the unit seed
 ``production.unit_seed(S, P, final role, 0)``, Eq. 6 of the test strings folded online; the
@@ -79,13 +79,6 @@ def run_seed(args, seed: int) -> dict:
 
     if args.beta_extend is not None:
         auto_module.BETA_EXTEND = args.beta_extend
-    if args.final_chains is not None:
-        plan_of = auto_module.final_plan
-
-        def final_plan(costs, money, chains, *rest, **kw):  # phase 3 only: C chains
-            return plan_of(costs, money, args.final_chains, *rest, **kw)
-
-        auto_module.final_plan = final_plan
     plan = dict(recorded["schedule"])
     if args.fresh_final:
         for key in (*auto_module._FINAL_COSTS, *auto_module._BLOCKED_COSTS):
@@ -160,6 +153,15 @@ def main(argv=None) -> int:
         p.error("--final-chains: at least 1")
     if args.measured_ceiling and not args.fresh_final:
         p.error("--measured-ceiling needs --fresh-final (the winner's N may change)")
+    if args.final_chains is not None:  # phase 3 only, for every seed of this process
+        from bayesfa.samplers.pfa import auto as auto_module
+
+        plan_of = auto_module.final_plan
+
+        def final_plan(costs, money, chains, *rest, **kw):
+            return plan_of(costs, money, args.final_chains, *rest, **kw)
+
+        auto_module.final_plan = final_plan
     return run_script_seeds(__file__, args, argv, run_seed, table)
 
 
