@@ -4,7 +4,7 @@ paired comparison of final-chain strategies on one PAutomaC problem).
     nice -n 10 python benchmarks/pautomac_auto_replay.py --runs benchmarks/results/p1-search-blocked/base
         --problem 1 [--seeds 1,2,3,4,5] [--set final_blocked_every=0 ...]
         [--data ../shared/data/pautomac] [--fresh-final] [--measured-ceiling] [--beta-extend K]
-        [--final-chains C] --out benchmarks/results/p1-final-replay/k0.json
+        [--final-chains C] [--constant NAME=VALUE ...] --out benchmarks/results/p1-final-replay/k0.json
 
 A timed ``--auto`` fit decides from its calibration (the schedule), which differs from run to
 run with the machine's load, so two timed runs of one seed can end in different N and beta
@@ -24,7 +24,10 @@ comparison of that rule against the planned ceiling alone. ``--beta-extend K`` s
 ``auto.BETA_EXTEND`` (phase 2's candidates past a winning edge of the beta grid) for the replay.
 ``--final-chains C`` runs phase 3's money as C final chains instead of the run's ``--chains``
 (phases 1-2, which the ``--chains`` option also sizes, stay as recorded): fewer, longer chains
-or more, shorter ones, the prediction averaging all their draws.
+or more, shorter ones, the prediction averaging all their draws. ``--constant NAME=VALUE`` sets a
+constant of the ``auto`` module (e.g. ``LADDER_SHARE=0.6``) for the replay: phases 1-2 are then
+a new plan, still a pure function of the schedule and the seed, that the baseline does not share
+(use it with ``--fresh-final`` when the winner's N may change).
 
 Each seed's fit is the production unit's: the run's options (``run.json``), the unit seed
 ``production.unit_seed(S, P, final role, 0)``, Eq. 6 of the test strings folded online; the
@@ -79,6 +82,9 @@ def run_seed(args, seed: int) -> dict:
 
     if args.beta_extend is not None:
         auto_module.BETA_EXTEND = args.beta_extend
+    constants = parse_set(args.constant)
+    for name, value in constants.items():
+        setattr(auto_module, name, value)
     plan = dict(recorded["schedule"])
     if args.fresh_final:
         for key in (*auto_module._FINAL_COSTS, *auto_module._BLOCKED_COSTS):
@@ -108,6 +114,7 @@ def run_seed(args, seed: int) -> dict:
     return {"seed": seed, "set": changes, "fresh_final": bool(args.fresh_final),
             "final_chains": args.final_chains,
             "measured_ceiling": bool(args.measured_ceiling), "beta_extend": auto_module.BETA_EXTEND,
+            "constants": constants,
             "betas": auto["betas"],
             "ladder": [r["states"] for r in auto["ladder"]], "ladder_ceiling": auto["ladder_ceiling"],
             "ladder_scales": auto["schedule"].get("ladder_scales"),
@@ -147,8 +154,16 @@ def main(argv=None) -> int:
                    help="auto.BETA_EXTEND for this replay (phase 2's steps past a winning edge)")
     p.add_argument("--final-chains", type=int, default=None, metavar="C",
                    help="phase 3's money as C final chains (phases 1-2 as the run's --chains)")
+    p.add_argument("--constant", nargs="*", default=[], metavar="NAME=VALUE",
+                   help="set auto.NAME to the JSON VALUE for this replay (e.g. LADDER_SHARE=0.6)")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
+    from bayesfa.samplers.pfa import auto as auto_module
+
+    for item in args.constant:
+        name = item.partition("=")[0]
+        if not (name.isupper() and hasattr(auto_module, name)):
+            p.error(f"--constant {item}: auto has no constant {name}")
     if args.final_chains is not None and args.final_chains < 1:
         p.error("--final-chains: at least 1")
     if args.measured_ceiling and not args.fresh_final:
