@@ -241,6 +241,22 @@ def test_memory_estimate_is_within_half_again_of_a_fits_traced_peak(states, lett
     assert peak <= estimate <= 1.5 * peak, (peak, estimate, estimate / peak)
 
 
+def test_memory_estimate_adds_32_bytes_a_token_at_a_fixed_longest_string():
+    """More strings no longer than the longest leave the lattices and tables as they are: the
+    estimate grows by exactly the documented 32 bytes a token (sentences). Issue 39: a mutant
+    joining the terms by ``|`` instead of ``+`` stayed within the peak test's 1-1.5 times."""
+    rng = np.random.default_rng(3)
+    strings = [rng.integers(0, 5, size=rng.integers(0, 12)).tolist() for _ in range(400)]
+    strings.append([1] * 12)  # the longest in both corpora
+    more = strings + [rng.integers(0, 5, size=rng.integers(0, 12)).tolist() for _ in range(321)]
+    a, b = Corpus.from_strings(strings, 5), Corpus.from_strings(more, 5)
+    method = get_method("hmm-em")
+    for k in ("3", "10", "37"):
+        opts = options("--states", k)
+        assert method.estimate_memory(b, opts) - method.estimate_memory(a, opts) == \
+            32 * (b.n_tokens - a.n_tokens), k
+
+
 def test_converged_says_whether_tol_stopped_the_run():
     """A restart is ``converged`` when ``--tol`` stopped it (its last step gained less than
     tol), not when it used up ``--n-iter`` (hmmlearn calls both converged)."""

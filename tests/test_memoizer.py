@@ -46,9 +46,11 @@ def test_node_discounts_are_products_along_the_edge():
 
 def test_path_buffer_holds_the_longest_root_path():
     """``Tree.path_len``, the size of the kernel's root-to-node path buffers (``score_tokens``;
-    numba checks no bounds), is at least the nodes on the tree's longest root path (its
-    levels + 1), for trees of 2 to 9 levels (uncompressed: one level per context length), so
-    the levels 2, 3, 6, 7 where ``levels | 2`` falls short are among them."""
+    numba checks no bounds), is the nodes on the tree's longest root path (its levels + 1), for
+    trees of 2 to 9 levels (uncompressed: one level per context length), so the levels 2, 3, 6,
+    7 where ``levels | 2`` falls short are among them. Exactly that, no spare slot: every test of
+    the memoizer and HPYP passes at that size with ``NUMBA_BOUNDSCHECK=1`` and fails out of
+    bounds one below it (issue 39: a spare slot made its mutants equivalent)."""
     from bayesfa.samplers.ngram._hpyp_kernel import node_levels
 
     seen = set()
@@ -58,7 +60,7 @@ def test_path_buffer_holds_the_longest_root_path():
         tree = build(F, first, True, DISCOUNTS, D_INF, compress=False)
         levels = int(node_levels(tree.parent).max())
         seen.add(levels)
-        assert tree.path_len >= levels + 1, (n, levels, tree.path_len)
+        assert tree.path_len == levels + 1, (n, levels, tree.path_len)
     assert {2, 3, 6, 7} <= seen
 
 
@@ -243,3 +245,20 @@ def test_the_predictive_for_sampling_has_one_seating():
     fit = method.fit(CORPUS, {"sequence": False}, 2, False)
     pred = context_predictive(fit.arrays, {"sequence": False})
     assert pred.n_samples == 1
+
+
+def test_predict_gives_each_string_the_training_data_only():
+    """``predict_log_prob`` called as every caller of the method protocol calls it (three
+    arguments: ``bayesfa predict``, the API, the scorers) scores each sentence given the
+    training data only: the empty string, whose one symbol (the end) is predicted from the
+    training seating alone, gets the same log probability before and after another test
+    string, and a different one when the test strings carry over (``carry=True``, the
+    perplexity's quantity). Issue 39: a mutant defaulting ``carry`` to True passed every test."""
+    method = get_method("memoizer")
+    opts = {"sequence": False}
+    fit = method.fit(CORPUS, opts, 4, False)
+    test = Corpus.from_strings([[], [0, 1, 1, 0, 0], []], 2)
+    alone = method.predict_log_prob(fit.arrays, opts, test)
+    assert alone.shape == (3,) and alone[0] == alone[2]
+    carried = method.predict_log_prob(fit.arrays, opts, test, carry=True)
+    assert carried[0] == alone[0] and carried[2] != alone[2]

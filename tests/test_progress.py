@@ -433,6 +433,23 @@ def test_hmm_em_reports_every_em_iteration(bars, monkeypatch):
         [r["log_likelihood"] for r in quiet.info["restarts"]]
 
 
+def test_hmm_em_bar_ends_at_its_total_when_tol_stops_every_restart(bars):
+    """``--tol`` large enough to stop every restart after two EM iterations: each restart's
+    bar still ends at its share (``(r + 1) * n_iter``), so the bar ends at ``restarts * n_iter``
+    after ``2 * restarts`` one-iteration steps and one jump a restart (issue 39: a mutant that
+    jumped by ``(r + 1) * n_iter % bar.n`` passed while no restart stopped early)."""
+    from bayesfa.methods import get_method
+
+    method = get_method("hmm-em")
+    options = _options(method, ["--states", "2", "--restarts", "3", "--n-iter", "7",
+                                "--tol", "1e9"])
+    fit = method.fit(_corpus(30), options, 2, True)
+    (bar,) = bars
+    assert [r["iterations"] for r in fit.info["restarts"]] == [2, 2, 2]
+    assert bar.total == 21 and bar.n == 21 and bar.closed
+    assert bar.steps == [1, 1, 5, 1, 1, 5, 1, 1, 5]
+
+
 @pytest.mark.parametrize("first_fit", [False, True])
 def test_estatemerge_reports_every_blue_state(first_fit, bars, monkeypatch):
     """With ``PROGRESS_SECONDS`` tiny the merger runs one blue state per call: the bar moves

@@ -161,11 +161,13 @@ def fit_restarts(corpus: Corpus, options: dict[str, Any], seed: int | None, vari
     n_states = int(options["states"])
     best, summaries = None, []
     restarts = int(options.get("restarts", 5))
-    bar = _progress_bar(progress, restarts * int(options.get("n_iter", 100)))
+    bar = None
     try:
         for r, child in enumerate(np.random.SeedSequence(seed).spawn(restarts)):
             model = new_model(n_states, n_features, options, int(child.generate_state(1)[0]),
                               variant)
+            if r == 0:  # the bar's total from the model's own n_iter (one default, new_model's)
+                bar = _progress_bar(progress, restarts * model.n_iter)
             if bar is not None:
                 _report_to(model, bar, _estimate(bar, restarts * model.n_iter) if r == 0 else None)
             t0 = time.perf_counter()

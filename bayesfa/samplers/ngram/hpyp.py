@@ -560,7 +560,7 @@ def per_sample_log_prob(arrays: dict[str, np.ndarray], options: dict[str, Any], 
         offsets = np.arange(offsets[-1] + 1, dtype=np.int64)
         carry = True
     dord = depth_order(depth)
-    path_len = int(node_levels(parent).max()) + 2
+    path_len = int(node_levels(parent).max()) + 1
     entropy = [int(x) for x in np.asarray(arrays["predict_entropy"])]
     out = np.empty((n_c, n_d, offsets.size - 1))
     for ch in range(n_c):

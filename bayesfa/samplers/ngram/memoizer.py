@@ -81,7 +81,7 @@ def build(F: np.ndarray, first: int, sentences: bool, discounts, d_inf: float,
 
     parent, depth, tok_node = context_tree(F, first, sentences, None, compress)
     return Tree(parent, node_discounts(parent, depth, discounts, d_inf), tok_node,
-                F[first:].astype(np.int64), int(node_levels(parent).max()) + 2)
+                F[first:].astype(np.int64), int(node_levels(parent).max()) + 1)
 
 
 #: With ``progress``, the training symbols are seated in calls lasting about this many
