@@ -514,3 +514,23 @@ def test_registry_fit_refuses_a_beta_or_tol_that_is_not_positive(name, key, valu
     options = {"states": 2, "iterations": 3, "beta": 0.5, "tol": 1e-6, key: value}
     with pytest.raises(InputError, match=f"--{key} must be a positive number"):
         get_method(name).fit(TRAIN, options, 0, False)
+
+
+def test_gcvb0_penalty_vanishes_up_to_rounding():
+    """``q_from_x`` (Sect. 4.2) returns the penalty ``sum_t (1 - sum_k q_t(k))^2``: never
+    negative, and with ``q = x^2 / sum x^2`` a sum of squared rounding errors, at most
+    ``M (N eps)^2`` over M positions of N states; the q rows it writes sum to 1 within ``N eps``.
+    Issue 39: ``(1 / tot) (1 - tot)``, a signed first-order term, passed every test."""
+    from bayesfa.learners import _cvb_kernel as kernel
+
+    rng = np.random.default_rng(11)
+    m, n = 2000, 7
+    x = rng.gamma(0.3, size=(m, n)) + 1e-3
+    positions = np.arange(1, m + 1, dtype=np.int64)
+    q = np.zeros((m + 2, n + 1))
+    penalty = kernel.q_from_x(x, positions, q)
+    eps = np.finfo(np.float64).eps
+    rows = q[positions].sum(axis=1)
+    assert np.all(np.abs(rows - 1.0) <= n * eps)
+    assert (rows != 1.0).any()  # rounding is present, so the check below can fail
+    assert 0.0 < penalty <= m * (n * eps) ** 2
