@@ -147,7 +147,9 @@ LADDER_SHARE, BETA_SHARE = 0.45, 0.2
 #: The ladder's sweeps per rung are planned over its rungs up to the planned ceiling
 #: (:func:`ladder_ceiling`) when True, over the whole ladder to :data:`LADDER_MAX` when False
 #: (then money is planned for rungs the phases after the ladder cannot afford, and unspent by
-#: the ladder, goes to the final chains).
+#: the ladder, goes to the final chains). Off: on PAutomaC 1 (1.48 times the sweeps a rung),
+#: four recorded runs replayed moved N between 76 and 114 both ways and ratio - 1 with it,
+#: better on two and worse on two (judged on test strings; benchmarks/results/p1-ladder-top/).
 LADDER_PLAN_TOP = False
 SAFETY = 0.85   # phases 1-2 are sized within SAFETY of the budget (after the calibration)
 #: Phase 3 is sized so that the whole fit's CPU comes to TARGET of the budget: its money is
