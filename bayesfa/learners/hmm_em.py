@@ -344,17 +344,25 @@ class _HMMEM(DrawAutomata):
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """hmmlearn's forward-backward, one string (sentences) or the whole sequence at a time:
-        about six ``[L, K]`` float64 lattices (log-probabilities of the frames, forward,
-        backward, posteriors, scaling), ``L`` the longest string's tokens (its end included) or,
-        for a sequence, the corpus's tokens; four ``[K, S]`` and ``[K, K]`` tables; and 32 bytes
-        a token for the frames handed to hmmlearn and its copies of them (measured 26 with
-        ``tracemalloc``, the lattices aside). At least a fit's peak and at most 1.5 times it
-        (``tests/test_hmm_em.py::test_memory_estimate_is_within_half_again_of_a_fits_traced_peak``)."""
+        six ``[L, K]`` float64 lattices (log-probabilities of the frames, forward, backward,
+        posteriors, scaling), ``L`` the longest string's tokens (its end included) or, for a
+        sequence, the corpus's tokens; five ``[K, K]`` and three ``[K, S]`` float64 tables;
+        176 bytes a string and 12 a token (the frames handed to hmmlearn, its per-string views
+        and their lengths); and 16 KiB a fit. The terms are rounded up from a least-squares
+        fit to the ``tracemalloc`` peaks of fits over a grid (K 2-300, 2-40 letters, 50-3,000
+        strings; ``benchmarks/hmm_em_memory.py``, ``benchmarks/results/hmm_em_memory.json``:
+        about 14 KB, 164 bytes a string, 9.5 a token, 4.1 ``[K, K]`` and 2.8 ``[K, S]`` tables;
+        3.2-3.5 of the latter with 400-1,000 letters). At least a fit's peak and at most 1.5
+        times it (``tests/test_hmm_em.py::test_memory_estimate_is_within_half_again_of_a_fits_traced_peak``;
+        issue 39: the last formula, with 32 bytes a token and four ``[K, K + S]`` tables, was
+        0.84-0.99 of the peak with 50-300 states on a few hundred strings)."""
         k = int(options["states"])
         s = corpus.alphabet_size + 1
-        longest = (corpus.n_tokens if options.get("sequence", False)
-                   else int(np.diff(corpus.offsets).max(initial=0)))
-        return int(6 * 8 * longest * k + 8 * k * (k + s) * 4 + 32 * corpus.n_tokens)
+        sequence = bool(options.get("sequence", False))
+        longest = corpus.n_tokens if sequence else int(np.diff(corpus.offsets).max(initial=0))
+        n_strings = 1 if sequence else corpus.n_strings
+        return int(6 * 8 * longest * k + 8 * k * (5 * k + 4 * s) + 176 * n_strings
+                   + 12 * corpus.n_tokens + 16384)
 
 
 METHOD = _HMMEM()
