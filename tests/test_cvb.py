@@ -534,3 +534,109 @@ def test_gcvb0_penalty_vanishes_up_to_rounding():
     assert np.all(np.abs(rows - 1.0) <= n * eps)
     assert (rows != 1.0).any()  # rounding is present, so the check below can fail
     assert 0.0 < penalty <= m * (n * eps) ** 2
+
+
+@pytest.mark.parametrize("name", ["cvb0", "cvb2"])
+@pytest.mark.parametrize("letters, n_strings, states", [(3, 2000, 10), (3, 300, 40), (20, 300, 20)])
+def test_memory_estimate_covers_a_fits_traced_peak(name, letters, n_strings, states):
+    """``estimate_memory`` is at least the peak bytes ``tracemalloc`` sees in a fit and at most
+    1.6 times it: many tokens, where ``q`` leads; many states; 20 letters, where the ``[N+1, S,
+    N+1]`` sums lead (measured 1.07-1.56 at this test's commit). Issue 39: ``initial_q`` drew all
+    free rows at once, an ``[M, N]`` array beside ``q`` that doubled the peak (the estimate was
+    0.84 of it at 16,000 tokens); and a mutant raising the sums' term to the power N + 1
+    passed every test."""
+    import argparse
+
+    from conftest import traced_peak
+
+    rng = np.random.default_rng(0)
+    corpus = Corpus.from_strings([rng.integers(0, letters, size=rng.integers(0, 15)).tolist()
+                                  for _ in range(n_strings)], letters)
+    method = get_method(name)
+    parser = argparse.ArgumentParser()
+    method.add_arguments(parser)
+    opts = vars(parser.parse_args(["--states", str(states), "--iterations", "3"]))
+    method.fit(corpus, opts, 0, False)  # numba's and numpy's first-call allocations
+    _, peak = traced_peak(method.fit, corpus, opts, 0, False)
+    estimate = method.estimate_memory(corpus, opts)
+    assert peak <= estimate <= 1.6 * peak, (peak, estimate, estimate / peak)
+
+
+def test_initial_q_in_blocks_is_the_one_draw_of_every_free_row(monkeypatch):
+    """:func:`cvb.initial_q` draws the free rows :data:`cvb.INIT_BLOCK` at a time: the same
+    stream, so the same ``q``, as one Dirichlet draw of all of them (a block of 7 rows here,
+    so that blocks end mid-string)."""
+    from bayesfa.learners import cvb
+    from bayesfa.samplers.chains import free_positions
+
+    rng = np.random.default_rng(2)
+    corpus = Corpus.from_strings([rng.integers(0, 3, size=rng.integers(0, 9)).tolist()
+                                  for _ in range(60)], 3)
+    monkeypatch.setattr(cvb, "INIT_BLOCK", 7)
+    got = cvb.initial_q(corpus.tokens, 4, np.random.default_rng(5))
+    free = free_positions(corpus.tokens)
+    assert free.size > 3 * 7
+    want = np.zeros_like(got)
+    want[:, 0] = 1.0
+    want[free, 0] = 0.0
+    want[free, 1:] = np.random.default_rng(5).dirichlet(np.ones(4), size=free.size)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_timed_start_extrapolates_the_last_two_prefixes_linearly(monkeypatch):
+    """``_timed_start`` times passes over prefixes of 16, 64, 256, ... positions until two differ
+    by 0.2 s and extrapolates the last two linearly to all T. A fake clock makes a pass over k
+    positions take ``0.01 + 0.001 k`` s: the passes at 256 and 1,024 differ by 0.768 s (at 64 and
+    256 by 0.192), so the answer is that line at T, from the prefix of 1,024. Issue 39: a mutant
+    taking ``took ** previous[1]`` for the difference passed every test."""
+    from bayesfa.learners import _cvb_kernel as kernel
+    from bayesfa.learners import cvb
+
+    rng = np.random.default_rng(1)
+    corpus = Corpus.from_strings([rng.integers(0, 3, size=rng.integers(0, 15)).tolist()
+                                  for _ in range(1000)], 3)
+    tokens, n = corpus.tokens, 4
+    assert tokens.size > 4096
+    passes = []
+    real = kernel.expected_counts
+
+    def counted(part, q, *sums):
+        passes.append(part.size)
+        return real(part, q, *sums)
+
+    now = [100.0]
+
+    def clock():  # a pass's end is read after its kernel call: advance by that pass's length
+        if len(passes) > len(clock.ended):
+            clock.ended.append(passes[-1])
+            now[0] += 0.01 + 0.001 * passes[-1]
+        return now[0]
+
+    clock.ended = []
+    monkeypatch.setattr(kernel, "expected_counts", counted)
+    monkeypatch.setattr(cvb.time, "perf_counter", clock)
+    sums = (np.zeros((n + 1, corpus.alphabet_size + 1, n + 1)), np.zeros((n + 1, corpus.alphabet_size + 1)))
+    seconds, k = cvb._timed_start("cvb0", tokens, n, sums)
+    assert passes == [16, 64, 256, 1024] and k == 1024
+    assert seconds == pytest.approx(0.01 + 0.001 * tokens.size, rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["cvb0", "cvb2"])
+def test_ns_per_unit_is_the_sweeps_seconds_over_iterations_n_squared_t(name):
+    """The recorded speed ``info["ns_per_unit"]`` is what its ``unit`` says, recomputed from the
+    same record: the sweeps' nanoseconds over iterations x N^2 x T (issue 39: ``N // 2`` for
+    ``N ** 2`` passed every test)."""
+    import argparse
+
+    method = get_method(name)
+    parser = argparse.ArgumentParser()
+    method.add_arguments(parser)
+    n = 5
+    opts = vars(parser.parse_args(["--states", str(n), "--iterations", "4"]))
+    rng = np.random.default_rng(4)
+    corpus = Corpus.from_strings([rng.integers(0, 3, size=rng.integers(0, 9)).tolist()
+                                  for _ in range(40)], 3)
+    info = method.fit(corpus, opts, 0, False).info
+    assert info["iterations_run"] >= 1 and info["sweep_seconds"] > 0
+    want = info["sweep_seconds"] * 1e9 / (info["iterations_run"] * n ** 2 * info["n_tokens"])
+    assert info["ns_per_unit"] == pytest.approx(want, rel=1e-12)

@@ -89,14 +89,23 @@ def check_arguments(corpus: Corpus, n_states, beta, iterations, tol) -> None:
                   {"beta": beta, "tol": tol})
 
 
+#: :func:`initial_q` draws the free rows in blocks of this many (the same stream as one draw):
+#: drawn at once, the ``[M, N]`` draw beside ``q`` doubled a fit's peak (issue 39, measured
+#: with ``tracemalloc``: 8.3 MB against ``q``'s 4.3 MB at 48,000 tokens and N = 10).
+INIT_BLOCK = 1 << 10
+
+
 def initial_q(tokens: np.ndarray, n_states: int, rng: np.random.Generator) -> np.ndarray:
     """Random start ``[T+1, N+1]``: each free ``q_t`` uniform on the simplex (Dirichlet(1)),
-    point masses on state 0 elsewhere."""
+    point masses on state 0 elsewhere; drawn :data:`INIT_BLOCK` rows at a time."""
     q = np.zeros((tokens.size + 1, n_states + 1))
     q[:, 0] = 1.0
     free = free_positions(tokens)
     q[free, 0] = 0.0
-    q[free, 1:] = rng.dirichlet(np.ones(n_states), size=free.size)
+    ones = np.ones(n_states)
+    for a in range(0, free.size, INIT_BLOCK):
+        rows = free[a:a + INIT_BLOCK]
+        q[rows, 1:] = rng.dirichlet(ones, size=rows.size)
     return q
 
 
