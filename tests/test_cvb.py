@@ -622,10 +622,11 @@ def test_timed_start_extrapolates_the_last_two_prefixes_linearly(monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["cvb0", "cvb2"])
-def test_ns_per_unit_is_the_sweeps_seconds_over_iterations_n_squared_t(name):
+def test_ns_per_unit_and_final_d0_are_recomputed_from_their_record(name):
     """The recorded speed ``info["ns_per_unit"]`` is what its ``unit`` says, recomputed from the
-    same record: the sweeps' nanoseconds over iterations x N^2 x T (issue 39: ``N // 2`` for
-    ``N ** 2`` passed every test)."""
+    same record: the sweeps' nanoseconds over iterations x N^2 x T; ``info["final_d0"]`` is the
+    trace's last objective (issue 39: ``N // 2`` for ``N ** 2``, and the trace's first value,
+    passed every test)."""
     import argparse
 
     method = get_method(name)
@@ -636,7 +637,11 @@ def test_ns_per_unit_is_the_sweeps_seconds_over_iterations_n_squared_t(name):
     rng = np.random.default_rng(4)
     corpus = Corpus.from_strings([rng.integers(0, 3, size=rng.integers(0, 9)).tolist()
                                   for _ in range(40)], 3)
-    info = method.fit(corpus, opts, 0, False).info
+    fit = method.fit(corpus, opts, 0, False)
+    info = fit.info
     assert info["iterations_run"] >= 1 and info["sweep_seconds"] > 0
     want = info["sweep_seconds"] * 1e9 / (info["iterations_run"] * n ** 2 * info["n_tokens"])
     assert info["ns_per_unit"] == pytest.approx(want, rel=1e-12)
+    # and the last objective recorded is the trace's last (``[not 1]`` read its first)
+    d0 = np.asarray(fit.trace["d0"]).ravel()  # [chain, draw]: one chain
+    assert d0.size >= 2 and d0[0] != d0[-1] and info["final_d0"] == d0[-1]

@@ -379,3 +379,40 @@ def test_sampled_strings_may_reach_max_length_but_not_exceed_it():
     assert predictive.draw(1, np.random.default_rng(seed), max_length=len(s)) == [s]
     with pytest.raises(InputError, match=f"exceeds {len(s) - 1} symbols"):
         predictive.draw(1, np.random.default_rng(seed), max_length=len(s) - 1)
+
+
+def test_a_draw_at_the_top_of_the_unit_interval_is_the_last_letter():
+    """``ContextPredictive.draw`` inverts the cumulative predictive at ``u * sum(p)``; where that
+    rounds to ``sum(p)`` itself (``u`` at the top of [0, 1)), ``searchsorted`` is past the last
+    symbol and the draw is clamped to the last letter, never a letter outside the alphabet
+    (issue 39: a mutant clamping to ``n_sym`` instead of ``n_sym - 1`` passed every test). A
+    Generator whose ``random`` gives 1.0 draws only the last letter, up to ``max_length``."""
+    from bayesfa.errors import InputError
+    from bayesfa.samplers.ngram.hpyp import ContextPredictive
+
+    class Top:
+        def __init__(self):
+            self.rng = np.random.default_rng(0)
+
+        def integers(self, *args, **kw):
+            return self.rng.integers(*args, **kw)
+
+        def random(self):
+            return 1.0
+
+    method = get_method("hpyp")
+    corpus = Corpus.from_strings([[0, 1, 1, 0], [1, 1], [0, 0, 0, 1, 1]], 2)
+    opts = options(iterations=6, burn_in=2, period=2, chains=1, order=2, holdout=0.0)
+    predictive = ContextPredictive.of_hpyp(method.fit(corpus, opts, 0, False).arrays, opts)
+    seen = []
+    real = predictive.next_probs
+
+    def spy(seat, context):
+        seen.append(list(context))
+        return real(seat, context)
+
+    predictive.next_probs = spy
+    with pytest.raises(InputError, match="exceeds 3 symbols"):
+        predictive.draw(1, Top(), max_length=3)
+    # the context after three draws, each the last letter (symbol 2: letter 1)
+    assert seen[-1] == [0, 2, 2, 2]

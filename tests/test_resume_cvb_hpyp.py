@@ -185,7 +185,9 @@ def test_corrupt_vb_checkpoint_is_an_input_error_naming_the_file(tmp_path):
     good = checkpoint_state(path)
     for key, value in (("iterations_done", np.array(VB_ITER + 1)), ("q", good["q"][:-1]),
                        ("sum_2", good["sum_2"].astype(np.float32)),
-                       ("trace_d0", good["trace_d0"][:-1]), ("iterations_done", np.array(2.5))):
+                       ("trace_d0", good["trace_d0"][:-1]), ("iterations_done", np.array(2.5)),
+                       # a whole count stored as a float: not this format's int (issue 39)
+                       ("iterations_done", np.array(float(good["iterations_done"])))):
         np.savez(path, **{**good, key: value})
         with pytest.raises(InputError, match="chain-0000.npz"):
             _vb("cvb2", checkpoint_dir=tmp_path)
