@@ -540,13 +540,13 @@ def _scoring_tree(arrays: dict[str, np.ndarray], options: dict[str, Any], test: 
 
 
 def per_sample_log_prob(arrays: dict[str, np.ndarray], options: dict[str, Any], test: Corpus,
-                        variant: int = 0, carry: bool = False, per_token: bool = False
-                        ) -> np.ndarray:
+                        carry: bool = False, per_token: bool = False) -> np.ndarray:
     """``log Pr(test string | sample)`` ``[chain, draw, n_strings]`` (module docstring);
     ``carry``: every string given the training data *and the test strings before it* (the
     test data integrated as read, for ``bayesfa perplexity``), also for sentences;
     ``per_token`` (with ``carry``): one value per predicted test symbol instead of per
-    string, ``[chain, draw, n_symbols]``."""
+    string, ``[chain, draw, n_symbols]``. No validation mutant changes it (they change the
+    sampler's moves and record, :mod:`bayesfa.validation.ngram.hpyp`)."""
     from bayesfa.samplers.ngram._hpyp_kernel import node_levels, score_samples
 
     sequence = bool(options.get("sequence", False))
@@ -572,13 +572,13 @@ def per_sample_log_prob(arrays: dict[str, np.ndarray], options: dict[str, Any], 
     return out
 
 
-def predict_log_prob(arrays, options, test: Corpus, variant: int = 0) -> np.ndarray:
+def predict_log_prob(arrays, options, test: Corpus) -> np.ndarray:
     """``log p(string | train)`` of each test string, averaged over the samples in
     probability, ``[n_strings]``: sentences each given the training data only (the quantity
     every method predicts alike), a sequence's strings continuing one another (module
     docstring). Not :func:`perplexity_log_prob`, which reads sentences as one growing test
     set (:func:`quantity`)."""
-    lp = per_sample_log_prob(arrays, options, test, variant)
+    lp = per_sample_log_prob(arrays, options, test)
     return mixture_log_prob(lp.reshape(-1, lp.shape[-1]), bool(options.get("sequence", False)))
 
 
@@ -816,7 +816,7 @@ class _HPYP:
                            record_seating=bool(options.get("record_seating", False)))
 
     def predict_log_prob(self, arrays, options, corpus) -> np.ndarray:
-        return predict_log_prob(arrays, options, corpus, self.variant)
+        return predict_log_prob(arrays, options, corpus)
 
     def perplexity_log_prob(self, arrays, options, corpus, *, continuation: bool,
                             per_symbol: bool = False, details: dict | None = None) -> float:
