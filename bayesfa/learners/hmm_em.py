@@ -350,7 +350,7 @@ class _HMMEM(DrawAutomata):
         176 bytes a string and 12 a token (the frames handed to hmmlearn, its per-string views
         and their lengths); and 16 KiB a fit. The terms are rounded up from a least-squares
         fit to the ``tracemalloc`` peaks of fits over a grid (K 2-300, 2-40 letters, 50-3,000
-        strings; ``benchmarks/hmm_em_memory.py``, ``benchmarks/results/hmm_em_memory.json``:
+        strings; ``benchmarks/memory_traced.py``, ``benchmarks/results/memory-traced/hmm-em.json``:
         about 14 KB, 164 bytes a string, 9.5 a token, 4.1 ``[K, K]`` and 2.8 ``[K, S]`` tables;
         3.2-3.5 of the latter with 400-1,000 letters). At least a fit's peak and at most 1.5
         times it (``tests/test_hmm_em.py::test_memory_estimate_is_within_half_again_of_a_fits_traced_peak``;

@@ -833,10 +833,11 @@ class _HPYP:
         chain's per-token arrays: ``tracemalloc`` measured 186, 208 and 241-248 bytes a symbol
         at orders 2, 3 and 5 where the tables are small), and the stored draws. At least a
         fit's traced peak
-        (``tests/test_hpyp.py::test_memory_estimate_covers_a_fits_traced_peak``: 1.06-1.17
-        on 2-20 letters, 200-8,000 strings, orders 2-5; up to 3.7 where the node bound is
-        loose, 20 letters at order 5). Issue 39: with ``8 order + 128`` bytes a symbol it was
-        0.68-0.86 of the peak on most of those fits."""
+        (``tests/test_hpyp.py::test_memory_estimate_covers_a_fits_traced_peak``; over a grid of
+        2-20 letters, 200-8,000 strings and orders 2-5, ``benchmarks/memory_traced.py``,
+        ``benchmarks/results/memory-traced/hpyp.json``: 1.06-1.17, up to 3.7 where the node
+        bound is loose, 20 letters at order 5). Issue 39: with ``8 order + 128`` bytes a symbol
+        it was 0.68-0.86 of the peak on most of those fits."""
         order = int(options["order"])
         n_tok = corpus.n_tokens + 1  # at least flat_size: F's symbols, each a context
         n_sym = corpus.alphabet_size + 1
