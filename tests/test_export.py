@@ -578,6 +578,14 @@ def test_plugin_map_index_is_the_first_highest_kept_draw():
     # no stored draw (an empty kept list): the one-line error, not numpy's max of nothing
     with pytest.raises(InputError, match="no maximum-a-posteriori draw"):
         map_index(lj, (2, 0), kept=np.array([], dtype=np.int64))
+    # more stored draws than CPython caches small ints for (issue 39: ``kept.size is n_kept``,
+    # true up to 256 only, passed every test): 300 kept of each chain's 1,000 draws
+    long = np.random.default_rng(8).normal(size=(2, 1000))
+    long[1, 0] = 10.0  # the highest draw is not a stored one
+    kept = np.arange(1, 1000, 3)[:300]
+    best = np.unravel_index(int(np.argmax(long[:, kept])), (2, 300))
+    assert np.argmax(long) != np.ravel_multi_index((best[0], kept[best[1]]), long.shape)
+    assert map_index(long, (2, 300), kept=kept) == (int(best[0]), int(best[1]))
 
 
 def test_plugin_mean_pfa_and_reachable_part():
