@@ -573,6 +573,8 @@ def test_plugin_map_index_is_the_first_highest_kept_draw():
         map_index(lj, (2, 3))
     with pytest.raises(InputError, match=r"does not match its 2 x 2"):
         map_index(lj, (2, 2), kept=[0, 4])                               # index past the trace
+    with pytest.raises(InputError, match=r"does not match its 2 x 2"):
+        map_index(lj, (2, 2), kept=[0, 6])                               # and further past it
     # a trace of fewer chains than stored: the error names the trace as recorded, (1, 4)
     with pytest.raises(InputError, match=r"trace \(1, 4\) does not match its 2 x 3"):
         map_index(lj[:1], (2, 3), kept=[0, 1, 3])
