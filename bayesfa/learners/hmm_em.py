@@ -348,11 +348,11 @@ class _HMMEM(DrawAutomata):
         posteriors, scaling), ``L`` the longest string's tokens (its end included) or, for a
         sequence, the corpus's tokens; five ``[K, K]`` and three ``[K, S]`` float64 tables;
         176 bytes a string and 12 a token (the frames handed to hmmlearn, its per-string views
-        and their lengths); and 16 KiB a fit. The terms are rounded up from a least-squares
-        fit to the ``tracemalloc`` peaks of fits over a grid (K 2-300, 2-40 letters, 50-3,000
-        strings; ``benchmarks/memory_traced.py``, ``benchmarks/results/memory-traced/hmm-em.json``:
-        about 14 KB, 164 bytes a string, 9.5 a token, 4.1 ``[K, K]`` and 2.8 ``[K, S]`` tables;
-        3.2-3.5 of the latter with 400-1,000 letters). At least a fit's peak and at most 1.5
+        and their lengths); and 16 KiB a fit. The terms were chosen to cover the
+        ``tracemalloc`` peaks of fits with 2-300 states on 2-40 letters, 50-3,000 strings, and
+        1,000 letters (where the ``[K, S]`` tables lead; the traced-peak test's last case): over
+        the grid of ``benchmarks/memory_traced.py`` the estimate is 1.12-1.33 times the peak
+        (``benchmarks/results/memory-traced/hmm-em.json``). At least a fit's peak and at most 1.5
         times it (``tests/test_hmm_em.py::test_memory_estimate_is_within_half_again_of_a_fits_traced_peak``;
         issue 39: the last formula, with 32 bytes a token and four ``[K, K + S]`` tables, was
         0.84-0.99 of the peak with 50-300 states on a few hundred strings)."""
