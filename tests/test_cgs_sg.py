@@ -253,3 +253,29 @@ def test_every_shared_pautomac_problem_from_the_cli(shared_data, tmp_path):
             written = read_solution(pred)
             assert (written[logp > -700] > 0).all(), (method, problem)
 
+
+
+def test_sg_xi_normalises_every_state_with_edges_and_zeroes_the_rest():
+    """``sg_xi`` (Eq. 10's ``xi~`` on the graph): each state with edges gets ``(C + beta)`` over
+    its edges, normalised to sum to 1, whether it has counts or not (with none, uniform over
+    its edges: its total ``v beta`` is below 1 here); a state without edges a zero row; 0 off
+    the graph. Issue 39: ``where=total > 1`` left the uncounted states' rows at 0 and passed
+    every test."""
+    from bayesfa.samplers.pfa import cgs_sg
+
+    beta = 0.3
+    graph = np.zeros((3, 2, 3), dtype=np.uint8)
+    counts = np.zeros((3, 2, 3), dtype=np.int32)
+    graph[0, 0, 1] = graph[0, 1, 2] = graph[0, 0, 0] = 1  # state 0: three edges, counts
+    counts[0, 0, 1], counts[0, 1, 2] = 4, 1
+    graph[1, 1, 0] = graph[1, 0, 2] = 1                    # state 1: two edges, no counts
+    xi = cgs_sg.sg_xi(counts, graph, beta)                 # state 2: no edges
+    np.testing.assert_allclose(xi[0].sum(), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(xi[0, 0, 1], 4.3 / (5 + 3 * beta), rtol=1e-12)
+    np.testing.assert_allclose(xi[0, 0, 0], beta / (5 + 3 * beta), rtol=1e-12)
+    assert 2 * beta < 1
+    np.testing.assert_allclose(xi[1, 1, 0], 0.5, rtol=1e-12)
+    np.testing.assert_allclose(xi[1, 0, 2], 0.5, rtol=1e-12)
+    np.testing.assert_allclose(xi[1].sum(), 1.0, rtol=1e-12)
+    assert not xi[2].any()
+    assert not xi[graph == 0].any()
