@@ -438,3 +438,30 @@ def test_a_draw_at_the_top_of_the_unit_interval_is_the_last_letter():
         predictive.draw(1, Top(), max_length=3)
     # the context after three draws, each the last letter (symbol 2: letter 1)
     assert seen[-1] == [0, 2, 2, 2]
+
+
+@pytest.mark.parametrize("order, letters", [(2, 4), (3, 20)])
+def test_node_bytes_is_twice_a_chains_arrays_a_node_and_symbol(order, letters, monkeypatch):
+    """``node_bytes``, the estimate's restaurants term, at a fit's own number of nodes is twice
+    the bytes a chain holds per node and symbol: ``c`` and ``t`` and the context tree's ``[nodes,
+    S]`` table, read from the arrays the chain runs on (issue 39: that term multiplied by 8 or
+    divided by 32 passed every test, the per-symbol term covering the peak either way)."""
+    from bayesfa.samplers.ngram import hpyp
+
+    seen, inner = {}, hpyp._run_chain
+
+    def spy(tree, arrays, *args, **kw):
+        n_nodes, n_sym = arrays.c.shape
+        table = [x for x in tree if x.shape == (n_nodes, n_sym)]
+        seen.update(n_nodes=n_nodes, n_sym=n_sym,
+                    held=arrays.c.nbytes + arrays.t.nbytes + sum(x.nbytes for x in table))
+        return inner(tree, arrays, *args, **kw)
+
+    monkeypatch.setattr(hpyp, "_run_chain", spy)
+    rng = np.random.default_rng(1)
+    corpus = Corpus.from_strings([list(rng.integers(0, letters, size=rng.integers(0, 15)))
+                                  for _ in range(200)], letters)
+    get_method("hpyp").fit(corpus, options(iterations=4, burn_in=2, period=1, chains=1,
+                                           order=order, holdout=0.0), 0, False)
+    assert seen["held"] == 16 * seen["n_nodes"] * seen["n_sym"]
+    assert hpyp.node_bytes(seen["n_nodes"], seen["n_sym"]) == 2 * seen["held"]

@@ -572,6 +572,13 @@ def per_sample_log_prob(arrays: dict[str, np.ndarray], options: dict[str, Any], 
     return out
 
 
+def node_bytes(n_nodes: int, n_sym: int) -> int:
+    """:meth:`_HPYP.estimate_memory`'s restaurants: 32 bytes a node and symbol, twice what a
+    chain holds there (``c`` and ``t`` int32, the context tree's ``[nodes, S]`` int64 table;
+    ``tests/test_hpyp.py::test_node_bytes_is_twice_a_chains_arrays_a_node_and_symbol``)."""
+    return int(n_nodes) * int(n_sym) * (4 * 4 + 8 * 2)
+
+
 def predict_log_prob(arrays, options, test: Corpus) -> np.ndarray:
     """``log p(string | train)`` of each test string, averaged over the samples in
     probability, ``[n_strings]``: sentences each given the training data only (the quantity
@@ -828,7 +835,7 @@ class _HPYP:
 
     def estimate_memory(self, corpus: Corpus, options: dict[str, Any]) -> int:
         """Peak bytes of a fit (:mod:`bayesfa.methods`): the restaurants' ``[nodes, S]``
-        tables (two int32 and two float64 a node and symbol, the nodes bounded from above),
+        tables (:func:`node_bytes`, the nodes bounded from above),
         ``24 order + 152`` bytes a symbol of the data (the context tree's construction and the
         chain's per-token arrays: ``tracemalloc`` measured 186, 208 and 241-248 bytes a symbol
         at orders 2, 3 and 5 where the tables are small), and the stored draws. At least a
@@ -847,7 +854,7 @@ class _HPYP:
                       sum(n_sym ** k for k in range(order)))
         n_slots = min(order * n_tok, n_nodes * n_sym)
         n_draws = max(1, draws_per_chain(options))
-        state = n_nodes * n_sym * (4 * 4 + 8 * 2) + (24 * order + 152) * n_tok
+        state = node_bytes(n_nodes, n_sym) + (24 * order + 152) * n_tok
         return int(state + options["chains"] * n_draws * (4 * n_slots + 16 * order + 8))
 
 
