@@ -279,3 +279,29 @@ def test_sg_xi_normalises_every_state_with_edges_and_zeroes_the_rest():
     np.testing.assert_allclose(xi[1].sum(), 1.0, rtol=1e-12)
     assert not xi[2].any()
     assert not xi[graph == 0].any()
+
+
+def test_sg_log_prob_builds_xi_a_few_samples_at_a_time(monkeypatch):
+    """``sg_log_prob`` hands ``chunked_log_prob`` the bytes of one sample's ``xi~`` (float64
+    ``[N+1, A, N+1]``), so that at most ``_XI_CHUNK_BYTES`` of them are built at once: with room
+    for 3 samples, 7 samples are built 3, 3, 1 at a time, and the result is the one of all at
+    once (issue 39: ``8 >> size``, a zero size, built them all at once and passed every test)."""
+    from bayesfa.samplers.pfa import cgs_hmm
+
+    rng = np.random.default_rng(6)
+    n1, a, s = 4, 3, 7
+    counts = rng.integers(0, 5, size=(s, n1, a, n1)).astype(np.int32)
+    graph = (rng.random((s, n1, a, n1)) < 0.7).astype(np.uint8)
+    graph[:, :, 0, 0] = 1  # every state can end
+    corpus = Corpus.from_strings([[0, 1], [1], [], [1, 0, 0]], a - 1)
+    whole = cgs_sg.sg_log_prob(counts, graph, 0.5, corpus)
+    sizes, real = [], cgs_sg.sg_xi
+
+    def spy(c, g, beta):
+        sizes.append(len(c))
+        return real(c, g, beta)
+
+    monkeypatch.setattr(cgs_sg, "sg_xi", spy)
+    monkeypatch.setattr(cgs_hmm, "_XI_CHUNK_BYTES", 3 * 8 * n1 * a * n1)
+    np.testing.assert_array_equal(cgs_sg.sg_log_prob(counts, graph, 0.5, corpus), whole)
+    assert sizes == [3, 3, 1]
