@@ -305,3 +305,14 @@ def test_sg_log_prob_builds_xi_a_few_samples_at_a_time(monkeypatch):
     monkeypatch.setattr(cgs_hmm, "_XI_CHUNK_BYTES", 3 * 8 * n1 * a * n1)
     np.testing.assert_array_equal(cgs_sg.sg_log_prob(counts, graph, 0.5, corpus), whole)
     assert sizes == [3, 3, 1]
+
+
+def test_fit_without_graph_interval_resamples_the_graph_every_n_times_s_positions():
+    """A caller's options without ``graph_interval`` (the API's dict of only what it sets) get
+    the documented default, 0: the graph resampled every ``N x S`` positions, as recorded in
+    ``info["graph_interval"]`` (issue 39: a default of 1 there, a graph move at every position,
+    passed every test)."""
+    corpus = Corpus.from_strings([[0, 1], [1, 1, 0], []], 2)
+    opts = {"states": 3, "beta": 0.5, "iterations": 6, "burn_in": 2, "period": 2, "chains": 1}
+    fit = get_method("cgs-sg").fit(corpus, opts, 0, False)
+    assert fit.info["graph_interval"] == 3 * 3
