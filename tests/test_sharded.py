@@ -323,3 +323,30 @@ def test_a_lost_worker_is_a_one_line_error_and_the_checkpoints_stay(tmp_path, ca
     assert rc == 2 and "a Dask worker holding a shard was lost" in err, err
     assert len(err.strip().splitlines()) == 1, err
     assert (tmp_path / "run" / "partial" / "chain-0000.npz").exists()
+
+
+def test_a_checkpoint_with_fewer_sweeps_than_its_draws_need_is_refused(client, tmp_path):
+    """A chain saved after sweep 9 holds 2 draws (burn-in 4, period 2: draws at sweeps 6 and 8);
+    the same file claiming only 7 sweeps done (fewer than ``burn_in + draws * period`` = 8) is
+    damaged: a one-line error naming it, not a resume (issue 39: two mutants of that lower
+    bound, ``burn_in & d * period`` and ``d / period``, passed every test)."""
+    from conftest import checkpoint_state
+
+    class Stop(Exception):
+        pass
+
+    def stop(chain, gather_path):
+        if chain.index == 1 and chain.done == 10:
+            raise Stop
+
+    with pytest.raises(Stop):
+        sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
+                               checkpoint_dir=tmp_path, checkpoint_every=0, on_sweep=stop)
+    path = tmp_path / "chain-0001.npz"
+    state = checkpoint_state(path)
+    assert int(state["draws_done"]) == 2 and int(state["sweeps_done"]) == 9
+    np.savez(path, **{**state, "sweeps_done": np.array(7, dtype=state["sweeps_done"].dtype)})
+    with pytest.raises(InputError, match="chain-0001.npz") as err:
+        sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
+                               checkpoint_dir=tmp_path, checkpoint_every=0)
+    assert "\n" not in str(err.value)
