@@ -34,6 +34,10 @@ TRAIN = Corpus.from_strings([[0, 0, 1, 0], [1, 1, 1], [], [0, 0], [1]], alphabet
 #: CVB2's in-count variance shares z_{t+1} with transition t+1 only there (the term of
 #: ``i_next`` in ``cvb2_moments``), a case the other toys lack
 RUNS = Corpus.from_strings([list(x) for x in RUNS_STRINGS], alphabet_size=2)
+#: runs of three equal letters ending at tokens 3 and 8: CVB2's out-count variance has a term
+#: for the pair of transitions t-2, t-1 (``o_c2``); in the corpora above every such run ends at
+#: a t with t ^ 2 == t - 2, so a mutant reading the pair at t ^ 2 passed (issue 39); 8 ^ 2 = 10
+RUNS_OF_THREE = Corpus.from_strings([[0, 1, 1, 1], [0, 1, 1, 1]], alphabet_size=2)
 
 
 # ----------------------------------------------------------------------------------------
@@ -129,7 +133,8 @@ def kernel_sums(tokens, q, n_symbols):
 # ----------------------------------------------------------------------------------------
 # CVB0 and CVB2 updates against the definitions
 # ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("corpus,n_states", [(TRAIN, 2), (get_toy("three").train, 3), (RUNS, 2)])
+@pytest.mark.parametrize("corpus,n_states", [(TRAIN, 2), (get_toy("three").train, 3), (RUNS, 2),
+                                             (RUNS_OF_THREE, 2)])
 def test_moments_match_enumeration(corpus, n_states):
     """At a random q, the kernels' expectations (CVB0) and variances (CVB2) of the counts of
     Eq. 9 equal those of the enumerated distribution q(z), and Lemma 1 term by term."""
