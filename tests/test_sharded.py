@@ -101,6 +101,11 @@ def test_shard_bounds_cut_by_tokens_with_a_string_each():
     assert sharded.shard_bounds(offsets, 6).tolist() == list(range(7))
     with pytest.raises(InputError, match="--shards 7 exceeds the 6 training strings"):
         sharded.shard_bounds(offsets, 7)
+    # an odd number of strings too (issue 39: ``offsets.size ^ 1`` is the count only when the
+    # offsets are odd in number)
+    assert sharded.shard_bounds(offsets[:6], 5).tolist() == list(range(6))
+    with pytest.raises(InputError, match="--shards 6 exceeds the 5 training strings"):
+        sharded.shard_bounds(offsets[:6], 6)
     seeds = sharded.shard_seeds(np.random.SeedSequence(3).spawn(2)[1], 3)
     assert seeds[0].spawn_key == (1,) and [s.spawn_key for s in seeds[1:]] == [(1, 1), (1, 2)]
 
@@ -141,7 +146,8 @@ def test_options_the_sharded_sampler_does_not_run_are_refused():
     assert sharded.check_shard_options(base) == (2, "local", None)
     for key, value, flag in (("kernel", "alias-mh", "--kernel"), ("anneal", 3, "--anneal"),
                              ("jobs", 2, "--jobs"), ("auto", True, "--auto"),
-                             ("replicas", 2, "--replicas")):
+                             ("replicas", 2, "--replicas"), ("split_merge", 1, "--split-merge"),
+                             ("split_merge", 0.5, "--split-merge"), ("split_merge", -1.0, "--split-merge")):
         with pytest.raises(InputError, match=f"^{flag} is not available with --shards"):
             sharded.check_shard_options({**base, key: value})
     with pytest.raises(InputError, match="--workers sets the size of --scheduler local"):
@@ -328,8 +334,9 @@ def test_a_lost_worker_is_a_one_line_error_and_the_checkpoints_stay(tmp_path, ca
 def test_a_checkpoint_with_fewer_sweeps_than_its_draws_need_is_refused(client, tmp_path):
     """A chain saved after sweep 9 holds 2 draws (burn-in 4, period 2: draws at sweeps 6 and 8);
     the same file claiming only 7 sweeps done (fewer than ``burn_in + draws * period`` = 8) is
-    damaged: a one-line error naming it, not a resume (issue 39: two mutants of that lower
-    bound, ``burn_in & d * period`` and ``d / period``, passed every test)."""
+    damaged: a one-line error naming it, not a resume; so is a finished chain's (5 draws)
+    claiming 13 of its 14 sweeps (issue 39: three mutants of those bounds, ``burn_in & d *
+    period``, ``d / period`` and ``done < sweeps_per_chain``, passed every test)."""
     from conftest import checkpoint_state
 
     class Stop(Exception):
@@ -342,11 +349,40 @@ def test_a_checkpoint_with_fewer_sweeps_than_its_draws_need_is_refused(client, t
     with pytest.raises(Stop):
         sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
                                checkpoint_dir=tmp_path, checkpoint_every=0, on_sweep=stop)
-    path = tmp_path / "chain-0001.npz"
-    state = checkpoint_state(path)
-    assert int(state["draws_done"]) == 2 and int(state["sweeps_done"]) == 9
-    np.savez(path, **{**state, "sweeps_done": np.array(7, dtype=state["sweeps_done"].dtype)})
-    with pytest.raises(InputError, match="chain-0001.npz") as err:
-        sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
-                               checkpoint_dir=tmp_path, checkpoint_every=0)
-    assert "\n" not in str(err.value)
+    done = tmp_path / "done"
+    sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
+                           checkpoint_dir=done, checkpoint_every=0)
+    for path, draws, sweeps in ((tmp_path / "chain-0001.npz", 2, 9), (done / "chain-0000.npz", 5, 14)):
+        # chain 1 stopped after sweep 9; a finished chain (5 draws, 14 sweeps): each claiming
+        # one sweep fewer than its draws need
+        name = path.name
+        state = checkpoint_state(path)
+        assert int(state["draws_done"]) == draws and int(state["sweeps_done"]) == sweeps
+        low = SETTINGS["burn_in"] + draws * SETTINGS["period"] - 1
+        np.savez(path, **{**state, "sweeps_done": np.array(low, dtype=state["sweeps_done"].dtype)})
+        with pytest.raises(InputError, match=name) as err:
+            sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
+                                   checkpoint_dir=path.parent, checkpoint_every=0)
+        assert "\n" not in str(err.value)
+        np.savez(path, **state)
+
+
+@pytest.mark.parametrize("shards, workers", [(3, 2), (1, 1)])
+def test_the_local_cluster_has_min_shards_two_workers_by_default(tmp_path, monkeypatch, shards,
+                                                                 workers):
+    """``fit_sharded`` with ``--scheduler local`` and no ``--workers`` starts ``min(K, 2)``
+    workers, as its docstring says (the machines have two cores; issue 39: ``min(K, 3)`` passed
+    every test)."""
+    from bayesfa import cluster
+
+    seen, real = [], cluster.open_cluster
+
+    def spy(scheduler, n, **k):
+        seen.append((scheduler, n))
+        return real(scheduler, n, processes=False)
+
+    monkeypatch.setattr(cluster, "open_cluster", spy)
+    opts = {"states": 2, "beta": 0.2, "iterations": 4, "burn_in": 2, "period": 1, "chains": 1,
+            "shards": shards}
+    sharded.fit_sharded(CORPUS, opts, 0, False, front=cgs_pfa)
+    assert seen == [("local", workers)]
