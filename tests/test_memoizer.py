@@ -262,3 +262,17 @@ def test_predict_gives_each_string_the_training_data_only():
     assert alone.shape == (3,) and alone[0] == alone[2]
     carried = method.predict_log_prob(fit.arrays, opts, test, carry=True)
     assert carried[0] == alone[0] and carried[2] != alone[2]
+
+
+@pytest.mark.parametrize("sequence", [False, True])
+def test_a_test_letter_one_past_the_training_alphabet_is_refused(sequence):
+    """Test strings using the first letter past the training alphabet (symbol ``n_sym``, the
+    smallest out of range) are a one-line error, not scored (issue 39: ``> n_sym`` for ``>=
+    n_sym`` let exactly that letter through and passed every test)."""
+    from bayesfa.errors import InputError
+
+    method = get_method("memoizer")
+    opts = {"sequence": sequence}
+    fit = method.fit(CORPUS, opts, 4, False)
+    with pytest.raises(InputError, match="outside the training alphabet"):
+        method.predict_log_prob(fit.arrays, opts, Corpus.from_strings([[0, 2]], 3))
