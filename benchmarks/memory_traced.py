@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -26,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import git_commit  # noqa: E402  (this folder's module)
+from guarded_out import check_out, write_out_text  # noqa: E402  (this folder's modules)
+from machine import git_commit  # noqa: E402
 
 #: per method: (alphabets, (strings, longest + 1) pairs, sizes, the size's option, fixed options)
 GRIDS = {
@@ -51,6 +51,9 @@ def main(argv=None) -> int:
     p.add_argument("--method", choices=sorted(GRIDS), required=True)
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
+    shown = " ".join(sys.argv[1:] if argv is None else argv)
+    command = f"python benchmarks/{Path(__file__).name} {shown}"
+    check_out(args.out)  # a file bayesfa did not write is refused before any work
     method = get_method(args.method)
     parser = argparse.ArgumentParser()
     method.add_arguments(parser)
@@ -75,14 +78,10 @@ def main(argv=None) -> int:
                                  "estimate": int(est), "ratio": est / peak})
                     print(rows[-1], flush=True)
     ratios = [r["ratio"] for r in rows]
-    shown = " ".join(sys.argv[1:] if argv is None else argv)
-    out = {"command": f"python benchmarks/{Path(__file__).name} {shown}", "commit": git_commit(),
+    out = {"command": command, "commit": git_commit(),
            "method": args.method, "size_option": size_option, "ratio_min": min(ratios),
            "ratio_max": max(ratios), "rows": rows}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(args.out).with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(out, indent=1) + "\n")
-    os.replace(tmp, args.out)
+    write_out_text(args.out, json.dumps(out, indent=1) + "\n")
     print(json.dumps({k: out[k] for k in ("ratio_min", "ratio_max")}))
     return 0
 

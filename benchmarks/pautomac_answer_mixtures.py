@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -26,7 +25,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import git_commit  # noqa: E402  (this folder's module)
+from guarded_out import check_out, write_out_text  # noqa: E402  (this folder's modules)
+from machine import git_commit  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -40,6 +40,9 @@ def main(argv=None) -> int:
     p.add_argument("--bar", type=float, default=0.0032)
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
+    shown = " ".join(sys.argv[1:] if argv is None else argv)
+    command = f"python benchmarks/{Path(__file__).name} {shown}"
+    check_out(args.out)  # a file bayesfa did not write is refused before any work
     solution = read_solution(Path(args.data) / f"{args.problem}.pautomac_solution.txt", log=True)
     answers = {}
     for run in args.runs:
@@ -62,12 +65,9 @@ def main(argv=None) -> int:
                "mean_of_two_mean": float(np.mean([q["mean_of_two"] for q in pairs])),
                "better_of_two_mean": float(np.mean([q["better_of_two"] for q in pairs])),
                "alone_over_bar": int(sum(v > args.bar for v in alone.values()))}
-    shown = " ".join(sys.argv[1:] if argv is None else argv)
-    out = {"command": f"python benchmarks/{Path(__file__).name} {shown}", "commit": git_commit(),
+    out = {"command": command, "commit": git_commit(),
            "problem": args.problem, "bar": args.bar, "alone": alone, "summary": summary, "pairs": pairs}
-    tmp = Path(args.out).with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(out, indent=1) + "\n")
-    os.replace(tmp, args.out)
+    write_out_text(args.out, json.dumps(out, indent=1) + "\n")
     print(json.dumps(summary, indent=1))
     return 0
 
