@@ -144,13 +144,6 @@ PATIENCE = 2
 FINAL_DRAWS = 100
 MIN_RUNG_SWEEPS = 20
 LADDER_SHARE, BETA_SHARE = 0.45, 0.2
-#: The ladder's sweeps per rung are planned over its rungs up to the planned ceiling
-#: (:func:`ladder_ceiling`) when True, over the whole ladder to :data:`LADDER_MAX` when False
-#: (then money is planned for rungs the phases after the ladder cannot afford, and unspent by
-#: the ladder, goes to the final chains). Off: on PAutomaC 1 (1.48 times the sweeps a rung),
-#: four recorded runs replayed moved N between 76 and 114 both ways and ratio - 1 with it,
-#: better on two and worse on two (judged on test strings; benchmarks/results/p1-ladder-top/).
-LADDER_PLAN_TOP = False
 SAFETY = 0.85   # phases 1-2 are sized within SAFETY of the budget (after the calibration)
 #: Phase 3 is sized so that the whole fit's CPU comes to TARGET of the budget: its money is
 #: TARGET * budget less the CPU measured before it, its costs measured at the winner's N.
@@ -573,18 +566,15 @@ def run_cost(schedule, n_states, n_positions, sweeps, draws, forward_size, every
 
 
 def rung_sweeps(schedule: dict, money: float, n_positions: int, held_size: int,
-                every: int = 0, top: int | None = None) -> tuple[int, list[int]]:
+                every: int = 0) -> tuple[int, list[int]]:
     """``(sweeps per rung, rungs)``: the longest ladder whose rungs all get at least
     :data:`MIN_RUNG_SWEEPS` sweeps within ``money`` seconds, and the sweeps it affords each
     (even; ``(0, [])`` when not even two rungs fit); with a blocked move after every ``every``
-    sweeps (:func:`mean_sweep_cost`). ``top``: the money is planned over the rungs up to it
-    only (at least two), the rungs returned as without it."""
+    sweeps (:func:`mean_sweep_cost`)."""
     rungs = ladder()
     while len(rungs) >= 2:
-        priced = [n for n in rungs if top is None or n <= top]
-        priced = priced if len(priced) >= 2 else rungs[:2]
-        per_sweep = sum(mean_sweep_cost(schedule, n, n_positions, every) for n in priced)
-        fwd = sum(RUNG_DRAWS * forward_cost(schedule, n, held_size) for n in priced)
+        per_sweep = sum(mean_sweep_cost(schedule, n, n_positions, every) for n in rungs)
+        fwd = sum(RUNG_DRAWS * forward_cost(schedule, n, held_size) for n in rungs)
         sweeps = 2 * int((money - fwd) / per_sweep / 2)
         if sweeps >= MIN_RUNG_SWEEPS:
             return sweeps, rungs
@@ -767,7 +757,7 @@ def _chain(corpus: Corpus, n_states, beta, sweeps, draws, seed_seq, init_z, pred
 
 
 def run_ladder(kept: Corpus, held: Corpus, schedule: dict, money: float, seed, ledger: _Ledger,
-               max_states: int | None = None, every: int = 0, ceiling=None, plan_top: int | None = None):
+               max_states: int | None = None, every: int = 0, ceiling=None):
     """Phase 1 (module docstring): returns ``(rung records, winner index, paths by rung,
     sweeps per rung)``. ``max_states``: the ladder stops before a larger rung
     (:func:`ladder_ceiling`); the sweeps per rung are planned as without it. ``every``: a
@@ -783,7 +773,7 @@ def run_ladder(kept: Corpus, held: Corpus, schedule: dict, money: float, seed, l
     from bayesfa.samplers.chains import n_free_positions
 
     m, size = n_free_positions(kept.tokens), _forward_size(held)
-    sweeps, rungs = rung_sweeps(schedule, money, m, size, every, top=plan_top)
+    sweeps, rungs = rung_sweeps(schedule, money, m, size, every)
     moves = {"blocked_every": every} if every else {}
     if max_states is not None and ceiling is None:
         rungs = [n for n in rungs if n <= max_states]
@@ -1223,8 +1213,7 @@ def _fit_auto(corpus: Corpus, options: dict[str, Any], seed, predict: Corpus | N
     # a schedule of bayesfa before the measured ceiling has no ladder_scales: it replays as it ran
     rungs, best, paths, sweeps = run_ladder(
         kept, held, schedule, money * LADDER_SHARE, seed, ledger, max_states=ceiling, every=every,
-        ceiling=measured_ceiling if "ladder_scales" in schedule else None,
-        plan_top=ceiling if LADDER_PLAN_TOP else None)
+        ceiling=measured_ceiling if "ladder_scales" in schedule else None)
     if best is None:
         raise InputError(f"--budget {budget:g} CPU seconds is too small for these "
                          f"{corpus.n_tokens} tokens: two rungs of the N ladder need more")
