@@ -82,9 +82,7 @@ def run_seed(args, seed: int) -> dict:
 
     if args.beta_extend is not None:
         auto_module.BETA_EXTEND = args.beta_extend
-    constants = parse_set(args.constant)
-    for name, value in constants.items():
-        setattr(auto_module, name, value)
+    constants = parse_set(args.constant)  # set on auto once, in main
     plan = dict(recorded["schedule"])
     if args.fresh_final:
         for key in (*auto_module._FINAL_COSTS, *auto_module._BLOCKED_COSTS):
@@ -164,13 +162,13 @@ def main(argv=None) -> int:
         name = item.partition("=")[0]
         if not (name.isupper() and hasattr(auto_module, name)):
             p.error(f"--constant {item}: auto has no constant {name}")
+    for name, value in parse_set(args.constant).items():  # for every seed of this process
+        setattr(auto_module, name, value)
     if args.final_chains is not None and args.final_chains < 1:
         p.error("--final-chains: at least 1")
     if args.measured_ceiling and not args.fresh_final:
         p.error("--measured-ceiling needs --fresh-final (the winner's N may change)")
     if args.final_chains is not None:  # phase 3 only, for every seed of this process
-        from bayesfa.samplers.pfa import auto as auto_module
-
         plan_of = auto_module.final_plan
 
         def final_plan(costs, money, chains, *rest, **kw):
