@@ -56,10 +56,15 @@ def test_ffbs_is_scaled_on_long_strings_and_keeps_fixed_positions():
     assert np.all(theta[z[:-1], tokens, z[1:]] > 0)
 
 
-def test_theta_draws_are_distributions_even_for_tiny_beta():
+@pytest.mark.parametrize("beta", [1e-4, 1e-7])
+def test_theta_draws_are_distributions_even_for_tiny_beta(beta):
     """Rows of ``theta`` sum to 1 over the cells of Eq. 2 and are 0 elsewhere, with no NaN,
-    for beta = 1e-4 at N = 30 (where gammas of shape beta underflow to 0 in linear space)."""
-    n_states, n_symbols, beta = 30, 4, 1e-4
+    for beta = 1e-4 at N = 30 (where gammas of shape beta underflow to 0 in linear space)
+    and 1e-7, where nearly every cell of a row without counts has ``log G < -745`` (``G``
+    below the smallest double relative to 1): only scaling each row by its own largest cell
+    keeps it a distribution (scaled by 1 instead, as if the largest were a cell outside Eq.
+    2's, every such row is 0 / 0)."""
+    n_states, n_symbols = 30, 4
     c = np.zeros((n_states + 1, n_symbols, gibbs.padded_width(n_states)), dtype=np.float32)
     c[0, 1, 3] = 5
     theta = np.empty((n_states + 1, n_symbols, n_states + 1))

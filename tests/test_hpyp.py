@@ -465,3 +465,16 @@ def test_node_bytes_is_twice_a_chains_arrays_a_node_and_symbol(order, letters, m
                                            order=order, holdout=0.0), 0, False)
     assert seen["held"] == 16 * seen["n_nodes"] * seen["n_sym"]
     assert hpyp.node_bytes(seen["n_nodes"], seen["n_sym"]) == 2 * seen["held"]
+
+
+def test_discount_zero_with_the_concentration_sampled():
+    """``--discount 0`` (allowed: ``[0, 1)``) with the concentrations sampled, the hierarchical
+    Dirichlet case: the auxiliary update of Teh 2006, App. C draws ``z_uwkj ~ Bern((j - 1) /
+    (j - d))`` for ``j = 1 .. c_uwk - 1`` only, which at ``d = 0`` is ``(j - 1) / j``; the
+    chain runs, keeps every discount at exactly 0 and moves the concentrations."""
+    corpus = Corpus.from_strings([[0, 0, 1, 0], [0, 0, 0], [1, 1, 0, 1], [0, 1]], 2)
+    fit = sample_hpyp(corpus, 2, iterations=40, burn_in=10, chains=2, seed=4, discount=0.0)
+    disc, conc = np.asarray(fit.arrays["disc"]), np.asarray(fit.arrays["conc"])
+    assert np.all(disc == 0.0)
+    assert np.all(np.isfinite(conc)) and np.all(conc > 0.0)
+    assert np.unique(conc).size > 10  # sampled, not held at the start

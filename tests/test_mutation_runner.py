@@ -220,6 +220,26 @@ def test_every_killer_test_that_reads_benchmarks_or_notebooks_is_deselected(run)
     assert "tests/test_guarded_output.py::test_benchmark_out_never_replaces_a_foreign_file" in found
     assert found <= set(run.NOT_KILLER_TESTS), found - set(run.NOT_KILLER_TESTS)
 
+def test_the_work_copy_holds_every_benchmark_script_a_test_loads(run, tmp_path):
+    """Tests load benchmark scripts through ``tests/benchmodules.py`` (``test_auto.py``'s
+    slowed clock is ``auto_overshoot.py``'s), which :func:`test_every_killer_test_that_reads_
+    benchmarks_or_notebooks_is_deselected` cannot see (no ``"benchmarks"`` in their code): the
+    work copy :func:`prepare_work` makes holds every script so loaded, and so ``chains.py``'s
+    killer passes on its unmutated copy."""
+    loaded = set()
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        loaded.update(re.findall(r"""benchmodules\.load\(\s*["']([\w/]+\.py)["']""", path.read_text()))
+    assert "auto_overshoot.py" in loaded and len(loaded) >= 5
+    import subprocess
+
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD", *run.COPIED],
+                             check=True, capture_output=True).stdout
+    names = set(subprocess.run(["tar", "-t"], input=archive, check=True,
+                               capture_output=True).stdout.decode().split())
+    assert {f"benchmarks/{p}" for p in loaded} <= names, {f"benchmarks/{p}" for p in loaded} - names
+    assert "tests/benchmodules.py" in names and not any(n.startswith("benchmarks/results/") for n in names)
+
+
 def _work(tmp_path, name, commit, sessions=()):
     w = tmp_path / name
     (w / "sessions").mkdir(parents=True)

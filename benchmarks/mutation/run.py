@@ -67,9 +67,11 @@ ROOT = HERE.parents[1]
 TARGETS = ("bayesfa/samplers", "bayesfa/learners")
 OUT = ROOT / "benchmarks/results/mutation"
 EQUIVALENT = HERE / "equivalent.json"
-#: What the work copy holds: a later HEAD that changes none of it (only benchmarks/, docs)
-#: may go on with the copy's verdicts.
-COPIED = ("bayesfa", "tests", "pyproject.toml")
+#: What the work copy holds: a later HEAD that changes none of it (only docs, notebooks,
+#: results) may go on with the copy's verdicts. The benchmark scripts are in it because tests
+#: load some of them (``tests/benchmodules.py``: ``test_auto.py``'s slowed clock is
+#: ``auto_overshoot.py``'s; without it ``chains.py``'s killer failed on its unmutated copy).
+COPIED = ("bayesfa", "tests", "pyproject.toml", "benchmarks/*.py")
 #: CPU seconds a mutant's tests may take with numba's JIT on (they compile the mutated
 #: kernels) and off; CPU seconds of one ``validate`` (compiling included). Limits are on CPU,
 #: not wall time: on the shared machine a correct run's wall time is several times its CPU.
