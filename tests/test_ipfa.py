@@ -73,7 +73,18 @@ def test_registry_options_and_spec():
                                                 "blocked-posterior", "blocked-posterior-hyper",
                                                 "blocked-step0-posterior",
                                                 "blocked-step0-posterior-hyper",
+                                                "slice-given-theta", "blocked-slice-posterior",
+                                                "blocked-slice-posterior-hyper",
+                                                "blocked-slice-step0-posterior",
+                                                "blocked-slice-step0-posterior-hyper",
                                                 "blocked-split-merge"]
+    # the slice FFBS's scratch is counted when --paths slice asks for it (on 40,000 tokens,
+    # where the chain's state, not prediction, sets the peak)
+    rng = np.random.default_rng(0)
+    long = Corpus.from_strings([rng.integers(0, 3, size=19).tolist() for _ in range(2_000)], 3)
+    blocked = _options(sampler="blocked", max_draws=1)
+    assert (method.estimate_memory(long, blocked)
+            < method.estimate_memory(long, dict(blocked, paths="slice")))
     # a cap on kept draws lowers the estimate; online prediction raises it
     big = _options(iterations=10_000, burn_in=5_000, period=10, sampler="direct")
     train = get_toy("tiny").train

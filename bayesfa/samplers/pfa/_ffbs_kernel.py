@@ -195,6 +195,196 @@ def build_ffbs(mutation: str | None = None):
 ffbs_paths = build_ffbs(None)
 
 
+#: Deliberate errors of :func:`build_slice` (validated through the iPFA's blocked sampler,
+#: ``bayesfa validate ipfa:mutant-NAME``, which runs it with ``--paths slice``).
+SLICE_MUTATIONS: dict[str, str] = {
+    "slice-half-interval": "slice FFBS: each slice u_k drawn from U(0, cell / 2) instead of "
+                           "U(0, cell), the cell theta[z_{k-1}, a_k, z_k] of the current path",
+    "slice-theta-in-filter": "slice FFBS: the forward filter weighted by the cells theta (as the "
+                             "dense filter) as well as by the slices' indicators",
+    "slice-no-end": "slice FFBS: no slice on the end transition theta[z_L, 0, 0] (z_L drawn "
+                    "from the last filter alone)",
+}
+
+
+@njit(cache=True)
+def sort_cells(theta, order, count):
+    """For each state ``i`` and letter ``a >= 1``: ``order[i, a, :count[i, a]]`` the states
+    ``j >= 1`` with ``theta[i, a, j] > 0``, largest cell first (:func:`build_slice`'s forward
+    step stops at the first cell under its slice). ``order`` int32 ``[S, A, S - 1]``, ``count``
+    int64 ``[S, A]``."""
+    n_st = theta.shape[0]
+    for i in range(n_st):
+        for a in range(1, theta.shape[1]):
+            idx = np.argsort(-theta[i, a, 1:])
+            n = 0
+            for r in range(idx.shape[0]):
+                j = idx[r] + 1
+                if theta[i, a, j] > 0.0:
+                    order[i, a, n] = j
+                    n += 1
+            count[i, a] = n
+
+
+_SLICE: dict = {}
+
+
+def build_slice(mutation: str | None = None):
+    """``slice_paths(theta, tokens, z, filt, rng)``: every string's path redrawn given
+    ``theta`` by forward filtering-backward sampling on the trellis that auxiliary slices
+    leave (the beam sampler's step, Van Gael, Saatci, Teh & Ghahramani 2008, Sect. 3, on the
+    finite ``theta`` of :func:`ffbs_paths`' contract), compiled with ``mutation`` (a key of
+    :data:`SLICE_MUTATIONS`) or, for None, without.
+
+    For each string ``a_1 .. a_L 0`` with current path ``z``: a slice ``u_k ~ U(0,
+    theta[z_{k-1}, a_k, z_k])`` for ``k = 1 .. L`` and ``u_end ~ U(0, theta[z_L, 0, 0])``. The
+    joint ``Pr(z, u | theta) ∝ prod_k theta_k(z) (1 / theta_k(z)) [u_k < theta_k(z)]`` leaves
+    the new path uniform over the paths whose every cell is above its slice: drawn exactly by
+    the forward counts ``f_k(j) = sum_i f_{k-1}(i) [theta[i, a_k, j] > u_k]`` (``f_0 = e_0``) and
+    the backward draws ``z_L ∝ f_L(i) [theta[i, 0, 0] > u_end]``, ``z_{k-1} ∝ f_{k-1}(i)
+    [theta[i, a_k, z_k] > u_k]``. Drawing ``u`` given ``z`` then ``z`` given ``u`` is a Gibbs
+    step of ``Pr(z, u | theta)``, so ``Pr(z | alpha, theta)`` is kept invariant, as by
+    :func:`ffbs_paths`' exact draw, which the current path does not influence. Cost: the
+    cells above their slice a token (:func:`sort_cells` orders each row once a call), where
+    the dense filter's is every cell of every state with mass, ``O(S^2)``. The current path
+    is always one of the trellis' paths (its cells are above their slices), so no filter is
+    empty unless a cell of the current path is 0 (never so for ``theta`` drawn given the
+    path's own counts); a string whose trellis has no path keeps its path.
+
+    ``filt`` as :func:`ffbs_paths`' (overwritten: zeroed first). Returns the number of
+    (state, next state) cells the forward filters looked at (int64), the work measure of
+    ``benchmarks/ipfa_slice.py``. ``rng``: for each string of ``L >= 1`` letters, ``L + 1``
+    uniforms for its slices in order, then ``L`` for the backward draws, last letter first
+    (the empty string draws none: its path is fixed)."""
+    if mutation is not None and mutation not in SLICE_MUTATIONS:
+        raise ValueError(f"unknown mutation {mutation!r}; choose from {', '.join(SLICE_MUTATIONS)}")
+    if mutation in _SLICE:
+        return _SLICE[mutation]
+    half = 0.5 if mutation == "slice-half-interval" else 1.0
+    theta_in_filter = mutation == "slice-theta-in-filter"
+    with_end = mutation != "slice-no-end"
+
+    @njit(cache=True)
+    def slice_paths(theta, tokens, z, filt, rng):
+        n_st = theta.shape[0]
+        n_sym = theta.shape[1]
+        n_tok = tokens.shape[0]
+        rows = filt.shape[0]
+        order = np.empty((n_st, n_sym, max(1, n_st - 1)), dtype=np.int32)
+        count = np.zeros((n_st, n_sym), dtype=np.int64)
+        sort_cells(theta, order, count)
+        act = np.empty((rows, n_st), dtype=np.int32)  # act[k - 1, :nact[k - 1]]: f_k's support
+        nact = np.zeros(rows, dtype=np.int64)
+        u = np.empty(rows + 1)
+        w = np.empty(n_st)
+        filt[:] = 0.0
+        looked = 0
+        start = 0
+        while start < n_tok:
+            end = start
+            while tokens[end] != 0:
+                end += 1
+            n_let = end - start
+            if n_let == 0:
+                start = end + 1
+                continue
+            for k in range(1, n_let + 1):
+                u[k - 1] = rng.random() * half * theta[z[start + k - 1], tokens[start + k - 1],
+                                                       z[start + k]]
+            u[n_let] = rng.random() * half * theta[z[start + n_let], 0, 0]
+            ok = True
+            for k in range(1, n_let + 1):
+                a = tokens[start + k - 1]
+                row = filt[k - 1]
+                for q in range(nact[k - 1]):  # what an earlier string left in this row
+                    row[act[k - 1, q]] = 0.0
+                na = 0
+                cut = u[k - 1]
+                if k == 1:
+                    for r in range(count[0, a]):
+                        j = order[0, a, r]
+                        cell = theta[0, a, j]
+                        looked += 1
+                        if not cell > cut:
+                            break
+                        act[0, na] = j
+                        na += 1
+                        row[j] = cell if theta_in_filter else 1.0
+                else:
+                    prev = filt[k - 2]
+                    for q in range(nact[k - 2]):
+                        i = act[k - 2, q]
+                        p = prev[i]
+                        for r in range(count[i, a]):
+                            j = order[i, a, r]
+                            cell = theta[i, a, j]
+                            looked += 1
+                            if not cell > cut:
+                                break
+                            if row[j] == 0.0:
+                                act[k - 1, na] = j
+                                na += 1
+                            row[j] += p * cell if theta_in_filter else p
+                nact[k - 1] = na
+                total = 0.0
+                for q in range(na):
+                    total += row[act[k - 1, q]]
+                if not (total > 0.0) or not math.isfinite(total):
+                    ok = False  # the rows after k keep an earlier string's act and nact
+                    break
+                scale = 1.0 / total
+                for q in range(na):
+                    row[act[k - 1, q]] *= scale
+            if ok:
+                last = filt[n_let - 1]
+                tot = 0.0
+                for q in range(nact[n_let - 1]):
+                    i = act[n_let - 1, q]
+                    w[q] = last[i] if (theta[i, 0, 0] > u[n_let] or not with_end) else 0.0
+                    tot += w[q]
+                ok = tot > 0.0
+            if ok:
+                nxt = act[n_let - 1, _draw_listed(w, nact[n_let - 1], tot, rng.random())]
+                z[start + n_let] = nxt
+                for k in range(n_let, 1, -1):
+                    a = tokens[start + k - 1]
+                    f = filt[k - 2]
+                    cut = u[k - 1]
+                    tot = 0.0
+                    for q in range(nact[k - 2]):
+                        i = act[k - 2, q]
+                        w[q] = f[i] if theta[i, a, nxt] > cut else 0.0
+                        tot += w[q]
+                    nxt = act[k - 2, _draw_listed(w, nact[k - 2], tot, rng.random())]
+                    z[start + k - 1] = nxt
+            start = end + 1
+        return looked
+
+    _SLICE[mutation] = slice_paths
+    return slice_paths
+
+
+@njit(cache=True, inline="always")
+def _draw_listed(weights, n, total, u):
+    """Inverse CDF over ``weights[0..n-1]`` at ``u * total``; rounding past the top gives the
+    last entry with positive weight."""
+    target = u * total
+    acc = 0.0
+    last = 0
+    for q in range(n):
+        w = weights[q]
+        if w > 0.0:
+            last = q
+            acc += w
+            if target < acc:
+                return q
+    return last
+
+
+#: The production slice FFBS (no mutation); see :func:`build_slice`.
+slice_paths = build_slice(None)
+
+
 @njit(cache=True)
 def max_letters(tokens):
     """The most letters of any string of ``tokens`` (the rows :func:`ffbs_paths`' ``filt`` needs)."""
@@ -340,5 +530,6 @@ def sample_draws(period, first, every, positions, tokens, z, c, ct, ci, recip, r
         record_draw(d, c, ci, beta, out_counts, out_log_joint, out_n_states, out_n_edges)
 
 
-__all__ = ["MUTATIONS", "blocked_move", "build_blocked", "build_ffbs", "build_theta", "draw_theta",
-           "ffbs_paths", "max_letters", "sample_draws", "scratch", "sweeps"]
+__all__ = ["MUTATIONS", "SLICE_MUTATIONS", "blocked_move", "build_blocked", "build_ffbs",
+           "build_slice", "build_theta", "draw_theta", "ffbs_paths", "max_letters", "sample_draws",
+           "scratch", "slice_paths", "sort_cells", "sweeps"]

@@ -12,8 +12,13 @@ One sweep (:func:`build_sweeps`), each step an exact draw from its conditional:
 1. ``theta_i ~ Dir(alpha H + C_i)`` for ``i = 0..L`` (gammas in log space, each row normalised
    by its largest, as :func:`bayesfa.samplers.pfa._ffbs_kernel.draw_theta`);
 2. every string's path ``z ~ Pr(z | theta)`` by forward filtering-backward sampling
-   (:func:`bayesfa.samplers.pfa._ffbs_kernel.ffbs_paths`, CGS-PFA's blocked move's kernel);
-   ``theta`` is then dropped and the counts ``C`` rebuilt from ``z``;
+   (:func:`bayesfa.samplers.pfa._ffbs_kernel.ffbs_paths`, CGS-PFA's blocked move's kernel),
+   or (``--paths slice``) by the slice-sampled FFBS of the same kernel family
+   (:func:`bayesfa.samplers.pfa._ffbs_kernel.build_slice`: slices ``u`` given ``z``, then
+   ``z`` given ``u`` on the trellis of the cells above them; Van Gael et al. 2008), a Gibbs
+   step that keeps ``Pr(z | theta)`` invariant at a cost of the cells above their slices a
+   token instead of ``O(L^2)``; ``theta`` is then dropped and the counts ``C`` rebuilt from
+   ``z``;
 3. the franchise's table counts ``m | z, beta, alpha`` (``theta`` integrated out;
    :func:`bayesfa.samplers.pfa._ipfa_kernel.sample_tables`);
 4. ``gamma | m`` with ``beta`` integrated out: ``Pr(gamma | m) ∝ Pr(gamma) Gamma(gamma) /
@@ -51,12 +56,13 @@ import numpy as np
 from numba import njit
 
 from bayesfa.samplers.pfa._cgs_pfa_kernel import count_transitions, n_states_used
-from bayesfa.samplers.pfa._ffbs_kernel import _log_gamma, ffbs_paths, max_letters
+from bayesfa.samplers.pfa._ffbs_kernel import (SLICE_MUTATIONS, _log_gamma, build_slice, ffbs_paths,
+                                               max_letters)
 from bayesfa.samplers.pfa._ipfa_kernel import (ALPHA_AUX_ITERATIONS, resample_alpha,
                                                resample_gamma, sample_tables)
 
-__all__ = ["MUTATIONS", "STEP0_MUTATIONS", "build_hybrid", "build_sweeps", "draw_theta", "scratch",
-           "sweeps"]
+__all__ = ["MUTATIONS", "PATHS", "STEP0_MUTATIONS", "build_hybrid", "build_sweeps", "draw_theta",
+           "scratch", "sweeps"]
 
 #: Deliberate errors for ``bayesfa validate ipfa:mutant-NAME`` (all named ``blocked-...``).
 MUTATIONS: dict[str, str] = {
@@ -72,6 +78,12 @@ MUTATIONS: dict[str, str] = {
 }
 #: Mutants of step 0 only (the blocked sweep of steps 1-6 is production's).
 STEP0_MUTATIONS = ("blocked-step0-gamma-for-alpha",)
+#: How step 2 redraws the paths (``--paths``): ``dense``, :func:`~bayesfa.samplers.pfa._ffbs_kernel.ffbs_paths`
+#: (``O(L^2)`` a token); ``slice``, :func:`~bayesfa.samplers.pfa._ffbs_kernel.build_slice`'s slice-sampled
+#: FFBS (the beam sampler's step on the weak limit: the cells above their slices a token).
+PATHS = ("dense", "slice")
+#: The slice FFBS's mutants, run with ``paths="slice"`` (``bayesfa validate ipfa:mutant-slice-...``).
+MUTATIONS.update(SLICE_MUTATIONS)
 
 
 @njit(cache=True)
@@ -115,11 +127,14 @@ def scratch(tokens: np.ndarray, truncation: int, n_symbols: int) -> tuple[np.nda
 _BUILT: dict = {}
 
 
-def build_sweeps(mutation: str | None = None):
+def build_sweeps(mutation: str | None = None, paths: str = "dense"):
     """``sweeps(n_sweeps, tokens, z, c, ct, ci, beta, meta, mcol, mrow, hyper, priors, rng,
     theta, filt)``: ``n_sweeps`` sweeps of the module docstring, compiled with ``mutation`` (a
-    key of :data:`MUTATIONS`) or, for None, without. Returns ``log Pr(data | theta)`` of the
-    last sweep's ``theta`` (step 2). With a fifth entry ``b`` in ``priors`` (the front's
+    key of :data:`MUTATIONS`) or, for None, without, step 2 by ``paths`` (:data:`PATHS`;
+    ``slice``: :func:`~bayesfa.samplers.pfa._ffbs_kernel.build_slice`, a Gibbs step of the
+    paths and their slices given ``theta``, which keeps ``Pr(z | theta)`` invariant as the
+    dense draw does; a slice mutation implies it). Returns ``log Pr(data | theta)`` of the
+    last sweep's ``theta`` (step 2; NaN with ``slice``, which does not compute it). With a fifth entry ``b`` in ``priors`` (the front's
     ``anneal``, burn-in only) and ``b != 1``, step 2 draws the paths of ``Pr(z | theta)^b``
     (each cell of ``theta`` raised to ``b``, rows not renormalised: FFBS draws paths in
     proportion to the product of their cells): flatter paths that visit rows the data
@@ -132,10 +147,18 @@ def build_sweeps(mutation: str | None = None):
     ``moved``; one comparison a token, against a copy of ``z`` made before the step)."""
     if mutation is not None and mutation not in MUTATIONS:
         raise ValueError(f"unknown mutation {mutation!r}; choose from {', '.join(MUTATIONS)}")
-    if mutation in _BUILT:
-        return _BUILT[mutation]
+    if paths not in PATHS:
+        raise ValueError(f"unknown paths {paths!r}; choose from {', '.join(PATHS)}")
+    if mutation in SLICE_MUTATIONS:
+        paths = "slice"
+    key = (mutation, paths)
+    if key in _BUILT:
+        return _BUILT[key]
     if mutation in STEP0_MUTATIONS:
-        return build_sweeps(None)
+        return build_sweeps(None, paths)
+    dense = paths == "dense"
+    draw_paths = ffbs_paths if dense else build_slice(mutation if mutation in SLICE_MUTATIONS
+                                                      else None)
     no_beta = mutation == "blocked-no-beta"
     untruncated = mutation == "blocked-untruncated-prior"
     no_top = mutation == "blocked-no-top-tables"
@@ -161,7 +184,11 @@ def build_sweeps(mutation: str | None = None):
                                 theta[i, a, j] = theta[i, a, j] ** b
             if counting:
                 before[:] = z
-            log_lik = ffbs_paths(theta, tokens, z, filt, rng)
+            if dense:
+                log_lik = draw_paths(theta, tokens, z, filt, rng)
+            else:
+                draw_paths(theta, tokens, z, filt, rng)
+                log_lik = math.nan
             if counting:
                 moved = 0
                 for t in range(z.shape[0]):
@@ -201,7 +228,7 @@ def build_sweeps(mutation: str | None = None):
             hyper[1] = gamma
         return log_lik
 
-    _BUILT[mutation] = sweeps
+    _BUILT[key] = sweeps
     return sweeps
 
 
@@ -212,7 +239,7 @@ _HYBRID: dict = {}
 
 
 def build_hybrid(mutation: str | None = None, split_rate: float = 0.0,
-                 split_scans: int | None = None):
+                 split_scans: int | None = None, paths: str = "dense"):
     """``hybrid(n_sweeps, positions, uniforms, tokens, z, c, ct, ci, recip, bk, beta, meta,
     mcol, mrow, hyper, priors, rng, theta, filt)``: ``n_sweeps`` sweeps, each step 0 then the
     blocked sweep of :func:`build_sweeps` (steps 1-6). Step 0 is one sweep of the collapsed
@@ -228,7 +255,7 @@ def build_hybrid(mutation: str | None = None, split_rate: float = 0.0,
     free positions, ``uniforms`` float64 ``[M]`` scratch, ``recip`` and ``bk`` ``[W]`` as in
     :mod:`bayesfa.samplers.pfa._ipfa_kernel`. Compiled in each process (``cache=False``), as
     every caller of the direct sweep. Returns step 2's ``log Pr(data | theta)`` of the last
-    sweep.
+    sweep (NaN with ``paths="slice"``). ``paths``: step 2's draw (:func:`build_sweeps`).
 
     ``split_rate > 0``: after step 6 of each sweep, ``n_moves_now(split_rate)`` split-merge
     moves on ``z`` given ``(beta, alpha)`` with ``theta`` integrated out
@@ -245,7 +272,9 @@ def build_hybrid(mutation: str | None = None, split_rate: float = 0.0,
 
     split_scans = sk.SCANS if split_scans is None else int(split_scans)
     split_rate = float(split_rate)
-    key = (mutation, split_rate, split_scans)
+    if paths not in PATHS:
+        raise ValueError(f"unknown paths {paths!r}; choose from {', '.join(PATHS)}")
+    key = (mutation, split_rate, split_scans, paths)
     if key in _HYBRID:
         return _HYBRID[key]
     from bayesfa.samplers.pfa._ipfa_kernel import build_sweeps as build_direct
@@ -256,7 +285,7 @@ def build_hybrid(mutation: str | None = None, split_rate: float = 0.0,
     moving = split_rate > 0.0
     n_out = sk.OUT
 
-    blocked = build_sweeps(mutation)
+    blocked = build_sweeps(mutation, paths)
     direct = build_direct(None)
     slip = mutation == "blocked-step0-gamma-for-alpha"
 
@@ -292,6 +321,6 @@ def build_hybrid(mutation: str | None = None, split_rate: float = 0.0,
     if not moving:  # production's default: the moves' code is not compiled in
         _HYBRID[key] = njit(cache=False)(plain)
         return _HYBRID[key]
-    inner = build_hybrid(mutation)
+    inner = build_hybrid(mutation, paths=paths)
     _HYBRID[key] = njit(cache=False)(with_moves)
     return _HYBRID[key]

@@ -77,6 +77,8 @@ from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument,
                                      digest, free_positions, generator_state, map_chains,
                                      n_free_positions,
                                      read_checkpoint, save_checkpoint)
+from bayesfa.samplers.pfa._ffbs_kernel import SLICE_MUTATIONS
+from bayesfa.samplers.pfa._ipfa_blocked_kernel import PATHS  # --paths: the blocked step 2
 from bayesfa.samplers.pfa.auto import budget_arg, cpu_seconds
 from bayesfa.samplers.pfa.cgs_pfa import (KEPT_DRAWS_RULE, add_anneal_arguments,
                                          count_dtype, kept_draw_indices)
@@ -527,7 +529,7 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
                seed_seq, mutation=None, capacity=None, checkpoint=None,
                checkpoint_every=CHECKPOINT_EVERY, fingerprint=None, resume=None, predict=None,
                max_draws=None, on_sweeps=None, alpha_hold=0, sampler="direct",
-               split_merge=(0.0, None), anneal=(0, 1.0), pace=None):
+               split_merge=(0.0, None), anneal=(0, 1.0), pace=None, paths="dense"):
     """One chain (``sampler``: ``direct`` or ``blocked``, the weak limit's blocked sampler
     with ``truncate`` states, its initial path over ``k0`` of them): random initial ``z`` over ``k0`` states (or the ``truncate`` states), burn-in,
     then ``n_draws`` draws ``period`` sweeps apart. Returns a dict of per-draw lists
@@ -538,7 +540,8 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
     :func:`bayesfa.samplers.pfa.cgs_pfa.anneal_b` (from ``b0`` up to 1; the kernel's fifth
     ``priors`` entry), one sweep a call. ``split_merge``: ``(moves per sweep, launch
     scans)`` of the blocked sampler's split-merge move
-    (:func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_hybrid`).
+    (:func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_hybrid`); ``paths``: its step 2,
+    ``dense`` or ``slice`` (``--paths``).
     ``capacity``: the kernel's initial room for states (tests; never changes the result).
 
     ``predict`` (a :class:`Corpus` with the training alphabet): each draw's plug-in ``log Pr(b
@@ -574,7 +577,7 @@ def _run_chain(tokens, n_symbols, k0, alpha, gamma, priors, truncate, burn_in, p
         from bayesfa.samplers.pfa._ipfa_kernel import build_sweeps
         chain_type = _Chain
 
-    sweeps = (build_sweeps(mutation, *split_merge) if sampler == "blocked"
+    sweeps = (build_sweeps(mutation, *split_merge, paths=paths) if sampler == "blocked"
               else build_sweeps(mutation))
     rng = np.random.default_rng(seed_seq)
     priors = np.asarray(priors, dtype=np.float64)
@@ -703,7 +706,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
                 alpha_hold: int = 0, sampler: str = SAMPLERS[0], split_merge: float = 0.0,
                 split_merge_scans: int | None = None, anneal: int | None = None,
                 anneal_start: float = IPFA_ANNEAL_START,
-                pace: tuple[float, float] | None = None) -> IPFAResult:
+                pace: tuple[float, float] | None = None, paths: str = PATHS[0]) -> IPFAResult:
     """Run ``chains`` chains of the iPFA sampler on ``corpus``.
 
     states : states of the random initial ``z`` (the sampler adds and removes states).
@@ -729,6 +732,11 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
     split_merge, split_merge_scans : blocked sampler only: split-merge moves per sweep (a
         fraction: that probability of one more) after each sweep, and their launch scans
         (None: :data:`bayesfa.samplers.pfa._ipfa_split_kernel.SCANS`); 0 (default) none.
+    paths : blocked sampler only: how its step 2 redraws every path given ``theta``:
+        ``"dense"`` (the default), forward filtering-backward sampling, ``O(L^2)`` a token;
+        ``"slice"``, the slice-sampled FFBS (:func:`~bayesfa.samplers.pfa._ffbs_kernel.build_slice`:
+        the beam sampler's auxiliary slices, Van Gael et al. 2008, on the weak limit), the
+        same target at the cost of the cells above their slices (a mutant of it implies it).
     mutation : a deliberately wrong kernel (validation only; ``_ipfa_kernel.MUTATIONS``).
     checkpoint_dir : where each chain keeps its state (``chain-CCCC.npz``); a chain found
         there finished is reused, one found unfinished resumes (bit-identical).
@@ -760,6 +768,12 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
         raise InputError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
     if mutation is not None and (mutation in BLOCKED_MUTATIONS) != (sampler == "blocked"):
         raise InputError(f"mutation {mutation!r} is not of the {sampler} sampler")
+    if paths not in PATHS:
+        raise InputError(f"--paths must be one of {', '.join(PATHS)}, got {paths!r}")
+    if mutation in SLICE_MUTATIONS:
+        paths = "slice"
+    if paths != PATHS[0] and sampler != "blocked":
+        raise InputError(f"--paths {paths} needs --sampler blocked")
     if sampler == "blocked":
         truncate = int(truncate) or default_truncation(states, corpus.n_letters)
         if states > truncate:
@@ -819,19 +833,21 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
         settings["split_merge"] = list(split)
     if anneal:  # (likewise)
         settings["anneal"] = [int(anneal), float(anneal_start)]
+    if paths != PATHS[0]:  # (likewise)
+        settings["paths"] = paths
     dtype = np.dtype(count_dtype(tokens.size)).name  # the chains' counts (c, ct): exact
     if dtype != "float32":  # (likewise)
         settings["count_dtype"] = dtype
     prints = [_chain_fingerprint(tokens, settings, s) for s in children]
-    paths: list = [None] * chains
+    chain_files: list = [None] * chains
     saved: list = [None] * chains
     if checkpoint_dir is not None:
         Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
-        paths = [chain_path(checkpoint_dir, c) for c in range(chains)]
+        chain_files = [chain_path(checkpoint_dir, c) for c in range(chains)]
         saved = [_load_chain(p, f, n_draws=n_draws, z_size=tokens.size + 1, burn_in=burn_in,
                              period=period, max_draws=max_draws,
                              n_test=0 if predict is None else predict.n_strings)
-                 if p.exists() else None for p, f in zip(paths, prints)]
+                 if p.exists() else None for p, f in zip(chain_files, prints)]
     outs: list = [None] * chains
     for c, state in enumerate(saved):
         if state is not None and int(state["draws_done"]) == n_draws:
@@ -848,9 +864,9 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
         on_sweeps((chains - len(todo)) * sweeps_per_chain)
     def chain_args(c, burn, per, paced=None):
         return (tokens, n_symbols, int(states), float(alpha), float(gamma), priors, int(truncate),
-                int(burn), int(per), int(n_draws), children[c], mutation, None, paths[c],
+                int(burn), int(per), int(n_draws), children[c], mutation, None, chain_files[c],
                 checkpoint_every, prints[c], saved[c], predict, max_draws, on_sweeps, int(alpha_hold),
-                sampler, split, (int(anneal), float(anneal_start)), paced)
+                sampler, split, (int(anneal), float(anneal_start)), paced, paths)
 
     t0 = time.perf_counter()
     try:
@@ -895,6 +911,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
         "kept_draws_rule": KEPT_DRAWS_RULE,
         "predict_strings": None if predict is None else int(predict.n_strings),
         "sampler": sampler,
+        "paths": paths if sampler == "blocked" else None,
         "anneal": [int(anneal), float(anneal_start)],  # resolved (the option's default is None)
         "burn_in": int(burn_in), "period": int(period),  # as run (paced by chain 0 with pace)
     }
@@ -1104,6 +1121,14 @@ class _IPFA(DrawAutomata):
                                  "filtering-backward sampling, O(L^2) per token; direct: "
                                  "collapsed direct-assignment Gibbs of the HDP, one position at "
                                  "a time")
+        parser.add_argument("--paths", choices=PATHS, default=PATHS[0],
+                            help="blocked sampler: how each sweep redraws every string's path "
+                                 "given the rows theta. dense (default): forward filtering-"
+                                 "backward sampling, O(L^2) per token; slice: auxiliary slices "
+                                 "under the current path's cells, then the path drawn on the "
+                                 "cells above them (the beam sampler's step, Van Gael et al. "
+                                 "2008, on the weak limit): the same target, each token "
+                                 "costing the cells above its slice")
         parser.add_argument("--alpha-hold", type=nonnegative_int, default=0, metavar="SWEEPS",
                             help="keep alpha at --alpha for the first SWEEPS sweeps of the "
                                  "burn-in, its prior applying after (a start that mixes faster "
@@ -1148,7 +1173,8 @@ class _IPFA(DrawAutomata):
                     split_merge=options.get("split_merge", 0.0),
                     split_merge_scans=options.get("split_merge_scans"),
                     anneal=options.get("anneal"),
-                    anneal_start=options.get("anneal_start", IPFA_ANNEAL_START))
+                    anneal_start=options.get("anneal_start", IPFA_ANNEAL_START),
+                    paths=options.get("paths", PATHS[0]))
 
     def _sampler(self, options: dict[str, Any]) -> str:
         """The blocked sampler for its own mutants, else ``--sampler``."""
@@ -1164,8 +1190,10 @@ class _IPFA(DrawAutomata):
         draw's counts ``[K+1, A, K+1]`` (and its ``beta_bar``, ``beta``, tables) twice (per
         chain, then padded and stacked), each chain's kernel state (``c``, ``ct`` at twice
         ``K``, in float32 or from 2**24 tokens on in float64,
-        :func:`~bayesfa.samplers.pfa.cgs_pfa.count_dtype`; ``z`` and positions), and for Eq. 6
-        a chunk of plug-in ``xi~`` (two float64 copies) with its forward pass.
+        :func:`~bayesfa.samplers.pfa.cgs_pfa.count_dtype`; ``z`` and positions; the blocked
+        sampler's ``theta`` and filter, and with ``--paths slice`` the slice FFBS's sorted
+        rows and supports), and for Eq. 6 a chunk of plug-in ``xi~`` (two float64 copies) with
+        its forward pass.
 
         ``options["max_draws"] = K``: K draws' counts kept per chain.
         ``options["predict_sha256"]`` (set by ``bayesfa fit --predict``): each draw's online
@@ -1187,6 +1215,10 @@ class _IPFA(DrawAutomata):
         state = 2 * (cap + 1) * a * cap * width + corpus.n_tokens * 16
         if self._sampler(options) == "blocked":  # theta and the FFBS filter (at most T rows)
             state += (k + 1) ** 2 * a * 8 + corpus.n_tokens * (k + 1) * 8
+            if options.get("paths", PATHS[0]) == "slice" or self.mutation in SLICE_MUTATIONS:
+                # build_slice's rows in order (int32) and their counts, each filter row's
+                # support (int32) with its size, and the slices
+                state += (k + 1) * a * (k * 4 + 8) + corpus.n_tokens * ((k + 1) * 4 + 16)
         if options.get("predict_sha256"):  # one draw's xi~ (two copies) and forward pass,
             # its log Pr row (plugin_log_prob's out) and the chain's running log-sum of Eq. 6
             state += (2 * (k + 2) ** 2 * a * 8 + forward_bytes(1, k + 2, corpus)

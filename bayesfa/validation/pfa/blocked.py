@@ -154,6 +154,55 @@ def ffbs_given_theta(variant: str | None = None, *, n_draws: int = 200_000, seed
         notes=[f"false-alarm rate {alpha:g} (Bonferroni over the {len(rows)} chi-square tests)"])
 
 
+@njit
+def _slice_from_starts(paths, theta, tokens, starts, filt, rng, ends):
+    for r in range(starts.shape[0]):
+        z = starts[r].copy()
+        paths(theta, tokens, z, filt, rng)
+        ends[r] = z
+
+
+def slice_given_theta(variant: str | None = None, *, n_draws: int = 200_000, seed: int = 0,
+                      alpha: float = ALPHA) -> Check:
+    """The slice-sampled FFBS (:func:`~bayesfa.samplers.pfa._ffbs_kernel.build_slice`, the iPFA's
+    ``--paths slice``; ``variant`` one of its ``SLICE_MUTATIONS`` or None) keeps ``Pr(z |
+    alpha, theta)`` invariant: for each ``theta`` of :func:`reference_thetas`, ``n_draws``
+    paths drawn exactly from :func:`exact_theta_conditional` (numpy's ``choice`` over the
+    enumerated paths), one slice step each, the end paths against the same conditional
+    (Pearson chi-square on the labelled paths; Bonferroni over the two ``theta``). Unlike
+    the dense draw, the step depends on its start, so a start from the target is what makes
+    this exact. The fraction of starts it moves is reported."""
+    t0 = time.perf_counter()
+    pp = path_posterior(TOY.train, TOY.n_states, TOY.beta)
+    rng = np.random.default_rng(seed)
+    tokens = TOY.train.tokens
+    thetas = reference_thetas(pp, rng)
+    every = all_paths(tokens, TOY.n_states)
+    paths = ffbs.build_slice(variant)
+    _, filt = ffbs.scratch(tokens, TOY.n_states, pp.n_symbols)
+    each = alpha / len(thetas)
+    rows, moved = [], {}
+    for label, theta in thetas.items():
+        exact, _ = exact_theta_conditional(tokens, TOY.n_states, theta)
+        starts = np.ascontiguousarray(every[rng.choice(exact.size, size=n_draws, p=exact)],
+                                      dtype=np.int32)
+        ends = np.empty_like(starts)
+        _slice_from_starts(paths, theta, tokens, starts, filt, rng, ends)
+        observed = np.bincount(path_codes(ends, tokens, TOY.n_states), minlength=exact.size)
+        rows.append(chi2_row(f"one slice step from exact paths given {label}", observed, exact, each))
+        moved[label] = float(np.mean(np.any(ends != starts, axis=1)))
+    name = "slice FFBS" if variant is None else f"mutant slice FFBS {variant!r}"
+    return Check(
+        name="slice-given-theta", passed=all(r["pass"] for r in rows),
+        description=(f"{name}: {n_draws} exact draws of Pr(z | alpha, theta) on the toy "
+                     f"(5 strings, N = {TOY.n_states}), one slice-sampled FFBS step each, against "
+                     f"the same enumerated conditional, for a theta from the prior and one from a "
+                     f"posterior (Pearson chi-square on the labelled paths)"),
+        alpha=alpha, columns=_COLUMNS, rows=rows,
+        summary={"n_draws": n_draws, "moved": moved, "seconds": time.perf_counter() - t0},
+        notes=[f"false-alarm rate {alpha:g} (Bonferroni over the {len(rows)} chi-square tests)"])
+
+
 def _posterior_rows(pp, ends, each: float, suffix: str) -> list[dict]:
     """Chi-square rows of end paths ``ends`` against ``Pr(z | alpha)``: labelled paths and
     partitions of the positions (:func:`canonical_codes`)."""

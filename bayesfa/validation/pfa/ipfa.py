@@ -840,17 +840,22 @@ class _Spec:
                                       "sampler": "blocked"}
 
     def check_names(self) -> list[str]:
+        from bayesfa.samplers.pfa._ffbs_kernel import SLICE_MUTATIONS
+
         blocked = ["blocked-posterior", "blocked-posterior-hyper", "blocked-step0-posterior",
                    "blocked-step0-posterior-hyper"]
-        return (["predictive"] + blocked if self.blocked else
-                ["predictive", "geweke", "geweke-hyper"]
-                + ([] if self.variant else blocked + ["blocked-split-merge"]))
+        sliced = ["slice-given-theta"] + [n.replace("blocked-", "blocked-slice-", 1) for n in blocked]
+        if self.blocked:
+            return ["predictive"] + (sliced if self.variant in SLICE_MUTATIONS else blocked)
+        return (["predictive", "geweke", "geweke-hyper"]
+                + ([] if self.variant else blocked + sliced + ["blocked-split-merge"]))
 
     def kernel_checks(self, toy, *, seed: int = 0, alpha: float = 1e-3) -> list[Check]:
         """Geweke's joint test of the direct sampler with ``alpha``, ``gamma`` fixed
         (:data:`GEWEKE_FIXED`) and with both sampled under :data:`GEWEKE_PRIORS`
         (:func:`geweke`), then the blocked sampler's exact checks on its own toy
-        (:func:`bayesfa.validation.pfa.ipfa_blocked.blocked_checks`) and its split-merge move's
+        (:func:`bayesfa.validation.pfa.ipfa_blocked.blocked_checks`, with step 2's dense FFBS and
+        with its slice FFBS, ``--paths slice``) and its split-merge move's
         (:func:`bayesfa.validation.pfa.ipfa_split.split_merge_check`); a mutant runs those of
         its sampler only. Each has false-alarm rate ``alpha``. Their data are their own, not
         the toy's."""
@@ -864,6 +869,7 @@ class _Spec:
             from bayesfa.validation.pfa.ipfa_split import split_merge_check
 
             checks += blocked_checks(None, seed=seed, alpha=alpha)
+            checks += blocked_checks(None, seed=seed, alpha=alpha, paths="slice")
             checks.append(split_merge_check(seed=seed, alpha=alpha))
         return checks
 

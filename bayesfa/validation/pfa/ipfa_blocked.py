@@ -48,6 +48,7 @@ from bayesfa.exact import free_positions
 from bayesfa.samplers.pfa._cgs_pfa_kernel import count_transitions, padded_width
 from bayesfa.samplers.pfa._ipfa_kernel import refresh_weights
 from bayesfa.samplers.pfa import _ipfa_blocked_kernel as kern
+from bayesfa.samplers.pfa._ffbs_kernel import SLICE_MUTATIONS
 from bayesfa.validation.checks import Check, chi2_row
 from bayesfa.validation.pfa.reference import all_paths, batch_counts, path_codes
 
@@ -166,11 +167,12 @@ def _run(sweeps, n_sweeps, starts, hyper0, positions, uniforms, tokens, c, ct, c
 
 
 def run_chains(n_chains: int, n_sweeps: int, priors, fixed, rng, variant: str | None = None,
-               train: Corpus = TOY, n_states: int = TOY_STATES, step0: bool = True):
+               train: Corpus = TOY, n_states: int = TOY_STATES, step0: bool = True,
+               paths: str = "dense"):
     """End states ``(z [R, T + 1], (alpha, gamma) [R, 2])`` of ``n_chains`` chains of
     ``n_sweeps`` sweeps of the blocked sampler (:func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_hybrid`:
     step 0 then steps 1-6; ``step0`` False: steps 1-6 alone, :func:`~bayesfa.samplers.pfa._ipfa_blocked_kernel.build_sweeps`;
-    ``variant``: a mutation or None) from uniformly random
+    ``variant``: a mutation or None; ``paths``: step 2's draw, ``dense`` or ``slice``) from uniformly random
     paths, ``beta`` uniform, each hyperparameter from its prior (``priors`` a pair of
     ``(shape, rate)`` or None: that one fixed at ``fixed``)."""
     tokens = np.ascontiguousarray(train.tokens, dtype=np.int32)
@@ -199,7 +201,8 @@ def run_chains(n_chains: int, n_sweeps: int, priors, fixed, rng, variant: str | 
     theta, filt = kern.scratch(tokens, n_states, n_sym)
     ends = np.empty_like(starts)
     hyper_end = np.empty((n_chains, 2))
-    sweeps = kern.build_hybrid(variant) if step0 else _steps_1_to_6(kern.build_sweeps(variant))
+    sweeps = (kern.build_hybrid(variant, paths=paths) if step0
+              else _steps_1_to_6(kern.build_sweeps(variant, paths)))
     _run(sweeps, n_sweeps, starts, hyper0,
          np.ascontiguousarray(free, dtype=np.int64), np.zeros(free.size), tokens,
          c, ct, ci, recip, bk, beta, meta, mcol, mrow, np.zeros(2), flat, rng, theta, filt, ends,
@@ -215,17 +218,18 @@ def _bin_of(values, prior):
 
 def posterior_check(variant: str | None = None, *, sampled: bool = True, seed: int = 0,
                     alpha: float = ALPHA, n_chains: int = N_CHAINS, n_sweeps: int = SWEEPS,
-                    step0: bool = True) -> Check:
+                    step0: bool = True, paths: str = "dense") -> Check:
     """Chains of the blocked sampler against :func:`exact_posterior` on :data:`TOY` (module
     docstring): ``alpha`` and ``gamma`` under :data:`PRIORS` (``sampled``) or fixed at
     :data:`FIXED`; the whole sweep (``step0``, checks ``blocked-step0-...``) or steps 1-6
     alone (``blocked-posterior...``: step 0 redraws beta and alpha too, so it would hide a
-    slip of steps 4-6)."""
+    slip of steps 4-6); step 2 by ``paths`` (``slice``: the checks are named ``blocked-slice-...``)."""
     t0 = time.perf_counter()
     priors = PRIORS if sampled else (None, None)
     ref = exact_posterior(TOY, TOY_STATES, *(PRIORS if sampled else FIXED))
     rng = np.random.default_rng(seed)
-    ends, hyper = run_chains(n_chains, n_sweeps, priors, FIXED, rng, variant, step0=step0)
+    ends, hyper = run_chains(n_chains, n_sweeps, priors, FIXED, rng, variant, step0=step0,
+                             paths=paths)
     tests = [("labelled paths", np.bincount(path_codes(ends, TOY.tokens, TOY_STATES),
                                             minlength=ref[0].size), ref[0])]
     if sampled:
@@ -233,12 +237,13 @@ def posterior_check(variant: str | None = None, *, sampled: bool = True, seed: i
                    np.bincount(_bin_of(hyper[:, h], PRIORS[h]), minlength=BINS), ref[1 + h])
                   for h, name in enumerate(("alpha", "gamma"))]
     rows = [chi2_row(name, obs, probs, alpha / len(tests)) for name, obs, probs in tests]
-    label = "ipfa --sampler blocked" if variant is None else f"ipfa:mutant-{variant}"
+    label = (("ipfa --sampler blocked" + (" --paths slice" if paths == "slice" else ""))
+             if variant is None else f"ipfa:mutant-{variant}")
     hyper_text = (f"alpha ~ Gamma{PRIORS[0]}, gamma ~ Gamma{PRIORS[1]} sampled" if sampled else
                   f"alpha = {FIXED[0]:g}, gamma = {FIXED[1]:g} fixed")
     return Check(
-        name=("blocked-step0-" if step0 else "blocked-")
-             + ("posterior-hyper" if sampled else "posterior"),
+        name=("blocked-" + ("slice-" if paths == "slice" else "") + ("step0-" if step0 else "")
+              + ("posterior-hyper" if sampled else "posterior")),
         passed=all(r["pass"] for r in rows),
         description=(f"{label}: {n_chains} chains of {n_sweeps} blocked sweeps "
                      f"({'step 0 then steps 1-6' if step0 else 'steps 1-6 alone'}; weak limit, "
@@ -250,11 +255,24 @@ def posterior_check(variant: str | None = None, *, sampled: bool = True, seed: i
         notes=[f"false-alarm rate {alpha:g} (Bonferroni over the {len(rows)} chi-square tests)"])
 
 
-def blocked_checks(variant: str | None = None, *, seed: int = 0, alpha: float = ALPHA) -> list[Check]:
+def blocked_checks(variant: str | None = None, *, seed: int = 0, alpha: float = ALPHA,
+                   paths: str | None = None) -> list[Check]:
     """The blocked sampler's checks ``bayesfa validate ipfa`` runs: steps 1-6 alone, then the
     whole sweep (step 0, the direct-assignment sweep, first), each with the hyperparameters
-    fixed (seed ``seed``) and both sampled (seed ``seed + 1``)."""
-    return [posterior_check(variant, sampled=False, seed=seed, alpha=alpha, step0=False),
-            posterior_check(variant, sampled=True, seed=seed + 1, alpha=alpha, step0=False),
-            posterior_check(variant, sampled=False, seed=seed, alpha=alpha),
-            posterior_check(variant, sampled=True, seed=seed + 1, alpha=alpha)]
+    fixed (seed ``seed``) and both sampled (seed ``seed + 1``), step 2 by ``paths`` (None:
+    ``slice`` for a mutant of the slice FFBS, else ``dense``). With ``slice`` the slice FFBS is
+    first checked alone given ``theta``
+    (:func:`bayesfa.validation.pfa.blocked.slice_given_theta`, seed ``seed``)."""
+    if paths is None:
+        paths = "slice" if variant in SLICE_MUTATIONS else "dense"
+    first = []
+    if paths == "slice":
+        from bayesfa.validation.pfa.blocked import slice_given_theta
+
+        first = [slice_given_theta(variant if variant in SLICE_MUTATIONS else None,
+                                   seed=seed, alpha=alpha)]
+    return first + [
+        posterior_check(variant, sampled=False, seed=seed, alpha=alpha, step0=False, paths=paths),
+        posterior_check(variant, sampled=True, seed=seed + 1, alpha=alpha, step0=False, paths=paths),
+        posterior_check(variant, sampled=False, seed=seed, alpha=alpha, paths=paths),
+        posterior_check(variant, sampled=True, seed=seed + 1, alpha=alpha, paths=paths)]
