@@ -515,3 +515,44 @@ def test_checkpoints_resume_without_rerunning_finished_chains(tmp_path, monkeypa
     # other settings never reuse these chains
     other = cgs_pfa.sample_cgs_pfa(corpus, **{**kwargs, "beta": 0.4}, checkpoint_dir=tmp_path)
     assert other.info["chains_resumed"] == 0 and len(calls) == 4
+
+
+_BOUNDS_RUN = """
+import numpy as np
+from bayesfa.corpus import Corpus
+from bayesfa.samplers.chains import free_positions
+from bayesfa.samplers.pfa import _cgs_pfa_kernel as k
+rng = np.random.default_rng(0)
+corpus = Corpus.from_strings([rng.integers(0, 3, size=6).tolist() for _ in range(40)], 3)
+tokens = corpus.tokens
+pos = free_positions(tokens).astype(np.int64)
+for n in (31, 32):
+    w = k.padded_width(n)
+    a = corpus.alphabet_size + 1
+    c = np.zeros((n + 1, a, w), np.float32)
+    ct = np.zeros((a, n + 1, w), np.float32)
+    ci = np.zeros(n + 1, np.int32)
+    recip = np.zeros(w, np.float32)
+    z = np.zeros(tokens.size + 1, np.int32)
+    z[pos] = rng.integers(1, n + 1, size=pos.size)
+    k.fill_counts(tokens, z, c, ct, ci, recip, 0.05)
+    k.sweeps(3, pos, tokens, z, c, ct, ci, recip, rng, 0.05)
+    k.tempered_sweeps(3, pos, tokens, z, c, ct, ci, recip, rng, 0.05, 0.5)
+"""
+
+
+def test_sweeps_stay_in_bounds_when_a_row_has_no_padding(tmp_path):
+    """At ``N = 31`` the count rows are exactly ``N + 1 = 32`` wide (``padded_width``: no spare
+    column), at ``N = 32`` 64: the plain and the tempered sweep run in a fresh process under
+    ``NUMBA_BOUNDSCHECK=1`` (a cache of its own) without an index error. Production compiles
+    without bounds checks, so a loop one past ``N`` (the tempered weights' ``g_k^b``, issue
+    39's seed-6 mutant of ``_cgs_pfa_kernel``) would write past ``g`` unseen at every other
+    ``N``, where the padding absorbs it."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-c", _BOUNDS_RUN], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]

@@ -96,3 +96,31 @@ def test_checkpoint_every_takes_finite_seconds_from_zero():
     chains.add_checkpoint_argument(parser)
     assert parser.parse_args(["--checkpoint-every", "0"]).checkpoint_every == 0.0
     assert parser.parse_args([]).checkpoint_every == chains.CHECKPOINT_EVERY
+
+
+def test_read_checkpoint_refuses_a_damaged_file_in_one_line_naming_it(tmp_path):
+    """A checkpoint saved by :func:`chains.save_checkpoint` reads back under its fingerprint,
+    and None under another; a truncated copy, bytes that are no zip at all, a file without a
+    fingerprint and one without a field asked for are each an :class:`InputError` of one
+    line naming the file (the zipfile, OS and format errors of a damaged file included, not
+    only the checks of the file's contents)."""
+    path = tmp_path / "chain-0000.npz"
+    chains.save_checkpoint(path, "fp", {"z": np.arange(500, dtype=np.int32), "sweeps_done": 3})
+    got = chains.read_checkpoint(path, "fp", ["z", "sweeps_done"])
+    assert np.array_equal(got["z"], np.arange(500)) and int(got["sweeps_done"]) == 3
+    assert chains.read_checkpoint(path, "other", ["z"]) is None
+    whole = path.read_bytes()
+    damaged = {"truncated": whole[: len(whole) // 2], "not a zip": b"not an npz file at all"}
+    for label, data in damaged.items():
+        bad = tmp_path / f"{label.replace(' ', '-')}.npz"
+        bad.write_bytes(data)
+        with pytest.raises(InputError) as err:
+            chains.read_checkpoint(bad, "fp", ["z"])
+        message = str(err.value)
+        assert str(bad) in message and "corrupt checkpoint" in message and "\n" not in message, label
+    bare = tmp_path / "bare.npz"
+    np.savez(bare, z=np.zeros(3))
+    with pytest.raises(InputError, match="no fingerprint"):
+        chains.read_checkpoint(bare, "fp", ["z"])
+    with pytest.raises(InputError, match="missing rng_state"):
+        chains.read_checkpoint(path, "fp", ["z", "rng_state"])
