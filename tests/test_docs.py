@@ -219,3 +219,14 @@ def test_perplexity_names_its_quantity_and_which_to_compare(method, options, tmp
     assert main(["perplexity", str(tmp_path / "run"), str(files["test"]), "--format", "lines",
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["quantity"] == out["quantity"]
+
+
+def test_the_guide_gives_the_checkpoint_interval_the_code_uses():
+    """docs/guide.md states ``--checkpoint-every``'s default in seconds: it is
+    :data:`bayesfa.samplers.chains.CHECKPOINT_EVERY`, the default the option gets (issue 39:
+    a mutant of the constant changed no killer test's result)."""
+    from bayesfa.samplers.chains import CHECKPOINT_EVERY
+
+    guide = (DOCS / "guide.md").read_text(encoding="utf-8")
+    stated = re.findall(r"--checkpoint-every SECONDS` \(default (\d+(?:\.\d+)?)", guide)
+    assert stated and all(float(s) == CHECKPOINT_EVERY for s in stated), stated
