@@ -12,7 +12,12 @@ its checkpoint; then from that state ``theta`` is drawn once (the sweep's step 1
 draw of step 2 is run on it: the dense FFBS (``_ffbs_kernel.ffbs_paths``) ``--reps`` times and
 the slice FFBS (``_ffbs_kernel.slice_paths``, its rows sorted within the pass) ``--reps``
 times, each from the chain's path (thread CPU seconds, the first pass of each untimed: numba
-compiles or loads). The ratio is dense over slice. Nothing here is scored on test strings.
+compiles or loads). The ratio is dense over slice. Then where a whole sweep's CPU goes, for each
+draw of step 2: one hybrid sweep (``_ipfa_blocked_kernel.build_hybrid``: step 0, the direct
+sweep over the ``L`` labels, then steps 1-6) and the blocked steps 1-6 alone
+(``build_sweeps``), each ``--reps`` times from the chain's state restored afresh; step 0 is
+their difference, steps 1 and 3-6 the blocked steps less step 2. Nothing here is scored on
+test strings.
 """
 
 from __future__ import annotations
@@ -91,6 +96,38 @@ def compare(corpus, state: dict, reps: int, seed: int) -> dict:
         if name == "slice":
             out["slice_cells_per_token"] = float(last["r"]) / tokens.size
     out["ratio"] = out["dense_cpu_seconds"] / out["slice_cpu_seconds"]
+    out.update(sweep_profile(corpus, state, reps, seed))
+    return out
+
+
+def sweep_profile(corpus, state: dict, reps: int, seed: int) -> dict:
+    """CPU seconds of a hybrid sweep and of its blocked steps 1-6, for each draw of step 2,
+    each from the chain's state (the sampler's default priors: alpha and gamma sampled)."""
+    from bayesfa.samplers.pfa._ipfa_blocked_kernel import build_hybrid, build_sweeps
+    from bayesfa.samplers.pfa.ipfa import ALPHA_PRIOR, GAMMA_PRIOR, _BlockedChain, parse_gamma_prior
+
+    tokens = np.ascontiguousarray(corpus.tokens, dtype=np.int32)
+    n_sym = corpus.alphabet_size + 1
+    priors = np.asarray([*parse_gamma_prior(ALPHA_PRIOR), *parse_gamma_prior(GAMMA_PRIOR)],
+                        dtype=np.float64)
+    out = {}
+    for name in ("dense", "slice"):
+        rng = np.random.default_rng(seed)
+
+        def fresh():
+            return _BlockedChain.restore(tokens, n_sym, state["z"], state["beta"],
+                                         np.array([state["alpha"], state["gamma"]]),
+                                         state["truncate"])
+
+        hybrid, blocked = build_hybrid(None, paths=name), build_sweeps(None, name)
+        ch = fresh()
+        out[f"{name}_sweep_cpu_seconds"] = timed(lambda: ch.run(1, rng, priors, hybrid), reps)
+        ch = fresh()
+        out[f"{name}_steps1to6_cpu_seconds"] = timed(
+            lambda: blocked(1, ch.tokens, ch.z, ch.c, ch.ct, ch.ci, ch.beta, ch.meta, ch.mcol,
+                            ch.mrow, ch.hyper, priors, rng, ch.theta, ch.filt), reps)
+        out[f"{name}_step0_cpu_seconds"] = (out[f"{name}_sweep_cpu_seconds"]
+                                            - out[f"{name}_steps1to6_cpu_seconds"])
     return out
 
 
@@ -121,7 +158,9 @@ def main(argv=None) -> int:
               f"alpha {row['alpha']:.3g}; a pass dense {row['dense_cpu_seconds']:.3f} CPU s, slice "
               f"{row['slice_cpu_seconds']:.3f} (ratio {row['ratio']:.2f}; "
               f"{row['slice_cells_per_token']:.0f} cells a token); moved {row['dense_moved']:.3f} "
-              f"and {row['slice_moved']:.3f}", flush=True)
+              f"and {row['slice_moved']:.3f}; a whole sweep dense {row['dense_sweep_cpu_seconds']:.3f} "
+              f"(step 0 {row['dense_step0_cpu_seconds']:.3f}), slice {row['slice_sweep_cpu_seconds']:.3f} "
+              f"(step 0 {row['slice_step0_cpu_seconds']:.3f})", flush=True)
     write_out_text(args.out, json.dumps({"command": command, "commit": git_commit(),
                                          "problem": args.problem, "tokens": int(corpus.n_tokens),
                                          "rows": rows}, indent=1) + "\n")
