@@ -723,6 +723,28 @@ def test_estatemerge_refuses_a_variant_that_is_neither_the_method_nor_a_mutant(v
         estatemerge(random_corpus(0, 10, 2), 1.0, variant=variant)
 
 
+@pytest.mark.parametrize("variant", [-1, 2, 7])
+def test_cvgram_refuses_a_variant_that_is_neither_the_method_nor_a_mutant(variant):
+    """An unknown ``variant`` code is refused rather than run as the method (2, an EVGram
+    term, changes nothing under cross-validation; the kernel reads no -1 or 7)."""
+    from bayesfa.learners.greedy.cvgram import MUTATIONS
+
+    assert variant not in MUTATIONS.values()
+    with pytest.raises(ValueError, match="unknown variant"):
+        cvgram(second_order_corpus(1, 60, 3), 0.5, 10, variant)
+
+
+@pytest.mark.parametrize("variant", [-1, 4, 7])
+def test_evgram_refuses_a_variant_that_is_neither_the_method_nor_a_mutant(variant):
+    """An unknown ``variant`` code is refused rather than run as the method (4, a CVGram
+    term, changes nothing under the evidence; the kernel reads no -1 or 7)."""
+    from bayesfa.learners.greedy.evgram import MUTATIONS
+
+    assert variant not in MUTATIONS.values()
+    with pytest.raises(ValueError, match="unknown variant"):
+        evgram(second_order_corpus(1, 60, 3), 0.5, variant)
+
+
 @pytest.mark.parametrize("mutant", ["end-outside-alphabet", "fold-not-held-out",
                                     "denominator-not-held-out", "folds-by-position"])
 def test_each_cvgram_mutant_grows_another_trie(mutant):

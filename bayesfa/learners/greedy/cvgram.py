@@ -41,7 +41,10 @@ def cvgram(corpus: Corpus, beta: float, folds: int = 10, variant: int = 0,
            steps: bool = False):
     """Grow the CVGram trie: ``child [n, A+1]``, ``counts [n, A+1]``, ``caret [n]``; with
     ``steps`` also the leaves examined (:func:`bayesfa.learners.greedy._vgram.grow_trie`).
-    ``variant`` != 0: a validation mutant (:data:`MUTATIONS`)."""
+    ``variant`` != 0: a validation mutant (:data:`MUTATIONS`); any other code is refused (the
+    kernel would run it as the method)."""
+    if variant != 0 and variant not in MUTATIONS.values():
+        raise ValueError(f"cvgram: unknown variant {variant!r} (0 or one of {MUTATIONS})")
     if folds < 2:
         raise InputError(f"--folds must be at least 2, got {folds}")
     if corpus.n_strings < folds:

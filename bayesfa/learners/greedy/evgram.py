@@ -35,7 +35,10 @@ MUTATIONS = {"end-outside-alphabet": _vgram.END_OUTSIDE_ALPHABET,  # A beta for 
 def evgram(corpus: Corpus, beta: float, variant: int = 0, steps: bool = False):
     """Grow the EVGram trie: ``child [n, A+1]``, ``counts [n, A+1]``, ``caret [n]``; with
     ``steps`` also the leaves examined (:func:`bayesfa.learners.greedy._vgram.grow_trie`).
-    ``variant`` != 0: a validation mutant (:data:`MUTATIONS`)."""
+    ``variant`` != 0: a validation mutant (:data:`MUTATIONS`); any other code is refused (the
+    kernel would run it as the method)."""
+    if variant != 0 and variant not in MUTATIONS.values():
+        raise ValueError(f"evgram: unknown variant {variant!r} (0 or one of {MUTATIONS})")
     return _vgram.vgram(corpus, beta, _vgram.EVIDENCE, variant=variant, steps=steps)
 
 
