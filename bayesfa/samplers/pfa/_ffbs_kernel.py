@@ -79,13 +79,14 @@ MUTATIONS: dict[str, str] = {
 
 
 @njit(cache=True, inline="always")
-def _draw(weights, n, total, u):
-    """Inverse CDF over ``weights[1..n-1]`` at ``u * total``; rounding past the top gives the
-    last state with positive weight."""
+def _draw(weights, first, n, total, u):
+    """Inverse CDF over ``weights[first..n-1]`` at ``u * total``; rounding past the top gives
+    the last entry with positive weight (``first`` when none has). The dense draws index states
+    (``first = 1``), the slice draws a row's list of live states (``first = 0``)."""
     target = u * total
     acc = 0.0
-    last = 1
-    for k in range(1, n):
+    last = first
+    for k in range(first, n):
         w = weights[k]
         if w > 0.0:
             last = k
@@ -173,7 +174,7 @@ def build_ffbs(mutation: str | None = None):
                 tot = 0.0
                 for i in range(1, n_st):
                     tot += w[i]
-                nxt = _draw(w, n_st, tot, rng.random())
+                nxt = _draw(w, 1, n_st, tot, rng.random())
                 z[start + n_let] = nxt
                 for k in range(n_let, 1, -1):
                     a = tokens[start + k - 1]
@@ -182,7 +183,7 @@ def build_ffbs(mutation: str | None = None):
                     for i in range(1, n_st):
                         w[i] = f[i] * theta[i, a, nxt]
                         tot += w[i]
-                    nxt = _draw(w, n_st, tot, rng.random())
+                    nxt = _draw(w, 1, n_st, tot, rng.random())
                     z[start + k - 1] = nxt
             start = end + 1
         return log_lik
@@ -344,7 +345,7 @@ def build_slice(mutation: str | None = None):
                     tot += w[q]
                 ok = tot > 0.0
             if ok:
-                nxt = act[n_let - 1, _draw_listed(w, nact[n_let - 1], tot, rng.random())]
+                nxt = act[n_let - 1, _draw(w, 0, nact[n_let - 1], tot, rng.random())]
                 z[start + n_let] = nxt
                 for k in range(n_let, 1, -1):
                     a = tokens[start + k - 1]
@@ -355,30 +356,13 @@ def build_slice(mutation: str | None = None):
                         i = act[k - 2, q]
                         w[q] = f[i] if theta[i, a, nxt] > cut else 0.0
                         tot += w[q]
-                    nxt = act[k - 2, _draw_listed(w, nact[k - 2], tot, rng.random())]
+                    nxt = act[k - 2, _draw(w, 0, nact[k - 2], tot, rng.random())]
                     z[start + k - 1] = nxt
             start = end + 1
         return looked
 
     _SLICE[mutation] = slice_paths
     return slice_paths
-
-
-@njit(cache=True, inline="always")
-def _draw_listed(weights, n, total, u):
-    """Inverse CDF over ``weights[0..n-1]`` at ``u * total``; rounding past the top gives the
-    last entry with positive weight."""
-    target = u * total
-    acc = 0.0
-    last = 0
-    for q in range(n):
-        w = weights[q]
-        if w > 0.0:
-            last = q
-            acc += w
-            if target < acc:
-                return q
-    return last
 
 
 #: The production slice FFBS (no mutation); see :func:`build_slice`.
