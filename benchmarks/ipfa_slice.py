@@ -13,11 +13,10 @@ draw of step 2 is run on it: the dense FFBS (``_ffbs_kernel.ffbs_paths``) ``--re
 the slice FFBS (``_ffbs_kernel.slice_paths``, its rows sorted within the pass) ``--reps``
 times, each from the chain's path (thread CPU seconds, the first pass of each untimed: numba
 compiles or loads). The ratio is dense over slice. Then where a whole sweep's CPU goes, for each
-draw of step 2: one hybrid sweep (``_ipfa_blocked_kernel.build_hybrid``: step 0, the direct
-sweep over the ``L`` labels, then steps 1-6) and the blocked steps 1-6 alone
-(``build_sweeps``), each ``--reps`` times from the chain's state restored afresh; step 0 is
-their difference, steps 1 and 3-6 the blocked steps less step 2. Nothing here is scored on
-test strings.
+draw of step 2: step 0 (the direct sweep over the ``L`` labels, as
+``_ipfa_blocked_kernel.build_hybrid`` runs it) and the blocked steps 1-6 (``build_sweeps``),
+each ``--reps`` times from the chain's state restored afresh; a hybrid sweep is their sum, and
+steps 1 and 3-6 the blocked steps less step 2. Nothing here is scored on test strings.
 """
 
 from __future__ import annotations
@@ -101,33 +100,43 @@ def compare(corpus, state: dict, reps: int, seed: int) -> dict:
 
 
 def sweep_profile(corpus, state: dict, reps: int, seed: int) -> dict:
-    """CPU seconds of a hybrid sweep and of its blocked steps 1-6, for each draw of step 2,
-    each from the chain's state (the sampler's default priors: alpha and gamma sampled)."""
-    from bayesfa.samplers.pfa._ipfa_blocked_kernel import build_hybrid, build_sweeps
+    """CPU seconds of a sweep's parts from the chain's state (the sampler's default priors:
+    alpha and gamma sampled), each timed on its own from a chain restored afresh: step 0 (the
+    weights refreshed, then one direct sweep over the ``L`` labels, as ``build_hybrid`` runs
+    it) and the blocked steps 1-6 for each draw of step 2; a sweep is their sum."""
+    from bayesfa.samplers.pfa._ipfa_blocked_kernel import build_sweeps
+    from bayesfa.samplers.pfa._ipfa_kernel import build_sweeps as build_direct
+    from bayesfa.samplers.pfa._ipfa_kernel import refresh_weights
     from bayesfa.samplers.pfa.ipfa import ALPHA_PRIOR, GAMMA_PRIOR, _BlockedChain, parse_gamma_prior
 
     tokens = np.ascontiguousarray(corpus.tokens, dtype=np.int32)
     n_sym = corpus.alphabet_size + 1
     priors = np.asarray([*parse_gamma_prior(ALPHA_PRIOR), *parse_gamma_prior(GAMMA_PRIOR)],
                         dtype=np.float64)
-    out = {}
+    rng = np.random.default_rng(seed)
+
+    def fresh():
+        return _BlockedChain.restore(tokens, n_sym, state["z"], state["beta"],
+                                     np.array([state["alpha"], state["gamma"]]),
+                                     state["truncate"])
+
+    direct = build_direct(None)
+    ch = fresh()
+
+    def step0():
+        refresh_weights(ch.ci, ch.recip, ch.bk, ch.beta, ch.meta, ch.hyper[0], n_sym, True)
+        direct(1, 0, ch.positions, ch.uniforms, ch.tokens, ch.z, ch.c, ch.ct, ch.ci, ch.recip,
+               ch.bk, ch.beta, ch.meta, ch.mcol, ch.mrow, ch.hyper, priors, rng, True)
+
+    out = {"step0_cpu_seconds": timed(step0, reps)}
     for name in ("dense", "slice"):
-        rng = np.random.default_rng(seed)
-
-        def fresh():
-            return _BlockedChain.restore(tokens, n_sym, state["z"], state["beta"],
-                                         np.array([state["alpha"], state["gamma"]]),
-                                         state["truncate"])
-
-        hybrid, blocked = build_hybrid(None, paths=name), build_sweeps(None, name)
-        ch = fresh()
-        out[f"{name}_sweep_cpu_seconds"] = timed(lambda: ch.run(1, rng, priors, hybrid), reps)
+        blocked = build_sweeps(None, name)
         ch = fresh()
         out[f"{name}_steps1to6_cpu_seconds"] = timed(
             lambda: blocked(1, ch.tokens, ch.z, ch.c, ch.ct, ch.ci, ch.beta, ch.meta, ch.mcol,
                             ch.mrow, ch.hyper, priors, rng, ch.theta, ch.filt), reps)
-        out[f"{name}_step0_cpu_seconds"] = (out[f"{name}_sweep_cpu_seconds"]
-                                            - out[f"{name}_steps1to6_cpu_seconds"])
+        out[f"{name}_sweep_cpu_seconds"] = (out["step0_cpu_seconds"]
+                                            + out[f"{name}_steps1to6_cpu_seconds"])
     return out
 
 
@@ -158,9 +167,9 @@ def main(argv=None) -> int:
               f"alpha {row['alpha']:.3g}; a pass dense {row['dense_cpu_seconds']:.3f} CPU s, slice "
               f"{row['slice_cpu_seconds']:.3f} (ratio {row['ratio']:.2f}; "
               f"{row['slice_cells_per_token']:.0f} cells a token); moved {row['dense_moved']:.3f} "
-              f"and {row['slice_moved']:.3f}; a whole sweep dense {row['dense_sweep_cpu_seconds']:.3f} "
-              f"(step 0 {row['dense_step0_cpu_seconds']:.3f}), slice {row['slice_sweep_cpu_seconds']:.3f} "
-              f"(step 0 {row['slice_step0_cpu_seconds']:.3f})", flush=True)
+              f"and {row['slice_moved']:.3f}; step 0 {row['step0_cpu_seconds']:.3f}, steps 1-6 dense "
+              f"{row['dense_steps1to6_cpu_seconds']:.3f}, slice {row['slice_steps1to6_cpu_seconds']:.3f}",
+              flush=True)
     write_out_text(args.out, json.dumps({"command": command, "commit": git_commit(),
                                          "problem": args.problem, "tokens": int(corpus.n_tokens),
                                          "rows": rows}, indent=1) + "\n")
