@@ -1,0 +1,97 @@
+"""Every option's help states the default the parser applies (issue 39: a mutant of
+``pdia --period``'s ``default=10``, whose help says "default 10", passed every test; a user
+reads the help, the run uses the parser's value).
+
+Each front is got by name below (``get_method("NAME")``), one call a method, so that the
+mutation runner (``benchmarks/mutation/run.py``) counts this file among each front's killers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+
+import pytest
+
+from bayesfa.methods import REGISTRY, get_method
+
+
+def _fronts() -> dict:
+    return {"alergia": get_method("alergia"), "cgs-hmm": get_method("cgs-hmm"),
+            "cgs-hmm-star": get_method("cgs-hmm-star"), "cgs-pfa": get_method("cgs-pfa"),
+            "cgs-sg": get_method("cgs-sg"), "cvb0": get_method("cvb0"),
+            "cvb2": get_method("cvb2"), "cvgram": get_method("cvgram"),
+            "estatemerge": get_method("estatemerge"), "evgram": get_method("evgram"),
+            "gcvb0": get_method("gcvb0"), "hmm-em": get_method("hmm-em"),
+            "hpyp": get_method("hpyp"), "ipfa": get_method("ipfa"),
+            "memoizer": get_method("memoizer"), "oracle-hmm": get_method("oracle-hmm"),
+            "oracle-pdfa": get_method("oracle-pdfa"), "oracle-pfa": get_method("oracle-pfa"),
+            "pdfa": get_method("pdfa"), "pdia": get_method("pdia"),
+            "pdia-smoothed": get_method("pdia-smoothed")}
+
+
+#: options whose help gives the default in words (computed later, or hidden from the help):
+#: (method, option) -> why the parser's value is not the stated one
+IN_WORDS = {
+    ("cgs-pfa", "--interleave"): "None: the kernel's one chain at a time, the help's 1",
+    ("cgs-pfa", "--final-blocked-every"): "hidden unless --auto (SUPPRESS): --auto's own default",
+    ("cgs-pfa", "--search-blocked-every"): "hidden unless --auto (SUPPRESS): --auto's own default",
+    ("cgs-pfa", "--shards"): "hidden unless given (SUPPRESS): no sharding",
+    ("cgs-pfa", "--workers"): "hidden unless given (SUPPRESS): min(K, 2), from --shards",
+    ("estatemerge", "--first-fit"): "a flag: the help names the other rule",
+    ("hpyp", "--discount"): "None: sampled per depth",
+    ("hpyp", "--concentration"): "None: sampled per depth",
+    ("ipfa", "--split-merge-scans"): "None: the kernel's SCANS",
+    ("ipfa", "--anneal"): "None: 300 or the whole burn-in, from --burn-in",
+    ("ipfa", "--budget"): "None: no budget",
+}
+
+
+def _stated(help_text: str) -> str | None:
+    """The last "default X" of a help text (X up to a space, ';' or ')'), or None."""
+    found = re.findall(r"\bdefault:? ([^;)\s]+)", " ".join(help_text.split()))
+    return found[-1].rstrip(".,:") if found else None
+
+
+def _same(stated: str, value) -> bool:
+    """The stated default is the parser's: as numbers to the help's rounding (gcvb0's
+    ``--tol`` is printed to three digits), else as text."""
+    try:
+        return math.isclose(float(stated), float(value), rel_tol=5e-3)
+    except (TypeError, ValueError):
+        return str(value) == stated
+
+
+def test_every_method_is_named_here():
+    assert sorted(_fronts()) == sorted(REGISTRY)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_each_option_help_states_the_default_the_parser_applies(name):
+    parser = argparse.ArgumentParser()
+    _fronts()[name].add_arguments(parser)
+    checked, wrong = 0, []
+    for action in parser._actions:
+        stated = _stated(action.help or "")
+        if stated is None or action.help is argparse.SUPPRESS:
+            continue
+        key = (name, max(action.option_strings, key=len))
+        if key in IN_WORDS:
+            assert not _same(stated, action.default), f"{key} now states its default: drop it from IN_WORDS"
+            continue
+        checked += 1
+        if not _same(stated, action.default):
+            wrong.append((key, stated, action.default))
+    assert not wrong, wrong
+    assert checked > 0  # the regex still reads this front's help texts
+
+
+def test_a_default_changed_under_its_help_is_caught():
+    """The check itself: ``--period 11`` under a help that says "default 10" is a mismatch."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--period", type=int, default=11,
+                        help="keep one sample every PERIOD sweeps after burn-in; default 10")
+    (action,) = [a for a in parser._actions if a.dest == "period"]
+    assert _stated(action.help) == "10" and not _same("10", action.default)
+    assert _same("2.22e-09", 2.220446049250313e-09) and _same("1,0.1", "1,0.1")
