@@ -143,10 +143,11 @@ def test_report_reads_several_work_copies_each_file_at_its_copys_commit(run, tmp
             (w / "sessions" / f"{run.slug(f)}.sqlite").write_text(name)
         works.append(w)
 
-    def read(db):  # session "a": 3 killed, "b": 1 killed and a live survivor
-        n, live = {"a": (3, 0), "b": (1, 1)}[db.read_text()]
-        return {"killed": n, "timeouts": 0, "survived": live, "incompetent": 0, "skipped": 0,
-                "pending": 0, "survivors": [{"job": f"live{i}", "line": 1, "operator": "x",
+    def read(db):  # session "a": 3 killed, all its mutants; "b": 1 killed, a live survivor, 5 skipped
+        n, live, skipped = {"a": (3, 0, 0), "b": (1, 1, 5)}[db.read_text()]
+        return {"killed": n, "timeouts": 0, "survived": live, "incompetent": 0,
+                "skipped": skipped, "pending": 0,
+                "survivors": [{"job": f"live{i}", "line": 1, "operator": "x",
                                              "occurrence": i} for i in range(live)]}
 
     summary = run.report(works[0], tmp_path / "out", read, [works[1]])
@@ -158,6 +159,9 @@ def test_report_reads_several_work_copies_each_file_at_its_copys_commit(run, tmp
     assert json.loads((tmp_path / "out/summary.json").read_text())["files"] == summary["files"]
     md = (tmp_path / "out/summary.md").read_text()
     assert f"| {front} | `bbbbbbb` |" in md and f"| {kernel} | `aaaaaaa` |" in md
+    # every mutant of the kernel ran: its score is the file's own, not a sample's estimate
+    assert (rows[kernel]["exhaustive"], rows[front]["exhaustive"]) == (True, False)
+    assert "| 100.0 % | exact |" in md and "| 50.0 % | 1-99 % |" in md
 
 
 def test_a_front_is_killed_by_the_tests_that_get_its_method_by_name(run, tmp_path):
@@ -321,7 +325,7 @@ def test_report_keeps_the_rows_of_a_summary_written_before_the_verdicts(run, tmp
         summary = run.report(_work(tmp_path, "fresh", "fffffff"), out, lambda db: None)
     finally:
         run.EQUIVALENT = saved
-    assert summary["files"] == [row]
+    assert summary["files"] == [{**row, "exhaustive": False}]  # 800 of its mutants skipped
     kept = json.loads((out / "verdicts.json").read_text())["files"][kernel]
     assert kept["unlisted"] == {"killed": 2, "timeout": 1, "incompetent": 1}
     assert sorted(j["job"] for j in kept["jobs"]) == ["eq1", "eq2", "live1"]

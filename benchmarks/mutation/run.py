@@ -580,6 +580,8 @@ def report(work: Path, out: Path, read=None, also: list[Path] | None = None) -> 
                      "ran": o["killed"] + o["survived"] + o["incompetent"],
                      "equivalent": len(o["survivors"]) - len(live),
                      "score": o["killed"] / denom if denom else None, "score_95": [lo, hi],
+                     # every mutant of the file ran (--sample 0): the score is the file's own
+                     "exhaustive": o.get("skipped", 0) == 0 and o.get("pending", 0) == 0,
                      "survivors": live})
     summary = {"commit": commit, "commits": sorted({r["commit"] for r in rows}),
                "command": "python benchmarks/mutation/run.py run; "
@@ -594,13 +596,14 @@ def report(work: Path, out: Path, read=None, also: list[Path] | None = None) -> 
           "`python benchmarks/mutation/run.py run`, then `report`): killed / (killed + "
           "survived), equivalent survivors left out; time-outs are kills (as cosmic-ray counts them), also shown apart; 95 % interval: "
           "Clopper-Pearson, for the file's score when the mutants ran are a random sample of "
-          "its mutants (`--sample`; skipped: not in the sample).", "",
+          "its mutants (`--sample`; skipped: not in the sample); \"exact\" where every mutant "
+          "of the file ran (`--sample 0`), so the score is the file's own.", "",
           "| file | commit | ran | killed | of which time-outs | survived | equivalent | "
           "incompetent | pending | skipped | score | 95 % interval |",
           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         score = "-" if r["score"] is None else f"{100 * r['score']:.1f} %"
-        ci = "-" if r["score"] is None else \
+        ci = "-" if r["score"] is None else "exact" if r["exhaustive"] else \
             f"{100 * r['score_95'][0]:.0f}-{100 * r['score_95'][1]:.0f} %"
         md.append(f"| {r['file']} | `{r['commit']}` | {r['ran']} | {r['killed']} | "
                   f"{r['timeouts']} | {len(r['survivors'])} | {r['equivalent']} | {r['incompetent']} | "
