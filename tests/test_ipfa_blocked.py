@@ -483,3 +483,22 @@ def test_slice_checks_pass_at_seed_0_and_a_mutant_fails():
     for c in checks:
         assert c.passed, c.to_table()
     assert not all(c.passed for c in check.blocked_checks("slice-theta-in-filter", seed=0))
+
+
+def test_a_blocked_mutant_is_reported_by_its_own_checks_only():
+    """A blocked mutant's fit has no exact reference, so no ``predictive`` check is reported
+    (an unavailable reference fails it: every blocked mutant was "caught" there whatever it
+    did), and its ``recorded`` check passes: the mutants slip in sampling, not in recording,
+    and a blocked fit's ``moved`` is a fraction of the positions in [0, 2] (step 0's moves
+    and step 2's changes), which the one-pass rate check's [0, 1] failed. Above 2 it fails."""
+    from bayesfa.validation.harness import recorded_check, validate
+
+    report = validate("ipfa:mutant-slice-no-end", "tiny", 0, kernel_checks=False)
+    assert [c.name for c in report.checks] == ["recorded"]
+    assert report.checks[0].passed
+    moved = np.asarray(report.fit.trace["moved"])
+    assert moved.max() > 1.0  # a blocked sweep moves some positions twice
+    report.fit.trace["moved"] = np.where(moved == moved.max(), 2.5, moved)
+    bad = recorded_check("ipfa:mutant-slice-no-end", report, get_toy("tiny"))
+    assert not bad.passed
+    assert [r["quantity"] for r in bad.rows if not r["pass"]] == ["moved"]

@@ -770,7 +770,9 @@ def recompute_trace(arrays, trace, options, train):
     | m, gamma]`` from the recorded table counts (``m_.k / (m.. + gamma)``, the new state
     ``gamma / (m.. + gamma)``; truncated ``(gamma / L + m_.k) / (gamma + m..)``, Teh et al.
     2006, Sect. 5.3); the weights are a distribution (``sum beta = 1``, positive on the states
-    in use) and each state in use has a table (``m_.k >= 1``)."""
+    in use) and each state in use has a table (``m_.k >= 1``). ``moved`` of a blocked fit is a
+    fraction of the positions per sweep in ``[0, 2]`` (step 0 moves each position once and
+    step 2 may change it again; the rate check's ``[0, 1]`` is for one pass)."""
     from bayesfa.samplers.pfa.cgs_pfa import kept_draw_indices  # which draws kept counts
     from bayesfa.validation.pfa.reference import counts_consistency
     from bayesfa.validation.recorded import Recomputed
@@ -796,6 +798,13 @@ def recompute_trace(arrays, trace, options, train):
                                   "states i >= 1 with C_i > 0"),
            "alpha": Recomputed(alpha, rec("alpha"), 0.0, "the kept draws' recorded alpha"),
            "gamma": Recomputed(gamma, rec("gamma"), 0.0, "the kept draws' recorded gamma")}
+    if options.get("sampler", "direct") == "blocked":  # step 0's moves and step 2's added
+        from bayesfa.validation.recorded import NotRecomputable
+
+        moved = np.asarray(trace["moved"], dtype=np.float64)
+        out["moved"] = NotRecomputable(moved, moved.shape, 0.0, 2.0,
+                                       "a sampler statistic: with --sampler blocked step 0's "
+                                       "moves and step 2's changes per position, so up to 2")
     m = tables[:, :, 1:]
     tot = m.sum(axis=2)
     truncate = int(options.get("truncate", 0)) or (
@@ -835,9 +844,11 @@ class _Spec:
 
         self.variant = variant
         self.blocked = variant in BLOCKED  # a mutant of the weak limit's blocked sampler
-        if self.blocked:  # its fit has no exact reference (below): a short one
+        if self.blocked:  # its fit has no exact reference (below): a short one, for the
+            # recorded check; no predictive comparison is reported (nothing to compare with)
             self.validation_budget = {**BUDGET, "iterations": 2_200, "chains": 2,
                                       "sampler": "blocked"}
+            self.predictive = False
 
     def check_names(self) -> list[str]:
         from bayesfa.samplers.pfa._ffbs_kernel import SLICE_MUTATIONS
@@ -846,7 +857,7 @@ class _Spec:
                    "blocked-step0-posterior-hyper"]
         sliced = ["slice-given-theta"] + [n.replace("blocked-", "blocked-slice-", 1) for n in blocked]
         if self.blocked:
-            return ["predictive"] + (sliced if self.variant in SLICE_MUTATIONS else blocked)
+            return ["recorded"] + (sliced if self.variant in SLICE_MUTATIONS else blocked)
         return (["predictive", "geweke", "geweke-hyper"]
                 + ([] if self.variant else blocked + sliced + ["blocked-split-merge"]))
 
