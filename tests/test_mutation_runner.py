@@ -382,3 +382,23 @@ def test_a_new_session_takes_the_verdicts_judged_at_the_same_code(run, tmp_path,
 def test_a_copied_verdict_keeps_its_job_id(run):
     m = run.IMPORTED.match("verdicts.json: job 14e3e1c6abc at 9ee608b (timeout)\nTIMEOUT (copied)")
     assert m.groups() == ("14e3e1c6abc", "9ee608b", "timeout")
+
+
+def test_a_target_left_mutated_by_a_stopped_session_is_restored(run, tmp_path):
+    """A session stopped mid-job leaves its mutant in the work copy (found 2026-12-07: a
+    resumed ``pdia.py`` session ran 11 jobs on a copy that still had ``--burn-in`` 501);
+    ``restore_target`` puts the file back as at the copy's commit before a session runs."""
+    import subprocess
+
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    file = "bayesfa/samplers/pdia/pdia.py"
+    work = tmp_path / "w"
+    (work / "main" / file).parent.mkdir(parents=True)
+    (work / "commit").write_text(head + "\n")
+    pristine = subprocess.run(["git", "-C", str(ROOT), "show", f"{head}:{file}"], check=True,
+                              capture_output=True).stdout
+    (work / "main" / file).write_bytes(pristine.replace(b"default=500", b"default= 501", 1))
+    assert run.restore_target(work, file)
+    assert (work / "main" / file).read_bytes() == pristine
+    assert not run.restore_target(work, file)  # as it should be: left alone

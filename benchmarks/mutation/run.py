@@ -257,6 +257,23 @@ def prepare_work(work: Path) -> str:
     return head
 
 
+def restore_target(work: Path, file: str) -> bool:
+    """``work/main/file`` as at the work copy's commit: cosmic-ray writes each mutant into the
+    file and puts it back after the job, so a session stopped mid-job leaves that mutant in
+    place, and every later job of the resumed session would run on two mutations. Returns
+    whether it had to be restored (said on stderr)."""
+    commit = (work / "commit").read_text().strip()
+    pristine = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{file}"], check=True,
+                              capture_output=True).stdout
+    target = work / "main" / file
+    if target.read_bytes() == pristine:
+        return False
+    target.write_bytes(pristine)
+    print(f"run.py: {file}: restored from {commit} (a session stopped mid-mutant had left its "
+          f"mutation in the work copy)", file=sys.stderr)
+    return True
+
+
 def dependents(module: str, graph: dict[str, set[str]]) -> set[str]:
     """``module`` and every bayesfa module that reaches it through imports (whose numba cache
     may hold its compiled code: numba does not track a callee in another file)."""
@@ -346,6 +363,7 @@ def run_file(row: dict, work: Path, args, graph: dict[str, set[str]]) -> None:
     if not _pending(db, args.cosmic_ray):
         print(f"run.py: {row['file']}: no pending mutant", file=sys.stderr)
         return
+    restore_target(work, row["file"])
     try:
         for jit in jits:
             toml, db, sock = session_files(work, row, args.python, validate, jit, graph)
