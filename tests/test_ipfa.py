@@ -285,6 +285,27 @@ def test_fit_and_predict_online_through_the_registry():
 
 # -- the weak limit: CGS-PFA ----------------------------------------------------------------
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_prior_weights_below_the_floor_are_stored_as_zero(dtype):
+    """``refresh_weights`` stores ``alpha beta_k / A`` exactly from the floor up (2**-100, the
+    floor itself kept) and 0 below it: the weak limit's unused states, with shares below
+    1e-38, once made every weight of theirs a subnormal float and step 0 ten times slower."""
+    alpha, n_sym = 2.0, 4
+    shares = np.array([0.0, 0.5, 2.0 ** -100 * n_sym / alpha, 2.0 ** -101 * n_sym / alpha,
+                       1e-45, 0.0])
+    shares[0] = 1.0 - shares.sum()  # beta sums to 1 (beta[0] unused when truncated)
+    ci = np.array([0, 3, 0, 0, 0, 0], dtype=np.int32)
+    recip = np.zeros(6, dtype=dtype)
+    bk = np.zeros(6, dtype=dtype)
+    meta = np.zeros(2, dtype=np.int64)
+    kern.refresh_weights(ci, recip, bk, shares, meta, alpha, n_sym, True)
+    assert bk[1] == dtype(alpha * 0.5 / n_sym)
+    assert bk[2] == dtype(2.0 ** -100)
+    assert bk[3] == 0 and bk[4] == 0 and bk[5] == 0
+    assert not np.any((bk != 0) & (np.abs(bk) < np.finfo(dtype).tiny))
+    assert list(meta) == [5, 5] and recip[2] == dtype(1.0 / alpha)
+
+
 def test_log_joint_and_plugin_at_uniform_beta_are_cgs_pfa():
     """With beta_k = 1/N on N states and alpha = N A beta, the collapsed joint is Eq. 4 and
     the plug-in is CGS-PFA's (Sect. 2.3) exactly (deterministic)."""

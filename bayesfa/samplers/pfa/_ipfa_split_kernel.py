@@ -53,7 +53,7 @@ import numpy as np
 from numba import njit
 
 from bayesfa.samplers.pfa._cgs_pfa_kernel import move_state
-from bayesfa.samplers.pfa._ipfa_kernel import _exact_weight, row_log_joint
+from bayesfa.samplers.pfa._ipfa_kernel import _exact_weight, floored, row_log_joint
 
 #: launch scans of the blocked sampler's move (``--split-merge-scans``): at 100, 3 % of the
 #: splits had log ratio > 0 on the generated 40-state PFA's chain from 10 states, at 3 and 10
@@ -138,8 +138,8 @@ def _resplit(i, j, beta, bk, alpha, gamma, n_st, n_sym, rng):
     u = rng.random()
     beta[i] = u * s
     beta[j] = (1.0 - u) * s
-    bk[i] = bk.dtype.type(alpha * beta[i] / n_sym)
-    bk[j] = bk.dtype.type(alpha * beta[j] / n_sym)
+    bk[i] = bk.dtype.type(floored(alpha * beta[i] / n_sym))
+    bk[j] = bk.dtype.type(floored(alpha * beta[j] / n_sym))
     return (gamma / n_st - 1.0) * (math.log(beta[i]) + math.log(beta[j]) - math.log(bi0)
                                    - math.log(bj0))
 
@@ -325,8 +325,8 @@ def _make(hastings, empty_choice):
         _set(t2, i if split else j, tokens, z, c, ct, ci, recip, alpha)
         beta[i] = bi0
         beta[j] = bj0
-        bk[i] = bk.dtype.type(alpha * bi0 / n_sym)
-        bk[j] = bk.dtype.type(alpha * bj0 / n_sym)
+        bk[i] = bk.dtype.type(floored(alpha * bi0 / n_sym))
+        bk[j] = bk.dtype.type(floored(alpha * bj0 / n_sym))
         return int(out[KIND])
 
     return propose
