@@ -55,12 +55,20 @@ def _stated(help_text: str) -> str | None:
 
 
 def _same(stated: str, value) -> bool:
-    """The stated default is the parser's: as numbers to the help's rounding (gcvb0's
-    ``--tol`` is printed to three digits), else as text."""
-    try:
-        return math.isclose(float(stated), float(value), rel_tol=5e-3)
-    except (TypeError, ValueError):
+    """The stated default is the parser's: an integer exactly, a float to the help's
+    significant digits (gcvb0's ``--tol`` is printed to three), anything else as text. (A
+    relative tolerance let ``pdia --burn-in``'s 500 -> 499 pass under "default 500".)"""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value) == stated
+    try:
+        number = float(stated)
+    except ValueError:
+        return False
+    if isinstance(value, int):
+        return number == value
+    mantissa = stated.lower().split("e")[0]
+    digits = max(1, len(re.sub(r"\D", "", mantissa).lstrip("0")))
+    return f"{value:.{digits - 1}e}" == f"{number:.{digits - 1}e}"
 
 
 def test_every_method_is_named_here():
@@ -95,3 +103,4 @@ def test_a_default_changed_under_its_help_is_caught():
     (action,) = [a for a in parser._actions if a.dest == "period"]
     assert _stated(action.help) == "10" and not _same("10", action.default)
     assert _same("2.22e-09", 2.220446049250313e-09) and _same("1,0.1", "1,0.1")
+    assert not _same("500", 499) and not _same("2.22e-09", 2.23e-09) and _same("0.5", 0.5)

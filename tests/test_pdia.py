@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 
 import numpy as np
 import pytest
@@ -50,6 +51,8 @@ def test_discount_options_take_the_unit_interval_and_max_states_bounds_the_capac
     corpus = Corpus.from_strings([[0, 1, 0], [1]], 2)  # T = 6 tokens (ends included)
     assert state_capacity(corpus, {"max_states": 3}) == 4
     assert state_capacity(corpus, {"max_states": 100}) == 2 * corpus.n_tokens + 2
+    odd = Corpus.from_strings([[0, 1], [1]], 2)  # T = 5: 2 T has bit 1 set (2 T | 2 == 2 T)
+    assert state_capacity(odd, {"max_states": 100}) == 12
 
 
 def test_pdia_fit_predict_seed_and_posterior_of_a_trivial_corpus():
@@ -80,14 +83,43 @@ def test_pdia_sampled_hyperparameters_map_and_sequence():
     assert 0 < fit.trace["d"].min() and fit.trace["d"].max() < 1
     assert set(fit.info["acceptance"]) >= {"entry", "table", "alpha", "d", "d0"}
     test = all_strings()
-    for kw in ({}, {"map": True}):
-        logp = method.predict_log_prob(fit.arrays, opts, test, **kw)
+    got = {}
+    for kw in ({}, {"map": True}, {"map": False}):
+        logp = got[str(kw)] = method.predict_log_prob(fit.arrays, opts, test, **kw)
         assert np.all(np.isfinite(logp)) and np.all(logp < 0)
+    # the default is the posterior mixture, not the MAP draw
+    assert np.array_equal(got["{}"], got["{'map': False}"])
+    assert not np.allclose(got["{}"], got["{'map': True}"])
+    # its states come and go: no posterior-mean automaton, a one-line refusal saying why
+    with pytest.raises(InputError, match="no posterior-mean automaton"):
+        method.automaton(fit.arrays, opts, which="mean")
+    assert method.automaton(fit.arrays, opts, which="map").n_states >= 1
     seq = options(iterations=30, burn_in=10, period=4, chains=1, sequence=True, **HYP)
     fit = method.fit(Corpus.from_strings([[0, 1, 1, 0, 1, 0]], 2), seq, 0, False)
     one = [Corpus.from_strings([[a]], 2) for a in (0, 1)]
     total = sum(np.exp(method.predict_log_prob(fit.arrays, seq, c))[0] for c in one)
     assert total == pytest.approx(1.0, abs=1e-9)
+
+
+def test_an_unknown_kernel_variant_is_refused_not_run_as_the_sampler():
+    """A front's ``variant`` selects the kernel's code (0 the sampler, 1-15 validation
+    mutants); any other value once ran as the sampler, so a front set to -1 passed."""
+    from bayesfa.samplers.pdia.pdfa import VARIANT_CODES, check_variant
+    from bayesfa.validation.pdia.pdfa import MUTANTS
+    from bayesfa.validation.pdia.smoothed import KERNEL_MUTANTS
+
+    codes = {c for family in MUTANTS.values() for c in family.values()}
+    assert codes | set(KERNEL_MUTANTS.values()) <= set(VARIANT_CODES) - {0}
+    assert get_method("pdia").variant == 0 and get_method("pdfa").variant == 0
+    for bad in (-1, 16, 1.0, True, None):
+        with pytest.raises(ValueError, match="unknown kernel variant"):
+            check_variant(bad)
+    assert check_variant(np.int64(3)) == 3
+    method = copy.copy(get_method("pdia"))
+    method.variant = -1
+    with pytest.raises(ValueError, match="unknown kernel variant"):
+        method.fit(Corpus.from_strings([[0]], 2),
+                   options(iterations=4, burn_in=2, period=1, chains=1), 0, False)
 
 
 @pytest.mark.parametrize("model,sequence", [(1, False), (1, True), (0, False), (0, True)])

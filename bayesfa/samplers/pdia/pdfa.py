@@ -188,6 +188,19 @@ def _sweeps(state: ChainState, hyp, fixed, n: int, rng, stats, options, variant:
 
 #: the validation mutant that slips only in the recorded log joint (``_pdfa_kernel.log_joint``)
 LOG_JOINT_VARIANT = 15
+#: the kernels' ``variant`` codes: 0 is the sampler, 1-15 the validation's mutants
+#: (:mod:`bayesfa.validation.pdia`); any other code is refused, not run as the sampler
+VARIANT_CODES = range(16)
+
+
+def check_variant(variant) -> int:
+    """``variant`` as an int, or ValueError when it is not one of :data:`VARIANT_CODES` (a
+    front's ``variant`` of -1 sampled as the production kernel, unseen by every test)."""
+    if isinstance(variant, (bool, np.bool_)) or not isinstance(variant, (int, np.integer)) \
+            or int(variant) not in VARIANT_CODES:
+        raise ValueError(f"unknown kernel variant {variant!r}: 0 (the sampler) or a validation "
+                         f"mutant's code {VARIANT_CODES[1]}-{VARIANT_CODES[-1]}")
+    return int(variant)
 
 
 def _record(state: ChainState, hyp, emission=None, variant: int = 0) -> dict[str, Any]:
@@ -549,6 +562,7 @@ def fit_model(model: int, corpus: Corpus, options: dict[str, Any], seed: int | N
     sweeps a resumed chain had done); the bar with ``progress`` moves with it."""
     if not isinstance(corpus, Corpus):
         raise TypeError("corpus must be a bayesfa.Corpus")
+    variant = check_variant(variant)
     if corpus.n_strings < 1:
         raise InputError("the training corpus has no string")
     n_draws = check_schedule(options)
@@ -704,6 +718,7 @@ def per_sample_log_prob(model: int, arrays: dict[str, np.ndarray], options: dict
     none did, the reading is exact: nothing random was read)."""
     from bayesfa.samplers.pdia._pdfa_kernel import predict_strings
 
+    variant = check_variant(variant)
     data, offsets = _test_data(arrays, options, corpus, per_symbol)
     n_c, n_d, rows, s = arrays["delta"].shape
     pairs = draws if draws is not None else [(c, d) for c in range(n_c) for d in range(n_d)]
@@ -1251,6 +1266,7 @@ def plugin_pfa(model: int, arrays, options, c: int, d: int, variant: int = 0,
     from bayesfa.samplers.pdia._crf_kernel import (H_ALPHA, H_ALPHA0, H_BETA, H_D, H_D0,
                                                    M_DISHES, M_HI, M_TABLES, S_M, T_DISH, T_N)
 
+    variant = check_variant(variant)
     if options.get("sequence", False):
         raise InputError("a run fitted with --sequence models one long sequence, not a "
                          "distribution over strings: it has no automaton to export")
