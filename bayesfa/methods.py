@@ -183,6 +183,30 @@ def positive_float(text: str) -> float:
     return value
 
 
+def _fraction(text: str, zero: bool, one: bool) -> float:
+    """``text`` as a number of the unit interval, 0 and 1 included as ``zero`` and ``one``."""
+    value = float(text)
+    if not (0.0 <= value if zero else 0.0 < value) or not (value <= 1.0 if one else value < 1.0):
+        raise argparse.ArgumentTypeError(
+            f"must be a number in {'[' if zero else '('}0, 1{']' if one else ')'}, got {text}")
+    return value
+
+
+def discount(text: str) -> float:
+    """A Pitman-Yor discount: a number in ``[0, 1)``."""
+    return _fraction(text, zero=True, one=False)
+
+
+def inverse_temperature(text: str) -> float:
+    """A number in ``(0, 1]`` (an annealing schedule's start)."""
+    return _fraction(text, zero=False, one=True)
+
+
+def open_fraction(text: str) -> float:
+    """A number in ``(0, 1)``."""
+    return _fraction(text, zero=False, one=False)
+
+
 def add_mcmc_arguments(parser: argparse.ArgumentParser, *, states: int = 10, beta: float | None = 0.1,
                        iterations: int = 1000, burn_in: int = 500, period: int = 10,
                        parallel_chains: bool = True) -> None:

@@ -104,3 +104,23 @@ def test_a_default_changed_under_its_help_is_caught():
     assert _stated(action.help) == "10" and not _same("10", action.default)
     assert _same("2.22e-09", 2.220446049250313e-09) and _same("1,0.1", "1,0.1")
     assert not _same("500", 499) and not _same("2.22e-09", 2.23e-09) and _same("0.5", 0.5)
+
+
+@pytest.mark.parametrize("kind,inside,outside", [
+    ("discount", ["0", "0.5", "0.999"], ["1", "-0.1", "nan"]),
+    ("inverse_temperature", ["1", "0.5", "1e-9"], ["0", "1.5", "nan"]),
+    ("open_fraction", ["0.5", "1e-9"], ["0", "1", "nan"]),
+])
+def test_fraction_types_take_their_interval_and_name_it(kind, inside, outside):
+    """The unit-interval option types of :mod:`bayesfa.methods` (one each for ``[0, 1)``,
+    ``(0, 1]`` and ``(0, 1)``), shared by the PDIA, the n-gram fronts and CGS-PFA."""
+    from bayesfa.methods import discount, inverse_temperature, open_fraction
+
+    check = {"discount": discount, "inverse_temperature": inverse_temperature,
+             "open_fraction": open_fraction}[kind]
+    for text in inside:
+        assert check(text) == float(text)
+    shown = {"discount": "[0, 1)", "inverse_temperature": "(0, 1]", "open_fraction": "(0, 1)"}
+    for text in outside:
+        with pytest.raises(argparse.ArgumentTypeError, match=re.escape(shown[kind])):
+            check(text)

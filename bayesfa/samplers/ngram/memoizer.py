@@ -37,10 +37,9 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.methods import FitResult
+from bayesfa.methods import FitResult, discount
 from bayesfa.samplers.ngram.hpyp import (add_sequence_argument, check_shape, context_tree,
                                          flat_size, flat_symbols, quantity, test_offsets)
-from bayesfa.samplers.pdia.pdia import _unit_interval
 
 #: d_0 .. d_10 and d_inf: the initial discounts of Gasthaus, Wood & Teh (2010)
 DISCOUNTS = (0.05, 0.7, 0.8, 0.82, 0.84, 0.88, 0.91, 0.92, 0.93, 0.94, 0.95)
@@ -203,7 +202,7 @@ class _Memoizer:
                             default=",".join(str(d) for d in DISCOUNTS),
                             help="d_0,d_1,...: the discount of each context length; default "
                                  f"{','.join(str(d) for d in DISCOUNTS)}")
-        parser.add_argument("--d-inf", type=_unit_interval, default=D_INF,
+        parser.add_argument("--d-inf", type=discount, default=D_INF,
                             help=f"the discount of longer contexts; default {D_INF}")
         add_sequence_argument(parser)
 

@@ -29,20 +29,13 @@ from typing import Any
 import numpy as np
 
 from bayesfa.corpus import Corpus
-from bayesfa.methods import FitResult, nonnegative_int, positive_float, positive_int
+from bayesfa.methods import FitResult, discount, nonnegative_int, positive_float, positive_int
 from bayesfa.samplers.chains import add_checkpoint_argument
 from bayesfa.samplers.pdia.pdfa import (CRF, MIXTURE_MAX_PARTICLES, MIXTURE_TOLERANCE,
                                         PlugInAutomata, add_common_arguments, fit_model,
                                         memory_bytes, perplexity_log_prob, predict)
 
 DEFAULT_MAX_STATES = 5000
-
-
-def _unit_interval(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value
 
 
 def state_capacity(corpus: Corpus, options: dict[str, Any]) -> int:
@@ -83,10 +76,10 @@ class _PDIA(PlugInAutomata):
         parser.add_argument("--alpha0", type=positive_float, default=None,
                             help="concentration of the top restaurant (mu); fixed if given, "
                                  "else sampled under Gamma(1, 1) from 1.0")
-        parser.add_argument("--d", type=_unit_interval, default=None,
+        parser.add_argument("--d", type=discount, default=None,
                             help="discount of the restaurants phi_j; fixed if given, else "
                                  "sampled under Uniform(0, 1) from 0.5")
-        parser.add_argument("--d0", type=_unit_interval, default=None,
+        parser.add_argument("--d0", type=discount, default=None,
                             help="discount of the top restaurant; fixed if given, else sampled "
                                  "under Uniform(0, 1) from 0.5")
         parser.add_argument("--max-states", type=positive_int, default=DEFAULT_MAX_STATES,

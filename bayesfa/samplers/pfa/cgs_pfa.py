@@ -31,8 +31,8 @@ from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp_by_strings, xi_to_pfa
-from bayesfa.methods import (FitResult, add_mcmc_arguments, draws_per_chain, nonnegative_int,
-                             positive_int)
+from bayesfa.methods import (FitResult, add_mcmc_arguments, draws_per_chain, inverse_temperature,
+                             nonnegative_int, open_fraction, positive_int)
 from bayesfa.samplers.pfa._replica_kernel import MIN_B as REPLICA_MIN_B, SWAP_EVERY
 from bayesfa.samplers.pfa._split_merge_kernel import SCANS as SPLIT_MERGE_SCANS
 from bayesfa.samplers.plugin import DrawAutomata
@@ -1223,13 +1223,6 @@ def _result(setup: _Setup, outs: list, run: dict, holdout: float, max_draws) -> 
                      predict_log_mean, stats)
 
 
-def _unit_interval(text: str) -> float:
-    value = float(text)
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text}")
-    return value
-
-
 def add_anneal_arguments(parser: argparse.ArgumentParser, anneal_help: str, *,
                          default: int | None = 0, start: float = ANNEAL_START) -> None:
     """``--anneal SWEEPS`` (help ``anneal_help``, default ``default``) and ``--anneal-start B``
@@ -1237,16 +1230,9 @@ def add_anneal_arguments(parser: argparse.ArgumentParser, anneal_help: str, *,
     declare them."""
     parser.add_argument("--anneal", type=nonnegative_int, default=default, metavar="SWEEPS",
                         help=anneal_help)
-    parser.add_argument("--anneal-start", type=_unit_interval, default=start, metavar="B",
+    parser.add_argument("--anneal-start", type=inverse_temperature, default=start, metavar="B",
                         help=f"inverse temperature of the first annealed sweep, in (0, 1]; "
                              f"default {start}")
-
-
-def _open_unit_interval(text: str) -> float:
-    value = float(text)
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text}")
-    return value
 
 
 def _rate(text: str) -> float:
@@ -1327,7 +1313,7 @@ class _CGSPFA(DrawAutomata):
         parser.add_argument("--swap-every", type=positive_int, default=SWAP_EVERY, metavar="K",
                             help=f"with --replicas, a swap round after every K sweeps; default "
                                  f"{SWAP_EVERY}")
-        parser.add_argument("--replica-min-b", type=_open_unit_interval, default=REPLICA_MIN_B,
+        parser.add_argument("--replica-min-b", type=open_fraction, default=REPLICA_MIN_B,
                             metavar="B",
                             help=f"with --replicas, the inverse temperature of the hottest "
                                  f"replica, in (0, 1); default {REPLICA_MIN_B}")
