@@ -124,3 +124,20 @@ def test_fraction_types_take_their_interval_and_name_it(kind, inside, outside):
     for text in outside:
         with pytest.raises(argparse.ArgumentTypeError, match=re.escape(shown[kind])):
             check(text)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_each_default_is_a_value_its_option_accepts(name):
+    """A default the option's own type would refuse (``pdia --jobs`` default 0 under
+    ``positive_int``) is a value no user could give, recorded in every run folder."""
+    parser = argparse.ArgumentParser()
+    _fronts()[name].add_arguments(parser)
+    checked = 0
+    for action in parser._actions:
+        if action.type is None or action.default in (None, argparse.SUPPRESS):
+            continue
+        if isinstance(action.default, str):
+            continue  # parsed from this very text
+        assert action.type(str(action.default)) == action.default, action.option_strings
+        checked += 1
+    assert checked > 0

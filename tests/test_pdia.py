@@ -101,6 +101,18 @@ def test_pdia_sampled_hyperparameters_map_and_sequence():
     assert total == pytest.approx(1.0, abs=1e-9)
 
 
+def test_perplexity_options_are_keyword_only():
+    """``perplexity_log_prob(arrays, options, corpus, *, continuation, ...)``: every option
+    after the corpus must be named (a positional ``True`` would silently be ``continuation``)."""
+    import inspect
+
+    for name in ("pdia", "pdfa", "pdia-smoothed"):
+        params = list(inspect.signature(get_method(name).perplexity_log_prob).parameters.values())
+        assert [p.name for p in params[:3]] == ["arrays", "options", "corpus"], name
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[3:]), name
+        assert params[3].name == "continuation", name
+
+
 def test_an_unknown_kernel_variant_is_refused_not_run_as_the_sampler():
     """A front's ``variant`` selects the kernel's code (0 the sampler, 1-15 validation
     mutants); any other value once ran as the sampler, so a front set to -1 passed."""

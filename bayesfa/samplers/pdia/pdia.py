@@ -83,7 +83,7 @@ class _PDIA(PlugInAutomata):
                             help="discount of the top restaurant; fixed if given, else sampled "
                                  "under Uniform(0, 1) from 0.5")
         parser.add_argument("--max-states", type=positive_int, default=DEFAULT_MAX_STATES,
-                            help=f"state capacity besides q0; default {DEFAULT_MAX_STATES}")
+                            help="state capacity besides q0; default 5000")
         add_checkpoint_argument(parser)
 
     def fit(self, corpus: Corpus, options: dict[str, Any], seed: int, progress: bool,
