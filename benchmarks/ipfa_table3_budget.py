@@ -11,13 +11,16 @@ the ``--auto`` run it is set against (its ``summary.csv``: ratio and CPU per pro
 problem and start: the score ratio - 1 (test strings: they chose nothing), the states in use
 over every draw of both chains (``trace_n_states`` of the unit files: median and the 5-95 %
 range), the sweeps each chain's budget bought and the CPU it took
-(``problems/NAME/final/budget-CCCC.json``). Two of the issue's bars are computed: the ranges of
+(``problems/NAME/final/budget-CCCC.json``), each chain's median log joint over its draws
+(``trace_log_joint``: the training strings' collapsed joint, the same target for every arm of
+one truncation, so a training-only measure of the plateau each reached). Two of the issue's bars are computed: the ranges of
 states in use from 10 and from 100 overlap (asked on at least 8 of 9), and each start's ratio -
 1 is at most ``--auto``'s with at most ``--auto``'s CPU (asked on at least 6 of 9).
 Writes ``--out`` and its ``.md`` (the commit of this script and of each run).
 
-``--arms LABEL=FOLDER ...`` reads other runs of one start instead (e.g. ``--paths`` dense and
-slice from 10 states): the same columns per arm, ``--auto`` reached per arm, no overlap bar.
+``--arms LABEL=FOLDER ...`` reads other runs instead (e.g. ``--paths`` dense and slice from 10
+states): the same columns per arm, ``--auto`` reached per arm, and the overlap bar across them
+only with ``--overlap`` (arms that are starts).
 """
 
 from __future__ import annotations
@@ -54,10 +57,11 @@ def _code(folder: Path) -> str:
 def problem_start(folder: Path, name: str) -> dict:
     """One start's figures on one problem (its two chains' unit files and plans)."""
     final = folder / "problems" / name / "final"
-    states, plans = [], []
+    states, plans, joints = [], [], []
     for unit in sorted(final.glob("chain-*.npz")):
         with np.load(unit) as npz:
             states.append(np.asarray(npz["trace_n_states"]).ravel())
+            joints.append(float(np.median(npz["trace_log_joint"])))
     for plan in sorted(final.glob("budget-*.json")):
         plans.append(json.loads(plan.read_text()))
     k = np.concatenate(states) if states else np.zeros(0)
@@ -66,6 +70,7 @@ def problem_start(folder: Path, name: str) -> dict:
             "states_median": float(np.median(k)) if k.size else None,
             "states_q05": float(np.quantile(k, 0.05)) if k.size else None,
             "states_q95": float(np.quantile(k, 0.95)) if k.size else None,
+            "log_joint_median_per_chain": joints,
             "sweeps": [p["iterations"] for p in plans],
             "cpu_seconds": float(sum(p["cpu_seconds"] for p in plans)) if plans else None}
 
@@ -78,6 +83,9 @@ def main(argv=None) -> int:
     ap.add_argument("--arms", nargs="+", metavar="LABEL=FOLDER",
                     help="runs of one start to set side by side, in place of RUNS/start10 and "
                          "RUNS/start100 (no overlap bar)")
+    ap.add_argument("--overlap", action="store_true",
+                    help="with --arms: the arms are starts (e.g. 10=FOLDER 100=FOLDER); "
+                         "compute the overlap bar across them")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -97,7 +105,8 @@ def main(argv=None) -> int:
         a_ratio, a_cpu = float(a["ratio"]) - 1, float(a["cpu_seconds"])
         lo = [cells[s]["states_q05"] for s in arms]
         hi = [cells[s]["states_q95"] for s in arms]
-        meets = not args.arms and None not in lo + hi and max(lo) <= min(hi)
+        starts = not args.arms or args.overlap
+        meets = starts and None not in lo + hi and max(lo) <= min(hi)
         overlap += bool(meets)
         row = {"problem": name, "auto_ratio_minus_1": a_ratio, "auto_cpu_seconds": a_cpu,
                "overlap": bool(meets), "starts": {str(s): cells[s] for s in arms}}
@@ -122,8 +131,9 @@ def main(argv=None) -> int:
              + f"; --auto: `{args.auto}` at `{doc['auto']['code']}`. Ratio - 1 on the test strings "
              "(they chose nothing); states in use over every draw of both chains.", "",
              f"| problem | --auto ratio - 1 | --auto CPU s | {'arm' if args.arms else 'start'} | ratio - 1 | states in use (q05-median-q95) "
-             "| sweeps per chain | CPU s | reaches --auto | ranges overlap |",
-             "|---|---:|---:|---:|---:|---|---|---:|---|---|"]
+             "| sweeps per chain | CPU s | log joint per chain (median of its draws) | reaches --auto "
+             "| ranges overlap |",
+             "|---|---:|---:|---:|---:|---|---|---:|---|---|---|"]
     for row in table:
         for s in arms:
             c = row["starts"][str(s)]
@@ -133,8 +143,10 @@ def main(argv=None) -> int:
             lines.append(f"| {row['problem']} | {row['auto_ratio_minus_1']:.5f} | {row['auto_cpu_seconds']:.0f} "
                          f"| {s} | {ratio} | {fmt(c['states_q05'])}-{fmt(c['states_median'])}-"
                          f"{fmt(c['states_q95'])} | {', '.join(map(str, c['sweeps'])) or '-'} | {cpu} "
-                         f"| {'yes' if c['reaches_auto'] else 'no'} | {'-' if args.arms else 'yes' if row['overlap'] else 'no'} |")
-    overlaps = ("" if args.arms else
+                         f"| {', '.join(f'{j:.0f}' for j in c['log_joint_median_per_chain']) or '-'} "
+                         f"| {'yes' if c['reaches_auto'] else 'no'} | {'-' if not starts else 'yes' if row['overlap'] else 'no'} |")
+    starts = not args.arms or args.overlap
+    overlaps = ("" if not starts else
                 f"Ranges of states in use overlap on {overlap} of {len(table)} (the issue asks 8 of 9); ")
     lines += ["", overlaps
               + "; ".join(f"{f'arm {s}:' if args.arms else f'from {s}'} the iPFA reaches --auto's ratio - 1 "
