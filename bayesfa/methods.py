@@ -183,7 +183,7 @@ def positive_float(text: str) -> float:
     return value
 
 
-def _fraction(text: str, zero: bool, one: bool) -> float:
+def _in_unit_interval(text: str, zero: bool, one: bool) -> float:
     """``text`` as a number of the unit interval, 0 and 1 included as ``zero`` and ``one``."""
     value = float(text)
     if not (0.0 <= value if zero else 0.0 < value) or not (value <= 1.0 if one else value < 1.0):
@@ -192,19 +192,19 @@ def _fraction(text: str, zero: bool, one: bool) -> float:
     return value
 
 
-def discount(text: str) -> float:
-    """A Pitman-Yor discount: a number in ``[0, 1)``."""
-    return _fraction(text, zero=True, one=False)
+def fraction(text: str) -> float:
+    """A number in ``[0, 1)`` (a Pitman-Yor discount, a held-out share of the strings)."""
+    return _in_unit_interval(text, zero=True, one=False)
 
 
 def inverse_temperature(text: str) -> float:
     """A number in ``(0, 1]`` (an annealing schedule's start)."""
-    return _fraction(text, zero=False, one=True)
+    return _in_unit_interval(text, zero=False, one=True)
 
 
 def open_fraction(text: str) -> float:
     """A number in ``(0, 1)``."""
-    return _fraction(text, zero=False, one=False)
+    return _in_unit_interval(text, zero=False, one=False)
 
 
 def add_mcmc_arguments(parser: argparse.ArgumentParser, *, states: int = 10, beta: float | None = 0.1,

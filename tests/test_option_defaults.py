@@ -9,7 +9,6 @@ mutation runner (``benchmarks/mutation/run.py``) counts this file among each fro
 from __future__ import annotations
 
 import argparse
-import math
 import re
 
 import pytest
@@ -107,20 +106,20 @@ def test_a_default_changed_under_its_help_is_caught():
 
 
 @pytest.mark.parametrize("kind,inside,outside", [
-    ("discount", ["0", "0.5", "0.999"], ["1", "-0.1", "nan"]),
+    ("fraction", ["0", "0.5", "0.999"], ["1", "-0.1", "nan"]),
     ("inverse_temperature", ["1", "0.5", "1e-9"], ["0", "1.5", "nan"]),
     ("open_fraction", ["0.5", "1e-9"], ["0", "1", "nan"]),
 ])
 def test_fraction_types_take_their_interval_and_name_it(kind, inside, outside):
     """The unit-interval option types of :mod:`bayesfa.methods` (one each for ``[0, 1)``,
-    ``(0, 1]`` and ``(0, 1)``), shared by the PDIA, the n-gram fronts and CGS-PFA."""
-    from bayesfa.methods import discount, inverse_temperature, open_fraction
+    ``(0, 1]`` and ``(0, 1)``), shared by the PDIA, the n-gram fronts, CVB and CGS-PFA."""
+    from bayesfa.methods import fraction, inverse_temperature, open_fraction
 
-    check = {"discount": discount, "inverse_temperature": inverse_temperature,
+    check = {"fraction": fraction, "inverse_temperature": inverse_temperature,
              "open_fraction": open_fraction}[kind]
     for text in inside:
         assert check(text) == float(text)
-    shown = {"discount": "[0, 1)", "inverse_temperature": "(0, 1]", "open_fraction": "(0, 1)"}
+    shown = {"fraction": "[0, 1)", "inverse_temperature": "(0, 1]", "open_fraction": "(0, 1)"}
     for text in outside:
         with pytest.raises(argparse.ArgumentTypeError, match=re.escape(shown[kind])):
             check(text)

@@ -47,12 +47,12 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.methods import ESTIMATE_SECONDS, FitResult, positive_float, positive_int
+from bayesfa.methods import ESTIMATE_SECONDS, FitResult, fraction, positive_float, positive_int
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, add_checkpoint_argument, chain_path,
                                      check_checkpoint_every, check_numbers, corrupt_checkpoint,
                                      digest, free_positions, n_free_positions,
                                      read_checkpoint, save_checkpoint)
-from bayesfa.samplers.pfa.cgs_pfa import (HOLDOUT_MAX, _fraction, holdout_split, plugin_log_prob,
+from bayesfa.samplers.pfa.cgs_pfa import (HOLDOUT_MAX, holdout_split, plugin_log_prob,
                                           plugin_xi, prior_matrix)
 from bayesfa.samplers.plugin import DrawAutomata
 
@@ -932,7 +932,7 @@ class _VBMethod(DrawAutomata):
                             help="largest number of iterations; default 200")
         parser.add_argument("--tol", type=positive_float, default=self._default_tol,
                             help=self._tol_help)
-        parser.add_argument("--holdout", type=_fraction, default=0.0, metavar="FRACTION",
+        parser.add_argument("--holdout", type=fraction, default=0.0, metavar="FRACTION",
                             help=f"fraction of the training strings (at most {HOLDOUT_MAX}) left "
                                  f"out of the fit, chosen from the seed; each iteration records "
                                  f"their log predictive (heldout_log_pred) for diagnose; default 0")

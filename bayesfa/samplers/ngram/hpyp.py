@@ -40,14 +40,14 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import log_mean_exp
-from bayesfa.methods import (ESTIMATE_SECONDS, FitResult, discount, draws_per_chain, nonnegative_int,
+from bayesfa.methods import (ESTIMATE_SECONDS, FitResult, draws_per_chain, fraction, nonnegative_int,
                              positive_float, positive_int)
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
                                      add_checkpoint_argument, check_checkpoint_every,
                                      check_generator_state, corrupt_checkpoint, digest,
                                      generator_state, read_checkpoint, save_checkpoint)
 from bayesfa.samplers.pdia.pdfa import as_symbols
-from bayesfa.samplers.pfa.cgs_pfa import HOLDOUT_MAX, _fraction, holdout_split
+from bayesfa.samplers.pfa.cgs_pfa import HOLDOUT_MAX, holdout_split
 
 #: Beta(a, b) prior of the discounts, Gamma(shape, rate) of the concentrations (Teh 2006)
 PRIOR = np.array([1.0, 1.0, 1.0, 1.0])
@@ -793,14 +793,14 @@ class _HPYP:
                             help="independent chains; default 1")
         parser.add_argument("--jobs", type=positive_int, default=1,
                             help="ignored: the chains run one after the other in this process")
-        parser.add_argument("--discount", type=discount, default=None,
+        parser.add_argument("--discount", type=fraction, default=None,
                             help="one discount d for every depth, fixed; default: sampled per "
                                  "depth under Beta(1, 1) from 0.5")
         parser.add_argument("--concentration", type=positive_float, default=None,
                             help="one concentration theta for every depth, fixed; default: "
                                  "sampled per depth under Gamma(1, 1) from 1.0")
         add_sequence_argument(parser)
-        parser.add_argument("--holdout", type=_fraction, default=0.0, metavar="FRACTION",
+        parser.add_argument("--holdout", type=fraction, default=0.0, metavar="FRACTION",
                             help=f"fraction of the training strings (at most {HOLDOUT_MAX}) left "
                                  f"out of sampling, chosen from the seed (sentences only); each "
                                  f"draw records their log predictive (heldout_log_pred) for "

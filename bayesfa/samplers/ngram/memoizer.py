@@ -37,7 +37,7 @@ import numpy as np
 
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
-from bayesfa.methods import FitResult, discount
+from bayesfa.methods import FitResult, fraction
 from bayesfa.samplers.ngram.hpyp import (add_sequence_argument, check_shape, context_tree,
                                          flat_size, flat_symbols, quantity, test_offsets)
 
@@ -202,7 +202,7 @@ class _Memoizer:
                             default=",".join(str(d) for d in DISCOUNTS),
                             help="d_0,d_1,...: the discount of each context length; default "
                                  f"{','.join(str(d) for d in DISCOUNTS)}")
-        parser.add_argument("--d-inf", type=discount, default=D_INF,
+        parser.add_argument("--d-inf", type=fraction, default=D_INF,
                             help=f"the discount of longer contexts; default {D_INF}")
         add_sequence_argument(parser)
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from bayesfa.corpus import Corpus
-from bayesfa.methods import FitResult, discount, nonnegative_int, positive_float, positive_int
+from bayesfa.methods import FitResult, fraction, nonnegative_int, positive_float, positive_int
 from bayesfa.samplers.chains import add_checkpoint_argument
 from bayesfa.samplers.pdia.pdfa import (CRF, MIXTURE_MAX_PARTICLES, MIXTURE_TOLERANCE,
                                         PlugInAutomata, add_common_arguments, fit_model,
@@ -76,10 +76,10 @@ class _PDIA(PlugInAutomata):
         parser.add_argument("--alpha0", type=positive_float, default=None,
                             help="concentration of the top restaurant (mu); fixed if given, "
                                  "else sampled under Gamma(1, 1) from 1.0")
-        parser.add_argument("--d", type=discount, default=None,
+        parser.add_argument("--d", type=fraction, default=None,
                             help="discount of the restaurants phi_j; fixed if given, else "
                                  "sampled under Uniform(0, 1) from 0.5")
-        parser.add_argument("--d0", type=discount, default=None,
+        parser.add_argument("--d0", type=fraction, default=None,
                             help="discount of the top restaurant; fixed if given, else sampled "
                                  "under Uniform(0, 1) from 0.5")
         parser.add_argument("--max-states", type=positive_int, default=DEFAULT_MAX_STATES,

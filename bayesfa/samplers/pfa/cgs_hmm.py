@@ -39,7 +39,8 @@ from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp_by_strings, xi_to_pfa
-from bayesfa.methods import FitResult, add_mcmc_arguments, draws_per_chain, positive_float
+from bayesfa.methods import (FitResult, add_mcmc_arguments, draws_per_chain, fraction,
+                             positive_float)
 from bayesfa.samplers.plugin import DrawAutomata
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
                                      add_checkpoint_argument, block_sweeps, check_chain_arguments,
@@ -449,9 +450,9 @@ def moved_fraction(moves: np.ndarray, period: int, n_positions: int) -> np.ndarr
 
 def add_holdout_argument(parser: argparse.ArgumentParser) -> None:
     """``--holdout FRACTION`` as CGS-PFA has it (:data:`bayesfa.samplers.pfa.cgs_pfa.HOLDOUT`)."""
-    from bayesfa.samplers.pfa.cgs_pfa import HOLDOUT, HOLDOUT_MAX, _fraction
+    from bayesfa.samplers.pfa.cgs_pfa import HOLDOUT, HOLDOUT_MAX
 
-    parser.add_argument("--holdout", type=_fraction, default=HOLDOUT, metavar="FRACTION",
+    parser.add_argument("--holdout", type=fraction, default=HOLDOUT, metavar="FRACTION",
                         help=f"fraction of the training strings (at most {HOLDOUT_MAX}) left out "
                              f"of sampling, chosen from the seed; each draw records their log "
                              f"predictive (heldout_log_pred) for diagnose; 0 disables; default "

@@ -31,8 +31,8 @@ from bayesfa.automata import PFA
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import forward_log_prob, log_mean_exp_by_strings, xi_to_pfa
-from bayesfa.methods import (FitResult, add_mcmc_arguments, draws_per_chain, inverse_temperature,
-                             nonnegative_int, open_fraction, positive_int)
+from bayesfa.methods import (FitResult, add_mcmc_arguments, draws_per_chain, fraction,
+                             inverse_temperature, nonnegative_int, open_fraction, positive_int)
 from bayesfa.samplers.pfa._replica_kernel import MIN_B as REPLICA_MIN_B, SWAP_EVERY
 from bayesfa.samplers.pfa._split_merge_kernel import SCANS as SPLIT_MERGE_SCANS
 from bayesfa.samplers.plugin import DrawAutomata
@@ -1245,13 +1245,6 @@ def _rate(text: str) -> float:
     return value
 
 
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be a fraction in [0, 1), got {text}")
-    return value
-
-
 def _fit_result(res: CGSResult, predict) -> FitResult:
     """The :class:`FitResult` of a :class:`CGSResult` (one process or sharded alike)."""
     trace = {"log_joint": res.log_joint, "n_states": res.n_states, "n_edges": res.n_edges,
@@ -1276,7 +1269,7 @@ class _CGSPFA(DrawAutomata):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_mcmc_arguments(parser, states=10, beta=0.1, iterations=1000, burn_in=500, period=10)
-        parser.add_argument("--holdout", type=_fraction, default=HOLDOUT, metavar="FRACTION",
+        parser.add_argument("--holdout", type=fraction, default=HOLDOUT, metavar="FRACTION",
                             help=f"fraction of the training strings (at most {HOLDOUT_MAX}) left out "
                                  f"of sampling, chosen from the seed; each draw records their log "
                                  f"predictive (heldout_log_pred) for diagnose; 0 disables; default "
