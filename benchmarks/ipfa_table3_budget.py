@@ -81,8 +81,8 @@ def main(argv=None) -> int:
     ap.add_argument("--auto", default="benchmarks/results/pautomac47-auto-seeds-d944b04/seed1")
     ap.add_argument("--problems", default="43,5,15,11,32,41,47,36,18")
     ap.add_argument("--arms", nargs="+", metavar="LABEL=FOLDER",
-                    help="runs of one start to set side by side, in place of RUNS/start10 and "
-                         "RUNS/start100 (no overlap bar)")
+                    help="runs to set side by side, in place of RUNS/start10 and RUNS/start100 "
+                         "(the overlap bar only with --overlap)")
     ap.add_argument("--overlap", action="store_true",
                     help="with --arms: the arms are starts (e.g. 10=FOLDER 100=FOLDER); "
                          "compute the overlap bar across them")
@@ -92,11 +92,11 @@ def main(argv=None) -> int:
     check_out(out, out.with_suffix(".md"))
     runs, auto = Path(args.runs), _rows(Path(args.auto))
     if args.arms:
-        folders = dict(arm.split("=", 1) for arm in args.arms)
-        folders = {label: Path(f) for label, f in folders.items()}
+        folders = {label: Path(f) for label, f in (arm.split("=", 1) for arm in args.arms)}
     else:
         folders = {str(s): runs / f"start{s}" for s in STARTS}
     arms = list(folders)
+    starts = not args.arms or args.overlap  # the arms are starts: the overlap bar applies
     problems = args.problems.split(",")
     table, overlap, reach = [], 0, {s: 0 for s in arms}
     for name in problems:
@@ -105,7 +105,6 @@ def main(argv=None) -> int:
         a_ratio, a_cpu = float(a["ratio"]) - 1, float(a["cpu_seconds"])
         lo = [cells[s]["states_q05"] for s in arms]
         hi = [cells[s]["states_q95"] for s in arms]
-        starts = not args.arms or args.overlap
         meets = starts and None not in lo + hi and max(lo) <= min(hi)
         overlap += bool(meets)
         row = {"problem": name, "auto_ratio_minus_1": a_ratio, "auto_cpu_seconds": a_cpu,
@@ -145,7 +144,6 @@ def main(argv=None) -> int:
                          f"{fmt(c['states_q95'])} | {', '.join(map(str, c['sweeps'])) or '-'} | {cpu} "
                          f"| {', '.join(f'{j:.0f}' for j in c['log_joint_median_per_chain']) or '-'} "
                          f"| {'yes' if c['reaches_auto'] else 'no'} | {'-' if not starts else 'yes' if row['overlap'] else 'no'} |")
-    starts = not args.arms or args.overlap
     overlaps = ("" if not starts else
                 f"Ranges of states in use overlap on {overlap} of {len(table)} (the issue asks 8 of 9); ")
     lines += ["", overlaps
