@@ -229,8 +229,8 @@ def add_mcmc_arguments(parser: argparse.ArgumentParser, *, states: int = 10, bet
     parser.add_argument("--chains", type=positive_int, default=4, help="independent chains; default 4")
     parser.add_argument("--jobs", type=positive_int, default=1,
                         help="chains run in parallel processes; default 1 (in this process)"
-                        if parallel_chains else "ignored: this method runs all chains in one "
-                                                "compiled call")
+                        if parallel_chains else "ignored (this method runs all chains in one "
+                                                "compiled call); default 1")
 
 
 def draws_per_chain(options: dict[str, Any]) -> int:

@@ -792,7 +792,7 @@ class _HPYP:
         parser.add_argument("--chains", type=positive_int, default=1,
                             help="independent chains; default 1")
         parser.add_argument("--jobs", type=positive_int, default=1,
-                            help="ignored: the chains run one after the other in this process")
+                            help="ignored (the chains run one after the other in this process); default 1")
         parser.add_argument("--discount", type=fraction, default=None,
                             help="one discount d for every depth, fixed; default: sampled per "
                                  "depth under Beta(1, 1) from 0.5")

@@ -71,7 +71,7 @@ class _PDIA(PlugInAutomata):
         parser.add_argument("--chains", type=positive_int, default=4,
                             help="independent chains; default 4")
         parser.add_argument("--jobs", type=positive_int, default=1,
-                            help="ignored: the chains run one after the other in this process")
+                            help="ignored (the chains run one after the other in this process); default 1")
         add_common_arguments(parser)
         parser.add_argument("--alpha0", type=positive_float, default=None,
                             help="concentration of the top restaurant (mu); fixed if given, "
