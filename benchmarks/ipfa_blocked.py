@@ -20,7 +20,9 @@ sweep, :mod:`bayesfa.samplers.pfa._ipfa_split_kernel`) from ``--states S``, and 
 ``blocked-holdHaA:S`` the blocked sampler with ``--alpha A --alpha-hold H`` (alpha held at A
 for the first H sweeps of the burn-in, sampled after; the draws are of the same posterior), and an arm
 ``blocked-annealAsB:S`` the blocked sampler with ``--anneal A --anneal-start B`` (the first A
-sweeps' paths drawn at an inverse temperature rising from B to 1; a start of the burn-in). Each records the
+sweeps' paths drawn at an inverse temperature rising from B to 1; a start of the burn-in); the
+prefix ``blocked-slice`` in place of ``blocked`` (``blocked-slice:S``,
+``blocked-slice-annealAsB:S``) draws the paths with ``--paths slice``. Each records the
 states in use of every draw (per chain: min, 5 %, median, 95 %, max), the mean held-out
 log-likelihood per string (Eq. 6 over the draws, accumulated online), the generator's own on
 the held-out strings, and the process CPU seconds. With ``--test T`` (default 0) each arm also
@@ -141,6 +143,9 @@ def main(argv=None) -> dict:
             continue
         sampler, states = arm.split(":")
         split, hold, alpha0, anneal = 0.0, 0, 1.0, (0, 1.0)
+        paths = "dense"
+        if sampler.startswith("blocked-slice"):  # blocked-slice[-...]: --paths slice
+            paths, sampler = "slice", "blocked" + sampler[len("blocked-slice"):]
         if sampler.startswith("blocked-anneal"):  # blocked-annealAsB: A sweeps from b = B
             a, b = sampler[len("blocked-anneal"):].split("s")
             anneal, sampler = (int(a), float(b)), "blocked"
@@ -155,7 +160,7 @@ def main(argv=None) -> dict:
         res = sample_ipfa(train, states=int(states), iterations=args.sweeps,
                           burn_in=args.sweeps // 2, period=10, chains=2, seed=args.seed,
                           sampler=sampler, truncate=args.truncate if sampler == "blocked" else 0,
-                          predict=scored, max_draws=2, split_merge=split,
+                          predict=scored, max_draws=2, split_merge=split, paths=paths,
                           checkpoint_dir=(None if args.checkpoint_dir is None
                                           else Path(args.checkpoint_dir) / arm),
                           **({"alpha": alpha0, "alpha_hold": hold} if hold else {}),
@@ -165,7 +170,8 @@ def main(argv=None) -> dict:
         test_ratio = (float(score_all_log(log_mean[held.n_strings:], solution).ratio)
                       if args.test else None)
         done["arms"][arm] = {
-            "sampler": sampler, "start_states": int(states), "split_merge_per_sweep": split,
+            "sampler": sampler, "paths": paths, "start_states": int(states),
+            "split_merge_per_sweep": split,
             "alpha_hold": hold, "alpha_held_at": alpha0 if hold else None,
             "anneal": list(anneal) if anneal[0] else None,
             "truncate": args.truncate if sampler == "blocked" else 0,
