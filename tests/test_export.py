@@ -578,6 +578,9 @@ def test_plugin_map_index_is_the_first_highest_kept_draw():
     # a trace of fewer chains than stored: the error names the trace as recorded, (1, 4)
     with pytest.raises(InputError, match=r"trace \(1, 4\) does not match its 2 x 3"):
         map_index(lj[:1], (2, 3), kept=[0, 1, 3])
+    # a trace of three axes: named as recorded, (2, 4, 2), not cut down to the kept draws
+    with pytest.raises(InputError, match=r"trace \(2, 4, 2\) does not match its 2 x 3"):
+        map_index(np.stack([lj, lj], axis=-1), (2, 3), kept=[0, 1, 3])
     with pytest.raises(InputError, match="all NaN"):
         map_index(np.full((1, 2), np.nan), (1, 2))
     # no stored draw (an empty kept list): the one-line error, not numpy's max of nothing
@@ -591,6 +594,22 @@ def test_plugin_map_index_is_the_first_highest_kept_draw():
     best = np.unravel_index(int(np.argmax(long[:, kept])), (2, 300))
     assert np.argmax(long) != np.ravel_multi_index((best[0], kept[best[1]]), long.shape)
     assert map_index(long, (2, 300), kept=kept) == (int(best[0]), int(best[1]))
+
+
+def test_a_front_with_the_fits_own_state_labels_exports_every_state():
+    """``trim`` is off by default (CGS-PFA, CGS-HMM, CVB, hmm-em): the exported automaton has
+    the fit's states with the fit's labels, one that no string reaches included; only the
+    fronts whose labels are sparse (iPFA, CGS-SG, PDFA/PDIA) drop such states. (Issue 39: the
+    class default ``trim = True`` passed every test.)"""
+    from bayesfa.methods import get_method
+
+    arrays = {"startprob": np.array([0.6, 0.4, 0.0]),           # state 2: never entered
+              "transmat": np.array([[0.5, 0.5, 0.0], [0.3, 0.7, 0.0], [0.2, 0.3, 0.5]]),
+              "emissionprob": np.array([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4]])}
+    pfa = get_method("hmm-em").automaton(arrays, {"sequence": False})
+    assert pfa.n_states == 3
+    np.testing.assert_allclose(pfa.stop, [0.2, 0.1, 0.3])
+    assert get_method("ipfa").trim and get_method("pdia").trim and get_method("cgs-sg").trim
 
 
 def test_plugin_mean_pfa_and_reachable_part():
