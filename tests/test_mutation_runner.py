@@ -325,7 +325,7 @@ def test_report_keeps_the_rows_of_a_summary_written_before_the_verdicts(run, tmp
         summary = run.report(_work(tmp_path, "fresh", "fffffff"), out, lambda db: None)
     finally:
         run.EQUIVALENT = saved
-    assert summary["files"] == [{**row, "exhaustive": False}]  # 800 of its mutants skipped
+    assert summary["files"] == [{**row, "annotations": 0, "exhaustive": False}]  # 800 skipped
     kept = json.loads((out / "verdicts.json").read_text())["files"][kernel]
     assert kept["unlisted"] == {"killed": 2, "timeout": 1, "incompetent": 1}
     assert sorted(j["job"] for j in kept["jobs"]) == ["eq1", "eq2", "live1"]
@@ -402,3 +402,51 @@ def test_a_target_left_mutated_by_a_stopped_session_is_restored(run, tmp_path):
     assert run.restore_target(work, file)
     assert (work / "main" / file).read_bytes() == pristine
     assert not run.restore_target(work, file)  # as it should be: left alone
+
+
+def test_mutants_inside_never_evaluated_annotations_are_found(run):
+    """Under ``from __future__ import annotations`` every annotation is a string never
+    evaluated, so a mutant inside one is not run (the ``pdia.py`` session at ``0ff782c`` spent
+    33 of its 103 jobs on them, each judged equivalent by hand); without that import they are
+    evaluated, and nothing is left out."""
+    body = ("def f(a: int | None, *rest: str | bytes, k: dict | None = None, **kw: int) -> float | None:\n"
+            "    x: int | None = a if a else 1 | 2\n"
+            "    return x\n"
+            "class C:\n"
+            "    n: list[int] | None = None\n")
+    spans = run.annotation_spans("from __future__ import annotations\n" + body)
+    lines = ("from __future__ import annotations\n" + body).splitlines()
+    texts = sorted(lines[l0 - 1][c0:c1] for (l0, c0), (l1, c1) in spans)
+    assert texts == sorted(["int | None", "str | bytes", "dict | None", "int", "float | None",
+                            "int | None", "list[int] | None"])
+    line2 = lines[2]
+    bar_in_note = (3, line2.index("|"))                 # the | of x's annotation
+    bar_in_code = (3, line2.index("1 | 2") + 2)         # the | of the value 1 | 2
+    assert run.in_annotation(bar_in_note, (3, bar_in_note[1] + 1), spans)
+    assert not run.in_annotation(bar_in_code, (3, bar_in_code[1] + 1), spans)
+    assert not run.in_annotation((2, 4), (2, 5), spans)  # "f", the name
+    assert run.annotation_spans(body) == []              # evaluated: a mutant there can fail
+
+
+def test_report_counts_annotation_mutants_apart_and_a_whole_file_stays_exact(run, tmp_path):
+    import json
+
+    kernel = "bayesfa/samplers/pfa/_ffbs_kernel.py"
+    jobs = [{"job": "j1", "line": 10, "operator": "core/A", "occurrence": 0, "outcome": "killed"}]
+
+    def read(db):
+        return {"killed": 1, "timeouts": 0, "survived": 0, "incompetent": 0, "skipped": 0,
+                "annotations": 5, "pending": 0, "survivors": [], "jobs": jobs}
+
+    eq = tmp_path / "equivalent.json"
+    eq.write_text("{}")
+    run.EQUIVALENT, saved = eq, run.EQUIVALENT
+    try:
+        out = tmp_path / "out"
+        row = run.report(_work(tmp_path, "a", "aaaaaaa", [(run.slug(kernel), "x")]), out, read)["files"][0]
+        assert (row["annotations"], row["skipped"], row["exhaustive"], row["score"]) == (5, 0, True, 1.0)
+        kept = json.loads((out / "verdicts.json").read_text())["files"][kernel]
+        assert kept["annotations"] == 5
+        assert "| 0 | 5 | 100.0 % | exact |" in (out / "summary.md").read_text()
+    finally:
+        run.EQUIVALENT = saved

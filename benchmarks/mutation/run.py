@@ -39,7 +39,11 @@ the repository, so ``report`` also keeps every job's verdict in the committed
 machine without that work copy reports the file from it, and a later ``run`` at the same code
 (:func:`same_code`) copies those verdicts into its new session (sampling them first) instead
 of running those mutants again. ``--sample K`` keeps a seeded random sample
-of K mutants per file (the rest marked skipped, never counted).
+of K mutants per file (the rest marked skipped, never counted). A mutant inside an annotation
+of a module with ``from __future__ import annotations`` is not run at all (:func:`annotation_spans`:
+such annotations are strings never evaluated, so no test can tell the mutant apart; the
+``pdia.py`` session at ``0ff782c`` spent 33 of its 103 jobs on them): marked skipped with
+:data:`ANNOTATION` as its output, counted apart in the report, never sampled.
 
 Score per file: killed / (killed + survived), over the mutants that ran (an incompetent
 mutant, one that does not import, is counted apart; a time-out is a kill, as cosmic-ray
@@ -395,6 +399,38 @@ def _pending(db: Path, cr: str) -> int:
                               capture_output=True, text=True).stdout)
 
 
+#: the output of a job not run because its mutation is inside an annotation (:func:`sample`)
+ANNOTATION = "annotation: never evaluated (from __future__ import annotations)"
+
+
+def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The ``((line, col), (end_line, end_col))`` of every annotation in ``source`` (function
+    parameters and returns, annotated assignments) when the module has ``from __future__
+    import annotations`` (PEP 563: annotations are kept as strings and never evaluated), else
+    none (they are evaluated, at definition or assignment). Lines from 1, columns from 0."""
+    tree = ast.parse(source)
+    future = any(isinstance(node, ast.ImportFrom) and node.module == "__future__"
+                 and any(a.name == "annotations" for a in node.names) for node in tree.body)
+    if not future:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+            found += [p.annotation for p in params if p is not None and p.annotation is not None]
+            if node.returns is not None:
+                found.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+    return [((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)) for n in found]
+
+
+def in_annotation(start: tuple[int, int], end: tuple[int, int], spans) -> bool:
+    """Whether the source range ``start``-``end`` lies inside one of ``spans``."""
+    return any(lo <= tuple(start) and tuple(end) <= hi for lo, hi in spans)
+
+
 def choose(keys: list[tuple], k: int, seed: int, done: list[dict] = ()) -> tuple[dict, set]:
     """Which of a new session's jobs (``keys``: each job's ``(line, operator, occurrence)``,
     in the session's job-id order) take a verdict judged at the same code (``done``, from
@@ -426,6 +462,18 @@ def sample(db: Path, k: int, seed: int, done: list[dict] = ()) -> None:
              "survived": TestOutcome.SURVIVED, "incompetent": TestOutcome.INCOMPETENT}
     with use_db(str(db), WorkDB.Mode.open) as wdb:
         items = sorted(wdb.pending_work_items, key=lambda x: x.job_id)
+        spans = {}
+        for x in items:
+            path = Path(x.mutations[0].module_path)
+            if path not in spans:
+                spans[path] = annotation_spans(path.read_text())
+        notes = [x for x in items if in_annotation(x.mutations[0].start_pos,
+                                                   x.mutations[0].end_pos,
+                                                   spans[Path(x.mutations[0].module_path)])]
+        for x in notes:
+            wdb.set_result(x.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
+                                                output=ANNOTATION))
+        items = [x for x in items if x not in notes]
         keys = [(x.mutations[0].start_pos[0], x.mutations[0].operator_name,
                  x.mutations[0].occurrence) for x in items]
         copied, skipped = choose(keys, k, seed, done)
@@ -455,13 +503,14 @@ def outcomes(db: Path) -> dict:
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
-    n = {"killed": 0, "timeouts": 0, "survived": 0, "incompetent": 0, "skipped": 0, "pending": 0}
+    n = {"killed": 0, "timeouts": 0, "survived": 0, "incompetent": 0, "skipped": 0,
+         "annotations": 0, "pending": 0}
     survivors, jobs = [], []
     with use_db(str(db), WorkDB.Mode.open) as wdb:
         n["pending"] = sum(1 for _ in wdb.pending_work_items)
         for item, result in wdb.completed_work_items:
             if result.worker_outcome == WorkerOutcome.SKIPPED:
-                n["skipped"] += 1
+                n["annotations" if result.output == ANNOTATION else "skipped"] += 1
                 continue
             output = result.output or ""
             imported = IMPORTED.match(output)
@@ -506,7 +555,8 @@ def entry_of(o: dict, commit: str, source: str) -> dict:
     have = {"killed": o["killed"] - o["timeouts"], "timeout": o["timeouts"],
             "survived": o["survived"], "incompetent": o["incompetent"]}
     unlisted = {k: have[k] - listed[k] for k in OUTCOMES if have[k] != listed[k]}
-    return {"commit": commit, "source": source, "skipped": o["skipped"], "pending": o["pending"],
+    return {"commit": commit, "source": source, "skipped": o["skipped"],
+            "annotations": o.get("annotations", 0), "pending": o["pending"],
             "jobs": jobs, "unlisted": unlisted}
 
 
@@ -527,7 +577,8 @@ def tally(entry: dict) -> dict:
          for k in OUTCOMES}
     return {"killed": n["killed"] + n["timeout"], "timeouts": n["timeout"],
             "survived": n["survived"], "incompetent": n["incompetent"],
-            "skipped": entry["skipped"], "pending": entry["pending"],
+            "skipped": entry["skipped"], "annotations": entry.get("annotations", 0),
+            "pending": entry["pending"],
             "survivors": [{k: j[k] for k in ("job", "line", "operator", "occurrence")}
                           for j in entry["jobs"] if j["outcome"] == "survived"]}
 
@@ -594,7 +645,8 @@ def report(work: Path, out: Path, read=None, also: list[Path] | None = None) -> 
         lo, hi = clopper_pearson(o["killed"], denom)
         rows.append({"file": row["file"], "commit": entry["commit"],
                      **{k: o.get(k, 0) for k in (
-                         "killed", "timeouts", "survived", "incompetent", "skipped", "pending")},
+                         "killed", "timeouts", "survived", "incompetent", "skipped",
+                         "annotations", "pending")},
                      "ran": o["killed"] + o["survived"] + o["incompetent"],
                      "equivalent": len(o["survivors"]) - len(live),
                      "score": o["killed"] / denom if denom else None, "score_95": [lo, hi],
@@ -615,17 +667,20 @@ def report(work: Path, out: Path, read=None, also: list[Path] | None = None) -> 
           "survived), equivalent survivors left out; time-outs are kills (as cosmic-ray counts them), also shown apart; 95 % interval: "
           "Clopper-Pearson, for the file's score when the mutants ran are a random sample of "
           "its mutants (`--sample`; skipped: not in the sample); \"exact\" where every mutant "
-          "of the file ran (`--sample 0`), so the score is the file's own.", "",
+          "of the file ran (`--sample 0`), so the score is the file's own; annotations: "
+          "mutants inside annotations of a module with `from __future__ import annotations`, "
+          "never evaluated, so not run (sessions made before the runner knew them list such "
+          "mutants as equivalent instead).", "",
           "| file | commit | ran | killed | of which time-outs | survived | equivalent | "
-          "incompetent | pending | skipped | score | 95 % interval |",
-          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+          "incompetent | pending | skipped | annotations | score | 95 % interval |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         score = "-" if r["score"] is None else f"{100 * r['score']:.1f} %"
         ci = "-" if r["score"] is None else "exact" if r["exhaustive"] else \
             f"{100 * r['score_95'][0]:.0f}-{100 * r['score_95'][1]:.0f} %"
         md.append(f"| {r['file']} | `{r['commit']}` | {r['ran']} | {r['killed']} | "
                   f"{r['timeouts']} | {len(r['survivors'])} | {r['equivalent']} | {r['incompetent']} | "
-                  f"{r['pending']} | {r['skipped']} | {score} | {ci} |")
+                  f"{r['pending']} | {r['skipped']} | {r['annotations']} | {score} | {ci} |")
     write_out_text(out / "summary.md", "\n".join(md) + "\n")
     print("\n".join(md))
     return summary
