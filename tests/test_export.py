@@ -586,6 +586,8 @@ def test_plugin_map_index_is_the_first_highest_kept_draw():
     # no stored draw (an empty kept list): the one-line error, not numpy's max of nothing
     with pytest.raises(InputError, match="no maximum-a-posteriori draw"):
         map_index(lj, (2, 0), kept=np.array([], dtype=np.int64))
+    with pytest.raises(InputError, match="no maximum-a-posteriori draw"):   # one chain too:
+        map_index(lj[:1], (1, 0), kept=np.array([], dtype=np.int64))      # not draw (0, 0)
     # more stored draws than CPython caches small ints for (issue 39: ``kept.size is n_kept``,
     # true up to 256 only, passed every test): 300 kept of each chain's 1,000 draws
     long = np.random.default_rng(8).normal(size=(2, 1000))
