@@ -578,6 +578,9 @@ def test_plugin_map_index_is_the_first_highest_kept_draw():
     # a trace of fewer chains than stored: the error names the trace as recorded, (1, 4)
     with pytest.raises(InputError, match=r"trace \(1, 4\) does not match its 2 x 3"):
         map_index(lj[:1], (2, 3), kept=[0, 1, 3])
+    # a trace of one axis (one value a chain): the one-line error, not numpy's IndexError
+    with pytest.raises(InputError, match=r"trace \(2,\) does not match its 2 x 3"):
+        map_index(lj[:, 0], (2, 3), kept=[0, 1, 3])
     # a trace of three axes: named as recorded, (2, 4, 2), not cut down to the kept draws
     with pytest.raises(InputError, match=r"trace \(2, 4, 2\) does not match its 2 x 3"):
         map_index(np.stack([lj, lj], axis=-1), (2, 3), kept=[0, 1, 3])
