@@ -467,13 +467,12 @@ def sample(db: Path, k: int, seed: int, done: list[dict] = ()) -> None:
             path = Path(x.mutations[0].module_path)
             if path not in spans:
                 spans[path] = annotation_spans(path.read_text())
-        notes = [x for x in items if in_annotation(x.mutations[0].start_pos,
-                                                   x.mutations[0].end_pos,
-                                                   spans[Path(x.mutations[0].module_path)])]
-        for x in notes:
-            wdb.set_result(x.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
-                                                output=ANNOTATION))
-        items = [x for x in items if x not in notes]
+        notes = {x.job_id for x in items if in_annotation(x.mutations[0].start_pos,
+                                                          x.mutations[0].end_pos,
+                                                          spans[Path(x.mutations[0].module_path)])}
+        for job in sorted(notes):
+            wdb.set_result(job, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=ANNOTATION))
+        items = [x for x in items if x.job_id not in notes]
         keys = [(x.mutations[0].start_pos[0], x.mutations[0].operator_name,
                  x.mutations[0].occurrence) for x in items]
         copied, skipped = choose(keys, k, seed, done)
