@@ -50,7 +50,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +60,7 @@ from machine import git_commit  # noqa: E402
 
 from bayesfa.automata import PFA  # noqa: E402
 from bayesfa.corpus import Corpus  # noqa: E402
+from bayesfa.samplers.pfa.auto import cpu_seconds  # noqa: E402
 from bayesfa.samplers.pfa.ipfa import sample_ipfa  # noqa: E402
 from bayesfa.scoring import score_all_log  # noqa: E402
 
@@ -159,7 +159,7 @@ def main(argv=None) -> dict:
             hold, alpha0 = sampler[len("blocked-hold"):].split("a")
             hold, alpha0, sampler = int(hold), float(alpha0), "blocked"
         load0 = os.getloadavg()
-        t0 = time.process_time() + _children_cpu()
+        t0 = cpu_seconds()
         res = sample_ipfa(train, states=int(states), iterations=args.sweeps,
                           burn_in=args.sweeps // 2, period=10, chains=2, seed=args.seed,
                           sampler=sampler, truncate=args.truncate if sampler == "blocked" else 0,
@@ -169,7 +169,7 @@ def main(argv=None) -> dict:
                                           else Path(args.checkpoint_dir) / arm),
                           **({"alpha": alpha0, "alpha_hold": hold} if hold else {}),
                           **({"anneal": anneal[0], "anneal_start": anneal[1]} if anneal[0] else {}))
-        cpu = time.process_time() + _children_cpu() - t0
+        cpu = cpu_seconds() - t0
         log_mean = np.asarray(res.predict_log_mean)
         test_ratio = (float(score_all_log(log_mean[held.n_strings:], solution).ratio)
                       if args.test else None)
@@ -193,14 +193,6 @@ def main(argv=None) -> dict:
                                if k != "states_in_use_trace"}), flush=True)
     _markdown(done, out.with_suffix(".md"))
     return done
-
-
-def _children_cpu() -> float:
-    """CPU seconds of this process's finished children (the chains' worker processes)."""
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _markdown(done: dict, path: Path) -> None:
