@@ -227,10 +227,16 @@ def add_mcmc_arguments(parser: argparse.ArgumentParser, *, states: int = 10, bet
     parser.add_argument("--period", type=positive_int, default=period,
                         help=f"keep one sample every PERIOD sweeps after burn-in; default {period}")
     parser.add_argument("--chains", type=positive_int, default=4, help="independent chains; default 4")
+    add_jobs_argument(parser, None if parallel_chains else "this method runs all chains in one "
+                                                           "compiled call")
+
+
+def add_jobs_argument(parser: argparse.ArgumentParser, ignored: str | None = None) -> None:
+    """``--jobs``, default 1: the processes the chains run in, or, given ``ignored`` (why), an
+    option accepted so that one command line serves every method."""
     parser.add_argument("--jobs", type=positive_int, default=1,
                         help="chains run in parallel processes; default 1 (in this process)"
-                        if parallel_chains else "ignored (this method runs all chains in one "
-                                                "compiled call); default 1")
+                        if ignored is None else f"ignored ({ignored}); default 1")
 
 
 def draws_per_chain(options: dict[str, Any]) -> int:

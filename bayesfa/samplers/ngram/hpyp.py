@@ -40,8 +40,8 @@ import numpy as np
 from bayesfa.corpus import Corpus
 from bayesfa.errors import InputError
 from bayesfa.forward import log_mean_exp
-from bayesfa.methods import (ESTIMATE_SECONDS, FitResult, draws_per_chain, fraction, nonnegative_int,
-                             positive_float, positive_int)
+from bayesfa.methods import (ESTIMATE_SECONDS, FitResult, add_jobs_argument, draws_per_chain,
+                             fraction, nonnegative_int, positive_float, positive_int)
 from bayesfa.samplers.chains import (CHECKPOINT_EVERY, ChainBook, ChainLoop,
                                      add_checkpoint_argument, check_checkpoint_every,
                                      check_generator_state, corrupt_checkpoint, digest,
@@ -791,8 +791,7 @@ class _HPYP:
                             help="keep one sample every PERIOD sweeps after burn-in; default 1")
         parser.add_argument("--chains", type=positive_int, default=1,
                             help="independent chains; default 1")
-        parser.add_argument("--jobs", type=positive_int, default=1,
-                            help="ignored (the chains run one after the other in this process); default 1")
+        add_jobs_argument(parser, "the chains run one after the other in this process")
         parser.add_argument("--discount", type=fraction, default=None,
                             help="one discount d for every depth, fixed; default: sampled per "
                                  "depth under Beta(1, 1) from 0.5")

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from bayesfa.corpus import Corpus
-from bayesfa.methods import FitResult, fraction, nonnegative_int, positive_float, positive_int
+from bayesfa.methods import (FitResult, add_jobs_argument, fraction, nonnegative_int,
+                             positive_float, positive_int)
 from bayesfa.samplers.chains import add_checkpoint_argument
 from bayesfa.samplers.pdia.pdfa import (CRF, MIXTURE_MAX_PARTICLES, MIXTURE_TOLERANCE,
                                         PlugInAutomata, add_common_arguments, fit_model,
@@ -70,8 +71,7 @@ class _PDIA(PlugInAutomata):
                             help="keep one sample every PERIOD sweeps after burn-in; default 10")
         parser.add_argument("--chains", type=positive_int, default=4,
                             help="independent chains; default 4")
-        parser.add_argument("--jobs", type=positive_int, default=1,
-                            help="ignored (the chains run one after the other in this process); default 1")
+        add_jobs_argument(parser, "the chains run one after the other in this process")
         add_common_arguments(parser)
         parser.add_argument("--alpha0", type=positive_float, default=None,
                             help="concentration of the top restaurant (mu); fixed if given, "
