@@ -442,7 +442,8 @@ def test_slice_paths_keep_fixed_positions_use_cells_above_zero_and_look_at_fewer
 
 
 def test_slice_fit_reproducible_recorded_refused_off_the_blocked_sampler(tmp_path, monkeypatch):
-    """``--paths slice``: two fits with one seed are bit-identical, the info records it, a fit
+    """``--paths slice``: two fits with one seed are bit-identical, a fit without ``--paths``
+    is the same fit (slice is the default; the direct sampler has no paths), the info records it, a fit
     stopped after its 5th draw resumes bit-identical, its checkpoints are not a dense fit's
     (a dense fit in the same folder starts afresh: other draws), and with the direct sampler
     or an unknown value it is a one-line InputError."""
@@ -458,12 +459,21 @@ def test_slice_fit_reproducible_recorded_refused_off_the_blocked_sampler(tmp_pat
     for key in whole.arrays:
         assert np.array_equal(whole.arrays[key], again.arrays[key]), key
         assert np.array_equal(whole.arrays[key], resumed.arrays[key]), key
+    default = method.fit(train, {**opts, "paths": None}, 4, False)  # slice, the default
+    assert default.info["paths"] == "slice"
+    assert all(np.array_equal(whole.arrays[k], default.arrays[k]) for k in whole.arrays)
+    direct = method.fit(train, {**opts, "paths": None, "sampler": "direct", "truncate": 0}, 4,
+                        False)
+    assert direct.info["paths"] is None
     dense = method.fit(train, {**opts, "paths": "dense"}, 4, False, workdir=tmp_path)
     assert dense.info["paths"] == "dense" and dense.info["chains_resumed"] == 0
     assert not np.array_equal(dense.trace["log_joint"], whole.trace["log_joint"])
     with pytest.raises(InputError, match="--paths slice needs --sampler blocked"):
         sample_ipfa(train, iterations=4, burn_in=2, period=1, chains=1, sampler="direct",
                     paths="slice")
+    with pytest.raises(InputError, match="--paths dense needs --sampler blocked"):
+        sample_ipfa(train, iterations=4, burn_in=2, period=1, chains=1, sampler="direct",
+                    paths="dense")
     with pytest.raises(InputError, match="--paths must be one of"):
         sample_ipfa(train, iterations=4, burn_in=2, period=1, chains=1, paths="beam")
 

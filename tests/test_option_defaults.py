@@ -44,12 +44,13 @@ IN_WORDS = {
     ("ipfa", "--split-merge-scans"): "None: the kernel's SCANS",
     ("ipfa", "--anneal"): "None: 300 or the whole burn-in, from --burn-in",
     ("ipfa", "--budget"): "None: no budget",
+    ("ipfa", "--paths"): "None: slice with the blocked sampler, none with the direct one",
 }
 
 
 def _stated(help_text: str) -> str | None:
     """The last "default X" of a help text (X up to a space, ';' or ')'), else the first "X
-    (default)" (a choice named first among others: ``--paths``' "dense (default): ..."), or
+    (default)" (a choice named first among others: ``--paths``' "slice (default): ..."), or
     None."""
     text = " ".join(help_text.split())
     found = re.findall(r"\bdefault:? ([^;)\s]+)", text)

@@ -108,7 +108,7 @@ def test_ipfa_float64_counts_recorded_reproducible(lowered, sampler, tmp_path):
                               res.counts[ch, -1])
 
 
-@pytest.mark.parametrize("sampler", ["direct", "blocked"])
+@pytest.mark.parametrize("sampler", ["direct", "blocked-slice", "blocked-dense"])
 def test_ipfa_float64_chain_state_is_exact_integers(lowered, sampler):
     """The kernel's own state after sweeps in float64: ``c``, ``ct`` float64 whole numbers equal
     to the path's counts (numpy's recount), ``ct`` the transpose of ``c``, ``ci`` their row sums;
@@ -118,10 +118,10 @@ def test_ipfa_float64_chain_state_is_exact_integers(lowered, sampler):
     n_symbols = corpus.alphabet_size + 1
     rng = np.random.default_rng(5)
     priors = np.array([1.0, 0.1, 1.0, 0.1])
-    if sampler == "blocked":
-        from bayesfa.samplers.pfa._ipfa_blocked_kernel import build_hybrid
+    if sampler.startswith("blocked"):  # what ipfa's blocked chain runs: step 0, then
+        from bayesfa.samplers.pfa._ipfa_blocked_kernel import build_hybrid  # steps 1-6
 
-        sweeps = build_hybrid(None)  # what ipfa's blocked chain runs: step 0, then steps 1-6
+        sweeps = build_hybrid(None, paths=sampler.split("-")[1])  # with --paths slice|dense
         chain = ipfa._BlockedChain(tokens, n_symbols, 3, rng, 1.0, 1.0, 8)
     else:
         from bayesfa.samplers.pfa._ipfa_kernel import sweeps

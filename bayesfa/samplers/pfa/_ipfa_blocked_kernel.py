@@ -78,10 +78,11 @@ MUTATIONS: dict[str, str] = {
 }
 #: Mutants of step 0 only (the blocked sweep of steps 1-6 is production's).
 STEP0_MUTATIONS = ("blocked-step0-gamma-for-alpha",)
-#: How step 2 redraws the paths (``--paths``): ``dense``, :func:`~bayesfa.samplers.pfa._ffbs_kernel.ffbs_paths`
-#: (``O(L^2)`` a token); ``slice``, :func:`~bayesfa.samplers.pfa._ffbs_kernel.build_slice`'s slice-sampled
-#: FFBS (the beam sampler's step on the weak limit: the cells above their slices a token).
-PATHS = ("dense", "slice")
+#: How step 2 redraws the paths (``--paths``, the first the default): ``slice``,
+#: :func:`~bayesfa.samplers.pfa._ffbs_kernel.build_slice`'s slice-sampled FFBS (the beam
+#: sampler's step on the weak limit: the cells above their slices a token); ``dense``,
+#: :func:`~bayesfa.samplers.pfa._ffbs_kernel.ffbs_paths` (``O(L^2)`` a token).
+PATHS = ("slice", "dense")
 #: The slice FFBS's mutants, run with ``paths="slice"`` (``bayesfa validate ipfa:mutant-slice-...``).
 MUTATIONS.update(SLICE_MUTATIONS)
 

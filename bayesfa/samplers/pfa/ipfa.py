@@ -706,7 +706,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
                 alpha_hold: int = 0, sampler: str = SAMPLERS[0], split_merge: float = 0.0,
                 split_merge_scans: int | None = None, anneal: int | None = None,
                 anneal_start: float = IPFA_ANNEAL_START,
-                pace: tuple[float, float] | None = None, paths: str = PATHS[0]) -> IPFAResult:
+                pace: tuple[float, float] | None = None, paths: str | None = None) -> IPFAResult:
     """Run ``chains`` chains of the iPFA sampler on ``corpus``.
 
     states : states of the random initial ``z`` (the sampler adds and removes states).
@@ -733,10 +733,13 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
         fraction: that probability of one more) after each sweep, and their launch scans
         (None: :data:`bayesfa.samplers.pfa._ipfa_split_kernel.SCANS`); 0 (default) none.
     paths : blocked sampler only: how its step 2 redraws every path given ``theta``:
-        ``"dense"`` (the default), forward filtering-backward sampling, ``O(L^2)`` a token;
-        ``"slice"``, the slice-sampled FFBS (:func:`~bayesfa.samplers.pfa._ffbs_kernel.build_slice`:
-        the beam sampler's auxiliary slices, Van Gael et al. 2008, on the weak limit), the
-        same target at the cost of the cells above their slices (a mutant of it implies it).
+        ``"slice"`` (None, the default, is it with the blocked sampler), the slice-sampled
+        FFBS (:func:`~bayesfa.samplers.pfa._ffbs_kernel.build_slice`: the beam sampler's
+        auxiliary slices, Van Gael et al. 2008, on the weak limit), at the cost of the cells
+        above their slices a token; ``"dense"``, forward filtering-backward sampling,
+        ``O(L^2)`` a token; the same target (a slice mutant implies ``"slice"``). Slice is
+        the default since it passed issue 38's 40-state measurement from both starts at a
+        third to a fifth of dense's CPU (``benchmarks/RESULTS.md``).
     mutation : a deliberately wrong kernel (validation only; ``_ipfa_kernel.MUTATIONS``).
     checkpoint_dir : where each chain keeps its state (``chain-CCCC.npz``); a chain found
         there finished is reused, one found unfinished resumes (bit-identical).
@@ -768,12 +771,14 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
         raise InputError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
     if mutation is not None and (mutation in BLOCKED_MUTATIONS) != (sampler == "blocked"):
         raise InputError(f"mutation {mutation!r} is not of the {sampler} sampler")
-    if paths not in PATHS:
+    if paths is not None and paths not in PATHS:
         raise InputError(f"--paths must be one of {', '.join(PATHS)}, got {paths!r}")
     if mutation in SLICE_MUTATIONS:
         paths = "slice"
-    if paths != PATHS[0] and sampler != "blocked":
+    if paths is not None and sampler != "blocked":
         raise InputError(f"--paths {paths} needs --sampler blocked")
+    if sampler == "blocked" and paths is None:
+        paths = PATHS[0]
     if sampler == "blocked":
         truncate = int(truncate) or default_truncation(states, corpus.n_letters)
         if states > truncate:
@@ -833,7 +838,7 @@ def sample_ipfa(corpus: Corpus, *, states: int = 10, iterations: int = ITERATION
         settings["split_merge"] = list(split)
     if anneal:  # (likewise)
         settings["anneal"] = [int(anneal), float(anneal_start)]
-    if paths != PATHS[0]:  # (likewise)
+    if paths == "slice":  # (likewise: dense, the default before slice, as it was)
         settings["paths"] = paths
     dtype = np.dtype(count_dtype(tokens.size)).name  # the chains' counts (c, ct): exact
     if dtype != "float32":  # (likewise)
@@ -1121,14 +1126,14 @@ class _IPFA(DrawAutomata):
                                  "filtering-backward sampling, O(L^2) per token; direct: "
                                  "collapsed direct-assignment Gibbs of the HDP, one position at "
                                  "a time")
-        parser.add_argument("--paths", choices=PATHS, default=PATHS[0],
+        parser.add_argument("--paths", choices=PATHS, default=None,
                             help="blocked sampler: how each sweep redraws every string's path "
-                                 "given the rows theta. dense (default): forward filtering-"
-                                 "backward sampling, O(L^2) per token; slice: auxiliary slices "
+                                 "given the rows theta. slice (default): auxiliary slices "
                                  "under the current path's cells, then the path drawn on the "
                                  "cells above them (the beam sampler's step, Van Gael et al. "
-                                 "2008, on the weak limit): the same target, each token "
-                                 "costing the cells above its slice")
+                                 "2008, on the weak limit), each token costing the cells above "
+                                 "its slice; dense: forward filtering-backward sampling, O(L^2) "
+                                 "per token; the same target")
         parser.add_argument("--alpha-hold", type=nonnegative_int, default=0, metavar="SWEEPS",
                             help="keep alpha at --alpha for the first SWEEPS sweeps of the "
                                  "burn-in, its prior applying after (a start that mixes faster "
@@ -1174,7 +1179,7 @@ class _IPFA(DrawAutomata):
                     split_merge_scans=options.get("split_merge_scans"),
                     anneal=options.get("anneal"),
                     anneal_start=options.get("anneal_start", IPFA_ANNEAL_START),
-                    paths=options.get("paths", PATHS[0]))
+                    paths=options.get("paths"))
 
     def _sampler(self, options: dict[str, Any]) -> str:
         """The blocked sampler for its own mutants, else ``--sampler``."""
@@ -1215,7 +1220,7 @@ class _IPFA(DrawAutomata):
         state = 2 * (cap + 1) * a * cap * width + corpus.n_tokens * 16
         if self._sampler(options) == "blocked":  # theta and the FFBS filter (at most T rows)
             state += (k + 1) ** 2 * a * 8 + corpus.n_tokens * (k + 1) * 8
-            if options.get("paths", PATHS[0]) == "slice" or self.mutation in SLICE_MUTATIONS:
+            if (options.get("paths") or PATHS[0]) == "slice" or self.mutation in SLICE_MUTATIONS:
                 # build_slice's rows in order (int32) and their counts, each filter row's
                 # support (int32) with its size, and the slices
                 state += (k + 1) * a * (k * 4 + 8) + corpus.n_tokens * ((k + 1) * 4 + 16)

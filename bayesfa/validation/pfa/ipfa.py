@@ -846,8 +846,11 @@ class _Spec:
         self.blocked = variant in BLOCKED  # a mutant of the weak limit's blocked sampler
         if self.blocked:  # its fit has no exact reference (below): a short one, for the
             # recorded check; no predictive comparison is reported (nothing to compare with)
+            from bayesfa.samplers.pfa._ffbs_kernel import SLICE_MUTATIONS
+
             self.validation_budget = {**BUDGET, "iterations": 2_200, "chains": 2,
-                                      "sampler": "blocked"}
+                                      "sampler": "blocked",  # the paths its mutant is of
+                                      "paths": "slice" if variant in SLICE_MUTATIONS else "dense"}
             self.predictive = False
 
     def check_names(self) -> list[str]:
