@@ -196,17 +196,18 @@ def test_estimate_memory_counts_the_chain_state_a_fit_allocates(method, monkeypa
 
     module = cgs_sg if method == "cgs-sg" else cgs_hmm
     corpus = Corpus.from_strings([[], [0], [1, 2, 0], [], [2, 2, 2, 1]], 3)
-    n, a = 4, corpus.alphabet_size + 1
-    rng = np.random.default_rng(0)
-    z = random_path(corpus.tokens, n, rng)
-    positions = free_positions(corpus.tokens)
-    held = (sum(x.nbytes for x in module.new_state(n, a)) + z.nbytes + positions.nbytes
-            + rng.random(positions.size).nbytes)
-    assert z.size == corpus.n_tokens + 1 and positions.size == corpus.n_letters
     monkeypatch.setattr(module, "stored_bytes", lambda corpus, options, per_draw, state: state)
-    extra = 2 * (n + 1) * a * (n + 1) * 8 if method == "cgs-sg" else 0
-    assert get_method(method).estimate_memory(corpus, {
-        "states": n, "chains": 1, "iterations": 4, "burn_in": 2, "period": 1}) - extra == held
+    for n in (4, 5):  # an even and an odd N (a slip like (n ^ 1) for (n + 1) is right at 4)
+        a = corpus.alphabet_size + 1
+        rng = np.random.default_rng(0)
+        z = random_path(corpus.tokens, n, rng)
+        positions = free_positions(corpus.tokens)
+        held = (sum(x.nbytes for x in module.new_state(n, a)) + z.nbytes + positions.nbytes
+                + rng.random(positions.size).nbytes)
+        assert z.size == corpus.n_tokens + 1 and positions.size == corpus.n_letters
+        extra = 2 * (n + 1) * a * (n + 1) * 8 if method == "cgs-sg" else 0
+        assert get_method(method).estimate_memory(corpus, {
+            "states": n, "chains": 1, "iterations": 4, "burn_in": 2, "period": 1}) - extra == held
 
 
 @pytest.mark.parametrize("method", ["cgs-hmm", "cgs-hmm-star", "cgs-sg"])
@@ -332,3 +333,23 @@ def test_estimate_memory_covers_the_measured_peak_of_prediction(name):
     method.predict_log_prob(fit.arrays, opts, train)  # compiled and cached before measuring
     _, peak = traced_peak(method.predict_log_prob, fit.arrays, opts, train)
     assert method.estimate_memory(train, opts) >= peak + fit.arrays["counts"].nbytes
+
+
+@pytest.mark.parametrize("method", ["cgs-hmm", "cgs-sg"])
+def test_a_mutant_fit_records_its_variant_and_the_sampler_none(method):
+    """A fit of a deliberately wrong kernel says so in its info (``mutant_variant``, the
+    kernel's code), so that its run folder cannot pass for the sampler's; the sampler's own
+    fit (variant 0) records no such key."""
+    from bayesfa.samplers.pfa import _cgs_hmm_kernel, _cgs_sg_kernel
+
+    corpus = Corpus.from_strings([[], [0], [1, 2, 0], [], [2, 2, 2, 1]], 3)
+    if method == "cgs-sg":
+        def fit(variant):
+            return cgs_sg.sample_cgs_sg(corpus, 3, 0.1, 4, 2, 1, 1, 0, variant=variant)
+        wrong = _cgs_sg_kernel.VP_FOR_VK
+    else:
+        def fit(variant):
+            return cgs_hmm.sample_cgs_hmm(corpus, 3, 0.1, 0.1, 4, 2, 1, 1, 0, variant=variant)
+        wrong = _cgs_hmm_kernel.STALE_EMISSION
+    assert "mutant_variant" not in fit(0).info
+    assert fit(wrong).info["mutant_variant"] == wrong

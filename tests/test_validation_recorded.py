@@ -238,16 +238,23 @@ def test_validate_catches_the_audits_slips(name, check):
 
 def test_sampler_statistics_are_range_checked_not_recomputed():
     """``moved`` and the acceptance rates (sample_stats, issue 36) describe moves the recorded
-    state does not keep: a fraction in [0, 1] passes (NaN too for a rate: no move tried), a
-    value outside fails; a quantity of another name still must be recomputed."""
+    state does not keep: a fraction in [0, 1] a draw passes (NaN too for a rate: no move
+    tried), a value outside or an array of another shape than the log joint's fails; a
+    quantity of another name still must be recomputed."""
     lj = Recomputed(np.zeros(3), np.zeros(3), 0.0, "by hand")
     ok = build({"log_joint": np.zeros(3), "moved": np.array([0.0, 0.5, 1.0]),
                 "accept_mh": np.array([np.nan, 0.25, 1.0])}, {"log_joint": lj})
     assert ok.passed
     for trace in ({"moved": np.array([0.0, 1.5, 0.5])}, {"moved": np.array([0.1, np.nan, 0.5])},
-                  {"accept_swap": np.array([-0.1, 0.2, 0.3])}, {"mystery": np.zeros(3)}):
+                  {"accept_swap": np.array([-0.1, 0.2, 0.3])}, {"mystery": np.zeros(3)},
+                  # one value a draw, the log joint's shape: not another array's per-draw
+                  # cells (cgs-sg's moved once read the counts' slot of the chains' output)
+                  {"moved": np.full((3, 2, 2), 0.1)}, {"accept_mh": np.full(2, 0.5)}):
         bad = build({"log_joint": np.zeros(3), **trace}, {"log_joint": lj})
         assert not bad.passed and bad.summary["failed_quantities"] == list(trace)
+    # without a log joint, two axes [chain, draw]
+    assert build({"moved": np.full((2, 3), 0.5)}, {}).passed
+    assert not build({"moved": np.full((2, 3, 4), 0.5)}, {}).passed
 
 
 def test_hpyp_heldout_log_pred_is_range_checked_and_says_why():

@@ -17,8 +17,10 @@ presentation of them (the arviz object).
 The sampler's own statistics (``sample_stats``, :data:`bayesfa.rundir.SAMPLE_STATS`: the
 fraction of positions ``moved`` and the acceptance rates ``accept_*``, issue 36) describe
 the moves between draws, which the recorded state does not keep, so they cannot be
-recomputed from it: each is checked for its range instead (every value a fraction in [0, 1];
-an acceptance rate may be NaN, a draw that tried no such move), and fails outside it.
+recomputed from it: each is checked for its shape and range instead (one value a draw, the
+shape of the trace's ``log_joint`` when it records one, else two axes ``[chain, draw]``;
+every value a fraction in [0, 1]; an acceptance rate may be NaN, a draw that tried no such
+move), and fails otherwise.
 
 Another entry the recorded state does not determine is given by the spec as
 :class:`NotRecomputable`, saying why, and checked alike: its shape and its range (e.g. the
@@ -73,17 +75,22 @@ def _is_rate(name: str) -> bool:
     return name in SAMPLE_STATS and (name == "moved" or name.startswith("accept_"))
 
 
-def _rate_row(name: str, values) -> dict[str, Any]:
-    """The range check of a sampler statistic (module docstring): a fraction in [0, 1] in
-    every draw; an acceptance rate may also be NaN (no such move tried in the draw)."""
+def _rate_row(name: str, values, shape: tuple | None = None) -> dict[str, Any]:
+    """The shape and range check of a sampler statistic (module docstring): one value a
+    draw (``shape``, the trace's ``[chain, draw]``; None: any two axes), a fraction in
+    [0, 1] in every draw; an acceptance rate may also be NaN (no such move tried)."""
     x = np.asarray(values, dtype=np.float64)
+    how = ("sampler statistic (sample_stats), not recomputable from the draws: one value a "
+           "draw, in [0, 1] in every draw" + ("" if name == "moved" else ", or NaN (none tried)"))
+    if (x.ndim != 2) if shape is None else (x.shape != tuple(shape)):
+        want = "two axes [chain, draw]" if shape is None else f"{tuple(shape)}"
+        return {"quantity": name, "draws": int(x.size), "max_diff": None, "tolerance": None,
+                "pass": False, "how": f"{how}; shape {x.shape} recorded, {want} wanted"}
     allowed = np.isnan(x) if name != "moved" else np.zeros(x.shape, dtype=bool)
     bad = ~(((x >= 0) & (x <= 1)) | allowed)
     return {"quantity": name, "draws": int(x.size), "max_diff": None, "tolerance": None,
             "pass": not bool(bad.any()),
-            "how": "sampler statistic (sample_stats), not recomputable from the draws: in "
-                   "[0, 1] in every draw" + ("" if name == "moved" else ", or NaN (none tried)")
-                   + (f"; {int(bad.sum())} draws outside" if bad.any() else "")}
+            "how": how + (f"; {int(bad.sum())} draws outside" if bad.any() else "")}
 
 
 def _range_row(name: str, r: NotRecomputable) -> dict[str, Any]:
@@ -109,9 +116,10 @@ def recorded_check(trace: dict[str, Any], recomputed: dict[str, Recomputed],
     (consistency checks of the recorded state itself, same columns); exact: alpha 0."""
     rows = []
     ratios: list[float] = []  # max |recorded - recomputed| / tolerance per quantity
+    per_draw = np.shape(trace["log_joint"]) if "log_joint" in trace else None
     for name in sorted(set(trace) | set(recomputed)):
         if name not in recomputed and _is_rate(name):
-            rows.append(_rate_row(name, trace[name]))
+            rows.append(_rate_row(name, trace[name], per_draw))
             continue
         if name not in recomputed:
             rows.append({"quantity": name, "draws": int(np.size(trace[name])), "max_diff": None,
