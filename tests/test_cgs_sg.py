@@ -316,3 +316,17 @@ def test_fit_without_graph_interval_resamples_the_graph_every_n_times_s_position
     opts = {"states": 3, "beta": 0.5, "iterations": 6, "burn_in": 2, "period": 2, "chains": 1}
     fit = get_method("cgs-sg").fit(corpus, opts, 0, False)
     assert fit.info["graph_interval"] == 3 * 3
+
+
+def test_moved_is_zero_with_one_state_and_positive_with_three():
+    """``moved``, the fraction of the free positions whose state changed per sweep, is 0 in
+    every draw of a one-state fit (no other state to move to), where every count of the
+    trace, e.g. ``n_graph_edges``, is positive; with three states positions move. (Issue 39:
+    ``moved`` read from the slot before it, ``n_graph_edges``, passed every check: a fraction
+    in [0, 1] a draw.)"""
+    corpus = Corpus.from_strings([[0, 1, 1], [1], [], [0, 0, 1, 0]], 2)
+    one = cgs_sg.sample_cgs_sg(corpus, 1, 0.5, 20, 10, 1, 1, 0)
+    assert one.trace["moved"].shape == one.trace["log_joint"].shape == (1, 10)
+    assert not one.trace["moved"].any() and one.trace["n_graph_edges"].all()
+    three = cgs_sg.sample_cgs_sg(corpus, 3, 0.5, 20, 10, 1, 1, 0)
+    assert three.trace["moved"].mean() > 0

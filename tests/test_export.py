@@ -601,6 +601,24 @@ def test_plugin_map_index_is_the_first_highest_kept_draw():
     best = np.unravel_index(int(np.argmax(long[:, kept])), (2, 300))
     assert np.argmax(long) != np.ravel_multi_index((best[0], kept[best[1]]), long.shape)
     assert map_index(long, (2, 300), kept=kept) == (int(best[0]), int(best[1]))
+    # and more chains than that (``lj.shape[0] is chains`` passed every test): 300 chains of
+    # 3 draws, draw 1 of each stored, the highest draw not a stored one
+    wide = np.random.default_rng(9).normal(size=(300, 3))
+    wide[7, 0] = 10.0
+    best = int(np.argmax(wide[:, 1]))
+    assert map_index(wide, (300, 1), kept=[1]) == (best, 0)
+
+
+def test_a_one_axis_log_joint_is_the_one_line_error_of_the_front(toy_runs):
+    """A front's :meth:`automaton` given a trace of one axis (not ``[chain, draw]``) gives the
+    one-line InputError naming it, not numpy's IndexError (issue 39: the draws counted from
+    ``np.shape(log_joint)[+1]`` instead of ``[-1]`` passed every test)."""
+    from bayesfa.errors import InputError
+    from bayesfa.methods import get_method
+
+    run = toy_runs("cgs-pfa")
+    with pytest.raises(InputError, match=r"log_joint trace \(3,\) does not match"):
+        get_method("cgs-pfa").automaton(run.arrays, run.options, log_joint=np.zeros(3))
 
 
 def test_a_front_with_the_fits_own_state_labels_exports_every_state():
