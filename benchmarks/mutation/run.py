@@ -368,6 +368,9 @@ def run_file(row: dict, work: Path, args, graph: dict[str, set[str]]) -> None:
         print(f"run.py: {row['file']}: no pending mutant", file=sys.stderr)
         return
     restore_target(work, row["file"])
+    # compiled code of another file's last mutant may live on in the cache, in the entries of
+    # the files that import it (those of this file's dependents are removed before each mutant)
+    shutil.rmtree(work / "numba-cache", ignore_errors=True)
     try:
         for jit in jits:
             toml, db, sock = session_files(work, row, args.python, validate, jit, graph)
