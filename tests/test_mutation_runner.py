@@ -450,3 +450,42 @@ def test_report_counts_annotation_mutants_apart_and_a_whole_file_stays_exact(run
         assert "| 0 | 5 | 100.0 % | exact |" in (out / "summary.md").read_text()
     finally:
         run.EQUIVALENT = saved
+
+
+@pytest.fixture(scope="module")
+def standing():
+    spec = importlib.util.spec_from_file_location("mutation_standing",
+                                                  ROOT / "benchmarks/mutation/standing.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_standing_lower_bound_is_the_one_sided_clopper_pearson(standing):
+    """The bar's arithmetic: all of 59 killed is the least sample whose one-sided 95 % lower
+    bound reaches 95 % (0.05 ** (1 / n)); with misses, scipy's beta quantile."""
+    from scipy.stats import beta
+
+    assert standing.lower_bound(59, 59) >= 0.95 > standing.lower_bound(58, 58)
+    assert standing.lower_bound(58, 58) == pytest.approx(0.05 ** (1 / 58), abs=1e-12)
+    assert standing.lower_bound(55, 60) == pytest.approx(beta.ppf(0.05, 55, 6), abs=1e-12)
+    assert standing.lower_bound(0, 5) == 0.0 and standing.lower_bound(0, 0) is None
+
+
+def test_standing_keys_a_mutant_by_what_it_changes_and_finds_it_moved(standing):
+    """A mutant is keyed by its operator, its line's text (and rank among lines of that text)
+    and its rank on the line, so a session at another commit where the line moved down finds
+    the same mutant, and one whose line is gone finds none."""
+    pytest.importorskip("cosmic_ray")
+    op = "core/ReplaceBinaryOperator_Add_Sub"
+    old = "a = 1 + 2 + 3\nb = 4\na = 1 + 2 + 3\n"
+    pos = standing.positions(old, op)  # four occurrences: two on line 1, two on line 3
+    assert [p[0] for p in pos] == [1, 1, 3, 3]
+    keys = [standing.mutant_key(old, {"operator": op, "line": p[0], "occurrence": k})
+            for k, p in enumerate(pos)]
+    assert len(set(keys)) == 4
+    assert standing.mutant_key(old, {"operator": op, "line": 2, "occurrence": 0}) is None
+    new = "import os\n" + old  # every line one down
+    assert [standing.locate(new, k) for k in keys] == [0, 1, 2, 3]
+    assert standing.locate(new, keys[0]) is not None
+    assert standing.locate("a = 1 * 2\n", keys[0]) is None
