@@ -1,7 +1,7 @@
 """Where each file's mutants stand today, over every committed session (issue 39, item 3).
 
     CR_PYTHON benchmarks/mutation/standing.py [--files PATTERN ...] [--out DIR]
-        [--retest --python PY --work DIR [--jit on|off]]
+        [--retest [PATTERN ...] [--validate] --python PY --work DIR [--jit on|off]]
 
 ``CR_PYTHON``: a Python with cosmic-ray (8.7.0 made the sessions), as for ``retest.py``.
 
@@ -13,7 +13,8 @@ that line. A distinct mutant is *equivalent* when ``equivalent.json`` names any 
 *killed* when any session killed it, else a *survivor*. Jobs kept without line or operator
 (sessions reported before ``verdicts.json``) cannot be keyed and are counted apart.
 
-``--retest`` applies each survivor that is not equivalent to a copy of HEAD (``git archive``
+``--retest`` (of the files matching its patterns; none: every file) applies each survivor
+that is not equivalent to a copy of HEAD (``git archive``
 into ``WORK/main``; the line found by its text and rank, the occurrence by its rank on it;
 none found: *gone*, its code since changed or removed, left out of the score) and runs the
 file's fast killer tests (:func:`run.plan`, with :func:`run.pytest_args`' deselections) with
@@ -24,9 +25,11 @@ second killer). A survivor they kill is *killed now*; one they do not is *live* 
 unmutated copy first.
 
 Output: ``OUT/standing.md`` and ``OUT/standing.json``: per file, the distinct non-equivalent
-mutants, killed in their session, killed now, gone, live (without ``--retest``: not retested),
-the score (killed / (killed + live), gone left out) and its one-sided 95 % Clopper-Pearson
-lower bound (issue 39's bar: 95 %), and each survivor's fate.
+mutants, killed in their session, killed now, gone, live, not retested,
+the score (killed / (killed + live + not retested), gone left out) and its one-sided 95 %
+Clopper-Pearson lower bound (issue 39's bar: 95 %), and each survivor's fate. Each fate is kept
+in ``WORK/fates.json`` as it is found, by the copy's commit: a rerun at the same commit
+(after an interruption, or to report more files) reuses it.
 """
 from __future__ import annotations
 
@@ -168,6 +171,11 @@ def retest_file(file: str, survivors: list[tuple], args) -> dict:
         return None
 
     shutil.rmtree(cache, ignore_errors=True)  # another file's last mutant may live on in it
+    fates_file = Path(args.work) / "fates.json"
+    fates = json.loads(fates_file.read_text()) if fates_file.exists() else {}
+    known = fates.setdefault(args.head, {}).setdefault(file, {})
+    if all(repr(k) in known for k in survivors):
+        return {k: known[repr(k)] for k in survivors}
     if killer() is not None:
         print(f"standing.py: {file}: its killer fails on the unmutated copy of HEAD: "
               "its survivors are not retested", file=sys.stderr, flush=True)
@@ -179,9 +187,15 @@ def retest_file(file: str, survivors: list[tuple], args) -> dict:
         if occurrence is None:
             fate[key] = "gone"
             continue
+        if repr(key) in known:
+            fate[key] = known[repr(key)]
+            continue
         with use_mutation(main / file, get_operator(key[0])(), occurrence):
             by = killer()
-        fate[key] = "live" if by is None else f"killed now ({by})"
+        fate[key] = known[repr(key)] = "live" if by is None else f"killed now ({by})"
+        tmp = fates_file.with_suffix(".tmp")  # kept as found: an interrupted run loses nothing
+        tmp.write_text(json.dumps(fates, indent=1) + "\n")
+        tmp.replace(fates_file)
         print(f"{file}: {fate[key]}: {key[0].split('/')[-1]} on '{key[1]}'", flush=True)
     return fate
 
@@ -208,7 +222,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", nargs="*", help="patterns of the target files (default: all)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/mutation-standing"))
-    ap.add_argument("--retest", action="store_true")
+    ap.add_argument("--retest", nargs="*", metavar="PATTERN",
+                    help="retest the survivors of these files (none given: of every file)")
     ap.add_argument("--python", default=sys.executable,
                     help="the Python with bayesfa's dependencies that runs the tests")
     ap.add_argument("--work", default=str(ROOT.parent / "mutation-standing"))
@@ -218,10 +233,12 @@ def main(argv=None) -> int:
                          "the file's methods (run.py's second killer; minutes a method)")
     args = ap.parse_args(argv)
     files = [str(p.relative_to(ROOT)) for p in runner.targets(ROOT, args.files)]
+    retested = set() if args.retest is None else {
+        str(p.relative_to(ROOT)) for p in runner.targets(ROOT, args.retest or None)}
     data = gather(files)
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    if args.retest:  # a copy of HEAD (made again when HEAD has moved)
+    head = args.head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                                      capture_output=True, text=True, check=True).stdout.strip()
+    if retested:  # a copy of HEAD (made again when HEAD has moved)
         main_copy, stamp = Path(args.work) / "main", Path(args.work) / "commit"
         if not stamp.exists() or stamp.read_text().strip() != head:
             shutil.rmtree(main_copy, ignore_errors=True)
@@ -230,59 +247,61 @@ def main(argv=None) -> int:
                            check=True)
             stamp.write_text(head + "\n")
     rows, table = [], []
+    pct = lambda x: "-" if x is None else f"{100 * x:.1f} %"  # noqa: E731
     for file in files:
         rec = data[file]
         live = {k: m for k, m in rec["mutants"].items() if m["equivalent"] is None}
         killed = [k for k, m in live.items()
                   if any(s[3] in ("killed", "timeout") for s in m["sessions"])]
         survivors = [k for k in live if k not in killed]
-        fate = (retest_file(file, survivors, args) if args.retest and survivors
+        fate = (retest_file(file, survivors, args) if file in retested and survivors
                 else {k: "not retested" for k in survivors})
-        now = sum(v.startswith("killed now") for v in fate.values())
-        gone = sum(v == "gone" for v in fate.values())
-        left = len(survivors) - now - gone
-        n = len(killed) + now + left
-        lo = lower_bound(len(killed) + now, n) if (args.retest or not survivors) else None
+        count = {f: sum(v.startswith(f) for v in fate.values())
+                 for f in ("killed now", "gone", "live", "not retested")}
+        k_all = len(killed) + count["killed now"]
+        n = k_all + count["live"] + count["not retested"]
+        # the score's one-sided 95 % lower bound, when every survivor has been judged today
+        lo = lower_bound(k_all, n) if not count["not retested"] else None
         # a session that ran every mutant of the file at a commit where it is as at HEAD: the
         # score is then the file's own (exact), not a sample's estimate
         exact = next((c for c in rec["whole"] if subprocess.run(
             ["git", "-C", str(ROOT), "diff", "--quiet", c, "HEAD", "--", file]).returncode == 0),
-            None) if (args.retest or not survivors) else None
-        at_bar = bool((lo is not None and lo >= 0.95)
-                      or (exact and n and (len(killed) + now) / n >= 0.95))
+            None) if lo is not None else None
+        at_bar = bool((lo is not None and lo >= 0.95) or (exact and n and k_all / n >= 0.95))
         rows.append({"file": file, "distinct": len(rec["mutants"]),
                      "equivalent": len(rec["mutants"]) - len(live), "non_equivalent": len(live),
-                     "killed_in_session": len(killed), "killed_now": now, "gone": gone,
-                     "live" if args.retest else "not_retested": left,
-                     "score": (len(killed) + now) / n if n else None, "lower_bound_95": lo,
+                     "killed_in_session": len(killed), **{k.replace(" ", "_"): v
+                                                          for k, v in count.items()},
+                     "score": k_all / n if n else None, "lower_bound_95": lo,
                      "whole_at": exact, "at_bar": at_bar,
                      "unkeyed_jobs": rec["unkeyed"], "unlisted_kills": rec["unlisted_kills"],
                      "survivors": [{"operator": k[0], "line": k[1], "fate": fate[k],
                                     "sessions": live[k]["sessions"]} for k in survivors]})
-        pct = lambda x: "-" if x is None else f"{100 * x:.1f} %"  # noqa: E731
-        table.append(f"| {file} | {len(live)} | {len(killed)} | {now} | {gone} | {left} | "
+        table.append(f"| {file} | {len(live)} | {len(killed)} | {count['killed now']} | "
+                     f"{count['gone']} | {count['live']} | {count['not retested']} | "
                      f"{pct(rows[-1]['score'])} | {pct(lo)} | "
                      f"{'exact, every mutant at `' + exact + '`' if exact else '-'} | "
                      f"{'yes' if at_bar else 'no'} |")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    command = ("python benchmarks/mutation/standing.py" + (" --retest" if args.retest else "")
-               + (" --validate" if args.retest and args.validate else "")
+    command = ("python benchmarks/mutation/standing.py"
+               + ("" if args.retest is None else " --retest" + "".join(f" {p}" for p in args.retest))
+               + (" --validate" if retested and args.validate else "")
                + (" --files " + " ".join(args.files) if args.files else ""))
     (out / "standing.json").write_text(json.dumps({"commit": head, "command": command,
                                                    "files": rows}, indent=1) + "\n")
-    last = "live" if args.retest else "not retested"
     (out / "standing.md").write_text(
         f"Mutants of each file over every committed session, at `{head}`: `{command}` "
-        f"(module docstring). Distinct non-equivalent mutants; killed in their session; "
+        f"(module docstring). Distinct non-equivalent mutants; killed in their session; their "
         f"survivors killed now at `{head}` by the file's fast tests"
-        f"{' or validate' if args.retest and args.validate else ''}; gone (their line since "
-        f"changed); {last}. Score: killed / (killed + {last}); lower bound: one-sided 95 % "
-        f"Clopper-Pearson (issue 39's bar 95 %), or the exact score where a session ran every "
-        f"mutant of the file at a commit where it is as at `{head}` (no sample).\n\n"
-        f"| file | non-equivalent | killed in session | killed now | gone | {last} | score | "
-        f"95 % lower bound | whole file | at the bar |\n"
-        f"|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n"
+        f"{' or validate' if retested and args.validate else ''}; gone (their line since "
+        f"changed); live (they pass); not retested. Score: killed / (killed + live + not "
+        f"retested); lower bound: one-sided 95 % Clopper-Pearson when every survivor was "
+        f"retested (issue 39's bar: 95 %), or the exact score where a session ran every mutant "
+        f"of the file at a commit where it is as at `{head}` (no sample).\n\n"
+        f"| file | non-equivalent | killed in session | killed now | gone | live | not retested "
+        f"| score | 95 % lower bound | whole file | at the bar |\n"
+        f"|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n"
         + "\n".join(table) + "\n\nEach survivor of its sessions:\n\n"
         "| file | operator | line (at its session) | sessions (folder, commit, job) | fate |\n"
         "|---|---|---|---|---|\n"
