@@ -28,8 +28,8 @@ Output: ``OUT/standing.md`` and ``OUT/standing.json``: per file, the distinct no
 mutants, killed in their session, killed now, gone, live, not retested,
 the score (killed / (killed + live + not retested), gone left out) and its one-sided 95 %
 Clopper-Pearson lower bound (issue 39's bar: 95 %), and each survivor's fate. Each fate is kept
-in ``WORK/fates.json`` as it is found, by the copy's commit: a rerun at the same commit
-(after an interruption, or to report more files) reuses it.
+in ``WORK/fates.json`` as it is found, by the copy's commit: a rerun at a commit of the same
+code (:func:`run.same_code`; after an interruption, or to report more files) reuses it.
 """
 from __future__ import annotations
 
@@ -173,6 +173,11 @@ def retest_file(file: str, survivors: list[tuple], args) -> dict:
     shutil.rmtree(cache, ignore_errors=True)  # another file's last mutant may live on in it
     fates_file = Path(args.work) / "fates.json"
     fates = json.loads(fates_file.read_text()) if fates_file.exists() else {}
+    # fates found at a commit of the same code (bayesfa/, tests/, ...: run.same_code) hold
+    for commit in list(fates):
+        if commit != args.head and runner.same_code(commit, args.head):
+            for f, got in fates[commit].items():
+                fates.setdefault(args.head, {}).setdefault(f, {}).update(got)
     known = fates.setdefault(args.head, {}).setdefault(file, {})
     if all(repr(k) in known for k in survivors):
         return {k: known[repr(k)] for k in survivors}
