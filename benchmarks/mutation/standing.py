@@ -187,6 +187,10 @@ def retest_file(file: str, survivors: list[tuple], args) -> dict:
             for f, got in fates[commit].items():
                 fates.setdefault(args.head, {}).setdefault(f, {}).update(got)
     known = fates.setdefault(args.head, {}).setdefault(file, {})
+    source = (main / file).read_text()
+    for k in survivors:  # a survivor whose line is gone needs no killer
+        if repr(k) not in known and locate(source, k) is None:
+            known[repr(k)] = "gone"
     if all(repr(k) in known for k in survivors):
         return {k: known[repr(k)] for k in survivors}
     if killer() is not None:
@@ -198,7 +202,7 @@ def retest_file(file: str, survivors: list[tuple], args) -> dict:
     for key in survivors:
         occurrence = locate(source, key)
         if occurrence is None:
-            fate[key] = "gone"
+            fate[key] = known[repr(key)] = "gone"
             continue
         if repr(key) in known:
             fate[key] = known[repr(key)]
