@@ -580,6 +580,14 @@ def test_plugin_map_index_is_the_first_highest_kept_draw():
     # a trace of fewer chains than stored: the error names the trace as recorded, (1, 4)
     with pytest.raises(InputError, match=r"trace \(1, 4\) does not match its 2 x 3"):
         map_index(lj[:1], (2, 3), kept=[0, 1, 3])
+    # kept indices of another count than the stored draws, or a trace of more chains: the
+    # error names the trace as recorded, not cut down to the kept draws
+    with pytest.raises(InputError, match=r"trace \(2, 4\) does not match its 2 x 2"):
+        map_index(lj, (2, 2), kept=[0, 1, 3])                            # more kept than stored
+    with pytest.raises(InputError, match=r"trace \(2, 4\) does not match its 2 x 3"):
+        map_index(lj, (2, 3), kept=[0, 1])                               # fewer
+    with pytest.raises(InputError, match=r"trace \(3, 4\) does not match its 2 x 3"):
+        map_index(np.vstack([lj, lj[:1]]), (2, 3), kept=[0, 1, 3])       # a chain too many
     # a trace of one axis (one value a chain): the one-line error, not numpy's IndexError
     with pytest.raises(InputError, match=r"trace \(2,\) does not match its 2 x 3"):
         map_index(lj[:, 0], (2, 3), kept=[0, 1, 3])
