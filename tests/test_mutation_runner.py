@@ -489,3 +489,18 @@ def test_standing_keys_a_mutant_by_what_it_changes_and_finds_it_moved(standing):
     assert [standing.locate(new, k) for k in keys] == [0, 1, 2, 3]
     assert standing.locate(new, keys[0]) is not None
     assert standing.locate("a = 1 * 2\n", keys[0]) is None
+
+
+def test_standing_never_replaces_a_foreign_file(tmp_path):
+    """``standing.py --out``: a file bayesfa did not write is refused before any work, in one
+    line with exit 2, and left as it was (the guarded writer of the benchmark scripts)."""
+    import subprocess
+    import sys
+
+    mine = tmp_path / "standing.md"
+    mine.write_text("my own notes\n")
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks/mutation/standing.py"),
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "not written by bayesfa" in proc.stderr and "Traceback" not in proc.stderr
+    assert mine.read_text() == "my own notes\n" and not (tmp_path / "standing.json").exists()

@@ -217,6 +217,22 @@ def retest_file(file: str, survivors: list[tuple], args) -> dict:
     return fate
 
 
+def guarded(python: str, call: str, *paths: Path, text: str = "") -> None:
+    """``benchmarks/guarded_out.py``'s ``call`` (``check_out`` or ``write_out_text``) on
+    ``paths``, run by ``python`` (the project's: the writer needs bayesfa, this interpreter
+    need not have it): a file bayesfa did not write is refused in one line, exit 2."""
+    code = ("import sys; sys.argv[0] = 'standing.py'; sys.path.insert(0, sys.argv[1]); "
+            "import guarded_out as g; "
+            + ("g.check_out(*sys.argv[2:])" if call == "check_out"
+               else "g.write_out_text(sys.argv[2], sys.stdin.read())"))
+    proc = subprocess.run([python, "-c", code, str(ROOT / "benchmarks"), *map(str, paths)],
+                          input=text, text=True, capture_output=True)
+    if proc.returncode:
+        sys.stderr.write(proc.stderr.strip().splitlines()[-1] + "\n" if proc.stderr.strip()
+                         else f"standing.py: {call} failed\n")
+        sys.exit(proc.returncode)
+
+
 def lower_bound(k: int, n: int) -> float | None:
     """The one-sided 95 % Clopper-Pearson lower bound of a proportion, ``k`` of ``n``."""
     if n == 0:
@@ -242,13 +258,16 @@ def main(argv=None) -> int:
     ap.add_argument("--retest", nargs="*", metavar="PATTERN",
                     help="retest the survivors of these files (none given: of every file)")
     ap.add_argument("--python", default=sys.executable,
-                    help="the Python with bayesfa's dependencies that runs the tests")
+                    help="the Python with bayesfa and its dependencies: it runs the tests and "
+                         "the guarded writer of the outputs (default: this one)")
     ap.add_argument("--work", default=str(ROOT.parent / "mutation-standing"))
     ap.add_argument("--jit", choices=("on", "off"), default="on")
     ap.add_argument("--validate", action="store_true",
                     help="with --retest: a survivor of the tests also meets bayesfa validate of "
                          "the file's methods (run.py's second killer; minutes a method)")
     args = ap.parse_args(argv)
+    out = Path(args.out)
+    guarded(args.python, "check_out", out / "standing.json", out / "standing.md")  # before work
     files = [str(p.relative_to(ROOT)) for p in runner.targets(ROOT, args.files)]
     retested = set() if args.retest is None else {
         str(p.relative_to(ROOT)) for p in runner.targets(ROOT, args.retest or None)}
@@ -299,15 +318,13 @@ def main(argv=None) -> int:
                      f"{pct(rows[-1]['score'])} | {pct(lo)} | "
                      f"{'exact, every mutant at `' + exact + '`' if exact else '-'} | "
                      f"{'yes' if at_bar else 'no'} |")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     command = ("python benchmarks/mutation/standing.py"
                + ("" if args.retest is None else " --retest" + "".join(f" {p}" for p in args.retest))
                + (" --validate" if retested and args.validate else "")
                + (" --files " + " ".join(args.files) if args.files else ""))
-    (out / "standing.json").write_text(json.dumps({"commit": head, "command": command,
-                                                   "files": rows}, indent=1) + "\n")
-    (out / "standing.md").write_text(
+    guarded(args.python, "write_out_text", out / "standing.json",
+            text=json.dumps({"commit": head, "command": command, "files": rows}, indent=1) + "\n")
+    guarded(args.python, "write_out_text", out / "standing.md", text=
         f"Mutants of each file over every committed session, at `{head}`: `{command}` "
         f"(module docstring). Distinct non-equivalent mutants; killed in their session; their "
         f"survivors killed now at `{head}` by the file's fast tests"
