@@ -679,6 +679,8 @@ def test_plugin_mean_pfa_and_reachable_part():
     np.testing.assert_array_equal(reachable(p2).stop, p2.stop[[0, 2, 4]])
     full = _random_pfa(rng, 4)
     assert reachable(full) is full
+    big = _random_pfa(rng, 300)  # more states than CPython caches small ints for ("keep.size
+    assert reachable(big) is big  # is n" passed every test: a copy past 256 states)
     assert check_which("map") == "map" and check_which("mean") == "mean"
     with pytest.raises(InputError, match="--which must be map or mean, got 'max'"):
         check_which("max")
