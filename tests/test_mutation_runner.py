@@ -367,6 +367,11 @@ def test_a_new_session_takes_the_verdicts_judged_at_the_same_code(run, tmp_path,
     assert [j["job"] for j in run.judged(entry, b)] == ["j1", "j2"]
     assert [j["job"] for j in run.judged(entry, c)] == ["j1", "j2"]
     assert run.judged(entry, d) == run.judged(entry, e) == run.judged(None, a) == []
+    # a glob matches within one folder: the runner beside the benchmarks is not their code
+    (repo / "benchmarks/mutation").mkdir()
+    f = commit("benchmarks/mutation/runner.py", "# the runner\n")
+    g = commit("benchmarks/bench.py", "# a benchmark a test loads\n")
+    assert run.same_code(e, f) and not run.same_code(f, g) and not run.same_code(e, "0000000")
 
     keys = [(1, f"core/{op}", 0) for op in "CDAEFBGH"]
     copied, skipped = run.choose(keys, 4, 1, run.judged(entry, a))

@@ -234,12 +234,14 @@ def _git(*args: str) -> str:
 def same_code(a: str, b: str) -> bool:
     """Whether commits ``a`` and ``b`` hold the same :data:`COPIED` files, the runner's own
     tests (:data:`NOT_KILLERS`, never run by a killer) aside: a session's verdicts at ``a``
-    are then verdicts at ``b``. An unknown commit is not the same code."""
+    are then verdicts at ``b``. Each glob matches within one folder (``benchmarks/*.py`` is
+    not ``benchmarks/mutation/run.py``, the runner itself). An unknown commit is not the same
+    code. ``standing.py`` asks this function too."""
     if a == b:
         return True
     return subprocess.run(
-        ["git", "-C", str(ROOT), "diff", "--quiet", a, b, "--", *COPIED,
-         *(f":(exclude)tests/{t}" for t in sorted(NOT_KILLERS))],
+        ["git", "-C", str(ROOT), "diff", "--quiet", a, b, "--", *(f":(glob){c}" for c in COPIED),
+         *(f":(exclude,glob)tests/{t}" for t in sorted(NOT_KILLERS))],
         capture_output=True).returncode == 0
 
 

@@ -29,7 +29,7 @@ mutants, killed in their session, killed now, gone, live, not retested,
 the score (killed / (killed + live + not retested), gone left out) and its one-sided 95 %
 Clopper-Pearson lower bound (issue 39's bar: 95 %), and each survivor's fate. Each fate is kept
 in ``WORK/fates.json`` as it is found, by the copy's commit: a rerun at a commit of the same
-code (:func:`same_code`; after an interruption, or to report more files) reuses it.
+code (:func:`run.same_code`; after an interruption, or to report more files) reuses it.
 """
 from __future__ import annotations
 
@@ -132,14 +132,6 @@ def gather(files: list[str]) -> dict:
     return out
 
 
-def same_code(a: str, b: str) -> bool:
-    """Whether commits ``a`` and ``b`` hold the same code under test (:data:`run.COPIED`, its
-    globs matched within one folder: ``benchmarks/*.py`` is not ``benchmarks/mutation/``)."""
-    specs = [f":(glob){c}" for c in runner.COPIED]
-    return subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", a, b, "--", *specs],
-                          capture_output=True).returncode == 0
-
-
 def retest_file(file: str, survivors: list[tuple], args) -> dict:
     """``{key: "killed now" | "live" | "gone"}`` for ``survivors`` (keys) of ``file``, each
     applied to ``WORK/main`` (HEAD) in turn under the file's fast killer tests."""
@@ -183,7 +175,7 @@ def retest_file(file: str, survivors: list[tuple], args) -> dict:
     fates = json.loads(fates_file.read_text()) if fates_file.exists() else {}
     # fates found at a commit of the same code (bayesfa/, tests/, ...: run.same_code) hold
     for commit in list(fates):
-        if commit != args.head and same_code(commit, args.head):
+        if commit != args.head and runner.same_code(commit, args.head):
             for f, got in fates[commit].items():
                 fates.setdefault(args.head, {}).setdefault(f, {}).update(got)
     known = fates.setdefault(args.head, {}).setdefault(file, {})
