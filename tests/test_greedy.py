@@ -759,6 +759,45 @@ def test_each_cvgram_mutant_grows_another_trie(mutant):
     assert tries_differ(other, method)
 
 
+def test_cvgram_folds_by_position_mutant_puts_position_t_in_fold_t_mod_k():
+    """The named mutant ``folds-by-position`` is what its name and docstring say: its trie is
+    the one grown with position ``t`` (over the corpus's tokens, ends included) in fold
+    ``t mod K``, folds written here with numpy. (A mutant of the mutant, ``t >> K``, still
+    differed from the method and failed ``validate`` while no longer the documented slip; its
+    folds out of range wrote outside the kernel's arrays, now refused, below.)"""
+    from bayesfa.learners.greedy.cvgram import FOLDS_BY_POSITION
+
+    corpus = second_order_corpus(1, 150, 3)
+    folds = 4
+    t = np.arange(corpus.n_tokens, dtype=np.int64)
+    got = cvgram(corpus, 0.5, folds, FOLDS_BY_POSITION)
+    want = _vgram.vgram(corpus, 0.5, _vgram.CROSS_VALIDATION, None, folds,
+                        position_folds=t % folds)
+    assert not tries_differ(got, want)
+
+
+@pytest.mark.parametrize("bad", ["negative", "k", "short"])
+def test_vgram_refuses_folds_outside_its_range(bad):
+    """A fold index outside ``0 .. n_folds - 1``, or fewer folds than positions, is a
+    ValueError before the kernel runs (numba does not check bounds: such folds wrote outside
+    the per-fold count table)."""
+    corpus = second_order_corpus(1, 20, 3)
+    fold = np.arange(corpus.n_tokens, dtype=np.int64) % 3
+    if bad == "negative":
+        fold[5] = -1
+    elif bad == "k":
+        fold[-1] = 3
+    else:
+        fold = fold[:-1]
+    with pytest.raises(ValueError, match="fold"):
+        _vgram.vgram(corpus, 0.5, _vgram.CROSS_VALIDATION, None, 3, position_folds=fold)
+    if bad != "short":
+        strings = np.arange(corpus.n_strings, dtype=np.int64) % 3
+        strings[0] = -1 if bad == "negative" else 3
+        with pytest.raises(ValueError, match="fold"):
+            _vgram.vgram(corpus, 0.5, _vgram.CROSS_VALIDATION, strings, 3)
+
+
 @pytest.mark.parametrize("name", GREEDY)
 def test_greedy_validation_mutants_have_distinct_codes(name):
     """Each greedy front's named validation mutants (``MUTATIONS``, name -> the ``variant``

@@ -324,6 +324,12 @@ def vgram(corpus: Corpus, beta: float, kind: int, folds: np.ndarray | None = Non
         fold = np.zeros(corpus.n_tokens, dtype=np.int64)
     else:
         fold = np.repeat(np.asarray(folds, dtype=np.int64), np.diff(corpus.offsets))
+    # numba does not check bounds: a fold outside 0..n_folds-1 would count outside its table
+    if fold.shape != (corpus.n_tokens,):
+        raise ValueError(f"{fold.shape[0]} folds for {corpus.n_tokens} positions")
+    if fold.size and (fold.min() < 0 or fold.max() >= max(int(n_folds), 1)):
+        raise ValueError(f"a fold index outside 0..{int(n_folds) - 1}: "
+                         f"{int(fold.min())}..{int(fold.max())}")
     child, counts, caret, trace = grow_trie(corpus.tokens, starts, fold, int(n_folds),
                                             corpus.alphabet_size, float(beta), int(kind),
                                             int(variant), int(FIRST_ROWS))
