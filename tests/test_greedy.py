@@ -774,6 +774,8 @@ def test_cvgram_folds_by_position_mutant_puts_position_t_in_fold_t_mod_k():
     want = _vgram.vgram(corpus, 0.5, _vgram.CROSS_VALIDATION, None, folds,
                         position_folds=t % folds)
     assert not tries_differ(got, want)
+    # the code compared by value: a numpy integer (a code read from an array) is the mutant too
+    assert not tries_differ(cvgram(corpus, 0.5, folds, np.int64(FOLDS_BY_POSITION)), want)
 
 
 @pytest.mark.parametrize("bad", ["negative", "k", "short"])
