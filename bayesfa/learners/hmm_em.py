@@ -346,7 +346,7 @@ class _HMMEM(DrawAutomata):
         """hmmlearn's forward-backward, one string (sentences) or the whole sequence at a time:
         six ``[L, K]`` float64 lattices (log-probabilities of the frames, forward, backward,
         posteriors, scaling), ``L`` the longest string's tokens (its end included) or, for a
-        sequence, the corpus's tokens; five ``[K, K]`` and three ``[K, S]`` float64 tables;
+        sequence, the corpus's tokens; five ``[K, K]`` and four ``[K, S + 1]`` float64 tables;
         176 bytes a string and 12 a token (the frames handed to hmmlearn, its per-string views
         and their lengths); and 16 KiB a fit. The terms were chosen to cover the
         ``tracemalloc`` peaks of fits with 2-300 states on 2-40 letters, 50-3,000 strings, and

@@ -138,7 +138,7 @@ def emission_moves(cnt, ctot, hi, hyp, ehyp, pi0, lpi0, lg, lim, n_pi0, sample_b
             h[H_ALPHA] = hyp[H_BETA]
             h[H_GAMMA] = ehyp[0]
             # move_mu's restaurants are the columns of v: here the states (rows of cnt)
-            move_mu(pi0, lpi0, cnt[:hi].T, nj, h, 0, rng, scratch)
+            move_mu(pi0, lpi0, cnt[:hi].T, nj, h, np.int64(0), rng, scratch, np.int64(0))
         stats[off + ST_PI0] += 1
         stats[off + ST_PI0 + 1] += 1
     if sample_beta:
