@@ -44,6 +44,9 @@ def test_cvb_progress_and_estimate_leave_results_unchanged(name, monkeypatch, ca
     loud = fit(corpus, 3, 0.1, iterations=5, tol=1e-12, seed=7, progress=True)
     err = capsys.readouterr().err
     assert f"{name}: estimated roughly " in err and "for 5 iterations" in err, err
+    # the estimate before the first iteration, timed on a pass over the data (the chunked
+    # sweep's own estimate alone kept the test green when the start's was never said)
+    assert "positions of a pass over the data" in err, err
     assert f"/{6 if name == 'gcvb0' else 5} [" in err, err        # the tqdm bar
     np.testing.assert_array_equal(loud.q, quiet.q)
     np.testing.assert_array_equal(loud.expected_counts, quiet.expected_counts)
