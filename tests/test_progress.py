@@ -79,6 +79,48 @@ def test_cvb_chunked_sweep_moves_the_bar_within_an_iteration(monkeypatch):
     assert len(steps) == 10 and sum(steps) == pytest.approx(1.0)
 
 
+def test_cvb_chunks_grow_and_the_last_is_what_remains(monkeypatch):
+    """A slow-changing chunk size: with PROGRESS_SECONDS far above a chunk's time the chunk
+    doubles (4, then up to 8), and the last chunk is what remains of the positions, so the bar
+    moves by exactly one iteration (a survivor took ``m * start`` for ``m - start``: a first
+    chunk of one position, and chunks past the end that moved the bar by 1.5)."""
+    from bayesfa.learners import cvb
+
+    monkeypatch.setattr(cvb, "PROGRESS_SECONDS", 1e9)
+    steps, seen = [], []
+
+    class Rec:
+        name, total, bar = "cvb0", 1, object()
+
+        def advance(self, fraction):
+            steps.append(fraction)
+
+        def say(self, text):
+            pass
+
+    state = {"chunk": 4, "estimated": False}
+    cvb._chunked_sweep(lambda p: seen.append(p.tolist()) or 0.0, np.arange(10), Rec(), state,
+                       True)
+    assert seen == [[0, 1, 2, 3], [4, 5, 6, 7, 8, 9]]
+    assert steps == [0.4, 0.6] and state["chunk"] == 12  # twice the last chunk
+
+
+@pytest.mark.parametrize("name", ["cvb0", "cvb2"])
+def test_cvb_first_iteration_estimate_once_progress_seconds_have_passed(name, monkeypatch,
+                                                                        capsys):
+    """The chunked sweep's own estimate (time per position of the first iteration) is said
+    once PROGRESS_SECONDS have passed (here at once); the comparison reversed passed every
+    test, since the iteration-level estimate printed the same first words."""
+    from bayesfa.learners import cvb
+
+    fit = {"cvb0": cvb.fit_cvb0, "cvb2": cvb.fit_cvb2}[name]
+    monkeypatch.setattr(cvb, "PROGRESS_SECONDS", 1e-9)
+    monkeypatch.setattr(cvb, "ESTIMATE_SECONDS", 0.0)
+    fit(_corpus(), 3, 0.1, iterations=5, tol=1e-12, seed=7, progress=True)
+    err = capsys.readouterr().err
+    assert err.count("positions of the first iteration") == 1, err
+
+
 def test_cvb_short_fit_prints_no_estimate(capsys):
     from bayesfa.learners import cvb
 
