@@ -55,26 +55,31 @@ def test_cvb_progress_and_estimate_leave_results_unchanged(name, monkeypatch, ca
         np.testing.assert_array_equal(loud.trace[key], quiet.trace[key])
 
 
+class _BarRecorder:
+    """The part of cvb's recorder a chunked sweep uses: the bar's moves go to ``steps``."""
+
+    name, total, bar = "cvb0", 1, object()
+
+    def __init__(self, steps: list):
+        self.steps = steps
+
+    def advance(self, fraction):
+        self.steps.append(fraction)
+
+    def say(self, text):
+        pass
+
+
 def test_cvb_chunked_sweep_moves_the_bar_within_an_iteration(monkeypatch):
     """One chunk per position: the bar moves M times by 1/M in the first iteration."""
     from bayesfa.learners import cvb
 
     monkeypatch.setattr(cvb, "PROGRESS_SECONDS", 1e-9)
     steps = []
-
-    class Rec:
-        name, total, bar = "cvb0", 1, object()
-
-        def advance(self, fraction):
-            steps.append(fraction)
-
-        def say(self, text):
-            pass
-
     positions = np.arange(10)
     seen = []
     change = cvb._chunked_sweep(lambda p: seen.extend(p.tolist()) or float(p[0]), positions,
-                                Rec(), {"chunk": 1, "estimated": False}, True)
+                                _BarRecorder(steps), {"chunk": 1, "estimated": False}, True)
     assert seen == list(range(10)) and change == 9.0
     assert len(steps) == 10 and sum(steps) == pytest.approx(1.0)
 
@@ -88,19 +93,9 @@ def test_cvb_chunks_grow_and_the_last_is_what_remains(monkeypatch):
 
     monkeypatch.setattr(cvb, "PROGRESS_SECONDS", 1e9)
     steps, seen = [], []
-
-    class Rec:
-        name, total, bar = "cvb0", 1, object()
-
-        def advance(self, fraction):
-            steps.append(fraction)
-
-        def say(self, text):
-            pass
-
     state = {"chunk": 4, "estimated": False}
-    cvb._chunked_sweep(lambda p: seen.append(p.tolist()) or 0.0, np.arange(10), Rec(), state,
-                       True)
+    cvb._chunked_sweep(lambda p: seen.append(p.tolist()) or 0.0, np.arange(10),
+                       _BarRecorder(steps), state, True)
     assert seen == [[0, 1, 2, 3], [4, 5, 6, 7, 8, 9]]
     assert steps == [0.4, 0.6] and state["chunk"] == 12  # twice the last chunk
 
