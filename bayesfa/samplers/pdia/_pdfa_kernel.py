@@ -703,8 +703,8 @@ def _reject_entry(i, j, s_new, s_old, k_old, model, variant, n_new, newq, news, 
     """Undo a proposed ``delta_ij`` (seat ``s_new``), its walk and its just-in-time entries;
     end the move."""
     finish_walk(np.bool_(False), sym, nf, cnt, ctot, cnt2, ctot2, ws)
-    _undo_new(model, variant, np.int64(n_new), newq, news, delta, seat, nj, v, mu, tabs, col_tabs, col_T,
-              sts, meta, hyp)
+    _undo_new(model, variant, np.int64(n_new), newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
+              col_T, sts, meta, hyp)
     rem(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
     add(model, j, s_old, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
     delta[i, j] = k_old
@@ -768,8 +768,8 @@ def move_entry(i, j, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot
         add(model, j, s_new, nj, v, mu, tabs, col_tabs, col_T, sts, meta, hyp, variant)
         stats[ST_ENTRY] += 1
     else:
-        _undo_new(model, variant, np.int64(n_new), newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
-                  col_T, sts, meta, hyp)
+        _undo_new(model, variant, np.int64(n_new), newq, news, delta, seat, nj, v, mu, tabs,
+                  col_tabs, col_T, sts, meta, hyp)
         delta[i, j] = k_old
         seat[i, j] = s_old
     end_move(tabs, sts, meta)
@@ -801,8 +801,8 @@ def _reject_table(t, j, k_new, k_old, model, variant, n_new, newq, news, delta, 
     """Undo a proposed dish ``k_new`` of table ``t`` (column ``j``), its walk and the
     just-in-time entries; end the move."""
     finish_walk(np.bool_(False), sym, nf, cnt, ctot, cnt2, ctot2, ws)
-    _undo_new(model, variant, np.int64(n_new), newq, news, delta, seat, nj, v, mu, tabs, col_tabs, col_T,
-              sts, meta, hyp)
+    _undo_new(model, variant, np.int64(n_new), newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
+              col_T, sts, meta, hyp)
     _top_rem(k_new, sts, meta, hyp, variant)
     _top_add(k_old, sts, meta, hyp, variant)
     tabs[T_DISH, t] = k_old
@@ -865,8 +865,8 @@ def move_table(t, model, variant, sym, nf, delta, seat, cnt, ctot, cnt2, ctot2, 
         _set_table_targets(t, j, k_new, delta, seat, meta[M_HI], ws, np.int64(-1))
         stats[ST_TABLE] += 1
     else:
-        _undo_new(model, variant, np.int64(n_new), newq, news, delta, seat, nj, v, mu, tabs, col_tabs,
-                  col_T, sts, meta, hyp)
+        _undo_new(model, variant, np.int64(n_new), newq, news, delta, seat, nj, v, mu, tabs,
+                  col_tabs, col_T, sts, meta, hyp)
         _set_table_targets(t, j, k_old, delta, seat, meta[M_HI], ws, np.int64(-1))
     end_move(tabs, sts, meta)
 
