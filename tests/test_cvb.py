@@ -700,3 +700,29 @@ def test_lbfgsb_kernel_is_used_from_scipy_1_15_and_an_unreadable_version_falls_b
         assert got is getattr(_lbfgsb, "setulb", None) is not None
     else:
         assert got is None
+
+
+@pytest.mark.parametrize("iterations", [1, 2, 3])
+def test_gcvb0_reports_its_evaluation_cap(iterations):
+    """GCVB0 caps the objective's evaluations at ``20 (iterations + 1)`` (its docstring:
+    scipy's 20 line-search steps an iteration, and the start's) and says the cap in
+    ``info["max_evaluations"]``; the cap is checked at each new iterate, so a fit ends within
+    one more line search of it (issue 39: ``20 * iterations | 20``, 20 at one iteration and 60
+    at three, lived: no toy's fit reaches the cap)."""
+    fit = cvb.fit_gcvb0(TRAIN, 2, 0.5, iterations=iterations, seed=1, tol=1e-12)
+    assert fit.info["max_evaluations"] == 20 * (iterations + 1)
+    assert fit.info["n_evaluations"] <= fit.info["max_evaluations"] + 20
+
+
+def test_one_state_gcvb0_stops_at_its_start_through_either_lbfgsb(monkeypatch):
+    """With one state ``q`` is 1 wherever ``x`` is, so the objective's gradient is exactly 0:
+    L-BFGS-B's projected-gradient test (``pgtol`` 0) ends the fit at its start, converged,
+    through scipy's ``setulb`` and through the ``minimize`` fallback alike (issue 39: the
+    fallback's ``gtol`` -1.0 for 0.0 lived; it ran on to an abnormal line search)."""
+    first = cvb.fit_gcvb0(TRAIN, 1, 0.5, iterations=10, seed=1)
+    monkeypatch.setattr(cvb._LBFGSB, "kernel", staticmethod(lambda: None))
+    fallback = cvb.fit_gcvb0(TRAIN, 1, 0.5, iterations=10, seed=1)
+    for fit in (first, fallback):
+        assert fit.info["iterations_run"] == 0 and fit.info["converged"]
+        assert "PROJECTED GRADIENT" in fit.info["message"]
+    np.testing.assert_array_equal(first.q, fallback.q)

@@ -729,6 +729,8 @@ def fit_gcvb0(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
     """GCVB0 (Sect. 2.5, 4.2): L-BFGS-B (scipy) on ``D0 + penalty`` over ``x`` from a random
     ``q`` (``seed``) or ``q0``; at most ``iterations`` L-BFGS-B iterations, converged when
     scipy's ``ftol`` test (``tol``, default ``factr = 1e7`` times machine epsilon) holds.
+    The objective's evaluations are capped at ``20 (iterations + 1)`` (``info["max_evaluations"]``:
+    scipy's 20 line-search steps an iteration, and the start's), checked at each new iterate.
 
     The trace records, per L-BFGS-B iteration (accepted point), ``d0`` (never increases),
     ``objective`` (``D0 + penalty``), ``n_evaluations`` (cumulative, the paper's iteration).
@@ -867,7 +869,8 @@ def fit_gcvb0(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
     converged = bool(success) and "ITERATIONS" not in str(message).upper()
     info = {"method": "gcvb0", "iterations_run": nit, "n_evaluations": int(fun.n_evaluations),
             "converged": converged, "message": message, "tol": float(tol),
-            "n_free_positions": int(fun.positions.size), "n_tokens": int(corpus.tokens.size),
+            "max_evaluations": options["maxfun"], "n_free_positions": int(fun.positions.size),
+            "n_tokens": int(corpus.tokens.size),
             "seconds": seconds,
             "ns_per_unit": seconds * 1e9 / max(1, fun.n_evaluations * n_states ** 2 * corpus.tokens.size),
             "unit": "N^2 T (per evaluation, recording included)", "final_d0": float(fun.last_d0),
