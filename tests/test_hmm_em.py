@@ -262,6 +262,22 @@ def test_memory_estimate_adds_its_bytes_a_string_and_a_token_at_a_fixed_longest_
             176 * 321 + 12 * (b.n_tokens - a.n_tokens), k
 
 
+def test_memory_estimate_tables_are_as_wide_as_the_fitted_emissions():
+    """One more state adds, by the docstring's terms, six lattice columns of the longest
+    string (its end included), the ``[K, K]`` tables' ``5 (2K + 1)`` cells and one row of each
+    of the four ``[K, S + 1]`` tables: as wide as the emission table a fit returns (the end
+    symbol's column included). Issue 39: ``s`` one or two columns narrower (``alphabet_size *
+    1``, ``- 1``) lived, inside the traced-peak test's 1-1.5 times."""
+    train, method = corpus(seed=7), get_method("hmm-em")
+    longest = max(len(x) for x in train.strings()) + 1
+    width = method.fit(train, options("--states", "3", "--n-iter", "2", "--restarts", "1"), 0,
+                       False).arrays["emissionprob"].shape[1]
+    for k in (3, 10, 37):
+        step = (method.estimate_memory(train, options("--states", str(k + 1)))
+                - method.estimate_memory(train, options("--states", str(k))))
+        assert step == 8 * (6 * longest + 5 * (2 * k + 1) + 4 * width), k
+
+
 def test_converged_says_whether_tol_stopped_the_run():
     """A restart is ``converged`` when ``--tol`` stopped it (its last step gained less than
     tol), not when it used up ``--n-iter`` (hmmlearn calls both converged)."""
