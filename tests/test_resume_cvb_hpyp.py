@@ -334,7 +334,10 @@ def test_foreign_and_corrupt_hpyp_checkpoints(tmp_path, monkeypatch):
     done = int(good["sweeps_done"])
     # counters: each a scalar, and the sweeps and draws done integers (both are required:
     # a counter of another shape or an integer counter stored as a float is damage too)
+    # (a state array one entry short or one too long: issue 39, a shape test taking longer
+    # ones lived)
     for key, value in (("draws_done", np.array(HP_DRAWS - 1)), ("sizes", good["sizes"][:-1]),
+                       ("sizes", np.concatenate([good["sizes"], good["sizes"][-1:]])),
                        ("c", good["c"].astype(np.int64)), ("out_t", good["out_t"][:-1]),
                        ("rng_state", np.array("{not json")), ("sweeps_done", np.array([done])),
                        ("sweeps_done", np.array(float(done)))):
