@@ -236,6 +236,32 @@ def test_cvb2_fixed_point_satisfies_its_update():
         np.testing.assert_allclose(q[t, 1:], w / w.sum(), atol=1e-8)
 
 
+@pytest.mark.parametrize("variant", [0, 1, 2])
+def test_cvb2_update_weights_are_their_formula_at_any_q(variant):
+    """At a random ``q``, CVB2's update at each free position is Eq. 12's second-order
+    expansion recomputed from the enumerated means and variances: ``- V / (2 x^2)`` for the
+    method (variant 0), ``- V / x^2`` for the named mutant of Eq. 13 as printed (1), no
+    variance term for CVB0's update (2). Issue 39: the in-count term's sign flipped in
+    variant 1 lived (the mutant then still differed from the method, its only test)."""
+    toy = get_toy("three")
+    tokens, n_states, beta = toy.train.tokens, toy.n_states, 0.1
+    q = random_q(tokens, n_states, 7)
+    sums = kernel_sums(tokens, q, toy.train.alphabet_size + 1)
+    n1 = n_states + 1
+    mean, var, w = np.zeros((3, n1)), np.zeros((3, n1)), np.zeros(n1)
+    nab = n_states * (toy.train.alphabet_size + 1) * beta
+    half = {0: 2.0, 1: 1.0, 2: np.inf}[variant]
+    for t, (m, v) in enumerated_moments(tokens, q, n_states).items():
+        kernel.cvb2_update_weights(t, tokens, q, *sums, beta, mean, var, w, variant)
+        b_out = n_states * beta if tokens[t] == 0 else beta
+        logw = 0.0
+        for r, c, sign in ((0, b_out, 1), (1, beta, 1), (2, nab, -1)):
+            x = m[r, 1:] + c
+            logw = logw + sign * (np.log(x) - v[r, 1:] / (half * x * x))
+        ref = np.exp(logw - logw.max())
+        np.testing.assert_allclose(w[1:], ref / ref.sum(), atol=1e-10, err_msg=str(t))
+
+
 @pytest.mark.parametrize("method, mutant", [(m, name) for m, named in
                                              kernel.MUTATIONS.items() for name in named])
 def test_each_named_cvb_mutant_is_another_update(method, mutant):

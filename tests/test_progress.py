@@ -55,6 +55,36 @@ def test_cvb_progress_and_estimate_leave_results_unchanged(name, monkeypatch, ca
         np.testing.assert_array_equal(loud.trace[key], quiet.trace[key])
 
 
+@pytest.mark.parametrize("name", ["cvb0", "cvb2", "gcvb0"])
+def test_cvb_names_each_stage_beside_the_bar_when_it_begins(name, monkeypatch):
+    """The stages named beside the bar, in order: the random start, then per iteration the
+    sums recomputed (every ``_REFRESH``-th iteration only, from the first), the sweep and the
+    recording; L-BFGS-B for GCVB0. Issue 39: the refresh's stage named at iterations 0-15
+    (``it & _REFRESH == 0``) lived."""
+    from tqdm import tqdm
+
+    from bayesfa.learners import cvb
+
+    said = []
+    real = tqdm.set_description_str
+
+    def record(bar, desc=None, refresh=True):
+        said.append(desc)
+        return real(bar, desc, refresh)
+
+    monkeypatch.setattr(tqdm, "set_description_str", record)
+    fit = {"cvb0": cvb.fit_cvb0, "cvb2": cvb.fit_cvb2, "gcvb0": cvb.fit_gcvb0}[name]
+    iterations = cvb._REFRESH + 3
+    fit(_corpus(), 3, 0.1, iterations=iterations, tol=1e-12, seed=7, progress=True)
+    if name == "gcvb0":
+        want = ["random start", "L-BFGS-B"]
+    else:
+        want = ["random start"] + [s for it in range(iterations) for s in
+                                   (["recomputing the sums"] if it % cvb._REFRESH == 0 else [])
+                                   + ["sweep", "recording"]]
+    assert said == [f"{name} ({s})" for s in want]
+
+
 class _BarRecorder:
     """The part of cvb's recorder a chunked sweep uses: the bar's moves go to ``steps``."""
 
