@@ -285,7 +285,7 @@ def test_hpyp_progress_and_estimate_leave_draws_unchanged(kw, monkeypatch, capsy
     corpus = _corpus(60)
     args = dict(iterations=12, burn_in=3, period=2, chains=2, seed=5, **kw)
     quiet = hpyp.sample_hpyp(corpus, 3, **args)
-    capsys.readouterr()
+    assert capsys.readouterr().err == ""  # progress is off by default (issue 39)
     monkeypatch.setattr(hpyp, "ESTIMATE_SECONDS", 0.0)
     loud = hpyp.sample_hpyp(corpus, 3, progress=True, **args)
     err = capsys.readouterr().err
