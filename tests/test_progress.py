@@ -97,7 +97,7 @@ class _BarRecorder:
         self.steps.append(fraction)
 
     def say(self, text):
-        pass
+        self.said = getattr(self, "said", []) + [text]
 
 
 def test_cvb_chunked_sweep_moves_the_bar_within_an_iteration(monkeypatch):
@@ -128,6 +128,25 @@ def test_cvb_chunks_grow_and_the_last_is_what_remains(monkeypatch):
                        _BarRecorder(steps), state, True)
     assert seen == [[0, 1, 2, 3], [4, 5, 6, 7, 8, 9]]
     assert steps == [0.4, 0.6] and state["chunk"] == 12  # twice the last chunk
+
+
+def test_cvb_chunked_sweep_says_no_estimate_once_the_iteration_is_done(monkeypatch):
+    """The chunked sweep's estimate is for positions still to come: a chunk that ends the
+    first iteration says none (the iteration's own estimate follows), even past
+    PROGRESS_SECONDS; 300 positions, so that the counts are distinct int objects (issue 39:
+    ``start is not m`` for ``start < m`` lived)."""
+    from bayesfa.learners import cvb
+
+    monkeypatch.setattr(cvb, "PROGRESS_SECONDS", 1e-9)
+    monkeypatch.setattr(cvb, "ESTIMATE_SECONDS", 0.0)
+    rec = _BarRecorder([])
+    cvb._chunked_sweep(lambda p: 0.0, np.arange(300), rec, {"chunk": 300, "estimated": False},
+                       True)
+    assert rec.steps == [1.0] and getattr(rec, "said", []) == []
+    rec = _BarRecorder([])
+    state = {"chunk": 100, "estimated": False}
+    cvb._chunked_sweep(lambda p: 0.0, np.arange(300), rec, state, True)
+    assert len(rec.said) == 1 and "100 of 300 positions" in rec.said[0] and state["estimated"]
 
 
 @pytest.mark.parametrize("name", ["cvb0", "cvb2"])
