@@ -270,6 +270,37 @@ def test_literal_star_is_the_formula_as_printed_by_enumeration():
         star_log_prob(wide, beta, Corpus.from_strings([[3, 0]], 4), LITERAL_STAR)
 
 
+@pytest.mark.parametrize("star", [False, True])
+def test_log_prob_builds_xi_a_few_samples_at_a_time(monkeypatch, star):
+    """Eq. 20's ``hmm_log_prob`` and the literal CGS-HMM(*) formula hand ``chunked_log_prob``
+    one sample's bytes of ``xi~`` (float64 ``[N+1, A, N+1]``): with room for 3 samples, 7 are
+    scored 3, 3, 1 at a time, with the result of all at once (issue 39: the literal formula's
+    ``8 >> size``, a zero size, built them all at once and passed every test)."""
+    from bayesfa.samplers.pfa.cgs_hmm import LITERAL_STAR
+
+    rng = np.random.default_rng(8)
+    n1, a, s = 4, 3, 7
+    counts = rng.integers(0, 5, size=(s, n1, a, n1)).astype(np.int32)
+    corpus = Corpus.from_strings([[0, 1], [1], [], [1, 0, 0]], a - 1)
+
+    def score():
+        if star:
+            return cgs_hmm.star_log_prob(counts, 0.5, corpus, LITERAL_STAR)
+        return cgs_hmm.hmm_log_prob(counts, 0.3, 0.5, corpus)
+
+    whole = score()
+    sizes, real = [], cgs_hmm.forward_log_prob
+
+    def spy(init, *args):
+        sizes.append(len(init))
+        return real(init, *args)
+
+    monkeypatch.setattr(cgs_hmm, "forward_log_prob", spy)
+    monkeypatch.setattr(cgs_hmm, "_XI_CHUNK_BYTES", 3 * 8 * n1 * a * n1)
+    np.testing.assert_array_equal(score(), whole)
+    assert sizes == [3, 3, 1]
+
+
 @pytest.mark.parametrize("chains", [1, 2])
 @pytest.mark.parametrize("method", ["cgs-hmm", "cgs-sg"])
 def test_estimate_memory_covers_the_measured_peak_of_a_fit(method, chains):

@@ -795,3 +795,30 @@ def test_the_kernels_read_inside_their_arrays():
             fit = getattr(cvb, "fit_" + name)(corpus, 3, 0.5, iterations=4, seed=2, tol=1e-12)
             np.testing.assert_allclose(pure[f"{name}-{i}"], fit.q, rtol=1e-9, atol=1e-12,
                                        err_msg=f"{name}-{i}")
+
+
+@pytest.mark.parametrize("fit", [cvb.fit_cvb0, cvb.fit_cvb2, cvb.fit_gcvb0])
+def test_a_given_start_must_be_a_q_of_the_corpus(fit):
+    """``q0`` is checked before any kernel sees it: of another shape (another corpus, or the
+    same corpus under another hold-out split), not a distribution on a free row, or not state
+    0 alone elsewhere, it is an :class:`InputError` saying what a start must be. Before, a
+    ``q0`` of another split had the kernels index past its rows (a glibc abort). A valid one
+    is the start: one iteration from it equals one iteration from the same array."""
+    good = cvb.fit_cvb0(TRAIN, 2, 0.5, iterations=3, seed=1).q
+    free = cvb.free_positions(TRAIN.tokens)
+    fixed = np.setdiff1d(np.arange(good.shape[0]), free)
+    bad_rows = [good.copy() for _ in range(4)]
+    bad_rows[0][free[0], 1:] *= 2.0          # a free row summing to 2
+    bad_rows[1][free[0], 0] = 0.5            # state 0 on a free row
+    bad_rows[2][fixed[0]] = [0.0, 1.0, 0.0]  # a fixed row off state 0
+    bad_rows[3][free[1], 1] = np.nan
+    with pytest.raises(InputError, match=r"q0 has shape \(12, 3\); 15 tokens"):
+        fit(TRAIN, 2, 0.5, iterations=2, seed=1, q0=good[:12])
+    with pytest.raises(InputError, match="q0 has shape"):
+        fit(TRAIN, 2, 0.5, iterations=2, seed=1, q0=good, holdout=0.4)
+    for q in bad_rows:
+        with pytest.raises(InputError, match="q0 is not a start of this corpus"):
+            fit(TRAIN, 2, 0.5, iterations=2, seed=1, q0=q)
+    a = fit(TRAIN, 2, 0.5, iterations=2, seed=1, q0=good)
+    b = fit(TRAIN, 2, 0.5, iterations=2, seed=9, q0=good.tolist())  # the seed draws nothing
+    np.testing.assert_array_equal(a.q, b.q)

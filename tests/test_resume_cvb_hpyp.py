@@ -170,6 +170,15 @@ def test_foreign_vb_checkpoints_are_ignored(tmp_path):
         again = _vb(name, checkpoint_dir=tmp_path, **change)
         assert again.info["iterations_resumed"] == 0, (name, change)
         _assert_same_vb(again, fresh)
+    # a fit from one starting q never continues a fit from another (issue 39: a fingerprint
+    # that left a given q0 out, "q0 is not None" for "is None", lived)
+    q_a, q_b = _vb("cvb0").q, _vb("cvb2").q  # two starts of the same hold-out split
+    with pytest.raises(KeyboardInterrupt):
+        _vb("cvb0", q0=q_a, checkpoint_dir=tmp_path / "q0", checkpoint_every=0,
+            on_iteration=_stop_at(20))
+    again = _vb("cvb0", q0=q_b, checkpoint_dir=tmp_path / "q0")
+    assert again.info["iterations_resumed"] == 0
+    _assert_same_vb(again, _vb("cvb0", q0=q_b))
 
 
 def test_corrupt_vb_checkpoint_is_an_input_error_naming_the_file(tmp_path):

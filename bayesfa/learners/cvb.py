@@ -109,6 +109,31 @@ def initial_q(tokens: np.ndarray, n_states: int, rng: np.random.Generator) -> np
     return q
 
 
+def check_q0(q0, tokens: np.ndarray, n_states: int) -> np.ndarray | None:
+    """A given start ``q0`` as float64, or an :class:`InputError` unless it is a ``q`` of
+    these tokens (the training part, after any hold-out split) and ``n_states``: shape ``[T+1,
+    N+1]``, finite, each free row (:func:`free_positions`) a distribution over states ``1..N``
+    (sums 1 within 1e-9), every other row the point mass on state 0 (:func:`initial_q`). A
+    ``q0`` of another corpus had the kernels index past its rows."""
+    if q0 is None:
+        return None
+    q = np.array(q0, dtype=np.float64)
+    want = (tokens.size + 1, n_states + 1)
+    if q.shape != want:
+        raise InputError(f"q0 has shape {q.shape}; {tokens.size} tokens (after any hold-out "
+                         f"split) and {n_states} states need {want}")
+    free = np.zeros(want[0], dtype=bool)
+    free[free_positions(tokens)] = True
+    fixed = np.zeros(want[1])
+    fixed[0] = 1.0
+    if not (np.isfinite(q).all() and (q >= 0).all() and (q[free, 0] == 0).all()
+            and np.allclose(q[free].sum(axis=1), 1.0, rtol=0, atol=1e-9)
+            and (q[~free] == fixed).all()):
+        raise InputError("q0 is not a start of this corpus: each free position's row must be "
+                         "a distribution over states 1..N, every other row state 0 alone")
+    return q
+
+
 def _allowed(n_states: int, n_symbols: int, beta: float):
     prior = prior_matrix(n_states, n_symbols, beta)
     return prior, prior > 0
@@ -427,6 +452,7 @@ def _coordinate_fit(kind: str, corpus: Corpus, n_states: int, beta: float, itera
     root = np.random.SeedSequence(seed)
     corpus, held = _split(corpus, holdout, root)
     tokens = corpus.tokens
+    q0 = check_q0(q0, tokens, n_states)
     n_symbols = corpus.alphabet_size + 1
     positions = free_positions(tokens)
     n1 = n_states + 1
@@ -454,7 +480,7 @@ def _coordinate_fit(kind: str, corpus: Corpus, n_states: int, beta: float, itera
             _announce(kind, tokens, n_states, iterations, sums, rec)
             rec.stage("random start")
             rng = np.random.default_rng(root)
-            q = initial_q(tokens, n_states, rng) if q0 is None else np.array(q0, dtype=np.float64)
+            q = initial_q(tokens, n_states, rng) if q0 is None else q0.copy()
         else:  # the state after the saved iteration: q and the sums the sweeps maintain
             q = np.array(saved["q"])
             for i, a in enumerate(sums):
@@ -744,6 +770,7 @@ def fit_gcvb0(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
     checkpoint_every = check_checkpoint_every(checkpoint_every)
     root = np.random.SeedSequence(seed)
     corpus, held = _split(corpus, holdout, root)
+    q0 = check_q0(q0, corpus.tokens, n_states)
     fun = D0Objective(corpus, n_states, beta, variant)
     setulb = _LBFGSB.kernel()
     book = None
@@ -775,7 +802,7 @@ def fit_gcvb0(corpus: Corpus, n_states: int, beta: float, iterations: int = 200,
             _announce("gcvb0", corpus.tokens, n_states, iterations, (fun.ec, fun.eci), rec)
             rec.stage("random start")
             rng = np.random.default_rng(root)
-            q_init = initial_q(corpus.tokens, n_states, rng) if q0 is None else np.asarray(q0, dtype=np.float64)
+            q_init = initial_q(corpus.tokens, n_states, rng) if q0 is None else q0
             x0 = np.maximum(fun.x_from_q(q_init), LOWER_BOUND)
         else:
             x0 = None

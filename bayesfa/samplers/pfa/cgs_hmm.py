@@ -594,7 +594,7 @@ class _CGSHMM(ChainFront):
         """``log Pr(b | xi~(s))`` ``[chain, draw, n_strings]``."""
         counts = np.asarray(arrays["counts"])
         flat = counts.reshape((-1,) + counts.shape[-3:])
-        plugin = getattr(self, "plugin", 0)
+        plugin = self.plugin
         if self.star:
             out = star_log_prob(flat, options["beta"], corpus, plugin)
         else:
@@ -606,7 +606,7 @@ class _CGSHMM(ChainFront):
         (:func:`~bayesfa.samplers.pfa.cgs_pfa.plugin_xi`), or Eq. 20 (:func:`hmm_xi`), as
         :meth:`per_sample_log_prob` scores them."""
         counts = np.asarray(arrays["counts"][chain, k])
-        plugin = getattr(self, "plugin", 0)
+        plugin = self.plugin
         if self.star:
             if plugin == LITERAL_STAR:
                 raise InputError("the literal CGS-HMM(*) plug-in is not a PFA (validation only)")
