@@ -123,7 +123,8 @@ def test_corrupt_checkpoint_is_an_input_error_naming_the_file(tmp_path, method):
     path.write_bytes(data)
     good = checkpoint_state(path)
     for key, value in (("draws_done", np.array(N_DRAWS - 1)), ("state_0", good["state_0"][:-1]),
-                       ("z", good["z"][:-1]), ("z", good["z"].astype(np.int64)),
+                       ("z", good["z"][:-1]), ("z", np.concatenate([good["z"], good["z"][-1:]])),
+                       ("z", good["z"].astype(np.int64)),
                        ("rng_state", np.array("{not json"))):
         np.savez(path, **{**good, key: value})
         with pytest.raises(InputError, match="chain-0001.npz"):
