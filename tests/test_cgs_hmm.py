@@ -384,3 +384,20 @@ def test_a_mutant_fit_records_its_variant_and_the_sampler_none(method):
         wrong = _cgs_hmm_kernel.STALE_EMISSION
     assert "mutant_variant" not in fit(0).info
     assert fit(wrong).info["mutant_variant"] == wrong
+
+
+@pytest.mark.parametrize("method", ["cgs-hmm", "cgs-hmm-star", "cgs-sg"])
+def test_speed_is_per_sweep_run_state_and_free_position(method):
+    """``info["ns_per_state_token"]`` is the chains' mean seconds over the sweeps a chain runs
+    (burn-in and ``n_draws x period``, not the iterations left after the last draw), the
+    states and the free positions (issue 39: ``n_draws % period`` sweeps lived)."""
+    from bayesfa.methods import get_method
+
+    corpus = Corpus.from_strings([[0, 1], [1, 1, 0], [], [0]], 2)
+    opts = {"states": 3, "beta": 0.5, "alpha": 0.5, "iterations": 23, "burn_in": 5,
+            "period": 4, "chains": 2, "holdout": 0.0}
+    info = get_method(method).fit(corpus, opts, 0, False).info
+    sweeps = 5 + 4 * 4  # 4 draws of 4 sweeps; 2 iterations after the last draw not run
+    assert info["n_draws_per_chain"] == 4 and info["n_free_positions"] == 6
+    want = np.mean(info["chain_seconds"]) * 1e9 / (sweeps * 3 * 6)
+    assert info["ns_per_state_token"] == pytest.approx(want, rel=1e-12)
