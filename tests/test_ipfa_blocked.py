@@ -441,6 +441,30 @@ def test_slice_paths_keep_fixed_positions_use_cells_above_zero_and_look_at_fewer
     assert 0 < looked < corpus.n_letters * n_states ** 2
 
 
+def test_slice_paths_count_every_cell_looked_at():
+    """With every cell of ``theta`` equal no cell falls below a slice (each slice is under the
+    current path's cell), so the forward filters look at every cell: ``N`` for a string's
+    first letter (from state 0) and ``N^2`` for each later one; the empty string at none
+    (issue 39: the first letter's cells left uncounted lived, the count only bounded).
+    The count is ``benchmarks/ipfa_slice.py``'s work measure."""
+    from bayesfa.samplers.pfa import _ffbs_kernel as ffbs
+
+    rng = np.random.default_rng(2)
+    n_states, n_symbols = 4, 3
+    strings = [[0, 1, 1, 0, 1], [], [1], [0, 0, 1]]
+    corpus = Corpus.from_strings(strings, 2)
+    cell = 1.0 / ((n_symbols - 1) * n_states + 1)
+    theta = np.zeros((n_states + 1, n_symbols, n_states + 1))
+    theta[:, 0, 0] = cell
+    theta[:, 1:, 1:] = cell
+    tokens = corpus.tokens
+    z = np.zeros(tokens.size + 1, dtype=np.int32)
+    _, filt = ffbs.scratch(tokens, n_states, n_symbols)
+    ffbs.ffbs_paths(theta, tokens, z, filt, rng)
+    looked = ffbs.slice_paths(theta, tokens, z, filt, rng)
+    assert looked == sum(n_states + (len(s) - 1) * n_states ** 2 for s in strings if s)
+
+
 def test_slice_fit_reproducible_recorded_refused_off_the_blocked_sampler(tmp_path, monkeypatch):
     """``--paths slice``: two fits with one seed are bit-identical, a fit without ``--paths``
     is the same fit (slice is the default; the direct sampler has no paths), the info records it, a fit
