@@ -56,6 +56,28 @@ def test_ffbs_is_scaled_on_long_strings_and_keeps_fixed_positions():
     assert np.all(theta[z[:-1], tokens, z[1:]] > 0)
 
 
+def test_a_string_impossible_under_theta_keeps_its_path():
+    """A string whose forward filter empties part-way (a letter no state reached can emit)
+    has probability 0: the log-likelihood is -inf and that string's path is left as it was,
+    while the strings before and after it are drawn (issue 39: the emptied filter taken as
+    usable lived, drawing the string a path from the filter's stale rows)."""
+    rng = np.random.default_rng(1)
+    n_states, n_symbols = 3, 3
+    theta = _theta(n_states, n_symbols, 0.5, rng)
+    theta[1:, 2, :] = 0.0  # letter 1 (symbol 2) only from the start state
+    theta[1:] /= theta[1:].sum(axis=(1, 2), keepdims=True)
+    corpus = Corpus.from_strings([[0, 0, 0], [1, 1, 0], [1, 0]], 2)
+    tokens = corpus.tokens
+    _, filt = ffbs.scratch(tokens, n_states, n_symbols)
+    z = np.zeros(tokens.size + 1, dtype=np.int32)
+    z[cgs_pfa.free_positions(tokens)] = 3
+    before = z.copy()
+    log_lik = ffbs.ffbs_paths(theta, tokens, z, filt, rng)
+    assert log_lik == -np.inf
+    np.testing.assert_array_equal(z[5:8], before[5:8])  # [1, 1, 0]'s letters and end
+    assert np.any(z[1:4] != 3)  # [0, 0, 0] drawn: 3^3 paths, all possible
+
+
 @pytest.mark.parametrize("beta", [1e-4, 1e-7])
 def test_theta_draws_are_distributions_even_for_tiny_beta(beta):
     """Rows of ``theta`` sum to 1 over the cells of Eq. 2 and are 0 elsewhere, with no NaN,
