@@ -527,3 +527,22 @@ def test_discount_zero_with_the_concentration_sampled():
     assert np.all(disc == 0.0)
     assert np.all(np.isfinite(conc)) and np.all(conc > 0.0)
     assert np.unique(conc).size > 10  # sampled, not held at the start
+
+
+def test_lcp_array_is_the_longest_common_prefix_of_neighbouring_suffixes():
+    """Kasai's ``lcp_kasai`` against the common prefixes counted by hand, on random strings
+    over 1-3 symbols (long runs of one symbol included) sorted by ``suffix_array``: ``lcp[0]``
+    is 0 (the first suffix has no neighbour before it) and every other entry the prefix it
+    shares with the suffix before it (issue 39: the first suffix compared with the last,
+    ``rank >= 0``, lived)."""
+    from bayesfa.samplers.ngram._hpyp_kernel import lcp_kasai
+    from bayesfa.samplers.ngram.hpyp import suffix_array
+
+    rng = np.random.default_rng(11)
+    for n, k in [(1, 1), (7, 1), (30, 2), (50, 3), (200, 2)]:
+        r = rng.integers(0, k, size=n).astype(np.int64)
+        sa = suffix_array(r)
+        got = lcp_kasai(r, sa)
+        want = [0] + [next((m for m, (a, b) in enumerate(zip(r[sa[i - 1]:], r[sa[i]:]))
+                            if a != b), min(n - sa[i - 1], n - sa[i])) for i in range(1, n)]
+        np.testing.assert_array_equal(got, want, err_msg=str((n, k)))
