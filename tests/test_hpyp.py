@@ -546,3 +546,27 @@ def test_lcp_array_is_the_longest_common_prefix_of_neighbouring_suffixes():
         want = [0] + [next((m for m, (a, b) in enumerate(zip(r[sa[i - 1]:], r[sa[i]:]))
                             if a != b), min(n - sa[i - 1], n - sa[i])) for i in range(1, n)]
         np.testing.assert_array_equal(got, want, err_msg=str((n, k)))
+
+
+def test_the_seating_and_record_mutants_change_their_own_part():
+    """With ``d`` and ``theta`` fixed, the seating mutant (``no-join-discount``, a kernel
+    ``variant``) draws other seatings than the method, and the record mutant
+    (``log-joint-root-base``) the same seatings bit for bit with another log joint (issue 39:
+    the seating slip keyed to variant 2 for 1 lived, making the seating mutant a second run of
+    the method; the hyperparameter mutants have their exact conditional check)."""
+    from bayesfa.samplers.ngram import hpyp
+    from bayesfa.validation.ngram.hpyp import MUTANTS
+
+    rng = np.random.default_rng(0)
+    corpus = Corpus.from_strings([rng.integers(0, 3, size=rng.integers(0, 9)).tolist()
+                                  for _ in range(12)], 3)
+
+    def fit(variant):
+        return hpyp.sample_hpyp(corpus, 3, variant=variant, iterations=30, burn_in=10,
+                                chains=1, seed=2, discount=0.3, concentration=0.8).arrays
+
+    method = fit(0)
+    seating, record = fit(MUTANTS["no-join-discount"]), fit(MUTANTS["log-joint-root-base"])
+    assert not np.array_equal(seating["tables"], method["tables"])
+    assert np.array_equal(record["tables"], method["tables"])
+    assert not np.array_equal(record["log_joint"], method["log_joint"])
