@@ -570,3 +570,19 @@ def test_the_seating_and_record_mutants_change_their_own_part():
     assert not np.array_equal(seating["tables"], method["tables"])
     assert np.array_equal(record["tables"], method["tables"])
     assert not np.array_equal(record["log_joint"], method["log_joint"])
+
+
+def test_moved_counts_only_customers_reseated_elsewhere():
+    """The sampler statistic ``moved`` (the fraction of data customers seated at another table
+    than the one they left): with every customer alone with its dish in its restaurant, a
+    customer's only table is the one it leaves, so nobody moves and every draw records 0
+    (issue 39: the count starting at 1 each sweep lived)."""
+    from bayesfa.samplers.ngram import hpyp
+
+    corpus = Corpus.from_strings([[0, 1]], 2)  # order 1: a, b and the end, one each at the root
+    fit = hpyp.sample_hpyp(corpus, 1, iterations=12, burn_in=2, chains=2, seed=0)
+    assert fit.trace["moved"].shape == (2, 10) and not fit.trace["moved"].any()
+    # and it counts: two customers of one dish can move between tables
+    busy = hpyp.sample_hpyp(Corpus.from_strings([[0, 0, 0, 0]], 1), 1, iterations=50,
+                            burn_in=0, chains=1, seed=0, discount=0.5, concentration=1.0)
+    assert busy.trace["moved"].any()
