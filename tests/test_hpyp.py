@@ -586,3 +586,29 @@ def test_moved_counts_only_customers_reseated_elsewhere():
     busy = hpyp.sample_hpyp(Corpus.from_strings([[0, 0, 0, 0]], 1), 1, iterations=50,
                             burn_in=0, chains=1, seed=0, discount=0.5, concentration=1.0)
     assert busy.trace["moved"].any()
+
+
+def test_node_levels_count_every_nodes_ancestors():
+    """``node_levels`` against ancestors counted by walking up, on random trees whose nodes are
+    numbered out of tree order (a parent after its child) and on a chain of 40 nodes numbered
+    from the leaf (issue 39: a loop over the walked-up stack by steps of 2 lived; the nodes it
+    skipped took a level from an unset parent)."""
+    from bayesfa.samplers.ngram._hpyp_kernel import node_levels
+
+    rng = np.random.default_rng(5)
+    trees = [np.array([0] + list(range(2, 41)) + [0])]  # node u's parent is u + 1; 40's is 0
+    for n in (2, 9, 60):
+        order = np.concatenate([[0], 1 + rng.permutation(n - 1)])  # order[k]: k-th node made
+        parent = np.zeros(n, dtype=np.int64)
+        for k in range(1, n):
+            parent[order[k]] = order[rng.integers(0, k)]
+        trees.append(parent)
+    for parent in trees:
+        parent = np.asarray(parent, dtype=np.int64)
+        want = []
+        for u in range(parent.size):
+            levels, v = 0, u
+            while v != 0:
+                v, levels = parent[v], levels + 1
+            want.append(levels)
+        np.testing.assert_array_equal(node_levels(parent), want)
