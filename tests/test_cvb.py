@@ -754,49 +754,6 @@ def test_one_state_gcvb0_stops_at_its_start_through_either_lbfgsb(monkeypatch):
     np.testing.assert_array_equal(first.q, fallback.q)
 
 
-_PURE_PYTHON_FITS = """
-import json, sys
-import numpy as np
-from bayesfa.corpus import Corpus
-from bayesfa.learners import cvb
-out = {}
-for i, strings in enumerate(json.loads(sys.argv[1])):
-    corpus = Corpus.from_strings(strings, 2)
-    for name in ("cvb0", "cvb2", "gcvb0"):
-        fit = getattr(cvb, "fit_" + name)(corpus, 3, 0.5, iterations=4, seed=2, tol=1e-12)
-        out[f"{name}-{i}"] = fit.q.tolist()
-print(json.dumps(out))
-"""
-
-
-def test_the_kernels_read_inside_their_arrays():
-    """The kernels are compiled with ``boundscheck=False``: a read past an array's end gives
-    whatever lies there, not an error. Run in pure Python (``NUMBA_DISABLE_JIT=1``, numpy's
-    indexing raises) on toys whose last string is not empty (its last letter's position is
-    free, the sweeps' edge), every fit must run and give the compiled fit's ``q`` (to
-    ``fastmath``'s rounding). Issue 39: CVB2's sweep re-adding the adjacent pairs up to
-    ``big_t - 1`` read one token past the end, and every test passed with the JIT on."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    # 15, 10 and 8 tokens: ``big_t ^ 2`` for ``big_t - 2`` differs only at 8 (issue 39)
-    toys = [[[0, 0, 1, 0], [1, 1, 1], [], [0, 0], [1]], [[0, 1, 1, 1], [0, 1, 1, 1]],
-            [[0, 1, 1, 1], [1, 1]]]
-    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    run = subprocess.run([sys.executable, "-c", _PURE_PYTHON_FITS, json.dumps(toys)], env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-2000:]
-    pure = json.loads(run.stdout)
-    for i, strings in enumerate(toys):
-        corpus = Corpus.from_strings(strings, 2)
-        for name in ("cvb0", "cvb2", "gcvb0"):
-            fit = getattr(cvb, "fit_" + name)(corpus, 3, 0.5, iterations=4, seed=2, tol=1e-12)
-            np.testing.assert_allclose(pure[f"{name}-{i}"], fit.q, rtol=1e-9, atol=1e-12,
-                                       err_msg=f"{name}-{i}")
-
-
 @pytest.mark.parametrize("fit", [cvb.fit_cvb0, cvb.fit_cvb2, cvb.fit_gcvb0])
 def test_a_given_start_must_be_a_q_of_the_corpus(fit):
     """``q0`` is checked before any kernel sees it: of another shape (another corpus, or the

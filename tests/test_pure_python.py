@@ -34,6 +34,22 @@ WORDS = ["ab", "abab", "b", "ab", "aab", "b", "abb", "ab"] * 3
 NEW = ["ab", "ba", "", "bbbb"]
 CHAIN = {"iterations": 40, "burn_in": 10, "chains": 2}
 
+#: toy -> (training strings, test strings); a configuration's toy is ``ab`` unless
+#: :data:`TOY_OF` names another
+TOYS = {
+    "ab": (WORDS, NEW),
+    # more letters than states plus one: the slice FFBS's order table is (states, symbols, .)
+    # (issue 39: sized by states, it was too small only here)
+    "letters": (["abcdef", "fedcba", "ace", "", "bdf", "ab", "cd", "ef", "fa"] * 2,
+                ["abc", "f", "", "fa"]),
+    # CVB's edges: 15, 10 and 8 tokens (letters and ends); ``big_t ^ 2`` for ``big_t - 2``
+    # differs only at 8, and CVB2's sweep re-adding adjacent pairs up to ``big_t - 1`` read one
+    # token past the end (issue 39)
+    "cvb15": (["aaba", "bbb", "", "aa", "b"], NEW),
+    "cvb10": (["abbb", "abbb"], NEW),
+    "cvb8": (["abbb", "bb"], NEW),
+}
+
 #: configuration -> (method, options)
 CONFIGS = {
     "cgs-pfa": ("cgs-pfa", {"states": 3, **CHAIN}),
@@ -57,7 +73,21 @@ CONFIGS = {
     "cvgram": ("cvgram", {}),
     "hpyp": ("hpyp", {"iterations": 30, "burn_in": 10}),
     "memoizer": ("memoizer", {}),
+    "ipfa-letters": ("ipfa", {"states": 2, "truncate": 2, **CHAIN}),
+    **{f"{m}-{toy}": (m, {"states": 3, "beta": 0.5, "iterations": 4, "tol": 1e-12})
+       for m in ("cvb0", "gcvb0", "cvb2") for toy in ("cvb15", "cvb10", "cvb8")},
 }
+
+#: configuration -> its toy (:data:`TOYS`), where not ``ab``
+TOY_OF = {"ipfa-letters": "letters",
+          **{f"{m}-{toy}": toy for m in ("cvb0", "gcvb0", "cvb2")
+             for toy in ("cvb15", "cvb10", "cvb8")}}
+
+
+def _with_toys(configs: dict) -> dict:
+    """``configs`` with each one's training and test strings: what the children read."""
+    return {name: [method, options, *TOYS[TOY_OF.get(name, "ab")]]
+            for name, (method, options) in configs.items()}
 
 #: each module with numba functions -> the configurations that must run its code
 KERNELS = {
@@ -66,14 +96,14 @@ KERNELS = {
     "bayesfa.samplers.pfa._cgs_pfa_bucket_kernel": ("cgs-pfa-bucket",),
     "bayesfa.samplers.pfa._cgs_pfa_multichain_kernel": ("cgs-pfa-interleave",),
     "bayesfa.samplers.pfa._replica_kernel": ("cgs-pfa-replicas-blocked",),
-    "bayesfa.samplers.pfa._ffbs_kernel": ("cgs-pfa-replicas-blocked", "ipfa"),
+    "bayesfa.samplers.pfa._ffbs_kernel": ("cgs-pfa-replicas-blocked", "ipfa", "ipfa-letters"),
     "bayesfa.samplers.pfa._split_merge_kernel": ("cgs-pfa-split-merge",),
     "bayesfa.samplers.pfa._ipfa_kernel": ("ipfa-direct",),
     "bayesfa.samplers.pfa._ipfa_blocked_kernel": ("ipfa",),
     "bayesfa.samplers.pfa._ipfa_split_kernel": ("ipfa",),
     "bayesfa.samplers.pfa._cgs_sg_kernel": ("cgs-sg",),
     "bayesfa.samplers.pfa._cgs_hmm_kernel": ("cgs-hmm", "cgs-hmm-star"),
-    "bayesfa.learners._cvb_kernel": ("cvb0", "gcvb0", "cvb2"),
+    "bayesfa.learners._cvb_kernel": ("cvb0", "gcvb0", "cvb2", "cvb0-cvb8", "cvb2-cvb8"),
     "bayesfa.learners.greedy._prefix_tree": ("estatemerge", "alergia"),
     "bayesfa.learners.greedy.alergia": ("alergia",),
     "bayesfa.learners.greedy.estatemerge": ("estatemerge",),
@@ -96,9 +126,8 @@ RUN_ONLY = {"cgs-pfa-alias": "float32 sums typed float64 by numba, float32 by Nu
 _CHILD = """
 import json, sys, threading
 import bayesfa
-configs, words, new = json.loads(sys.argv[1])
 out = {}
-for name, (method, options) in configs.items():
+for name, (method, options, words, new) in json.loads(sys.argv[1]).items():
     seen = set()
     def hook(frame, event, arg):
         if event == "call" and "/bayesfa/" in frame.f_code.co_filename:
@@ -121,7 +150,7 @@ def _file(module: str) -> str:
 @pytest.fixture(scope="module")
 def pure():
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    run = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([CONFIGS, WORDS, NEW])],
+    run = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(_with_toys(CONFIGS))],
                          env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.splitlines()[-1])
@@ -144,22 +173,23 @@ def test_each_kernel_runs_in_its_configurations(pure, module):
         assert _file(module) in pure[name]["files"], (module, name)
 
 
+# ipfa-letters's truncation is its states on purpose (the order table's shape)
+@pytest.mark.filterwarnings("ignore:ipfa --sampler blocked.*the truncation may bind")
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_pure_python_fit_predicts_as_the_compiled_one(pure, name):
     assert np.isfinite(pure[name]["logp"]).all()
     if name in RUN_ONLY:
         return
-    method, options = CONFIGS[name]
-    compiled = bayesfa.fit(WORDS, method=method, seed=1, **options).predict(NEW)
+    method, options, words, new = _with_toys(CONFIGS)[name]
+    compiled = bayesfa.fit(words, method=method, seed=1, **options).predict(new)
     np.testing.assert_allclose(pure[name]["logp"], compiled, rtol=1e-9, atol=1e-12)
 
 
 _CHILD_PDIA = """
 import json, sys
 import bayesfa
-configs, words, new = json.loads(sys.argv[1])
 print(json.dumps({name: bayesfa.fit(words, method=method, seed=1, **options).predict(new).tolist()
-                  for name, (method, options) in configs.items()}))
+                  for name, (method, options, words, new) in json.loads(sys.argv[1]).items()}))
 """
 
 #: the PDFA and PDIA configurations, run compiled with bounds checks
@@ -178,12 +208,12 @@ def test_the_pdia_kernels_index_inside_their_arrays_with_bounds_checks(tmp_path)
     Minutes of compiling: slow."""
     env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path))
     run = subprocess.run([sys.executable, "-c", _CHILD_PDIA,
-                          json.dumps([PDIA_CONFIGS, WORDS, NEW])],
+                          json.dumps(_with_toys(PDIA_CONFIGS))],
                          env=env, capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stderr[-3000:]
     checked = json.loads(run.stdout.splitlines()[-1])
     assert {m for m, _ in PDIA_CONFIGS.values()} == set().union(*NUMBA_ONLY.values())
-    for name, (method, options) in PDIA_CONFIGS.items():
-        unchecked = bayesfa.fit(WORDS, method=method, seed=1, **options).predict(NEW)
+    for name, (method, options, words, new) in _with_toys(PDIA_CONFIGS).items():
+        unchecked = bayesfa.fit(words, method=method, seed=1, **options).predict(new)
         np.testing.assert_allclose(checked[name], unchecked, rtol=1e-9, atol=1e-12,
                                    err_msg=name)
