@@ -217,3 +217,33 @@ def test_the_pdia_kernels_index_inside_their_arrays_with_bounds_checks(tmp_path)
         unchecked = bayesfa.fit(words, method=method, seed=1, **options).predict(new)
         np.testing.assert_allclose(checked[name], unchecked, rtol=1e-9, atol=1e-12,
                                    err_msg=name)
+
+
+_CHILD_UNDO = """
+import json
+import numpy as np
+from bayesfa.samplers.ngram._hpyp_kernel import score_tokens
+parent = np.array([-1, 0, 1], dtype=np.int64)  # root <- 1 <- 2: the deepest path, 3 nodes
+c, t = np.zeros((3, 2), dtype=np.int32), np.zeros((3, 2), dtype=np.int32)
+cs, ts = np.zeros(3, dtype=np.int32), np.zeros(3, dtype=np.int32)
+out = np.zeros(1)
+score_tokens(np.random.default_rng(0), np.array([2], dtype=np.int64),
+             np.array([1], dtype=np.int64), 0, np.array([0, 1], dtype=np.int64), True, parent,
+             np.array([0.5, 0.6, 0.7]), np.zeros(3), c, t, cs, ts, 0.5, 3, out)
+print(json.dumps({"out": out.tolist(), "left": int(c.sum() + t.sum() + cs.sum() + ts.sum())}))
+"""
+
+
+def test_the_undo_log_holds_a_token_that_opens_a_table_at_every_node():
+    """``score_tokens`` with ``reset`` logs each node whose count grew, so that it can undo the
+    string: at most ``path_len`` entries a token. A token at the deepest node of empty
+    restaurants opens a table at each of its 3 nodes (``p`` is the base ``1/2``), the log's
+    bound is met exactly, and every count is undone after it. In plain Python an entry past
+    the log's end raises (issue 39: the log sized ``path_len * longest ^ 1``, one short when
+    the product is odd, lived with the JIT on)."""
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
+    run = subprocess.run([sys.executable, "-c", _CHILD_UNDO], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.splitlines()[-1])
+    assert got["out"] == [np.log(0.5)] and got["left"] == 0
