@@ -612,3 +612,26 @@ def test_node_levels_count_every_nodes_ancestors():
                 v, levels = parent[v], levels + 1
             want.append(levels)
         np.testing.assert_array_equal(node_levels(parent), want)
+
+
+def test_each_hyper_mutant_slips_only_where_it_is_named():
+    """``sample_hyper``'s validation mutants are each one slip (issue 39: mutants 3 and 4 also
+    drew ``x_u ~ Beta(theta, .)``, mutant 2's slip, and every check still failed them). One
+    restaurant of five customers at one table: mutant 3's ``y`` loop (``i < t_u.``) and mutant
+    4's two-customer case do not arise, so from one seed each draws exactly the model's
+    ``(d, theta)``; mutant 2, whose slip does arise, another ``theta``."""
+    from bayesfa.samplers.ngram._hpyp_kernel import sample_hyper
+
+    def move(variant):
+        disc, conc = np.array([0.3]), np.array([1.5])
+        sample_hyper(np.random.default_rng(5), np.array([0], dtype=np.int64),
+                     np.array([[5, 0]], dtype=np.int32), np.array([[1, 0]], dtype=np.int32),
+                     np.array([5], dtype=np.int32), np.array([1], dtype=np.int32),
+                     np.array([5], dtype=np.int32), np.zeros((1, 2), dtype=np.int64), disc,
+                     conc, np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.bool_),
+                     np.ones(4), variant)
+        return disc[0], conc[0]
+
+    model = move(0)
+    assert move(3) == model and move(4) == model and move(1) == model
+    assert move(2)[1] != model[1]
