@@ -92,19 +92,28 @@ def test_fit_seed_trace_predict_map_and_sequence():
     assert total == pytest.approx(1.0, abs=1e-9)
 
 
-def test_memory_estimate_is_the_pdias_plus_the_emission_arrays_and_draws():
+#: two letters (the ``tiny`` toy) and three (an odd alphabet, where ``S ^ 1`` is not ``S + 1``)
+MEMORY_CORPORA = {"tiny": lambda: get_toy("tiny").train,
+                  "three-letters": lambda: Corpus.from_strings(
+                      [[0, 1, 2], [2, 2], [], [1, 0, 1, 2, 0], [0]] * 3, 3)}
+
+
+@pytest.mark.parametrize("toy", sorted(MEMORY_CORPORA))
+def test_memory_estimate_is_the_pdias_plus_the_emission_arrays_and_draws(toy):
     """``estimate_memory`` is the PDIA's plus what the smoothed emissions hold: the arrays
     ``Emission.prepare`` adds to a chain or replaces (``lg``; measured on a real chain
     state) and the stored
     ``lpi0`` and ``beta0`` of a fit (measured on its arrays), exactly (the estimate counts
     every one at the size it has for sentences). The 3-D table alone is 8 (S + 1) (T + 3)
-    bytes: a slip in it (issue 39's survivor ``* (T + 3)`` -> ``| (T + 3)``) fails."""
+    bytes: a slip in it (issue 39's survivor ``* (T + 3)`` -> ``| (T + 3)``) fails. Two toys:
+    on ``tiny`` alone the terms' bits did not overlap, so ``+`` -> ``|`` or ``^`` between them
+    and ``S = A ^ 1`` for ``A + 1`` (two letters) lived (issue 39)."""
     from bayesfa.samplers.pdia import pdfa
     from bayesfa.samplers.pdia.pdia import state_capacity
     from bayesfa.samplers.pdia.pdia_smoothed import Emission
 
     method, pdia = get_method("pdia-smoothed"), get_method("pdia")
-    corpus = get_toy("tiny").train
+    corpus = MEMORY_CORPORA[toy]()
     opts = options(iterations=12, burn_in=4, period=2, chains=2)
     st = pdfa.ChainState(pdfa.CRF, pdfa.as_symbols(corpus, False), state_capacity(corpus, opts))
     before = {k: id(v) for k, v in vars(st).items() if isinstance(v, np.ndarray)}
@@ -159,3 +168,42 @@ def test_validate_passes_and_mutants_fail():
 
     for name in PDIA_SMOOTHED.mutant_names():  # emission and transition-kernel mutants
         assert not validate(f"pdia-smoothed:mutant-{name}", "tiny").passed, name
+
+
+def test_acceptance_rates_are_accepted_over_proposed_of_each_move():
+    """``info["acceptance"]`` holds each emission move's accepted / proposed, and only for a
+    move that was proposed: with ``--pi0-moves 0`` no ``pi0`` step runs (no rate), while
+    ``beta`` and ``beta0`` are proposed once a sweep (40 sweeps of 2 chains: rates in
+    eightieths), each accepted some times and rejected some. Issue 39: a rate over the
+    ``pi0`` steps' count, floor division, and a rate read for an index shifted off the move's
+    lived."""
+    fit = get_method("pdia-smoothed").fit(
+        get_toy("tiny").train, options(iterations=40, burn_in=10, period=3, chains=2,
+                                       pi0_moves=0), 3, False)
+    acc = fit.info["acceptance"]
+    assert "pi0" not in acc
+    for name in ("beta", "beta0"):
+        assert 0 < acc[name] < 1, (name, acc[name])
+        assert acc[name] * 80 == pytest.approx(round(acc[name] * 80), abs=1e-9), (name, acc)
+
+
+def test_predictions_read_every_draw_unless_map_is_asked():
+    """``predict_log_prob`` and ``perplexity_log_prob`` read the samples of every draw by
+    default (the API passes ``map`` and ``per_symbol`` only when asked): the same as
+    ``map=False`` and ``per_symbol=False``, not the MAP sample's nor the per-symbol reading
+    (issue 39: a default of ``map=True`` in either, and of ``per_symbol=True``, lived)."""
+    method = get_method("pdia-smoothed")
+    opts = options(iterations=40, burn_in=10, period=3, chains=2)
+    fit = method.fit(get_toy("tiny").train, opts, 3, False)
+    test = Corpus.from_strings([[1, 0, 1, 1], [0], []], 2)
+    default = method.predict_log_prob(fit.arrays, opts, test)
+    np.testing.assert_array_equal(default,
+                                  method.predict_log_prob(fit.arrays, opts, test, map=False))
+    assert not np.array_equal(default, method.predict_log_prob(fit.arrays, opts, test, map=True))
+
+    def perplexity(**kw):
+        return method.perplexity_log_prob(fit.arrays, opts, test, continuation=False, **kw)
+
+    default = perplexity()
+    assert default == perplexity(map=False, per_symbol=False)
+    assert default != perplexity(map=True) and default != perplexity(per_symbol=True)
