@@ -96,7 +96,9 @@ def test_counts_after_every_sweep_are_those_of_the_gathered_path(client):
 def test_shard_bounds_cut_by_tokens_with_a_string_each():
     offsets = np.array([0, 1, 2, 10, 11, 12, 13])  # one long string among short ones
     b = sharded.shard_bounds(offsets, 3)
-    assert b[0] == 0 and b[-1] == 6 and np.all(np.diff(b) >= 1)
+    # the tokens reach 13/3 and 26/3 in string 2: cut after it, then a string for shard 1
+    # (issue 39: targets ``k - T`` for ``k T`` lived, giving [0, 1, 2, 6])
+    assert b.tolist() == [0, 3, 4, 6]
     assert sharded.shard_bounds(offsets, 1).tolist() == [0, 6]
     assert sharded.shard_bounds(offsets, 6).tolist() == list(range(7))
     with pytest.raises(InputError, match="--shards 7 exceeds the 6 training strings"):
@@ -110,7 +112,8 @@ def test_shard_bounds_cut_by_tokens_with_a_string_each():
     assert seeds[0].spawn_key == (1,) and [s.spawn_key for s in seeds[1:]] == [(1, 1), (1, 2)]
 
 
-@pytest.mark.parametrize("stop_at", [9, 10])  # saved after sweep 8 (a draw's) or 9 (mid-draw)
+# saved after sweep 2 (in the burn-in: no draw yet), 8 (a draw's) or 9 (mid-draw)
+@pytest.mark.parametrize("stop_at", [3, 9, 10])
 def test_interrupted_run_resumes_bit_for_bit(client, tmp_path, stop_at):
     full = run(client, 2)
 
@@ -331,11 +334,12 @@ def test_a_lost_worker_is_a_one_line_error_and_the_checkpoints_stay(tmp_path, ca
     assert (tmp_path / "run" / "partial" / "chain-0000.npz").exists()
 
 
-def test_a_checkpoint_with_fewer_sweeps_than_its_draws_need_is_refused(client, tmp_path):
+def test_a_checkpoint_whose_sweeps_do_not_match_its_draws_is_refused(client, tmp_path):
     """A chain saved after sweep 9 holds 2 draws (burn-in 4, period 2: draws at sweeps 6 and 8);
-    the same file claiming only 7 sweeps done (fewer than ``burn_in + draws * period`` = 8) is
+    the same file claiming only 7 sweeps done (fewer than ``burn_in + draws * period`` = 8),
+    or 10 (its third draw's sweep, that draw not taken), is
     damaged: a one-line error naming it, not a resume; so is a finished chain's (5 draws)
-    claiming 13 of its 14 sweeps (issue 39: three mutants of those bounds, ``burn_in & d *
+    claiming 13 of its 14 sweeps, or more than 14 (issue 39: three mutants of those bounds, ``burn_in & d *
     period``, ``d / period`` and ``done < sweeps_per_chain``, passed every test)."""
     from conftest import checkpoint_state
 
@@ -359,12 +363,31 @@ def test_a_checkpoint_with_fewer_sweeps_than_its_draws_need_is_refused(client, t
         state = checkpoint_state(path)
         assert int(state["draws_done"]) == draws and int(state["sweeps_done"]) == sweeps
         low = SETTINGS["burn_in"] + draws * SETTINGS["period"] - 1
-        np.savez(path, **{**state, "sweeps_done": np.array(low, dtype=state["sweeps_done"].dtype)})
-        with pytest.raises(InputError, match=name) as err:
-            sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
-                                   checkpoint_dir=path.parent, checkpoint_every=0)
-        assert "\n" not in str(err.value)
+        # and the running chain claiming the sweep of its next draw, not taken (issue 39)
+        for claim in (low, low + 1 + SETTINGS["period"]) if draws == 2 else (low,):
+            np.savez(path, **{**state,
+                              "sweeps_done": np.array(claim, dtype=state["sweeps_done"].dtype)})
+            with pytest.raises(InputError, match=name) as err:
+                sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa,
+                                       client=client, checkpoint_dir=path.parent,
+                                       checkpoint_every=0)
+            assert "\n" not in str(err.value)
         np.savez(path, **state)
+    # the finished chain claiming more sweeps than it has (15, inside its last draw's window,
+    # and 20), or a stats table of a row or a column too many: damaged too (issue 39: ``done >
+    # sweeps_per_chain`` for ``==`` and ``shape >=`` for ``==`` lived)
+    path = done / "chain-0000.npz"
+    state = checkpoint_state(path)
+    stats = state["stats"]
+    for bad in ({"sweeps_done": np.array(15, dtype=state["sweeps_done"].dtype)},
+                {"sweeps_done": np.array(20, dtype=state["sweeps_done"].dtype)},
+                {"stats": np.zeros((stats.shape[0] + 1, stats.shape[1]), dtype=stats.dtype)},
+                {"stats": np.zeros((stats.shape[0], stats.shape[1] + 1), dtype=stats.dtype)}):
+        np.savez(path, **{**state, **bad})
+        with pytest.raises(InputError, match=path.name):
+            sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
+                                   checkpoint_dir=done, checkpoint_every=0)
+    np.savez(path, **state)
 
 
 @pytest.mark.parametrize("shards, workers", [(3, 2), (1, 1)])
@@ -386,3 +409,17 @@ def test_the_local_cluster_has_min_shards_two_workers_by_default(tmp_path, monke
             "shards": shards}
     sharded.fit_sharded(CORPUS, opts, 0, False, front=cgs_pfa)
     assert seen == [("local", workers)]
+
+
+def test_sweep_seconds_is_the_wall_time_a_round_of_sweeps_took(client):
+    """``info["sweep_seconds"]`` is the fit's seconds over its rounds (one sweep of every
+    chain a round: 14 here), so the rounds took ``sweep_seconds * rounds`` seconds, within
+    the call's own wall time (issue 39: seconds times rounds lived)."""
+    import time
+
+    t0 = time.perf_counter()
+    res = run(client, 2)
+    wall = time.perf_counter() - t0
+    assert res.info["rounds"] == SETTINGS["iterations"]
+    assert res.info["sweep_seconds"] * res.info["rounds"] == pytest.approx(res.info["seconds"])
+    assert 0 < res.info["seconds"] <= wall

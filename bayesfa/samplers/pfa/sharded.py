@@ -260,9 +260,11 @@ def _load(path, fingerprint: str, setup, shards: int, kept: np.ndarray) -> dict 
           and state["stats"].shape == (d, STATS) and bool((state["stats"] >= 0).all())
           and state["moving"].shape == () and int(state["moving"]) >= 0
           and state["pred_log_sum"].shape == (setup.n_test,)
+          # a chain's sweeps: in its last draw's window, and at most the chain's (a finished
+          # chain: exactly sweeps_per_chain = burn_in + n_draws period)
+          and done <= setup.sweeps_per_chain
           and (done <= setup.burn_in if d == 0 else
-               setup.burn_in + d * setup.period <= done < setup.burn_in + (d + 1) * setup.period
-               or (d == setup.n_draws and done == setup.sweeps_per_chain)))
+               setup.burn_in + d * setup.period <= done < setup.burn_in + (d + 1) * setup.period))
     if not ok:
         raise corrupt_checkpoint(path, "its arrays do not match its settings")
     for s in rng_states:
