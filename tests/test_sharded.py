@@ -414,7 +414,8 @@ def test_the_local_cluster_has_min_shards_two_workers_by_default(tmp_path, monke
 def test_sweep_seconds_is_the_wall_time_a_round_of_sweeps_took(client):
     """``info["sweep_seconds"]`` is the fit's seconds over its rounds (one sweep of every
     chain a round: 14 here), so the rounds took ``sweep_seconds * rounds`` seconds, within
-    the call's own wall time (issue 39: seconds times rounds lived)."""
+    the call's own wall time (issue 39: seconds times rounds lived); likewise the other
+    bookkeeping of the info."""
     import time
 
     t0 = time.perf_counter()
@@ -423,3 +424,8 @@ def test_sweep_seconds_is_the_wall_time_a_round_of_sweeps_took(client):
     assert res.info["rounds"] == SETTINGS["iterations"]
     assert res.info["sweep_seconds"] * res.info["rounds"] == pytest.approx(res.info["seconds"])
     assert 0 < res.info["seconds"] <= wall
+    # the speed unit: nanoseconds per state and token of every sweep of every chain; and the
+    # draws kept per chain, not the chains (issue 39: ``sweeps + states`` and ``shape[0]``)
+    per = SETTINGS["iterations"] * SETTINGS["n_states"] * res.info["n_tokens"] * SETTINGS["chains"]
+    assert res.info["ns_per_state_token"] == pytest.approx(res.info["seconds"] * 1e9 / per)
+    assert res.info["kept_draws_per_chain"] == res.counts.shape[1] == 5
