@@ -429,3 +429,15 @@ def test_sweep_seconds_is_the_wall_time_a_round_of_sweeps_took(client):
     per = SETTINGS["iterations"] * SETTINGS["n_states"] * res.info["n_tokens"] * SETTINGS["chains"]
     assert res.info["ns_per_state_token"] == pytest.approx(res.info["seconds"] * 1e9 / per)
     assert res.info["kept_draws_per_chain"] == res.counts.shape[1] == 5
+
+
+def test_progress_counts_every_sweep_of_every_chain_and_changes_nothing(client, capsys):
+    """With ``progress`` a bar on standard error counts the sweeps of all chains (2 x 14), and
+    the draws are the quiet run's bit for bit (issue 39: a total of chains / sweeps lived)."""
+    quiet = run(client, 2)
+    capsys.readouterr()
+    loud = sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
+                                  progress=True)
+    err = capsys.readouterr().err
+    assert "/28 " in err and "cgs-pfa x2" in err, err[-300:]
+    assert_same(loud, quiet)
