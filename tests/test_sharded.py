@@ -429,6 +429,7 @@ def test_sweep_seconds_is_the_wall_time_a_round_of_sweeps_took(client):
     per = SETTINGS["iterations"] * SETTINGS["n_states"] * res.info["n_tokens"] * SETTINGS["chains"]
     assert res.info["ns_per_state_token"] == pytest.approx(res.info["seconds"] * 1e9 / per)
     assert res.info["kept_draws_per_chain"] == res.counts.shape[1] == 5
+    assert res.info["chain_seconds"] == [res.info["seconds"]] * 2  # neither resumed
 
 
 def test_progress_counts_every_sweep_of_every_chain_and_changes_nothing(client, capsys):
