@@ -331,7 +331,7 @@ def test_memory_estimate_covers_the_chain_state_the_tree_and_the_draws(order, mo
     """``estimate_memory`` is at least the bytes a fit holds: one chain's state (``c, t, cs,
     ts, sizes`` and the hyperparameters) and the context tree, both measured as the chain
     runs, and the stored draws (the fit's arrays); on a toy and on 200 random strings of four
-    letters. (A slip in the state's term, issue 39's survivor ``+`` -> ``>>`` on line 817,
+    letters, and on three letters. (A slip in the state's term, issue 39's survivor ``+`` -> ``>>`` on line 817,
     left the draws alone: short by the state and tree, it fails; one that drops the draws'
     hyperparameters and log joint, ``16 * order + 8`` -> ``16 * order % 8``, fails the
     many-draws case.)"""
@@ -350,9 +350,13 @@ def test_memory_estimate_covers_the_chain_state_the_tree_and_the_draws(order, mo
     rng = np.random.default_rng(0)
     randoms = Corpus.from_strings([list(rng.integers(0, 4, size=rng.integers(0, 15)))
                                    for _ in range(200)], 4)
-    # the last case: many draws of a toy, so the draws' term dominates the estimate
+    # three letters, every pair of them and the ends (an odd alphabet: issue 39's survivor
+    # ``A | 1`` for ``A + 1`` symbols bounds the slots by 4 x 3 where 20 are used, order 2)
+    odd = Corpus.from_strings([[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0],
+                               [0, 0], [1, 1], [2, 2], []], 3)
+    # the last cases: many draws of a toy, so the draws' term dominates the estimate
     for corpus, iterations, period in ((get_toy("tiny").train, 12, 2), (randoms, 12, 2),
-                                       (get_toy("tiny").train, 1504, 1)):
+                                       (get_toy("tiny").train, 1504, 1), (odd, 1504, 1)):
         opts = options(iterations=iterations, burn_in=4, period=period, chains=2, order=order,
                        holdout=0.0)
         fit = method.fit(corpus, opts, 0, False)
