@@ -498,3 +498,21 @@ def test_memory_estimate_is_the_arrays_of_a_chain_and_its_stored_draws(name):
     n_draws = (opts["iterations"] - opts["burn_in"]) // opts["period"]
     assert get_method(name).estimate_memory(corpus, opts) == (
         held + opts["chains"] * n_draws * per_draw)
+
+
+def test_two_particles_never_resample_and_average_their_two_readings():
+    """The particle filter resamples when the particles' effective number falls below half
+    of them; two particles' effective number is at least 1, so they never do, and the filter's
+    estimate of ``p(test | sample)`` is exactly the mean of its two readings' (draw sets 0 and
+    1), on a test of 30 symbols (letters and ends: checks after 10 and 20). Issue 39: a threshold of
+    ``n_particles ** 2`` (resampling always) lived."""
+    from bayesfa.samplers.pdia import pdfa
+
+    _, _, opts, arrays = _lone_sample()
+    test = Corpus.from_strings([[1, 0, 1, 1, 1], [1, 1], [0, 1, 0, 0, 1, 1, 0], [1, 0, 0, 1],
+                                [0, 0, 1, 1, 1, 0, 1]], 2)
+    two = pdfa.per_sample_log_prob(pdfa.CRF, arrays, opts, test, per_symbol=True, particles=2)
+    readings = [pdfa.per_sample_log_prob(pdfa.CRF, arrays, opts, test, per_symbol=True,
+                                         draw_set=k).sum() for k in (0, 1)]
+    assert readings[0] != readings[1]  # the readings drew differently
+    assert two.sum() == pytest.approx(np.logaddexp(*readings) - np.log(2), abs=1e-12)

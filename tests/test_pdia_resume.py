@@ -98,12 +98,17 @@ def test_interrupted_fit_resumes_bit_identical(tmp_path, monkeypatch, name, wher
     stop = 1 if where == "burn-in" else per_chain + 2 + 5  # chain 1: burn-in and 5 draws
     counting = _Counting(pdfa._sweeps, stop)
     monkeypatch.setattr(pdfa, "_sweeps", counting)
+    t0 = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
         method.fit(CORPUS, _options(name, checkpoint_every=0), 7, False, workdir=tmp_path)
+    first = time.perf_counter() - t0
     files = sorted(p.name for p in tmp_path.glob("chain-*.npz"))
     assert files == (["chain-0000.npz"] if where == "burn-in"
                      else ["chain-0000.npz", "chain-0001.npz"])
     last = checkpoint_state(tmp_path / files[-1])
+    # a chain's saved seconds are the seconds it ran, within the call's (issue 39: ``+ t0``
+    # for ``- t0`` lived)
+    assert 0 < float(last["seconds"]) <= first
     if where == "burn-in":
         assert int(last["sweeps_done"]) == 50 and int(last["draws_done"]) == 0
     else:
@@ -114,9 +119,12 @@ def test_interrupted_fit_resumes_bit_identical(tmp_path, monkeypatch, name, wher
     # resume (the interval never changes the result: a long one here)
     counting = _Counting(counting.real)
     monkeypatch.setattr(pdfa, "_sweeps", counting)
+    t0 = time.perf_counter()
     resumed = method.fit(CORPUS, _options(name, checkpoint_every=1e9), 7, False,
                          workdir=tmp_path)
+    both = first + time.perf_counter() - t0
     _assert_same(resumed, full)
+    assert all(0 < c <= both for c in resumed.info["chain_seconds"])
     assert resumed.info["chains_resumed_mid_chain"] == 1
     assert resumed.info["chains_resumed"] == (0 if where == "burn-in" else 1)
     assert counting.calls == 2 * per_chain - stop  # finished blocks and chains not run again
