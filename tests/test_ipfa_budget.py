@@ -120,3 +120,26 @@ def test_bad_budgets_are_one_line_errors(corpus, method_options, monkeypatch, bu
     with pytest.raises(InputError, match=match) as exc:
         method.fit(corpus, {**options, "budget": budget}, 3, False)
     assert "\n" not in str(exc.value)
+
+
+def test_the_timed_sweep_is_the_difference_of_two_runs_whatever_the_clocks_origin(monkeypatch):
+    """``budget_costs`` times a sweep as the difference of runs of 1 and ``1 +
+    BUDGET_TIMED_SWEEPS`` burn-in sweeps, so a run's fixed cost cancels: on a clock that a run
+    of ``k`` sweeps advances by ``2 + 0.25 k`` seconds, starting at 0 (a new thread's CPU
+    clock), the sweep costs 0.25 s (the corpus is its own calibration part). Issue 39: ``t1 %
+    t0`` for ``t1 - t0`` lived, equal only while ``t1 < 2 t0``."""
+    clock = [0.0]
+
+    def fake_run(part, *, iterations, **kw):
+        clock[0] += 2.0 + 0.25 * iterations
+
+    monkeypatch.setattr(ipfa, "sample_ipfa", fake_run)
+    monkeypatch.setattr(ipfa.time, "thread_time", lambda: clock[0])
+    small = read_sample(Path(str(resources.files("bayesfa") / "data" / "pautomac"
+                                 / "24.pautomac.train"))).subset(np.arange(5))
+    assert small.n_tokens < ipfa.BUDGET_CALIBRATION_TOKENS
+    method = get_method("ipfa")
+    parser = argparse.ArgumentParser()
+    method.add_arguments(parser)
+    options = method._options(vars(parser.parse_args(["--truncate", "8"])))
+    assert ipfa.budget_costs(small, options, None)["sweep_seconds"] == pytest.approx(0.25)

@@ -74,12 +74,17 @@ CONFIGS = {
     "hpyp": ("hpyp", {"iterations": 30, "burn_in": 10}),
     "memoizer": ("memoizer", {}),
     "ipfa-letters": ("ipfa", {"states": 2, "truncate": 2, **CHAIN}),
+    # a direct chain started on 64 states, of which the toy's 52 letters use more than 31,
+    # the smallest capacity (issue 39: the start's capacity from ``2 >> used`` for ``2 *
+    # used`` wrote past its arrays); a few sweeps (plain Python is slow at 64 states)
+    "ipfa-direct-wide": ("ipfa", {"states": 64, "sampler": "direct", "iterations": 6,
+                                  "burn_in": 2, "period": 2, "chains": 1}),
     **{f"{m}-{toy}": (m, {"states": 3, "beta": 0.5, "iterations": 4, "tol": 1e-12})
        for m in ("cvb0", "gcvb0", "cvb2") for toy in ("cvb15", "cvb10", "cvb8")},
 }
 
 #: configuration -> its toy (:data:`TOYS`), where not ``ab``
-TOY_OF = {"ipfa-letters": "letters",
+TOY_OF = {"ipfa-letters": "letters", "ipfa-direct-wide": "letters",
           **{f"{m}-{toy}": toy for m in ("cvb0", "gcvb0", "cvb2")
              for toy in ("cvb15", "cvb10", "cvb8")}}
 
@@ -98,7 +103,7 @@ KERNELS = {
     "bayesfa.samplers.pfa._replica_kernel": ("cgs-pfa-replicas-blocked",),
     "bayesfa.samplers.pfa._ffbs_kernel": ("cgs-pfa-replicas-blocked", "ipfa", "ipfa-letters"),
     "bayesfa.samplers.pfa._split_merge_kernel": ("cgs-pfa-split-merge",),
-    "bayesfa.samplers.pfa._ipfa_kernel": ("ipfa-direct",),
+    "bayesfa.samplers.pfa._ipfa_kernel": ("ipfa-direct", "ipfa-direct-wide"),
     "bayesfa.samplers.pfa._ipfa_blocked_kernel": ("ipfa",),
     "bayesfa.samplers.pfa._ipfa_split_kernel": ("ipfa",),
     "bayesfa.samplers.pfa._cgs_sg_kernel": ("cgs-sg",),
