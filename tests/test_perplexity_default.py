@@ -98,6 +98,8 @@ def test_default_is_exact_when_no_unvisited_transition_is_read():
     assert got == method.perplexity_log_prob(arrays, _options(HYPS[0]), test,
                                              continuation=False, draw_sets=1)
     assert details["se"] == 0.0 and details["estimator"].startswith("exact")
+    # one reading, no particles drawn (issue 39: the record's "particles": 2 lived)
+    assert details["particles"] == 1 and details["replicates"] == 1 and details["converged"]
     with pytest.raises(Exception, match="mc-tolerance"):
         method.perplexity_log_prob(arrays, _options(HYPS[0]), test, continuation=False,
                                    mc_tolerance=0.0)
