@@ -516,3 +516,19 @@ def test_two_particles_never_resample_and_average_their_two_readings():
                                          draw_set=k).sum() for k in (0, 1)]
     assert readings[0] != readings[1]  # the readings drew differently
     assert two.sum() == pytest.approx(np.logaddexp(*readings) - np.log(2), abs=1e-12)
+
+
+@pytest.mark.parametrize("name, kinds", [("pdfa", {"entry", "mu", "alpha", "beta", "gamma"}),
+                                         ("pdia", {"entry", "table", "alpha", "beta", "alpha0",
+                                                   "d", "d0"})])
+def test_acceptance_rates_only_of_moves_proposed(name, kinds):
+    """``info["acceptance"]`` holds a rate (accepted / proposed, in [0, 1]) for each move the
+    method proposed, and none for a move it never proposes: the PDFA's ``table`` (its rows have
+    no restaurants of tables), the PDIA's ``mu`` (issue 39: the guard read at ``off & 1`` gave
+    those a 0 / 0 rate)."""
+    o = options(iterations=30, burn_in=10, period=2, chains=1)
+    if name == "pdfa":
+        o["states"] = 3
+    acc = get_method(name).fit(get_toy("tiny").train, o, 1, False).info["acceptance"]
+    assert set(acc) == kinds
+    assert all(0.0 <= r <= 1.0 for r in acc.values()), acc
