@@ -532,3 +532,18 @@ def test_acceptance_rates_only_of_moves_proposed(name, kinds):
     acc = get_method(name).fit(get_toy("tiny").train, o, 1, False).info["acceptance"]
     assert set(acc) == kinds
     assert all(0.0 <= r <= 1.0 for r in acc.values()), acc
+
+
+@pytest.mark.parametrize("name", ["pdfa", "pdia"])
+def test_a_fit_emits_no_floating_point_warning(name):
+    """A fit on the toy computes no log of zero nor other invalid value (numpy would warn):
+    issue 39's survivor took ``log mu`` of the PDIA's empty base (``model >= FINITE`` for
+    ``==``), ``-inf`` that the CRF never read, seen only as a warning."""
+    import warnings
+
+    o = options(iterations=30, burn_in=10, period=2, chains=1)
+    if name == "pdfa":
+        o["states"] = 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        get_method(name).fit(get_toy("tiny").train, o, 1, False)
