@@ -331,10 +331,10 @@ def test_memory_estimate_covers_the_chain_state_the_tree_and_the_draws(order, mo
     """``estimate_memory`` is at least the bytes a fit holds: one chain's state (``c, t, cs,
     ts, sizes`` and the hyperparameters) and the context tree, both measured as the chain
     runs, and the stored draws (the fit's arrays); on a toy and on 200 random strings of four
-    letters, and on three letters. (A slip in the state's term, issue 39's survivor ``+`` -> ``>>`` on line 817,
-    left the draws alone: short by the state and tree, it fails; one that drops the draws'
-    hyperparameters and log joint, ``16 * order + 8`` -> ``16 * order % 8``, fails the
-    many-draws case.)"""
+    letters, and on three letters. (A slip in the state's term, issue 39's survivor ``+`` ->
+    ``>>`` on line 817, left the draws alone: short by the state and tree, it fails; one that
+    drops the draws' hyperparameters and log joint, ``16 * order + 8`` -> ``16 * order % 8``,
+    fails the many-draws case.)"""
     from bayesfa.samplers.ngram import hpyp
     from bayesfa.validation.toys import get_toy
 

@@ -504,8 +504,8 @@ def test_two_particles_never_resample_and_average_their_two_readings():
     """The particle filter resamples when the particles' effective number falls below half
     of them; two particles' effective number is at least 1, so they never do, and the filter's
     estimate of ``p(test | sample)`` is exactly the mean of its two readings' (draw sets 0 and
-    1), on a test of 30 symbols (letters and ends: checks after 10 and 20). Issue 39: a threshold of
-    ``n_particles ** 2`` (resampling always) lived."""
+    1), on a test of 30 symbols (letters and ends: checks after 10 and 20). Issue 39: a
+    threshold of ``n_particles ** 2`` (resampling always) lived."""
     from bayesfa.samplers.pdia import pdfa
 
     _, _, opts, arrays = _lone_sample()

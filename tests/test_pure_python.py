@@ -49,6 +49,7 @@ TOYS = {
     "cvb10": (["abbb", "abbb"], NEW),
     "cvb8": (["abbb", "bb"], NEW),
 }
+CVB_TOYS = ("cvb15", "cvb10", "cvb8")
 
 #: configuration -> (method, options)
 CONFIGS = {
@@ -80,19 +81,20 @@ CONFIGS = {
     "ipfa-direct-wide": ("ipfa", {"states": 64, "sampler": "direct", "iterations": 6,
                                   "burn_in": 2, "period": 2, "chains": 1}),
     **{f"{m}-{toy}": (m, {"states": 3, "beta": 0.5, "iterations": 4, "tol": 1e-12})
-       for m in ("cvb0", "gcvb0", "cvb2") for toy in ("cvb15", "cvb10", "cvb8")},
+       for m in ("cvb0", "gcvb0", "cvb2") for toy in CVB_TOYS},
 }
 
 #: configuration -> its toy (:data:`TOYS`), where not ``ab``
 TOY_OF = {"ipfa-letters": "letters", "ipfa-direct-wide": "letters",
-          **{f"{m}-{toy}": toy for m in ("cvb0", "gcvb0", "cvb2")
-             for toy in ("cvb15", "cvb10", "cvb8")}}
+          **{name: name.rsplit("-", 1)[1] for name in CONFIGS
+             if name.rsplit("-", 1)[-1] in CVB_TOYS}}
 
 
 def _with_toys(configs: dict) -> dict:
     """``configs`` with each one's training and test strings: what the children read."""
     return {name: [method, options, *TOYS[TOY_OF.get(name, "ab")]]
             for name, (method, options) in configs.items()}
+
 
 #: each module with numba functions -> the configurations that must run its code
 KERNELS = {
