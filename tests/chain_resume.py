@@ -52,11 +52,19 @@ class Stop:
             raise KeyboardInterrupt
 
 
-def child_code(front: str, block_units: int) -> str:
+def child_code(front: str, block_units: int, wait: float = 1.0) -> str:
     """A ``python -c`` program running ``bayesfa`` with ``front``'s blocks set to
-    ``block_units`` (checkpoints come often)."""
-    return (f"import sys\nfrom bayesfa.samplers.pfa import {front}\n"
+    ``block_units`` (checkpoints come often) and each checkpoint save followed by ``wait``
+    seconds of sleep (the workers are forked, so theirs too): the parent, polling every few
+    milliseconds, sees a mid-chain checkpoint before the fit can end, however loaded the
+    machine (without it a loaded parent once polled too late). The draws do not change."""
+    return (f"import sys, time\nfrom bayesfa.samplers.pfa import {front}\n"
             f"{front}._BLOCK_UNITS = {block_units}\n"
+            f"real = {front}.save_checkpoint\n"
+            f"def save_then_wait(*args, **kwargs):\n"
+            f"    real(*args, **kwargs)\n"
+            f"    time.sleep({wait})\n"
+            f"{front}.save_checkpoint = save_then_wait\n"
             f"from bayesfa.cli import main\nsys.exit(main(sys.argv[1:]))\n")
 
 

@@ -242,9 +242,9 @@ _IPFA_CHILD = """
 import sys, time
 from bayesfa.samplers.pfa import ipfa
 real = ipfa._Chain.draw
-def slow(self):  # the same draws, slowly: a kill lands mid-chain
+def slow(self, *args, **kwargs):  # the same draws, slowly: a kill lands mid-chain
     time.sleep(0.01)
-    return real(self)
+    return real(self, *args, **kwargs)
 ipfa._Chain.draw = slow
 from bayesfa.cli import main
 sys.exit(main(sys.argv[1:]))
