@@ -85,8 +85,7 @@ def test_counts_after_every_sweep_are_those_of_the_gathered_path(client):
         np.testing.assert_array_equal(chain.table, want)
         seen.append((chain.index, chain.done))
 
-    res = sharded.sample_sharded(CORPUS, **SETTINGS, shards=3, front=cgs_pfa, client=client,
-                                 on_sweep=check)
+    res = run(client, 3, on_sweep=check)
     assert sorted(seen) == [(c, s) for c in range(2) for s in range(1, 15)]
     # and each recorded draw is the counts of the chain at that sweep (the last one: z)
     for c in range(2):
@@ -125,11 +124,9 @@ def test_interrupted_run_resumes_bit_for_bit(client, tmp_path, stop_at):
             raise Stop
 
     with pytest.raises(Stop):
-        sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
-                               checkpoint_dir=tmp_path, checkpoint_every=0, on_sweep=stop)
+        run(client, 2, checkpoint_dir=tmp_path, checkpoint_every=0, on_sweep=stop)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["chain-0000.npz", "chain-0001.npz"]
-    resumed = sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
-                                     checkpoint_dir=tmp_path, checkpoint_every=0)
+    resumed = run(client, 2, checkpoint_dir=tmp_path, checkpoint_every=0)
     assert resumed.info["chains_resumed_mid_chain"] == 2
     assert resumed.info["rounds"] == 14 - (stop_at - 1)
     assert_same(resumed, full)
@@ -351,11 +348,9 @@ def test_a_checkpoint_whose_sweeps_do_not_match_its_draws_is_refused(client, tmp
             raise Stop
 
     with pytest.raises(Stop):
-        sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
-                               checkpoint_dir=tmp_path, checkpoint_every=0, on_sweep=stop)
+        run(client, 2, checkpoint_dir=tmp_path, checkpoint_every=0, on_sweep=stop)
     done = tmp_path / "done"
-    sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
-                           checkpoint_dir=done, checkpoint_every=0)
+    run(client, 2, checkpoint_dir=done, checkpoint_every=0)
     for path, draws, sweeps in ((tmp_path / "chain-0001.npz", 2, 9), (done / "chain-0000.npz", 5, 14)):
         # chain 1 stopped after sweep 9; a finished chain (5 draws, 14 sweeps): each claiming
         # one sweep fewer than its draws need
@@ -368,9 +363,7 @@ def test_a_checkpoint_whose_sweeps_do_not_match_its_draws_is_refused(client, tmp
             np.savez(path, **{**state,
                               "sweeps_done": np.array(claim, dtype=state["sweeps_done"].dtype)})
             with pytest.raises(InputError, match=name) as err:
-                sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa,
-                                       client=client, checkpoint_dir=path.parent,
-                                       checkpoint_every=0)
+                run(client, 2, checkpoint_dir=path.parent, checkpoint_every=0)
             assert "\n" not in str(err.value)
         np.savez(path, **state)
     # the finished chain claiming more sweeps than it has (15, inside its last draw's window,
@@ -385,8 +378,7 @@ def test_a_checkpoint_whose_sweeps_do_not_match_its_draws_is_refused(client, tmp
                 {"stats": np.zeros((stats.shape[0], stats.shape[1] + 1), dtype=stats.dtype)}):
         np.savez(path, **{**state, **bad})
         with pytest.raises(InputError, match=path.name):
-            sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
-                                   checkpoint_dir=done, checkpoint_every=0)
+            run(client, 2, checkpoint_dir=done, checkpoint_every=0)
     np.savez(path, **state)
 
 
@@ -437,8 +429,7 @@ def test_progress_counts_every_sweep_of_every_chain_and_changes_nothing(client, 
     the draws are the quiet run's bit for bit (issue 39: a total of chains / sweeps lived)."""
     quiet = run(client, 2)
     capsys.readouterr()
-    loud = sharded.sample_sharded(CORPUS, **SETTINGS, shards=2, front=cgs_pfa, client=client,
-                                  progress=True)
+    loud = run(client, 2, progress=True)
     err = capsys.readouterr().err
     assert "/28 " in err and "cgs-pfa x2" in err, err[-300:]
     assert_same(loud, quiet)
