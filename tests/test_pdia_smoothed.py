@@ -51,6 +51,8 @@ def test_three_d_table_is_the_base_measure_likelihood():
     rng = np.random.default_rng(0)
     cnt = rng.integers(0, 6, size=(5, 4)).astype(np.int32)
     cnt[2] = 0
+    cnt[:, 0] = [0, 4, 0, 0, 0]  # every emission of symbol 0 from one state: the row's last
+    # entry, lg[0, 0, lim[0]], is read (issue 39: the rows filled one entry short lived)
     ctot = cnt.sum(axis=1).astype(np.int32)
     n = int(ctot.max()) + 2
     lg2 = np.zeros((2, n))
