@@ -219,62 +219,17 @@ def test_predictions_read_every_draw_unless_map_is_asked():
     assert default != perplexity(map=True) and default != perplexity(per_symbol=True)
 
 
-#: a fixed emission state for the hyperparameter steps: three symbols, a skewed ``pi0`` and
-#: counts with zero, one and several of a symbol in a row
-_PI0 = np.array([0.7, 0.25, 0.05])
-_CNT = np.array([[3, 1, 0], [0, 2, 1], [5, 0, 0]], dtype=np.int32)
 
+def test_each_hyperparameter_step_leaves_its_conditional_invariant():
+    """validate's ``move-hyper`` check (:func:`hyper_step_check`: the MH steps on ``beta`` and
+    ``beta0`` from exact draws of their conditionals, Kolmogorov-Smirnov, false-alarm rate
+    1e-3 at a fixed seed) passes, and both steps move. Issue 39: ``beta0``'s current target
+    ``-old + log Dir`` -> ``-old % log Dir`` and its acceptance inverted passed every test and
+    validate's Geweke test at seed 0; this check fails them, a dropped Jacobian and a wrong
+    Dirichlet normaliser."""
+    from bayesfa.validation.pdia.smoothed import hyper_step_check
 
-def _log_conditional(name: str, x: np.ndarray) -> np.ndarray:
-    """``log p(x | rest)`` up to a constant, from scipy (not the kernel): Gamma(1, 1) prior
-    times ``prod_q DirMult(c_q | beta pi0)`` for ``beta``, times ``Dir(pi0 | beta0 / S)`` for
-    ``beta0``."""
-    from scipy import stats as sps
-
-    if name == "beta0":
-        return -x + np.array([sps.dirichlet.logpdf(_PI0, np.full(3, b / 3)) for b in x])
-    out = -x.copy()
-    for row in _CNT:
-        a = np.outer(x, _PI0)
-        out += (special.gammaln(x) - special.gammaln(x + row.sum())
-                + np.sum(special.gammaln(a + row) - special.gammaln(a), axis=1))
-    return out
-
-
-@pytest.mark.parametrize("name", ["beta", "beta0"])
-def test_each_hyperparameter_step_leaves_its_conditional_invariant(name):
-    """Each MH step of ``emission_moves`` on ``beta`` or ``beta0`` (the others switched off),
-    started from an exact draw of its conditional (inverse CDF on a fine grid of ``log x``),
-    leaves that conditional invariant: 20,000 independent starts, three steps each, then a
-    Kolmogorov-Smirnov test against the conditional's CDF (false-alarm rate 1e-3, fixed
-    seed). Issue 39: ``beta0``'s current target ``-old + log Dir`` -> ``-old % log Dir``
-    passed every test and validate at seed 0."""
-    from scipy import stats as sps
-
-    from bayesfa.samplers.pdia._pdfa_kernel import N_STATS
-    from bayesfa.samplers.pdia._smoothed_emission_kernel import (N_STATS as N_EMISSION,
-                                                                 emission_moves)
-
-    u = np.linspace(math.log(1e-4), math.log(60.0), 40_001)  # log x
-    log_density = _log_conditional(name, np.exp(u)) + u  # the density of log x
-    dens = np.exp(log_density - log_density.max())
-    cdf = np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(u))])
-    assert dens[0] < 1e-6 * dens.max() and dens[-1] < 1e-6 * dens.max()  # the grid holds it
-    cdf /= cdf[-1]
-    rng = np.random.default_rng(0)
-    starts = np.exp(np.interp(rng.random(20_000), cdf, u))
-    ctot = _CNT.sum(axis=1).astype(np.int32)
-    lim = np.append(_CNT.sum(axis=0), ctot.sum()).astype(np.int64)
-    lg = np.zeros((1, 4, int(ctot.sum()) + 3))
-    stats = np.zeros(N_STATS + N_EMISSION)
-    ends = np.empty_like(starts)
-    for i, x in enumerate(starts):
-        hyp = np.array([1.0, x if name == "beta" else 1.3, 1.0, 0.5, 0.5])
-        ehyp = np.array([x if name == "beta0" else 1.1])
-        for _ in range(3):
-            emission_moves(_CNT, ctot, 3, hyp, ehyp, _PI0.copy(), np.log(_PI0), lg, lim, 0,
-                           name == "beta", name == "beta0", 1.0, 0, rng, stats, N_STATS)
-        ends[i] = hyp[1] if name == "beta" else ehyp[0]
-    accepted = stats[N_STATS + (2 if name == "beta" else 4)] / (3 * starts.size)
-    assert 0.2 < accepted < 0.95, accepted  # the steps move
-    assert sps.kstest(np.log(ends), lambda v: np.interp(v, u, cdf)).pvalue > 1e-3
+    check = hyper_step_check(seed=0)
+    assert check.passed, check.to_table()
+    assert [r["hyperparameter"] for r in check.rows] == ["beta", "beta0"]
+    assert all(0.2 < r["accepted"] < 0.95 for r in check.rows), check.to_table()

@@ -22,7 +22,9 @@ simulator this one extends).
 
 Kernel checks also: the exact single-move checks of the transition moves
 (:mod:`bayesfa.validation.pdia.moves`, ``move-entry``, ``move-table``) with emissions
-``Dir(beta pi0)`` at a fixed non-uniform ``pi0``.
+``Dir(beta pi0)`` at a fixed non-uniform ``pi0``, and of the MH steps on ``beta`` and
+``beta0`` (``move-hyper``, :func:`hyper_step_check`: one-step invariance of each
+conditional from exact draws).
 
 Mutants: the transition kernel's (``KERNEL_MUTANTS``, shared with ``pdia``),
 ``counts-not-tables`` (``pi0`` drawn from the emission counts instead of the table
@@ -240,6 +242,97 @@ def geweke(variant: int = 0, *, sample_emission_hyper: bool = True, n_strings: i
                         f"alpha0={hyp['alpha0']:g} d={hyp['d']:g} d0={hyp['d0']:g}")
 
 
+# -- the emission hyperparameters' steps, one at a time ---------------------------------------
+
+#: the fixed emission state of :func:`hyper_step_check`: three symbols, a skewed ``pi0`` and
+#: counts with zero, one and several of a symbol in a row
+HYPER_PI0 = (0.7, 0.25, 0.05)
+HYPER_COUNTS = ((3, 1, 0), (0, 2, 1), (5, 0, 0))
+#: independent exact starts and MH steps from each; the step scale of the random walk
+HYPER_STARTS, HYPER_STEPS, HYPER_STEP = 20_000, 3, 1.0
+
+
+def log_hyper_conditional(name: str, x: np.ndarray, pi0=HYPER_PI0,
+                          counts=HYPER_COUNTS) -> np.ndarray:
+    """``log p(x | rest)`` up to a constant, written from the densities with scipy (not the
+    kernel's code): the Gamma(1, 1) prior times ``prod_q DirMult(c_q | beta pi0)`` for
+    ``beta``, times ``Dir(pi0 | beta0 / S)`` for ``beta0``."""
+    from scipy import special
+    from scipy.stats import dirichlet
+
+    pi0, x = np.asarray(pi0, dtype=np.float64), np.asarray(x, dtype=np.float64)
+    n_sym = pi0.size
+    if name == "beta0":
+        return -x + np.array([dirichlet.logpdf(pi0, np.full(n_sym, b / n_sym)) for b in x])
+    out = -x.copy()
+    a = np.outer(x, pi0)
+    for row in np.asarray(counts, dtype=np.float64):
+        out += (special.gammaln(x) - special.gammaln(x + row.sum())
+                + np.sum(special.gammaln(a + row) - special.gammaln(a), axis=1))
+    return out
+
+
+def hyper_step_check(variant: int = 0, *, seed: int = 0, alpha: float = ALPHA,
+                     label: str = "pdia-smoothed", n_starts: int = HYPER_STARTS):
+    """The check ``move-hyper``: each MH step of the emission kernel on ``beta`` and on
+    ``beta0`` (the other moves off) leaves its conditional invariant. ``n_starts``
+    independent exact draws of the conditional (:func:`log_hyper_conditional`, inverse CDF
+    on a grid of 40,001 points of ``log x`` from 1e-4 to 60, which holds all but 1e-6 of the
+    density's peak at its ends), ``HYPER_STEPS`` steps from each, then a Kolmogorov-Smirnov
+    test of the ends against the conditional (``alpha / 2`` per hyperparameter). Catches a
+    wrong target, a dropped Jacobian or an inverted acceptance, which the Geweke test at
+    seed 0 did not (issue 39)."""
+    import time
+
+    from scipy.stats import kstest
+
+    from bayesfa.samplers.pdia._pdfa_kernel import N_STATS
+    from bayesfa.samplers.pdia._smoothed_emission_kernel import (N_STATS as N_EMISSION,
+                                                                 emission_moves)
+    from bayesfa.validation.checks import Check, log_p_margin
+
+    t0 = time.perf_counter()
+    rng = np.random.default_rng([seed, 39, 2])
+    pi0 = np.array(HYPER_PI0)
+    cnt = np.array(HYPER_COUNTS, dtype=np.int32)
+    ctot = cnt.sum(axis=1).astype(np.int32)
+    lim = np.append(cnt.sum(axis=0), ctot.sum()).astype(np.int64)
+    lg = np.zeros((1, pi0.size + 1, int(ctot.sum()) + 3))
+    u = np.linspace(math.log(1e-4), math.log(60.0), 40_001)
+    rows = []
+    for k, name in enumerate(("beta", "beta0")):
+        log_density = log_hyper_conditional(name, np.exp(u)) + u  # the density of log x
+        dens = np.exp(log_density - log_density.max())
+        cdf = np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(u))])
+        cdf /= cdf[-1]
+        starts = np.exp(np.interp(rng.random(n_starts), cdf, u))
+        stats = np.zeros(N_STATS + N_EMISSION)
+        ends = np.empty_like(starts)
+        for i, x in enumerate(starts):
+            hyp = np.array([1.0, x if name == "beta" else 1.3, 1.0, 0.5, 0.5])
+            ehyp = np.array([x if name == "beta0" else 1.1])
+            for _ in range(HYPER_STEPS):
+                emission_moves(cnt, ctot, cnt.shape[0], hyp, ehyp, pi0.copy(), np.log(pi0), lg,
+                               lim, 0, name == "beta", name == "beta0", HYPER_STEP, variant,
+                               rng, stats, N_STATS)
+            ends[i] = hyp[1] if name == "beta" else ehyp[0]
+        p = float(kstest(np.log(ends), lambda v: np.interp(v, u, cdf)).pvalue)
+        rows.append({"hyperparameter": name, "starts": n_starts, "steps": HYPER_STEPS,
+                     "accepted": float(stats[N_STATS + 2 + 2 * k] / (HYPER_STEPS * n_starts)),
+                     "ks_p": p, "p_value": p, "threshold": alpha / 2, "pass": p > alpha / 2})
+    return Check(
+        name="move-hyper", passed=all(r["pass"] for r in rows),
+        description=(f"{label}: the MH steps on beta and beta0, {HYPER_STEPS} from each of "
+                     f"{n_starts} i.i.d. draws of their exact conditional (scipy densities, "
+                     f"inverse CDF on a grid) at a fixed pi0 and counts, Kolmogorov-Smirnov "
+                     f"against that conditional"),
+        alpha=alpha, columns=["hyperparameter", "starts", "steps", "accepted", "ks_p", "pass"],
+        rows=rows, summary={"min_ks_p": min(r["ks_p"] for r in rows),
+                            "margin": max(log_p_margin(r["ks_p"], alpha / 2) for r in rows),
+                            "seconds": time.perf_counter() - t0},
+        notes=[f"false-alarm rate <= {alpha:g}: {alpha / 2:g} per hyperparameter"])
+
+
 # -- the spec -----------------------------------------------------------------------------------
 
 class SmoothedSpec:
@@ -254,7 +347,7 @@ class SmoothedSpec:
         self.kernel_variant = kernel_variant
 
     def check_names(self):
-        return ["predictive", "move-entry", "move-table", "geweke"]
+        return ["predictive", "move-entry", "move-table", "move-hyper", "geweke"]
 
     def mutant_names(self):
         from bayesfa.samplers.pdia.pdia_smoothed import EMISSION_MUTANTS
@@ -303,14 +396,16 @@ class SmoothedSpec:
     def kernel_checks(self, toy, *, seed: int = 0, alpha: float = ALPHA):
         """The exact single-move checks of the transition moves at a fixed non-uniform
         ``pi0`` (:func:`bayesfa.validation.pdia.moves.pdia_move_checks`, the kernel's 3-D
-        ``lg``), then Geweke."""
+        ``lg``), the emission hyperparameters' steps (:func:`hyper_step_check`), then
+        Geweke."""
         from bayesfa.validation.pdia.moves import pdia_move_checks
 
         label = ("pdia-smoothed" if not self.variant_name
                  else f"pdia-smoothed:mutant-{self.variant_name}")
         return (pdia_move_checks(self.kernel_variant, seed=seed, alpha=alpha, label=label,
                                  smoothed=True)
-                + [geweke(self.variant, seed=seed, alpha=alpha)])
+                + [hyper_step_check(self.variant, seed=seed, alpha=alpha, label=label),
+                   geweke(self.variant, seed=seed, alpha=alpha)])
 
 
 PDIA_SMOOTHED = SmoothedSpec()
