@@ -401,3 +401,92 @@ def test_speed_is_per_sweep_run_state_and_free_position(method):
     assert info["n_draws_per_chain"] == 4 and info["n_free_positions"] == 6
     want = np.mean(info["chain_seconds"]) * 1e9 / (sweeps * 3 * 6)
     assert info["ns_per_state_token"] == pytest.approx(want, rel=1e-12)
+
+
+
+def _reference_weights(tokens, z, t, n_states, n_symbols, alpha, beta, variant):
+    """``g_k``, ``k = 1..N``, of position ``t`` (the module docstring's formula, and each
+    deliberately wrong kernel's change of it), from counts made here in plain Python."""
+    et = np.zeros((n_symbols, n_states + 1))
+    mv = np.zeros((n_states + 1, n_states + 1))
+    ci = np.zeros(n_states + 1)
+    cm = np.zeros(n_states + 1)
+    for u in range(tokens.size):
+        if u == t:
+            continue  # C^{-t}: the visit at t, its emission and its move out
+        et[tokens[u], z[u]] += 1
+        ci[z[u]] += 1
+        if tokens[u] != 0:
+            mv[z[u], z[u + 1]] += 1
+            cm[z[u]] += 1
+    a, p, n, old = tokens[t], z[t - 1], z[t + 1], z[t]
+    mv[p, old] -= 1  # and the move into it
+    w = np.zeros(n_states + 1)
+    for k in range(1, n_states + 1):
+        stale = variant == kernel.STALE_EMISSION and k == old and a != 0  # at letters only
+        emit = et[a, k] + (1.0 if stale else 0.0)
+        w[k] = (emit + alpha) / (ci[k] + n_symbols * alpha) * (mv[p, k] + beta)
+        if a == 0:
+            if variant == kernel.END_MOVE_FACTOR:
+                w[k] /= cm[k] + n_states * beta
+            continue
+        delta = 1.0 if p == k == n and variant != kernel.NO_CORRECTION else 0.0
+        moves = ci[k] if variant == kernel.ALL_VISITS else cm[k]
+        w[k] *= (mv[k, n] + delta + beta) / (moves + n_states * beta)
+    return w[1:]
+
+
+@pytest.mark.parametrize("variant", [kernel.CORRECT, kernel.NO_CORRECTION, kernel.ALL_VISITS,
+                                     kernel.STALE_EMISSION, kernel.END_MOVE_FACTOR])
+def test_one_position_update_is_its_conditional_exactly(variant):
+    """``sweep_positions`` on one position: the weights it leaves in its scratch ``g`` are
+    ``g_k`` of the module docstring (or of the deliberately wrong kernel ``variant``, each
+    of which validate must catch) to 1e-12, the state it draws is the inversion of its
+    uniform over them, and the counts after it are those of the new path. Every free
+    position of a corpus with empty strings, ends, self-loops and repeated letters, under
+    random paths, so that every case of the formula is met (an end marker, ``z_{t-1} = k =
+    z_{t+1}``, ``k = z_t``). Issue 39: the stale emission's ``+= 1.0`` -> ``+= 0.0`` in one of
+    its two places lived, and so did three other slips of the variants."""
+    from bayesfa.samplers.chains import free_positions
+
+    corpus = Corpus.from_strings([[], [0], [1, 2, 0], [], [2, 2, 2, 1], [0, 0, 1, 1, 2, 2],
+                                  [1, 1, 1], [2, 0, 2]], 3)
+    tokens = corpus.tokens
+    n_states, n_symbols, alpha, beta = 3, corpus.alphabet_size + 1, 0.3, 0.2
+    rng = np.random.default_rng(4)
+    seen = set()
+    for _ in range(6):
+        z = np.zeros(tokens.size + 1, dtype=np.int32)
+        free = free_positions(tokens)
+        z[free] = rng.integers(1, n_states + 1, size=free.size)
+        for t in free:
+            want = _reference_weights(tokens, z, t, n_states, n_symbols, alpha, beta, variant)
+            u = rng.random()
+            after = z.copy()
+            arrays = [np.zeros((n_symbols, n_states + 1)), np.zeros((n_states + 1,) * 2),
+                      np.zeros((n_states + 1,) * 2), np.zeros(n_states + 1),
+                      np.zeros(n_states + 1)]
+            kernel.fill_counts(tokens, after, *arrays)
+            g = np.zeros(n_states + 1)
+            kernel.sweep_positions(np.array([t]), np.array([u]), tokens, after, *arrays, g,
+                                   alpha, beta, variant)
+            np.testing.assert_allclose(g[1:], want, rtol=1e-12, atol=0)
+            drawn = 1 + int(np.searchsorted(np.cumsum(want) / want.sum(), u, side="right"))
+            assert after[t] == min(drawn, n_states)
+            z[t] = after[t]
+            fresh = [np.zeros_like(x) for x in arrays]
+            kernel.fill_counts(tokens, z, *fresh)
+            for x, y in zip(arrays, fresh):
+                np.testing.assert_array_equal(x, y)
+            a, p, n = tokens[t], z[t - 1], z[t + 1]
+            seen.add("end" if a == 0 else "self-loop" if p == n else "move")
+    assert seen == {"end", "self-loop", "move"}
+    # a target at the weights' total (a uniform of 1, as rounding of u * total can reach) draws
+    # the last state, never the first (the guard after the inversion loop)
+    arrays = [np.zeros((n_symbols, n_states + 1)), np.zeros((n_states + 1,) * 2),
+              np.zeros((n_states + 1,) * 2), np.zeros(n_states + 1), np.zeros(n_states + 1)]
+    z[free] = 1
+    kernel.fill_counts(tokens, z, *arrays)
+    kernel.sweep_positions(free[:1], np.array([1.0]), tokens, z, *arrays,
+                           np.zeros(n_states + 1), alpha, beta, variant)
+    assert z[free[0]] == n_states
