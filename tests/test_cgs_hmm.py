@@ -449,6 +449,9 @@ def test_one_position_update_is_its_conditional_exactly(variant):
     its two places lived, and so did three other slips of the variants."""
     from bayesfa.samplers.chains import free_positions
 
+    # five codes, one a kernel (a code shared by two would leave one named mutant unreachable)
+    assert len({kernel.CORRECT, kernel.NO_CORRECTION, kernel.ALL_VISITS, kernel.STALE_EMISSION,
+                kernel.END_MOVE_FACTOR}) == 5
     corpus = Corpus.from_strings([[], [0], [1, 2, 0], [], [2, 2, 2, 1], [0, 0, 1, 1, 2, 2],
                                   [1, 1, 1], [2, 0, 2]], 3)
     tokens = corpus.tokens
