@@ -586,10 +586,21 @@ def test_moved_counts_only_customers_reseated_elsewhere():
     corpus = Corpus.from_strings([[0, 1]], 2)  # order 1: a, b and the end, one each at the root
     fit = hpyp.sample_hpyp(corpus, 1, iterations=12, burn_in=2, chains=2, seed=0)
     assert fit.trace["moved"].shape == (2, 10) and not fit.trace["moved"].any()
-    # and it counts: two customers of one dish can move between tables
-    busy = hpyp.sample_hpyp(Corpus.from_strings([[0, 0, 0, 0]], 1), 1, iterations=50,
-                            burn_in=0, chains=1, seed=0, discount=0.5, concentration=1.0)
-    assert busy.trace["moved"].any()
+    # and it counts: customers of one dish move between tables, in every draw's five sweeps
+    # (ten draws, more than the two recorded table slots: issue 39's ``draw < out_t.shape[1]``,
+    # the slots for the draws, lived and left the later draws at 0)
+    busy = hpyp.sample_hpyp(Corpus.from_strings([[0, 0, 0, 0]], 1), 1, iterations=52,
+                            burn_in=0, period=5, chains=1, seed=0, discount=0.5,
+                            concentration=1.0)
+    assert busy.arrays["slot_sym"].size < 10 and busy.trace["moved"].shape == (1, 10)
+    assert busy.trace["moved"].all()
+    # customers leaving table 0 of their dish and sitting at it again do not move: with d = 0
+    # and theta = 1e-12 every dish has one table (a new one has odds 1e-12), so each customer
+    # leaves table 0 of several customers and joins it again (issue 39: the case ``left >= 0``
+    # read as ``left != 0``, which counted those as moves, lived)
+    one = hpyp.sample_hpyp(Corpus.from_strings([[0, 0, 1, 0], [1, 1, 0]], 2), 1, iterations=12,
+                           burn_in=2, chains=1, seed=0, discount=0.0, concentration=1e-12)
+    assert not one.trace["moved"].any()
 
 
 def test_node_levels_count_every_nodes_ancestors():
