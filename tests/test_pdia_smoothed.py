@@ -200,8 +200,9 @@ def test_acceptance_rates_are_accepted_over_proposed_of_each_move():
 def test_predictions_read_every_draw_unless_map_is_asked():
     """``predict_log_prob`` and ``perplexity_log_prob`` read the samples of every draw by
     default (the API passes ``map`` and ``per_symbol`` only when asked): the same as
-    ``map=False`` and ``per_symbol=False``, not the MAP sample's nor the per-symbol reading
-    (issue 39: a default of ``map=True`` in either, and of ``per_symbol=True``, lived)."""
+    ``map=False``, ``per_symbol=False`` and ``letters_only=False``, not the MAP sample's, the
+    per-symbol reading nor the letters' alone (issue 39: a default of ``map=True`` in either,
+    and of ``per_symbol=True`` or ``letters_only=True``, lived)."""
     method = get_method("pdia-smoothed")
     opts = options(iterations=40, burn_in=10, period=3, chains=2)
     fit = method.fit(get_toy("tiny").train, opts, 3, False)
@@ -215,8 +216,9 @@ def test_predictions_read_every_draw_unless_map_is_asked():
         return method.perplexity_log_prob(fit.arrays, opts, test, continuation=False, **kw)
 
     default = perplexity()
-    assert default == perplexity(map=False, per_symbol=False)
+    assert default == perplexity(map=False, per_symbol=False, letters_only=False)
     assert default != perplexity(map=True) and default != perplexity(per_symbol=True)
+    assert default != perplexity(letters_only=True)  # issue 39: its default True lived
 
 
 
