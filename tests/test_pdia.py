@@ -547,3 +547,24 @@ def test_a_fit_emits_no_floating_point_warning(name):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         get_method(name).fit(get_toy("tiny").train, o, 1, False)
+
+
+def test_the_crf_arrays_rows_are_distinct_and_their_stacks_hold_every_id():
+    """The seating arrays' layout (``_crf_kernel``): the rows of ``tabs`` and of ``sts`` and
+    the slots of ``meta`` are distinct indices inside their arrays, and a fresh seating's free
+    stacks hold every table and every state but q0 once, popped in increasing order. Issue 39:
+    ``T_FREE = 5``, the free stack of tables sharing a row with the pending stack, passed
+    every test (the pool of tables is rarely drained far enough to reach the entries a move's
+    pending tables overwrite)."""
+    from bayesfa.samplers.pdia import _crf_kernel as K
+
+    tab_rows = (K.T_N, K.T_DISH, K.T_COL, K.T_POS, K.T_FREE, K.T_PEND, K.T_FLAG)
+    st_rows = (K.S_M, K.S_FREE, K.S_PEND, K.S_FLAG)
+    slots = (K.M_FREE_TAB, K.M_FREE_ST, K.M_TABLES, K.M_DISHES, K.M_PEND_TAB, K.M_PEND_ST,
+             K.M_HI, K.M_STAMP)
+    nj, v, mu, tabs, col_tabs, col_t, sts, meta = K.new_crf(5, 3)
+    for rows, n in ((tab_rows, tabs.shape[0]), (st_rows, sts.shape[0]), (slots, meta.size)):
+        assert sorted(rows) == list(range(n))
+    free = tabs[K.T_FREE, :meta[K.M_FREE_TAB]]
+    assert list(free[::-1]) == list(range(15))  # the top of the stack is table 0
+    assert sorted(sts[K.S_FREE, :meta[K.M_FREE_ST]]) == [1, 2, 3, 4]
