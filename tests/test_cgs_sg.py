@@ -330,3 +330,13 @@ def test_moved_is_zero_with_one_state_and_positive_with_three():
     assert not one.trace["moved"].any() and one.trace["n_graph_edges"].all()
     three = cgs_sg.sample_cgs_sg(corpus, 3, 0.5, 20, 10, 1, 1, 0)
     assert three.trace["moved"].mean() > 0
+
+
+def test_the_kernel_variant_codes_are_distinct():
+    """Six codes, one a kernel: a code shared by two would leave one named mutant unreachable
+    (issue 39: ``STALE_TOTAL = 5``, the code of ``SIZE_RATIO_FLIPPED``, passed every test)."""
+    from bayesfa.samplers.pfa import _cgs_sg_kernel as K
+
+    codes = (K.CORRECT, K.NO_CORRECTION, K.NO_STATE_FACTOR, K.VP_FOR_VK, K.STALE_TOTAL,
+             K.SIZE_RATIO_FLIPPED)
+    assert sorted(codes) == list(range(6))
