@@ -221,7 +221,6 @@ def test_predictions_read_every_draw_unless_map_is_asked():
     assert default != perplexity(letters_only=True)  # issue 39: its default True lived
 
 
-
 def test_each_hyperparameter_step_leaves_its_conditional_invariant():
     """validate's ``move-hyper`` check (:func:`hyper_step_check`: the MH steps on ``beta`` and
     ``beta0`` from exact draws of their conditionals, Kolmogorov-Smirnov, false-alarm rate

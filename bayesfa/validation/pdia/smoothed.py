@@ -277,8 +277,8 @@ def hyper_step_check(variant: int = 0, *, seed: int = 0, alpha: float = ALPHA,
     """The check ``move-hyper``: each MH step of the emission kernel on ``beta`` and on
     ``beta0`` (the other moves off) leaves its conditional invariant. ``n_starts``
     independent exact draws of the conditional (:func:`log_hyper_conditional`, inverse CDF
-    on a grid of 40,001 points of ``log x`` from 1e-4 to 60, which holds all but 1e-6 of the
-    density's peak at its ends), ``HYPER_STEPS`` steps from each, then a Kolmogorov-Smirnov
+    on a grid of 40,001 points of ``log x`` from 1e-4 to 60; a density still above 1e-6 of
+    its peak at either end is an error, not a check), ``HYPER_STEPS`` steps from each, then a Kolmogorov-Smirnov
     test of the ends against the conditional (``alpha / 2`` per hyperparameter). Catches a
     wrong target, a dropped Jacobian or an inverted acceptance, which the Geweke test at
     seed 0 did not (issue 39)."""
@@ -303,6 +303,9 @@ def hyper_step_check(variant: int = 0, *, seed: int = 0, alpha: float = ALPHA,
     for k, name in enumerate(("beta", "beta0")):
         log_density = log_hyper_conditional(name, np.exp(u)) + u  # the density of log x
         dens = np.exp(log_density - log_density.max())
+        if not (dens[0] < 1e-6 and dens[-1] < 1e-6):  # the grid must hold the density
+            raise RuntimeError(f"{name}'s conditional is above 1e-6 of its peak at the grid's "
+                               f"ends ({dens[0]:.1e}, {dens[-1]:.1e})")
         cdf = np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(u))])
         cdf /= cdf[-1]
         starts = np.exp(np.interp(rng.random(n_starts), cdf, u))
